@@ -1,0 +1,217 @@
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// RecordType says what a journal record means.
+type RecordType string
+
+// The record types of the journal.
+const (
+	// TypeEvent is an object change: ADDED, MODIFIED or DELETED, real or
+	// synthetic (a baseline item or an inferred deletion).
+	TypeEvent RecordType = "event"
+	// TypeBaseline marks the begin or the end of a baseline (a list result).
+	// The items of a baseline are TypeEvent records with Synthetic set.
+	TypeBaseline RecordType = "baseline"
+	// TypeGap says that continuity of a stream was lost between two moments.
+	TypeGap RecordType = "gap"
+	// TypeCoverageChange says that a stream became unavailable or available.
+	TypeCoverageChange RecordType = "coverage_change"
+	// TypeAuditCorrelation links an audit event to the journal event it caused.
+	TypeAuditCorrelation RecordType = "audit_correlation"
+	// TypeSnapshot is a saved snapshot of a scope at a time.
+	TypeSnapshot RecordType = "snapshot"
+	// TypeCheckpoint is durable progress of a stream: a bookmark or another
+	// resourceVersion the stream is known to be continuous up to.
+	TypeCheckpoint RecordType = "checkpoint"
+	// TypePlan is a saved replay plan.
+	TypePlan RecordType = "replay_plan"
+)
+
+// Valid reports whether t is one of the known record types.
+func (t RecordType) Valid() bool {
+	switch t {
+	case TypeEvent, TypeBaseline, TypeGap, TypeCoverageChange, TypeAuditCorrelation,
+		TypeSnapshot, TypeCheckpoint, TypePlan:
+		return true
+	}
+	return false
+}
+
+// WatchType is the type of a Kubernetes watch event.
+type WatchType string
+
+// The watch event types, as the API server sends them.
+const (
+	Added    WatchType = "ADDED"
+	Modified WatchType = "MODIFIED"
+	Deleted  WatchType = "DELETED"
+	Bookmark WatchType = "BOOKMARK"
+	Error    WatchType = "ERROR"
+)
+
+// Record is one entry of the journal.
+//
+// Every record belongs to a cluster; all but snapshots, plans and audit
+// correlations belong to a stream. The payload fields (Gap, Coverage,
+// Baseline, Checkpoint, Snapshot, Audit, Inferred) are set according to Type.
+type Record struct {
+	// Type says what the record means.
+	Type RecordType `json:"type"`
+	// EventID is the deterministic de-duplication key: the same watch event
+	// delivered twice has the same EventID and is stored once.
+	EventID string `json:"eventID"`
+	// IngestSeq is assigned by the store on append; it increases strictly
+	// in append order. Zero on records that were not stored yet.
+	IngestSeq int64 `json:"ingestSeq,omitempty"`
+	// ClusterID names the cluster the record was observed in.
+	ClusterID string `json:"clusterID"`
+	// StreamID is Stream.ID() of the stream that produced the record.
+	StreamID string `json:"streamID,omitempty"`
+	// ObservedAt is when the collector saw the event, not when the object
+	// changed on the server.
+	ObservedAt time.Time `json:"observedAt"`
+	// WatchType is set on TypeEvent records.
+	WatchType WatchType `json:"watchType,omitempty"`
+	// Synthetic is true when krply made the record rather than receiving it
+	// as a watch event: baseline items (ADDED) and inferred deletions.
+	Synthetic bool `json:"synthetic,omitempty"`
+	// Resource identifies the object of a TypeEvent record (and of other
+	// records where one object is concerned).
+	Resource ResourceRef `json:"resource,omitempty"`
+	// ObjectHash is ObjectHash(Object) when Object is set.
+	ObjectHash string `json:"objectHash,omitempty"`
+	// Object is the object's JSON as received. For TypeSnapshot and TypePlan
+	// records it holds the saved document.
+	Object json.RawMessage `json:"object,omitempty"`
+
+	// BaselineID is set on the items of a baseline and on its markers.
+	BaselineID string `json:"baselineID,omitempty"`
+
+	Gap        *Gap              `json:"gap,omitempty"`
+	Coverage   *CoverageChange   `json:"coverage,omitempty"`
+	Baseline   *Baseline         `json:"baseline,omitempty"`
+	Checkpoint *Checkpoint       `json:"checkpoint,omitempty"`
+	Snapshot   *SnapshotRef      `json:"snapshot,omitempty"`
+	Audit      *AuditCorrelation `json:"audit,omitempty"`
+	Inferred   *InferredDeletion `json:"inferred,omitempty"`
+}
+
+// Gap says that a stream's continuity was lost: changes made between From
+// and the end of the next complete baseline may be missing from the journal.
+type Gap struct {
+	// From is the last moment the stream was known to be continuous: the
+	// observation time of its last durable record, not the moment the loss
+	// was detected.
+	From time.Time `json:"from"`
+	// To is when the loss was detected. Coverage returns only with the next
+	// complete baseline, which ends at or after To.
+	To time.Time `json:"to"`
+	// Reason says why, e.g. "410 Gone: too old resource version".
+	Reason string `json:"reason"`
+	// LastResourceVersion is the last durable resourceVersion before the gap.
+	LastResourceVersion string `json:"lastResourceVersion,omitempty"`
+	// ResumeResourceVersion is the resourceVersion of the baseline that
+	// closed the gap, filled in when the gap record is written after it.
+	ResumeResourceVersion string `json:"resumeResourceVersion,omitempty"`
+}
+
+// CoverageChange says that a stream became available or unavailable.
+type CoverageChange struct {
+	Available bool `json:"available"`
+	// Reason explains the change, e.g. "403 Forbidden: ..." or "discovered".
+	Reason string `json:"reason"`
+	// Code is the HTTP status code behind the change, when there was one.
+	Code int `json:"code,omitempty"`
+}
+
+// BaselinePhase is the begin or the end of a baseline.
+type BaselinePhase string
+
+// The phases of a baseline.
+const (
+	BaselineBegin BaselinePhase = "begin"
+	BaselineEnd   BaselinePhase = "end"
+)
+
+// Baseline is the payload of a TypeBaseline record. A baseline is complete
+// only when its end record exists; a begin without an end (a crash in the
+// middle of a list) is never trusted for coverage.
+type Baseline struct {
+	ID    string        `json:"id"`
+	Phase BaselinePhase `json:"phase"`
+	// ResourceVersion is the list's resourceVersion (set on the end record).
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+	// ItemCount is the number of items (set on the end record).
+	ItemCount int `json:"itemCount,omitempty"`
+	// Reason says why the baseline was taken: "initial", "relist after gap",
+	// "coverage restored", "compaction".
+	Reason string `json:"reason,omitempty"`
+}
+
+// Checkpoint is the payload of a TypeCheckpoint record.
+type Checkpoint struct {
+	ResourceVersion string `json:"resourceVersion"`
+	// Bookmark is true when the checkpoint came from a BOOKMARK event.
+	Bookmark bool `json:"bookmark,omitempty"`
+	// InitialEventsEnd is true for the bookmark that ends a WatchList's
+	// initial events.
+	InitialEventsEnd bool `json:"initialEventsEnd,omitempty"`
+}
+
+// SnapshotRef describes a saved snapshot or plan; the document itself is in
+// Record.Object.
+type SnapshotRef struct {
+	ID   string    `json:"id"`
+	Name string    `json:"name,omitempty"`
+	At   time.Time `json:"at"`
+	// Complete is true when every contributing stream was covered at At.
+	Complete bool `json:"complete"`
+}
+
+// AuditCorrelation links a Kubernetes audit event to the journal event it
+// caused.
+type AuditCorrelation struct {
+	// TargetEventID is the EventID of the journal event the request caused.
+	TargetEventID string   `json:"targetEventID"`
+	AuditID       string   `json:"auditID"`
+	User          string   `json:"user"`
+	Groups        []string `json:"groups,omitempty"`
+	UserAgent     string   `json:"userAgent,omitempty"`
+	SourceIPs     []string `json:"sourceIPs,omitempty"`
+	Verb          string   `json:"verb"`
+	RequestURI    string   `json:"requestURI,omitempty"`
+	// RequestReceivedAt is the audit event's requestReceivedTimestamp.
+	RequestReceivedAt time.Time `json:"requestReceivedAt"`
+	// Confidence is 1 for an exact match by resourceVersion and lower for a
+	// best-effort match.
+	Confidence float64 `json:"confidence"`
+	// Rule names the rule that matched, e.g. "exact-resource-version".
+	Rule string `json:"rule"`
+}
+
+// InferredDeletion is the payload of a synthetic DELETED event written when
+// a relist no longer contains an object the journal believed alive. The
+// deletion happened somewhere between From and To.
+type InferredDeletion struct {
+	From       time.Time `json:"from"`
+	To         time.Time `json:"to"`
+	BaselineID string    `json:"baselineID"`
+	Reason     string    `json:"reason"`
+}
+
+// IsObjectChange reports whether r changes an object's state: an event
+// record of type ADDED, MODIFIED or DELETED.
+func (r *Record) IsObjectChange() bool {
+	if r.Type != TypeEvent {
+		return false
+	}
+	switch r.WatchType {
+	case Added, Modified, Deleted:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,37 @@
+// Package storage defines the krply journal: the Store interface every
+// backend implements, its queries, sentinel errors, and coverage — the rule
+// that decides whether the journal is complete for a stream at a time.
+//
+// Backends live in subpackages: storage/sqlite (the default, durable, one
+// file) and storage/memory (for tests and short-lived use). Both pass the
+// conformance suite in storage/storagetest, which is the executable
+// specification of this package.
+//
+// # Guarantees
+//
+//   - Append is atomic: a batch is stored entirely or not at all, together
+//     with the checkpoint of every stream it advances.
+//   - Append is idempotent by EventID: a record already stored is not stored
+//     again, and that is not an error. At-least-once delivery from the last
+//     durable checkpoint therefore never duplicates history.
+//   - Records keep the order they were appended in (IngestSeq). Ordering is
+//     meaningful within one stream only; resourceVersions are never compared.
+//   - Object bodies are kept exactly as received.
+//   - Compact(T) never changes an answer about a time at or after T.
+//
+// Snapshots and replay plans are ordinary records (TypeSnapshot, TypePlan):
+// save one with Append, list them with Records and a type filter, fetch one
+// with Get by its EventID.
+//
+// # What it does not do
+//
+// A store does not interpret object bodies beyond the metadata the caller
+// put in Record.Resource, and it does not decide what a deletion or a gap
+// means for a question; CoverageAt and the materialize package do.
+//
+// # Concurrency and Close
+//
+// A Store is safe for concurrent use: one writer and any number of readers.
+// The caller that opened a store must Close it; calls after Close return
+// ErrClosed.
+package storage

@@ -1,0 +1,236 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/krply/krply/event"
+)
+
+// Sentinel errors. Check them with errors.Is; backends wrap them with
+// context (the file, the stream, the ID).
+var (
+	// ErrNotFound: no record, stream or object matches.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("storage: closed")
+	// ErrInvalidRecord: a record cannot be stored as given (missing
+	// EventID, unknown type, a payload that does not match the type).
+	ErrInvalidRecord = errors.New("storage: invalid record")
+	// ErrIncompatible: the file was written by a newer krply, is not a krply
+	// journal, or is corrupt. The store leaves such a file untouched.
+	ErrIncompatible = errors.New("storage: incompatible journal file")
+)
+
+// Store is a journal backend. Implementations are safe for concurrent use by
+// one writer and any number of readers.
+type Store interface {
+	Reader
+	Writer
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Writer appends to the journal.
+type Writer interface {
+	// Append stores the records of a batch in one transaction, in order:
+	// either all of them are durable or none is. A record whose EventID is
+	// already stored is not stored again; its existing sequence number is
+	// returned, and that is not an error.
+	//
+	// Each stream's checkpoint advances in the same transaction to the
+	// resourceVersion of the last record of the batch (in batch order) that
+	// carries stream progress: a non-synthetic event, a checkpoint record,
+	// or a baseline end. Synthetic baseline items and inferred deletions
+	// never move the checkpoint. resourceVersions are never compared.
+	Append(ctx context.Context, records []event.Record) (AppendResult, error)
+
+	// Compact removes what is no longer needed to answer questions about
+	// times at or after before. Every answer of this interface for a time
+	// at or after before stays the same: for each stream the state at
+	// before is folded into a synthetic baseline (the last version of each
+	// object alive at before is kept as is), together with the gap and
+	// coverage records that still decide coverage after before. Snapshots,
+	// plans and audit correlations of kept events are kept.
+	Compact(ctx context.Context, before time.Time) (CompactResult, error)
+}
+
+// AppendResult reports what Append did.
+type AppendResult struct {
+	// Seqs holds, for each record of the batch in order, its IngestSeq:
+	// the new one, or the existing one for a duplicate.
+	Seqs []int64
+	// Inserted counts the records stored by this call.
+	Inserted int
+	// Duplicates counts the records that were already stored.
+	Duplicates int
+}
+
+// CompactResult reports what Compact did.
+type CompactResult struct {
+	RecordsRemoved int64
+	BodiesRemoved  int64
+	// Streams counts the streams folded into a synthetic baseline.
+	Streams int
+}
+
+// Reader answers the queries the collector, materializer, planner and audit
+// correlator need. Every query uses an index; none scans the whole journal.
+type Reader interface {
+	// Get returns the record with the given EventID.
+	Get(ctx context.Context, eventID string) (event.Record, error)
+
+	// Records returns the records that match q, ordered by IngestSeq
+	// (descending when q.Descending), at most q.Limit of them, and a cursor
+	// for the next page ("" when there is none).
+	Records(ctx context.Context, q Query) (Page, error)
+
+	// StreamStatus returns the durable state of one stream; ErrNotFound if
+	// the journal has no record of it.
+	StreamStatus(ctx context.Context, streamID string) (StreamStatus, error)
+	// Streams returns the status of every stream of a cluster ("" for all
+	// clusters), ordered by stream ID.
+	Streams(ctx context.Context, clusterID string) ([]StreamStatus, error)
+
+	// ObjectHistory returns the object-change records (TypeEvent) of one
+	// object in IngestSeq order, across UIDs (a re-created object keeps
+	// its history), restricted by q's time range and limit.
+	ObjectHistory(ctx context.Context, obj ObjectID, q HistoryQuery) ([]event.Record, error)
+
+	// LatestAt returns the last object-change record of obj observed at or
+	// before at (ties broken by IngestSeq). It may be a DELETED record; the
+	// caller decides what a deletion means. ErrNotFound when none exists.
+	LatestAt(ctx context.Context, obj ObjectID, at time.Time) (event.Record, error)
+
+	// AliveAt returns, for every object whose last object-change record at
+	// or before q.At is not a deletion, that record, ordered by object.
+	AliveAt(ctx context.Context, q AliveQuery) ([]event.Record, error)
+
+	// EventByResourceVersion returns the object-change record of obj whose
+	// resourceVersion is rv (and whose UID is uid, when uid is not empty).
+	EventByResourceVersion(ctx context.Context, obj ObjectID, uid, rv string) (event.Record, error)
+
+	// Correlations returns the audit_correlation records that point at
+	// each of the given journal EventIDs, keyed by that EventID.
+	Correlations(ctx context.Context, eventIDs []string) (map[string][]event.Record, error)
+
+	// Stats returns the size of the journal.
+	Stats(ctx context.Context) (Stats, error)
+}
+
+// ObjectID names an object independently of API version and UID: a
+// re-created object with the same name has the same ObjectID.
+type ObjectID struct {
+	ClusterID string `json:"clusterID"`
+	Group     string `json:"group,omitempty"`
+	Resource  string `json:"resource"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// ObjectIDOf returns the ObjectID of the object a record is about.
+func ObjectIDOf(r event.Record) ObjectID {
+	return ObjectID{
+		ClusterID: r.ClusterID,
+		Group:     r.Resource.Group,
+		Resource:  r.Resource.Resource,
+		Namespace: r.Resource.Namespace,
+		Name:      r.Resource.Name,
+	}
+}
+
+// Query selects records. Zero fields do not restrict.
+type Query struct {
+	ClusterID string
+	StreamID  string
+	// Types restricts the record types; empty means all.
+	Types []event.RecordType
+	// Since and Until bound ObservedAt: Since <= ObservedAt <= Until.
+	Since, Until time.Time
+	// AfterSeq and BeforeSeq bound IngestSeq exclusively.
+	AfterSeq, BeforeSeq int64
+	// Descending orders by IngestSeq from newest to oldest.
+	Descending bool
+	// Limit caps the page size; 0 means the backend's default (1000).
+	Limit int
+	// Cursor continues a previous page; the other fields must not change.
+	Cursor string
+	// WithoutBodies leaves Record.Object empty, which is cheaper.
+	WithoutBodies bool
+}
+
+// Page is one page of Records.
+type Page struct {
+	Records []event.Record
+	// Next is the cursor of the next page, "" when this is the last.
+	Next string
+}
+
+// HistoryQuery restricts ObjectHistory. Zero fields do not restrict.
+type HistoryQuery struct {
+	Since, Until time.Time
+	// StreamID keeps only the records of one stream.
+	StreamID string
+	// Limit caps the number of records; 0 means no cap.
+	Limit int
+	// WithoutBodies leaves Record.Object empty.
+	WithoutBodies bool
+}
+
+// AliveQuery selects the objects alive at a time. StreamID, or else
+// ClusterID with optional Namespace, Group and Resource, chooses the objects.
+type AliveQuery struct {
+	At        time.Time
+	StreamID  string
+	ClusterID string
+	Namespace string
+	Group     string
+	Resource  string
+	// WithoutBodies leaves Record.Object empty; the collector uses it to
+	// find inferred deletions without reading bodies.
+	WithoutBodies bool
+}
+
+// StreamStatus is the durable state of one stream, kept up to date by Append.
+type StreamStatus struct {
+	StreamID string
+	Stream   event.Stream
+	// CheckpointRV is the resourceVersion the stream is durably continuous
+	// up to, and CheckpointAt the ObservedAt of the record that set it.
+	CheckpointRV string
+	CheckpointAt time.Time
+	// Available is false after a coverage change to unavailable, until a
+	// coverage change to available. A stream starts available.
+	Available bool
+	// AvailabilityReason is the reason of the last coverage change.
+	AvailabilityReason string
+	// LastBaselineID and LastBaselineEndAt describe the last complete
+	// baseline; OpenBaselineID a baseline begun but not (yet) ended.
+	LastBaselineID    string
+	LastBaselineEndAt time.Time
+	OpenBaselineID    string
+	// Gaps counts the stream's gap records; LastGapAt is the ObservedAt of
+	// the newest one.
+	Gaps      int
+	LastGapAt time.Time
+	// FirstObservedAt and LastObservedAt bound the stream's records.
+	FirstObservedAt time.Time
+	LastObservedAt  time.Time
+	// Records counts the stream's records; LastSeq is the newest IngestSeq.
+	Records int64
+	LastSeq int64
+}
+
+// Stats is the size of a journal.
+type Stats struct {
+	Records int64
+	Events  int64
+	// Bodies counts distinct object bodies; BodyBytes is what they take
+	// stored (compressed), RawBodyBytes their size as received.
+	Bodies       int64
+	BodyBytes    int64
+	RawBodyBytes int64
+	// FileBytes is the size on disk (0 for in-memory stores).
+	FileBytes int64
+}

@@ -2,29 +2,128 @@ package materialize
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
 )
 
 func newUUID() string { return uuid.NewString() }
 
-var errNotImplemented = errors.New("materialize: not implemented yet")
-
-// Snapshot computes the state of scope at at and saves it in the journal as
-// a TypeSnapshot record named name.
+// Snapshot computes the state of scope at at — every object alive then,
+// with per-stream watermarks, Complete, Missing and warnings — and saves it
+// in the journal as a TypeSnapshot record named name. The returned
+// snapshot's ID fetches it again with GetSnapshot.
+//
+// The store must be a storage.Writer; otherwise Snapshot returns
+// ErrReadOnly before reading anything.
 func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time, name string) (*Snapshot, error) {
-	return nil, errNotImplemented
+	if m.writer == nil {
+		return nil, fmt.Errorf("%w: the store given to New is not a storage.Writer", ErrReadOnly)
+	}
+	if at.IsZero() {
+		return nil, fmt.Errorf("%w: snapshot without a time", ErrInvalidArgument)
+	}
+	st, err := m.stateAt(ctx, scope, at, true)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
+	}
+	snap := &Snapshot{
+		ID:         m.newID(),
+		Name:       name,
+		Scope:      scope,
+		At:         at,
+		CreatedAt:  m.clock.Now(),
+		Complete:   st.complete(),
+		Watermarks: st.watermarks(),
+		Missing:    st.missing,
+		Warnings:   st.warnings,
+		Objects:    make([]SnapshotObject, len(st.objects)),
+	}
+	for i, o := range st.objects {
+		snap.Objects[i] = snapshotObject(o.rec)
+	}
+	doc, err := json.Marshal(snap)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s: encode: %w", snap.ID, err)
+	}
+	rec := event.Record{
+		Type:       event.TypeSnapshot,
+		EventID:    snap.ID,
+		ClusterID:  scope.ClusterID,
+		ObservedAt: snap.CreatedAt,
+		Snapshot:   &event.SnapshotRef{ID: snap.ID, Name: name, At: at, Complete: snap.Complete},
+		Object:     doc,
+		ObjectHash: event.ObjectHash(doc),
+	}
+	if _, err := m.writer.Append(ctx, []event.Record{rec}); err != nil {
+		return nil, fmt.Errorf("snapshot %s: save: %w", snap.ID, err)
+	}
+	m.log.V(1).Info("snapshot saved", "id", snap.ID, "cluster", scope.ClusterID, "at", at, "objects", len(snap.Objects), "complete", snap.Complete)
+	return snap, nil
 }
 
-// GetSnapshot returns a saved snapshot by ID.
+func snapshotObject(rec event.Record) SnapshotObject {
+	return SnapshotObject{Ref: rec.Resource, StreamID: rec.StreamID, EventID: rec.EventID,
+		ObservedAt: rec.ObservedAt, Synthetic: rec.Synthetic, Object: rec.Object}
+}
+
+// GetSnapshot returns a saved snapshot by ID; ErrNotFound when the journal
+// has no snapshot with that ID.
 func (m *Materializer) GetSnapshot(ctx context.Context, id string) (*Snapshot, error) {
-	return nil, errNotImplemented
+	rec, err := m.reader.Get(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, fmt.Errorf("%w: snapshot %q (%w)", ErrNotFound, id, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %q: %w", id, err)
+	}
+	if rec.Type != event.TypeSnapshot {
+		return nil, fmt.Errorf("%w: snapshot %q: record is a %s", ErrNotFound, id, rec.Type)
+	}
+	var snap Snapshot
+	if err := json.Unmarshal(rec.Object, &snap); err != nil {
+		return nil, fmt.Errorf("snapshot %q: decode: %w", id, err)
+	}
+	return &snap, nil
 }
 
-// ListSnapshots returns the saved snapshots of a cluster ("" for all),
-// without their Objects.
+// skipJSON consumes a JSON value without keeping it.
+type skipJSON struct{}
+
+func (*skipJSON) UnmarshalJSON([]byte) error { return nil }
+
+// snapshotHeader decodes a snapshot document without its objects.
+type snapshotHeader struct {
+	*Snapshot
+	Objects skipJSON `json:"objects"`
+}
+
+// ListSnapshots returns the saved snapshots of a cluster ("" for every
+// cluster) in the order they were saved, without their Objects.
 func (m *Materializer) ListSnapshots(ctx context.Context, clusterID string) ([]Snapshot, error) {
-	return nil, errNotImplemented
+	var out []Snapshot
+	q := storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeSnapshot}}
+	for {
+		page, err := m.reader.Records(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("list snapshots of cluster %q: %w", clusterID, err)
+		}
+		for _, rec := range page.Records {
+			var snap Snapshot
+			if err := json.Unmarshal(rec.Object, &snapshotHeader{Snapshot: &snap}); err != nil {
+				return nil, fmt.Errorf("snapshot %q: decode: %w", rec.EventID, err)
+			}
+			out = append(out, snap)
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Cursor = page.Next
+	}
 }

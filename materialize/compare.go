@@ -1,0 +1,509 @@
+package materialize
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/krply/krply/event"
+)
+
+// IgnoreRule leaves fields out of comparisons, in the manner of Argo CD's
+// ignoreDifferences: for objects matching Group, Kind, Namespace and Name
+// (empty matches any), the fields at JSONPointers (RFC 6901, e.g.
+// "/spec/replicas" or "/metadata/annotations/example.com~1x") are ignored.
+// A pointer segment addressing a list item matches the item's position in
+// either version; "*" matches any field or item.
+type IgnoreRule struct {
+	Group        string   `json:"group,omitempty"`
+	Kind         string   `json:"kind,omitempty"`
+	Namespace    string   `json:"namespace,omitempty"`
+	Name         string   `json:"name,omitempty"`
+	JSONPointers []string `json:"jsonPointers"`
+}
+
+// defaultPointers are the server-owned fields every comparison ignores
+// unless WithoutDefaultIgnores is given.
+var defaultPointers = []pointer{
+	{"metadata", "managedFields"},
+	{"metadata", "resourceVersion"},
+	{"metadata", "uid"},
+	{"metadata", "generation"},
+	{"metadata", "creationTimestamp"},
+	{"metadata", "selfLink"},
+	{"metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration"},
+	{"metadata", "annotations", "deployment.kubernetes.io/revision"},
+}
+
+// DefaultIgnorePointers returns the JSON pointers of the server-owned fields
+// every comparison ignores unless WithoutDefaultIgnores is given: managed
+// fields, resourceVersion, uid, generation, creationTimestamp, selfLink, the
+// last-applied annotation and the Deployment revision annotation. Status is
+// ignored separately, see IncludeStatus.
+func DefaultIgnorePointers() []string {
+	out := make([]string, len(defaultPointers))
+	for i, p := range defaultPointers {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// String returns the pointer in RFC 6901 form.
+func (p pointer) String() string {
+	var b strings.Builder
+	for _, s := range p {
+		b.WriteByte('/')
+		b.WriteString(strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1"))
+	}
+	return b.String()
+}
+
+// statusPointers is ignored unless status is included.
+var statusPointers = []pointer{{"status"}}
+
+// defaultMergeKeys maps a list field's name to the item fields that identify
+// its items, tried in order: the first one present, scalar and unique in
+// both versions is used, otherwise items are matched by position.
+var defaultMergeKeys = map[string][]string{
+	"containers":          {"name"},
+	"initContainers":      {"name"},
+	"ephemeralContainers": {"name"},
+	"env":                 {"name"},
+	"volumes":             {"name"},
+	"volumeMounts":        {"mountPath", "name"},
+	"volumeDevices":       {"devicePath", "name"},
+	"ports":               {"containerPort", "port", "name"},
+	"imagePullSecrets":    {"name"},
+	"hostAliases":         {"ip"},
+	"conditions":          {"type"},
+}
+
+// pointer is a compiled JSON pointer.
+type pointer []string
+
+func parsePointer(p string) (pointer, error) {
+	if p == "" || p[0] != '/' {
+		return nil, fmt.Errorf("%w: JSON pointer %q must start with '/'", ErrInvalidArgument, p)
+	}
+	parts := strings.Split(p[1:], "/")
+	for i, s := range parts {
+		if strings.Contains(s, "~") {
+			for j := 0; j < len(s); j++ {
+				if s[j] == '~' && (j+1 == len(s) || s[j+1] != '0' && s[j+1] != '1') {
+					return nil, fmt.Errorf("%w: JSON pointer %q: bad escape", ErrInvalidArgument, p)
+				}
+			}
+			s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		}
+		parts[i] = s
+	}
+	return parts, nil
+}
+
+// compareConfig decides what a comparison ignores and how lists are matched.
+type compareConfig struct {
+	includeStatus  bool
+	defaultIgnores bool
+	rules          []compiledRule
+	mergeKeys      map[string][]string
+}
+
+type compiledRule struct {
+	IgnoreRule
+	pointers []pointer
+}
+
+// DefaultMergeKeys returns, for each list field name, the item fields that
+// identify its items, tried in order: the first one present, scalar and
+// unique in both versions is used, otherwise items are matched by position.
+// Merge keys given with WithMergeKeys are added to these.
+func DefaultMergeKeys() map[string][]string {
+	out := make(map[string][]string, len(defaultMergeKeys))
+	for k, v := range defaultMergeKeys {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+func compileRules(rules []IgnoreRule) ([]compiledRule, error) {
+	out := make([]compiledRule, 0, len(rules))
+	for _, r := range rules {
+		cr := compiledRule{IgnoreRule: r}
+		for _, p := range r.JSONPointers {
+			cp, err := parsePointer(p)
+			if err != nil {
+				return nil, fmt.Errorf("ignore rule %s/%s %s/%s: %w", r.Group, r.Kind, r.Namespace, r.Name, err)
+			}
+			cr.pointers = append(cr.pointers, cp)
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// objectMeta identifies the object a comparison is about, for ignore rules.
+type objectMeta struct {
+	group, kind, namespace, name string
+}
+
+// pointersFor returns the ignored pointers for one object.
+func (c *compareConfig) pointersFor(o objectMeta) []pointer {
+	var ps []pointer
+	if c.defaultIgnores {
+		ps = append(ps, defaultPointers...)
+	}
+	if !c.includeStatus {
+		ps = append(ps, statusPointers...)
+	}
+	for _, r := range c.rules {
+		if (r.Group == "" || r.Group == o.group) && (r.Kind == "" || r.Kind == o.kind) &&
+			(r.Namespace == "" || r.Namespace == o.namespace) && (r.Name == "" || r.Name == o.name) {
+			ps = append(ps, r.pointers...)
+		}
+	}
+	return ps
+}
+
+// activePtr is an ignore pointer matched up to pos.
+type activePtr struct {
+	p   pointer
+	pos int
+}
+
+func startPointers(ps []pointer) []activePtr {
+	out := make([]activePtr, len(ps))
+	for i, p := range ps {
+		out[i] = activePtr{p: p}
+	}
+	return out
+}
+
+// step advances the active pointers into a child named by field, or by
+// list positions (a child of a list may sit at different positions in the
+// two versions). It reports whether the child itself is ignored.
+func step(active []activePtr, field string, positions ...int) (next []activePtr, ignored bool) {
+	for _, a := range active {
+		s := a.p[a.pos]
+		match := s == "*"
+		if !match {
+			if positions == nil {
+				match = s == field
+			} else {
+				for _, pos := range positions {
+					if pos >= 0 && s == strconv.Itoa(pos) {
+						match = true
+						break
+					}
+				}
+			}
+		}
+		if !match {
+			continue
+		}
+		if a.pos+1 == len(a.p) {
+			return nil, true
+		}
+		next = append(next, activePtr{p: a.p, pos: a.pos + 1})
+	}
+	return next, false
+}
+
+// comparer computes field changes between two decoded JSON documents.
+type comparer struct {
+	mergeKeys map[string][]string
+	out       []change
+}
+
+type change struct {
+	path   []seg
+	op     ChangeOp
+	before any
+	after  any
+}
+
+// decodeJSON decodes a body keeping numbers exact.
+func decodeJSON(raw []byte) (any, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// compareValues returns the field changes from before to after, sorted by
+// path, ignoring the given pointers.
+func compareValues(before, after any, ignore []pointer, mergeKeys map[string][]string) []FieldChange {
+	c := comparer{mergeKeys: mergeKeys}
+	c.walk(nil, "", startPointers(ignore), before, after, true, true)
+	sort.SliceStable(c.out, func(i, j int) bool { return comparePaths(c.out[i].path, c.out[j].path) < 0 })
+	out := make([]FieldChange, len(c.out))
+	for i, ch := range c.out {
+		out[i] = FieldChange{Path: renderPath(ch.path), Op: ch.op, Before: ch.before, After: ch.after}
+	}
+	return out
+}
+
+func (c *comparer) emit(path []seg, op ChangeOp, before, after any) {
+	c.out = append(c.out, change{path: slices.Clone(path), op: op, before: before, after: after})
+}
+
+// walk compares one node. field is the name of the field holding it (for
+// merge keys); hasB and hasA tell absent from null.
+func (c *comparer) walk(path []seg, field string, active []activePtr, b, a any, hasB, hasA bool) {
+	switch {
+	case !hasB && !hasA:
+		return
+	case !hasB:
+		c.emit(path, OpAdd, nil, a)
+		return
+	case !hasA:
+		c.emit(path, OpRemove, b, nil)
+		return
+	}
+	switch bv := b.(type) {
+	case map[string]any:
+		av, ok := a.(map[string]any)
+		if !ok {
+			break
+		}
+		c.walkMap(path, active, bv, av)
+		return
+	case []any:
+		av, ok := a.([]any)
+		if !ok {
+			break
+		}
+		c.walkList(path, field, active, bv, av)
+		return
+	}
+	if !equalJSON(b, a) {
+		c.emit(path, OpReplace, b, a)
+	}
+}
+
+func (c *comparer) walkMap(path []seg, active []activePtr, b, a map[string]any) {
+	keys := make([]string, 0, len(b)+len(a))
+	for k := range b {
+		keys = append(keys, k)
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		next, ignored := active, false
+		if len(active) > 0 {
+			next, ignored = step(active, k)
+			if ignored {
+				continue
+			}
+		}
+		bv, hasB := b[k]
+		av, hasA := a[k]
+		c.walk(append(path, seg{kind: segField, name: k}), k, next, bv, av, hasB, hasA)
+	}
+}
+
+func (c *comparer) walkList(path []seg, field string, active []activePtr, b, a []any) {
+	if key := c.mergeKey(field, b, a); key != "" {
+		c.walkKeyed(path, key, active, b, a)
+		return
+	}
+	n := max(len(b), len(a))
+	for i := 0; i < n; i++ {
+		next, ignored := active, false
+		if len(active) > 0 {
+			next, ignored = step(active, "", i)
+			if ignored {
+				continue
+			}
+		}
+		var bv, av any
+		hasB, hasA := i < len(b), i < len(a)
+		if hasB {
+			bv = b[i]
+		}
+		if hasA {
+			av = a[i]
+		}
+		c.walk(append(path, seg{kind: segIndex, index: i}), "", next, bv, av, hasB, hasA)
+	}
+}
+
+func (c *comparer) walkKeyed(path []seg, key string, active []activePtr, b, a []any) {
+	afterPos := make(map[string]int, len(a))
+	for i, item := range a {
+		afterPos[keyLiteral(item.(map[string]any)[key])] = i
+	}
+	seen := make(map[string]bool, len(b))
+	visit := func(kv any, bi, ai int) {
+		next, ignored := active, false
+		if len(active) > 0 {
+			next, ignored = step(active, "", bi, ai)
+			if ignored {
+				return
+			}
+		}
+		var bv, av any
+		if bi >= 0 {
+			bv = b[bi]
+		}
+		if ai >= 0 {
+			av = a[ai]
+		}
+		idx := bi
+		if idx < 0 {
+			idx = ai
+		}
+		c.walk(append(path, seg{kind: segKey, name: key, value: kv, index: idx}), "", next, bv, av, bi >= 0, ai >= 0)
+	}
+	for bi, item := range b {
+		kv := item.(map[string]any)[key]
+		lit := keyLiteral(kv)
+		seen[lit] = true
+		ai, ok := afterPos[lit]
+		if !ok {
+			ai = -1
+		}
+		visit(kv, bi, ai)
+	}
+	for ai, item := range a {
+		kv := item.(map[string]any)[key]
+		if !seen[keyLiteral(kv)] {
+			visit(kv, -1, ai)
+		}
+	}
+}
+
+// mergeKey returns the merge key both lists can be matched by, or "".
+func (c *comparer) mergeKey(field string, b, a []any) string {
+	candidates := c.mergeKeys[field]
+	if len(candidates) == 0 || len(b)+len(a) == 0 {
+		return ""
+	}
+	for _, key := range candidates {
+		if usableKey(key, b) && usableKey(key, a) {
+			return key
+		}
+	}
+	return ""
+}
+
+// usableKey reports whether every item is an object with a unique scalar
+// (string or number) value at key.
+func usableKey(key string, items []any) bool {
+	seen := make(map[string]bool, len(items))
+	for _, item := range items {
+		m, ok := item.(map[string]any)
+		if !ok {
+			return false
+		}
+		var lit string
+		switch v := m[key].(type) {
+		case string:
+			lit = "s" + v
+		case json.Number:
+			lit = "n" + v.String()
+		default:
+			return false
+		}
+		if seen[lit] {
+			return false
+		}
+		seen[lit] = true
+	}
+	return true
+}
+
+// equalJSON compares decoded JSON values.
+func equalJSON(a, b any) bool {
+	switch av := a.(type) {
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case json.Number:
+		bv, ok := b.(json.Number)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	case nil:
+		return b == nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// stripIgnored returns a copy of v without the ignored fields. List items
+// are addressed by their position in v.
+func stripIgnored(v any, active []activePtr) any {
+	if len(active) == 0 {
+		return v
+	}
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, child := range t {
+			next, ignored := step(active, k)
+			if ignored {
+				continue
+			}
+			out[k] = stripIgnored(child, next)
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(t))
+		for i, child := range t {
+			next, ignored := step(active, "", i)
+			if ignored {
+				continue
+			}
+			out = append(out, stripIgnored(child, next))
+		}
+		return out
+	}
+	return v
+}
+
+// objectMetaOf identifies an object for ignore rules.
+func objectMetaOf(ref event.ResourceRef, body any) objectMeta {
+	o := objectMeta{group: ref.Group, kind: ref.Kind, namespace: ref.Namespace, name: ref.Name}
+	if o.kind == "" {
+		if m, ok := body.(map[string]any); ok {
+			o.kind, _ = m["kind"].(string)
+		}
+	}
+	return o
+}
+
+// compareBodies returns the field changes between two raw bodies of one
+// object; nil bodies are absent objects.
+func (c *compareConfig) compareBodies(ref event.ResourceRef, before, after json.RawMessage) ([]FieldChange, error) {
+	if bytes.Equal(before, after) {
+		return nil, nil
+	}
+	b, err := decodeJSON(before)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ref, err)
+	}
+	a, err := decodeJSON(after)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", ref, err)
+	}
+	body := a
+	if body == nil {
+		body = b
+	}
+	return compareValues(b, a, c.pointersFor(objectMetaOf(ref, body)), c.mergeKeys), nil
+}

@@ -1,0 +1,331 @@
+package materialize
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// streamState is one contributing stream and its coverage at a time.
+type streamState struct {
+	status storage.StreamStatus
+	cov    storage.Coverage
+}
+
+// scopeState is the state of a scope at a time.
+type scopeState struct {
+	at       time.Time
+	streams  []streamState
+	missing  []MissingStream
+	warnings []string
+	// objects are sorted by group, resource, namespace, name.
+	objects []stateObject
+}
+
+type stateObject struct {
+	id  storage.ObjectID
+	rec event.Record
+}
+
+func (s *scopeState) complete() bool {
+	if len(s.streams) == 0 || len(s.missing) > 0 {
+		return false
+	}
+	for _, st := range s.streams {
+		if !st.cov.Covered {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *scopeState) watermarks() []Watermark {
+	out := make([]Watermark, len(s.streams))
+	for i, st := range s.streams {
+		out[i] = Watermark{StreamID: st.status.StreamID, ResourceVersion: st.cov.Watermark, ObservedAt: st.cov.WatermarkAt, Covered: st.cov.Covered}
+	}
+	return out
+}
+
+func validateScope(scope Scope) error {
+	if scope.ClusterID == "" {
+		return fmt.Errorf("%w: scope without cluster ID", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// contributingStreams returns the streams of the scope's cluster whose
+// resource is in scope and whose namespace is "" or in scope, ordered by
+// ID, and the requested parts of the scope no stream records.
+func (m *Materializer) contributingStreams(ctx context.Context, scope Scope) ([]storage.StreamStatus, []MissingStream, error) {
+	all, err := m.reader.Streams(ctx, scope.ClusterID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("streams of cluster %q: %w", scope.ClusterID, err)
+	}
+	var out []storage.StreamStatus
+	for _, st := range all {
+		gr := schema.GroupResource{Group: st.Stream.Group, Resource: st.Stream.Resource}
+		if len(scope.Resources) > 0 && !slices.Contains(scope.Resources, gr) {
+			continue
+		}
+		if st.Stream.Namespace != "" && len(scope.Namespaces) > 0 && !slices.Contains(scope.Namespaces, st.Stream.Namespace) {
+			continue
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StreamID < out[j].StreamID })
+
+	var missing []MissingStream
+	recorded := func(gr *schema.GroupResource, ns string) bool {
+		for _, st := range out {
+			if gr != nil && (st.Stream.Group != gr.Group || st.Stream.Resource != gr.Resource) {
+				continue
+			}
+			if ns == "" || st.Stream.Namespace == "" || st.Stream.Namespace == ns {
+				return true
+			}
+		}
+		return false
+	}
+	for _, gr := range scope.Resources {
+		if !recorded(&gr, "") {
+			missing = append(missing, MissingStream{Resource: gr, Reason: fmt.Sprintf("no stream records %s in cluster %q", gr, scope.ClusterID)})
+			continue
+		}
+		for _, ns := range scope.Namespaces {
+			if !recorded(&gr, ns) {
+				missing = append(missing, MissingStream{Resource: gr, Namespace: ns, Reason: fmt.Sprintf("no stream records %s in namespace %q", gr, ns)})
+			}
+		}
+	}
+	if len(scope.Resources) == 0 {
+		for _, ns := range scope.Namespaces {
+			if !recorded(nil, ns) {
+				missing = append(missing, MissingStream{Namespace: ns, Reason: fmt.Sprintf("no stream records namespace %q", ns)})
+			}
+		}
+		if len(out) == 0 {
+			missing = append(missing, MissingStream{Reason: fmt.Sprintf("no stream records cluster %q", scope.ClusterID)})
+		}
+	}
+	return out, missing, nil
+}
+
+// claims reports whether a stream would record obj if it were covered: its
+// resource matches, it has no selector, and its namespace is "" or obj's.
+func claims(st event.Stream, obj storage.ObjectID) bool {
+	return st.Selector == "" && st.Group == obj.Group && st.Resource == obj.Resource &&
+		(st.Namespace == "" || st.Namespace == obj.Namespace)
+}
+
+// inScope reports whether an object's namespace is in scope.
+func inScope(scope Scope, namespace string) bool {
+	return len(scope.Namespaces) == 0 || slices.Contains(scope.Namespaces, namespace)
+}
+
+// stateAt computes the objects of scope alive at at.
+//
+// Each contributing stream answers for itself (storage.AliveAt by stream).
+// An object reported alive only by streams that are not covered at at is
+// dropped when a covered stream that claims it does not report it: that
+// stream saw it deleted, or its complete baseline did not list it. When
+// several streams report an object alive, a covered stream's version wins,
+// then the newest.
+func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, withBodies bool) (*scopeState, error) {
+	if err := validateScope(scope); err != nil {
+		return nil, err
+	}
+	streams, missing, err := m.contributingStreams(ctx, scope)
+	if err != nil {
+		return nil, err
+	}
+	s := &scopeState{at: at, missing: missing}
+
+	type candidate struct {
+		rec     event.Record
+		covered bool
+	}
+	cands := make(map[storage.ObjectID]candidate)
+	var coveredStreams []event.Stream
+	for _, st := range streams {
+		cov, err := storage.CoverageAt(ctx, m.reader, st.StreamID, at)
+		if err != nil {
+			return nil, err
+		}
+		s.streams = append(s.streams, streamState{status: st, cov: cov})
+		if !cov.Covered {
+			s.missing = append(s.missing, MissingStream{StreamID: st.StreamID, Reason: cov.Reason,
+				Resource: schema.GroupResource{Group: st.Stream.Group, Resource: st.Stream.Resource}, Namespace: st.Stream.Namespace})
+		} else {
+			coveredStreams = append(coveredStreams, st.Stream)
+		}
+		recs, err := m.aliveInStream(ctx, scope, st, at, withBodies)
+		if err != nil {
+			return nil, err
+		}
+		var pending map[storage.ObjectID]bool
+		if cov.Covered {
+			pending, err = m.pendingInferredDeletions(ctx, cov, at)
+			if err != nil {
+				return nil, err
+			}
+		}
+		for _, rec := range recs {
+			id := storage.ObjectIDOf(rec)
+			if !inScope(scope, id.Namespace) || pending[id] {
+				continue
+			}
+			c := candidate{rec: rec, covered: cov.Covered}
+			old, seen := cands[id]
+			if !seen || better(c.covered, c.rec, old.covered, old.rec) {
+				cands[id] = c
+			}
+		}
+	}
+
+	s.objects = make([]stateObject, 0, len(cands))
+	for id, c := range cands {
+		if !c.covered && slices.ContainsFunc(coveredStreams, func(st event.Stream) bool { return claims(st, id) }) {
+			// A covered stream that would have recorded it says it is gone.
+			continue
+		}
+		s.objects = append(s.objects, stateObject{id: id, rec: c.rec})
+	}
+	sort.Slice(s.objects, func(i, j int) bool { return lessObjectID(s.objects[i].id, s.objects[j].id) })
+	if now := m.clock.Now(); at.After(now) {
+		s.warnings = append(s.warnings, fmt.Sprintf("time %s is after now (%s): later changes are not known yet", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
+	}
+	return s, nil
+}
+
+// better reports whether version a should be preferred over version b.
+func better(aCovered bool, a event.Record, bCovered bool, b event.Record) bool {
+	if aCovered != bCovered {
+		return aCovered
+	}
+	if !a.ObservedAt.Equal(b.ObservedAt) {
+		return a.ObservedAt.After(b.ObservedAt)
+	}
+	return a.IngestSeq > b.IngestSeq
+}
+
+func lessObjectID(a, b storage.ObjectID) bool {
+	if a.Group != b.Group {
+		return a.Group < b.Group
+	}
+	if a.Resource != b.Resource {
+		return a.Resource < b.Resource
+	}
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	return a.ClusterID < b.ClusterID
+}
+
+// aliveInStream returns the objects one stream reports alive at at,
+// restricted to the scope's namespaces where the stream spans them all.
+func (m *Materializer) aliveInStream(ctx context.Context, scope Scope, st storage.StreamStatus, at time.Time, withBodies bool) ([]event.Record, error) {
+	q := storage.AliveQuery{At: at, StreamID: st.StreamID, ClusterID: st.Stream.ClusterID,
+		Group: st.Stream.Group, Resource: st.Stream.Resource, WithoutBodies: !withBodies}
+	if st.Stream.Namespace != "" || len(scope.Namespaces) == 0 {
+		q.Namespace = st.Stream.Namespace
+		recs, err := m.reader.AliveAt(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("objects alive in %s at %s: %w", st.StreamID, at.UTC().Format(time.RFC3339Nano), err)
+		}
+		return recs, nil
+	}
+	// One query per namespace, so a namespace of a cluster-wide stream is
+	// read without the others.
+	var out []event.Record
+	for _, ns := range scope.Namespaces {
+		q.Namespace = ns
+		recs, err := m.reader.AliveAt(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("objects alive in %s namespace %q at %s: %w", st.StreamID, ns, at.UTC().Format(time.RFC3339Nano), err)
+		}
+		for _, rec := range recs {
+			if rec.Resource.Namespace == ns {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
+}
+
+// pendingInferredDeletions returns the objects the baseline coverage rests on
+// found absent, whose inferred deletion was written after at: the baseline
+// ended at or before at, so the deletion is already known at at.
+func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage.Coverage, at time.Time) (map[storage.ObjectID]bool, error) {
+	if cov.BaselineID == "" {
+		return nil, nil
+	}
+	var out map[storage.ObjectID]bool
+	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, Since: cov.BaselineEndAt, Limit: 256, WithoutBodies: true}
+	for {
+		page, err := m.reader.Records(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("inferred deletions of baseline %s in %s: %w", cov.BaselineID, cov.StreamID, err)
+		}
+		for _, rec := range page.Records {
+			switch {
+			case rec.Type == event.TypeBaseline && rec.BaselineID == cov.BaselineID:
+				// The baseline's own markers.
+			case rec.Type == event.TypeEvent && rec.Synthetic && rec.BaselineID == cov.BaselineID && rec.Inferred == nil:
+				// Items of the baseline observed at its end.
+			case rec.Inferred != nil && rec.Inferred.BaselineID == cov.BaselineID && rec.WatchType == event.Deleted:
+				if rec.ObservedAt.After(at) {
+					if out == nil {
+						out = make(map[storage.ObjectID]bool)
+					}
+					out[storage.ObjectIDOf(rec)] = true
+				}
+			default:
+				return out, nil
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// streamsClaiming returns the streams of obj's cluster that record its
+// resource in its namespace (or all namespaces), ordered by ID.
+func (m *Materializer) streamsClaiming(ctx context.Context, obj storage.ObjectID) ([]storage.StreamStatus, error) {
+	all, err := m.reader.Streams(ctx, obj.ClusterID)
+	if err != nil {
+		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
+	}
+	var out []storage.StreamStatus
+	for _, st := range all {
+		if st.Stream.Group == obj.Group && st.Stream.Resource == obj.Resource &&
+			(st.Stream.Namespace == "" || st.Stream.Namespace == obj.Namespace) {
+			out = append(out, st)
+		}
+	}
+	return out, nil
+}
+
+func describeObject(id storage.ObjectID) string {
+	gr := id.Resource
+	if id.Group != "" {
+		gr += "." + id.Group
+	}
+	if id.Namespace == "" {
+		return gr + " " + id.Name
+	}
+	return strings.Join([]string{gr, " ", id.Namespace, "/", id.Name}, "")
+}

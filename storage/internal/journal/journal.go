@@ -1,0 +1,196 @@
+// Package journal holds the backend-independent rules of the krply journal
+// that every storage backend applies the same way: which records are valid,
+// how a stream's status follows from its records, and the page cursor
+// format. storage/memory and storage/sqlite both use it, so the rules exist
+// once.
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// Validate reports whether rec can be stored. The error wraps
+// storage.ErrInvalidRecord and names the record and the rule it breaks.
+//
+// The rules: a known Type, an EventID, an ObservedAt; a ClusterID on every
+// record but snapshots and plans; a StreamID that ParseStreamID accepts and
+// whose cluster is the record's on events, baselines, gaps, coverage
+// changes and checkpoints (and none on snapshots and plans); the payload
+// that matches the type; an ObjectHash, when given, equal to
+// event.ObjectHash(Object).
+func Validate(rec *event.Record) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s record %q: %s", storage.ErrInvalidRecord, rec.Type, rec.EventID, fmt.Sprintf(format, args...))
+	}
+	if !rec.Type.Valid() {
+		return bad("unknown record type")
+	}
+	if rec.EventID == "" {
+		return bad("empty EventID")
+	}
+	if rec.ObservedAt.IsZero() {
+		return bad("zero ObservedAt")
+	}
+	switch rec.Type {
+	case event.TypeSnapshot, event.TypePlan:
+		if rec.StreamID != "" {
+			return bad("snapshots and plans belong to no stream, got StreamID %q", rec.StreamID)
+		}
+		if rec.Snapshot == nil || rec.Snapshot.ID == "" {
+			return bad("missing Snapshot payload with an ID")
+		}
+	case event.TypeAuditCorrelation:
+		if rec.ClusterID == "" {
+			return bad("empty ClusterID")
+		}
+		if rec.Audit == nil || rec.Audit.TargetEventID == "" {
+			return bad("missing Audit payload with a TargetEventID")
+		}
+	default:
+		if rec.ClusterID == "" {
+			return bad("empty ClusterID")
+		}
+		s, err := event.ParseStreamID(rec.StreamID)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if s.ClusterID != rec.ClusterID {
+			return bad("stream %q belongs to cluster %q, record to %q", rec.StreamID, s.ClusterID, rec.ClusterID)
+		}
+	}
+	switch rec.Type {
+	case event.TypeEvent:
+		if !rec.IsObjectChange() {
+			return bad("watch type %q is not ADDED, MODIFIED or DELETED (bookmarks are checkpoints)", rec.WatchType)
+		}
+		if rec.Resource.Resource == "" || rec.Resource.Name == "" {
+			return bad("Resource needs a resource and a name")
+		}
+		if rec.Inferred != nil && (rec.WatchType != event.Deleted || !rec.Synthetic) {
+			return bad("an inferred deletion must be a synthetic DELETED event")
+		}
+	case event.TypeBaseline:
+		if rec.Baseline == nil || rec.Baseline.ID == "" {
+			return bad("missing Baseline payload with an ID")
+		}
+		if rec.Baseline.Phase != event.BaselineBegin && rec.Baseline.Phase != event.BaselineEnd {
+			return bad("baseline phase %q is not begin or end", rec.Baseline.Phase)
+		}
+		if rec.BaselineID != rec.Baseline.ID {
+			return bad("BaselineID %q differs from Baseline.ID %q", rec.BaselineID, rec.Baseline.ID)
+		}
+	case event.TypeGap:
+		if rec.Gap == nil {
+			return bad("missing Gap payload")
+		}
+		if rec.Gap.To.Before(rec.Gap.From) {
+			return bad("gap ends (%s) before it begins (%s)", rec.Gap.To, rec.Gap.From)
+		}
+	case event.TypeCoverageChange:
+		if rec.Coverage == nil {
+			return bad("missing Coverage payload")
+		}
+	case event.TypeCheckpoint:
+		if rec.Checkpoint == nil || rec.Checkpoint.ResourceVersion == "" {
+			return bad("missing Checkpoint payload with a resourceVersion")
+		}
+	}
+	if rec.ObjectHash != "" && len(rec.Object) > 0 && rec.ObjectHash != event.ObjectHash(rec.Object) {
+		return bad("ObjectHash does not match Object")
+	}
+	return nil
+}
+
+// NewStatus returns the status of a stream that has no record yet.
+func NewStatus(streamID string) storage.StreamStatus {
+	s, _ := event.ParseStreamID(streamID)
+	return storage.StreamStatus{StreamID: streamID, Stream: s, Available: true}
+}
+
+// ApplyStatus updates a stream's status with one stored record of that
+// stream, in IngestSeq order. Append applies the records of a batch one by
+// one, which advances the checkpoint to the last record carrying progress
+// (storage.ProgressRV), as the Store contract requires.
+func ApplyStatus(st *storage.StreamStatus, rec *event.Record) {
+	st.Records++
+	st.LastSeq = rec.IngestSeq
+	if st.FirstObservedAt.IsZero() || rec.ObservedAt.Before(st.FirstObservedAt) {
+		st.FirstObservedAt = rec.ObservedAt
+	}
+	if rec.ObservedAt.After(st.LastObservedAt) {
+		st.LastObservedAt = rec.ObservedAt
+	}
+	if rv, ok := storage.ProgressRV(*rec); ok {
+		st.CheckpointRV = rv
+		st.CheckpointAt = rec.ObservedAt
+	}
+	switch rec.Type {
+	case event.TypeBaseline:
+		switch rec.Baseline.Phase {
+		case event.BaselineBegin:
+			st.OpenBaselineID = rec.Baseline.ID
+		case event.BaselineEnd:
+			st.LastBaselineID = rec.Baseline.ID
+			st.LastBaselineEndAt = rec.ObservedAt
+			if st.OpenBaselineID == rec.Baseline.ID {
+				st.OpenBaselineID = ""
+			}
+		}
+	case event.TypeGap:
+		st.Gaps++
+		st.LastGapAt = rec.ObservedAt
+	case event.TypeCoverageChange:
+		st.Available = rec.Coverage.Available
+		st.AvailabilityReason = rec.Coverage.Reason
+	}
+}
+
+// RebuildStatus recomputes the parts of a stream's status that describe its
+// stored records (counts, bounds, baselines, gaps) from the records left
+// after a compaction, given in IngestSeq order. The checkpoint and the
+// availability are durable state, not derived from the records, and are
+// kept from old.
+func RebuildStatus(old storage.StreamStatus, records []*event.Record) storage.StreamStatus {
+	st := NewStatus(old.StreamID)
+	for _, rec := range records {
+		ApplyStatus(&st, rec)
+	}
+	st.CheckpointRV, st.CheckpointAt = old.CheckpointRV, old.CheckpointAt
+	st.Available, st.AvailabilityReason = old.Available, old.AvailabilityReason
+	if st.LastSeq == 0 {
+		st.LastSeq = old.LastSeq
+	}
+	return st
+}
+
+// ErrInvalidCursor is returned (wrapped) for a page cursor that no backend
+// produced for this query.
+var ErrInvalidCursor = errors.New("storage: invalid cursor")
+
+const cursorPrefix = "seq:"
+
+// EncodeCursor returns the cursor that continues a page after the record
+// with IngestSeq seq.
+func EncodeCursor(seq int64) string { return cursorPrefix + strconv.FormatInt(seq, 10) }
+
+// DecodeCursor parses a cursor made by EncodeCursor.
+func DecodeCursor(cursor string) (int64, error) {
+	digits, ok := strings.CutPrefix(cursor, cursorPrefix)
+	if !ok {
+		return 0, fmt.Errorf("%w %q", ErrInvalidCursor, cursor)
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || seq < 0 {
+		return 0, fmt.Errorf("%w %q", ErrInvalidCursor, cursor)
+	}
+	return seq, nil
+}
+
+// DefaultLimit is the page size of a Query whose Limit is 0.
+const DefaultLimit = 1000

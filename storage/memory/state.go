@@ -1,0 +1,378 @@
+package memory
+
+import (
+	"sort"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
+)
+
+// state is the journal and its indexes. Every slice of records is in
+// IngestSeq order unless its name says otherwise; records are never changed
+// after they are stored, so indexes share them.
+type state struct {
+	seq int64
+
+	all       []*event.Record
+	byID      map[string]*event.Record
+	byType    map[event.RecordType][]*event.Record
+	byCluster map[string][]*event.Record
+	streamIdx map[string]*streamIndex
+	status    map[string]*storage.StreamStatus
+	objects   map[storage.ObjectID]*objectIndex
+	// clusterObjects indexes objects by cluster for AliveAt.
+	clusterObjects map[string]map[storage.ObjectID]*objectIndex
+	// correlations indexes audit correlations by TargetEventID.
+	correlations map[string][]*event.Record
+
+	bodies    map[string]*body
+	bodyBytes int64
+	events    int64
+}
+
+type body struct {
+	data []byte
+	refs int
+}
+
+type streamIndex struct {
+	all     []*event.Record
+	byType  map[event.RecordType][]*event.Record
+	objects map[storage.ObjectID]*objectIndex
+}
+
+// objectIndex holds the object-change records of one object (in one stream
+// or in all of them).
+type objectIndex struct {
+	id    storage.ObjectID
+	bySeq []*event.Record
+	// byTime is ordered by (ObservedAt, IngestSeq), the order of LatestAt.
+	byTime []*event.Record
+}
+
+func (st *state) init() {
+	*st = state{
+		byID:           map[string]*event.Record{},
+		byType:         map[event.RecordType][]*event.Record{},
+		byCluster:      map[string][]*event.Record{},
+		streamIdx:      map[string]*streamIndex{},
+		status:         map[string]*storage.StreamStatus{},
+		objects:        map[storage.ObjectID]*objectIndex{},
+		clusterObjects: map[string]map[storage.ObjectID]*objectIndex{},
+		correlations:   map[string][]*event.Record{},
+		bodies:         map[string]*body{},
+		seq:            st.seq,
+	}
+}
+
+// add indexes a record whose IngestSeq is larger than every stored one.
+// updateStatus applies it to its stream's status (Append does; a rebuild
+// after compaction recomputes statuses instead).
+func (st *state) add(rec *event.Record, updateStatus bool) {
+	if len(rec.Object) > 0 {
+		if b, ok := st.bodies[rec.ObjectHash]; ok {
+			b.refs++
+			rec.Object = b.data
+		} else {
+			st.bodies[rec.ObjectHash] = &body{data: rec.Object, refs: 1}
+			st.bodyBytes += int64(len(rec.Object))
+		}
+	}
+	st.all = append(st.all, rec)
+	st.byID[rec.EventID] = rec
+	st.byType[rec.Type] = append(st.byType[rec.Type], rec)
+	st.byCluster[rec.ClusterID] = append(st.byCluster[rec.ClusterID], rec)
+	if rec.Type == event.TypeEvent {
+		st.events++
+	}
+	if rec.Type == event.TypeAuditCorrelation {
+		st.correlations[rec.Audit.TargetEventID] = append(st.correlations[rec.Audit.TargetEventID], rec)
+	}
+	if rec.StreamID == "" {
+		return
+	}
+	si := st.streamIdx[rec.StreamID]
+	if si == nil {
+		si = &streamIndex{byType: map[event.RecordType][]*event.Record{}, objects: map[storage.ObjectID]*objectIndex{}}
+		st.streamIdx[rec.StreamID] = si
+	}
+	si.all = append(si.all, rec)
+	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
+	if updateStatus {
+		ss := st.status[rec.StreamID]
+		if ss == nil {
+			n := journal.NewStatus(rec.StreamID)
+			ss = &n
+			st.status[rec.StreamID] = ss
+		}
+		journal.ApplyStatus(ss, rec)
+	}
+	if rec.IsObjectChange() {
+		id := storage.ObjectIDOf(*rec)
+		oi := st.objects[id]
+		if oi == nil {
+			oi = &objectIndex{id: id}
+			st.objects[id] = oi
+			co := st.clusterObjects[id.ClusterID]
+			if co == nil {
+				co = map[storage.ObjectID]*objectIndex{}
+				st.clusterObjects[id.ClusterID] = co
+			}
+			co[id] = oi
+		}
+		oi.add(rec)
+		soi := si.objects[id]
+		if soi == nil {
+			soi = &objectIndex{id: id}
+			si.objects[id] = soi
+		}
+		soi.add(rec)
+	}
+}
+
+func (oi *objectIndex) add(rec *event.Record) {
+	oi.bySeq = append(oi.bySeq, rec)
+	// Records mostly arrive in time order: insert from the end.
+	i := len(oi.byTime)
+	for i > 0 && timeLess(rec, oi.byTime[i-1]) {
+		i--
+	}
+	oi.byTime = append(oi.byTime, nil)
+	copy(oi.byTime[i+1:], oi.byTime[i:])
+	oi.byTime[i] = rec
+}
+
+func timeLess(a, b *event.Record) bool {
+	if !a.ObservedAt.Equal(b.ObservedAt) {
+		return a.ObservedAt.Before(b.ObservedAt)
+	}
+	return a.IngestSeq < b.IngestSeq
+}
+
+// latestAt returns the last record observed at or before at, or nil.
+func (oi *objectIndex) latestAt(at time.Time) *event.Record {
+	if oi == nil {
+		return nil
+	}
+	i := sort.Search(len(oi.byTime), func(i int) bool { return oi.byTime[i].ObservedAt.After(at) })
+	if i == 0 {
+		return nil
+	}
+	return oi.byTime[i-1]
+}
+
+func (st *state) latestAt(obj storage.ObjectID, at time.Time) *event.Record {
+	return st.objects[obj].latestAt(at)
+}
+
+func (st *state) streams(clusterID string) []storage.StreamStatus {
+	out := make([]storage.StreamStatus, 0, len(st.status))
+	for _, ss := range st.status {
+		if clusterID != "" && ss.Stream.ClusterID != clusterID {
+			continue
+		}
+		out = append(out, *ss)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StreamID < out[j].StreamID })
+	return out
+}
+
+func (st *state) history(obj storage.ObjectID, q storage.HistoryQuery) []event.Record {
+	oi := st.objects[obj]
+	if oi == nil {
+		return nil
+	}
+	var out []event.Record
+	for _, rec := range oi.bySeq {
+		if q.StreamID != "" && rec.StreamID != q.StreamID {
+			continue
+		}
+		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
+			continue
+		}
+		if !q.Until.IsZero() && rec.ObservedAt.After(q.Until) {
+			continue
+		}
+		out = append(out, *copyRecord(rec, !q.WithoutBodies))
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
+	}
+	return out
+}
+
+func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
+	var objs map[storage.ObjectID]*objectIndex
+	switch {
+	case q.StreamID != "":
+		if si := st.streamIdx[q.StreamID]; si != nil {
+			objs = si.objects
+		}
+	case q.ClusterID != "":
+		objs = st.clusterObjects[q.ClusterID]
+	default:
+		objs = st.objects
+	}
+	var out []event.Record
+	for id, oi := range objs {
+		if q.Namespace != "" && id.Namespace != q.Namespace ||
+			q.Group != "" && id.Group != q.Group ||
+			q.Resource != "" && id.Resource != q.Resource ||
+			q.ClusterID != "" && id.ClusterID != q.ClusterID {
+			continue
+		}
+		rec := oi.latestAt(q.At)
+		if rec == nil || rec.WatchType == event.Deleted {
+			continue
+		}
+		out = append(out, *copyRecord(rec, !q.WithoutBodies))
+	}
+	sortByObject(out)
+	return out
+}
+
+func (st *state) byResourceVersion(obj storage.ObjectID, uid, rv string) *event.Record {
+	oi := st.objects[obj]
+	if oi == nil {
+		return nil
+	}
+	for i := len(oi.bySeq) - 1; i >= 0; i-- {
+		rec := oi.bySeq[i]
+		if rec.Resource.ResourceVersion == rv && (uid == "" || rec.Resource.UID == uid) {
+			return rec
+		}
+	}
+	return nil
+}
+
+// records answers a Query: it picks the narrowest index, bounds it by
+// sequence with binary search and merges the candidate lists in order.
+func (st *state) records(q storage.Query) (storage.Page, error) {
+	limit := q.Limit
+	if limit <= 0 {
+		limit = journal.DefaultLimit
+	}
+	after, before := q.AfterSeq, q.BeforeSeq
+	if q.Cursor != "" {
+		c, err := journal.DecodeCursor(q.Cursor)
+		if err != nil {
+			return storage.Page{}, err
+		}
+		if q.Descending {
+			if before == 0 || c < before {
+				before = c
+			}
+		} else if c > after {
+			after = c
+		}
+	}
+	var sources [][]*event.Record
+	switch {
+	case q.StreamID != "":
+		si := st.streamIdx[q.StreamID]
+		if si == nil {
+			break
+		}
+		if len(q.Types) == 0 {
+			sources = append(sources, si.all)
+		}
+		for _, t := range uniqueTypes(q.Types) {
+			sources = append(sources, si.byType[t])
+		}
+	case len(q.Types) > 0:
+		for _, t := range uniqueTypes(q.Types) {
+			sources = append(sources, st.byType[t])
+		}
+	case q.ClusterID != "":
+		sources = append(sources, st.byCluster[q.ClusterID])
+	default:
+		sources = append(sources, st.all)
+	}
+	match := func(rec *event.Record) bool {
+		if q.ClusterID != "" && rec.ClusterID != q.ClusterID {
+			return false
+		}
+		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
+			return false
+		}
+		if !q.Until.IsZero() && rec.ObservedAt.After(q.Until) {
+			return false
+		}
+		return true
+	}
+	it := newMerge(sources, after, before, q.Descending)
+	var page storage.Page
+	for rec := it.next(); rec != nil; rec = it.next() {
+		if !match(rec) {
+			continue
+		}
+		if len(page.Records) == limit {
+			page.Next = journal.EncodeCursor(page.Records[limit-1].IngestSeq)
+			break
+		}
+		page.Records = append(page.Records, *copyRecord(rec, !q.WithoutBodies))
+	}
+	return page, nil
+}
+
+func uniqueTypes(types []event.RecordType) []event.RecordType {
+	seen := make(map[event.RecordType]bool, len(types))
+	out := types[:0:0]
+	for _, t := range types {
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// merge walks several IngestSeq-ordered lists as one, within (after, before).
+type merge struct {
+	lists [][]*event.Record
+	desc  bool
+}
+
+func newMerge(sources [][]*event.Record, after, before int64, desc bool) *merge {
+	m := &merge{desc: desc}
+	for _, s := range sources {
+		lo := sort.Search(len(s), func(i int) bool { return s[i].IngestSeq > after })
+		hi := len(s)
+		if before > 0 {
+			hi = sort.Search(len(s), func(i int) bool { return s[i].IngestSeq >= before })
+		}
+		if lo < hi {
+			m.lists = append(m.lists, s[lo:hi])
+		}
+	}
+	return m
+}
+
+func (m *merge) next() *event.Record {
+	best := -1
+	for i, l := range m.lists {
+		if len(l) == 0 {
+			continue
+		}
+		if best < 0 {
+			best = i
+			continue
+		}
+		b := m.lists[best]
+		if m.desc && l[len(l)-1].IngestSeq > b[len(b)-1].IngestSeq || !m.desc && l[0].IngestSeq < b[0].IngestSeq {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	l := m.lists[best]
+	if m.desc {
+		m.lists[best] = l[:len(l)-1]
+		return l[len(l)-1]
+	}
+	m.lists[best] = l[1:]
+	return l[0]
+}

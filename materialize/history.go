@@ -1,0 +1,283 @@
+package materialize
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// EntryKind says what a history entry is.
+type EntryKind string
+
+// The kinds of history entry.
+const (
+	// EntryVersion is a version of the object (Entry.Version is set).
+	EntryVersion EntryKind = "version"
+	// EntryGap is a gap of a stream that records the object: changes
+	// between Gap.From and the next baseline may be missing (Entry.Gap).
+	EntryGap EntryKind = "gap"
+	// EntryUnavailable and EntryAvailable are a stream becoming unavailable
+	// (e.g. 403) and available again (Entry.Coverage).
+	EntryUnavailable EntryKind = "unavailable"
+	EntryAvailable   EntryKind = "available"
+)
+
+// Origin says where a version came from.
+type Origin string
+
+// The origins of a version.
+const (
+	// OriginWatch is a watch event the API server sent.
+	OriginWatch Origin = "watch"
+	// OriginBaseline is an item of a baseline (a list): the object's state
+	// when the list was taken, not a change the server reported.
+	OriginBaseline Origin = "baseline"
+	// OriginInferred is a deletion krply inferred because a relist no
+	// longer contained the object.
+	OriginInferred Origin = "inferred"
+)
+
+// History is the history of one object: its versions in journal order,
+// interleaved with the gaps and availability changes of the streams that
+// record it.
+type History struct {
+	Object  storage.ObjectID
+	Entries []Entry
+	// Warnings are human-readable notes about the answer.
+	Warnings []string
+}
+
+// Versions returns the versions of the history, in order.
+func (h *History) Versions() []*Version {
+	var out []*Version
+	for i := range h.Entries {
+		if v := h.Entries[i].Version; v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Entry is one entry of a History.
+type Entry struct {
+	Kind     EntryKind
+	StreamID string
+	EventID  string
+	// ObservedAt is when the collector saw the record, not when the object
+	// changed on the server.
+	ObservedAt time.Time
+	// Version is set for EntryVersion.
+	Version *Version
+	// Gap is set for EntryGap.
+	Gap *event.Gap
+	// Coverage is set for EntryUnavailable and EntryAvailable.
+	Coverage *event.CoverageChange
+}
+
+// Version is one version of an object.
+type Version struct {
+	Ref             event.ResourceRef
+	WatchType       event.WatchType
+	ResourceVersion string
+	ObservedAt      time.Time
+	Origin          Origin
+	// BaselineID names the baseline of a baseline item or the baseline
+	// that revealed an inferred deletion.
+	BaselineID string
+	// Inferred bounds an inferred deletion in time.
+	Inferred *event.InferredDeletion
+	// Recreated is true when the UID differs from the previous version's.
+	Recreated bool
+	// Object is the body as received (the last known body for deletions).
+	Object json.RawMessage
+	// Changes are the field changes from the previous version (ignoring
+	// server-owned metadata, see DefaultIgnorePointers). Empty for the
+	// first version and the first after a deletion.
+	Changes []FieldChange
+	// Provenance lists the audited requests correlated with this version,
+	// most confident first.
+	Provenance []event.AuditCorrelation
+}
+
+// History returns obj's versions in journal order with the field changes
+// between consecutive versions, interleaved with the gaps and availability
+// changes of the streams that record it, and the audit provenance of each
+// version. Status changes are included unless IncludeStatus(false) is
+// given. Since, Until, FromStream and Limit restrict the versions.
+//
+// When two streams record the same version (the same UID, resourceVersion
+// and watch type), it appears once.
+func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts ...QueryOption) (*History, error) {
+	if obj.ClusterID == "" || obj.Resource == "" || obj.Name == "" {
+		return nil, fmt.Errorf("%w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
+	}
+	qc, cc, err := newQueryConfig(true, opts)
+	if err != nil {
+		return nil, err
+	}
+	what := describeObject(obj)
+	recs, err := m.reader.ObjectHistory(ctx, obj, storage.HistoryQuery{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit})
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", what, err)
+	}
+	h := &History{Object: obj}
+
+	// The version before the first one, so the first has its changes.
+	var prev *event.Record
+	if !qc.since.IsZero() {
+		rec, err := m.reader.LatestAt(ctx, obj, qc.since.Add(-time.Nanosecond))
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("history of %s: version before %s: %w", what, qc.since, err)
+		case qc.streamID == "" || rec.StreamID == qc.streamID:
+			prev = &rec
+		}
+	}
+
+	type versionKey struct {
+		uid, rv string
+		wt      event.WatchType
+		origin  Origin
+	}
+	seen := make(map[versionKey]string) // key -> stream that recorded it
+	var entries []entryAt
+	var ids []string
+	for i := range recs {
+		rec := recs[i]
+		v := &Version{Ref: rec.Resource, WatchType: rec.WatchType, ResourceVersion: rec.Resource.ResourceVersion,
+			ObservedAt: rec.ObservedAt, Origin: originOf(rec), BaselineID: rec.BaselineID, Inferred: rec.Inferred, Object: rec.Object}
+		if rec.Inferred != nil && v.BaselineID == "" {
+			v.BaselineID = rec.Inferred.BaselineID
+		}
+		key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
+		if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
+			continue
+		}
+		seen[key] = rec.StreamID
+		if prev != nil && prev.WatchType != event.Deleted {
+			v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
+			if !v.Recreated {
+				v.Changes, err = cc.compareBodies(rec.Resource, prev.Object, rec.Object)
+				if err != nil {
+					h.Warnings = append(h.Warnings, fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err))
+				}
+			}
+		}
+		prev = &recs[i]
+		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
+			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
+		if !rec.Synthetic {
+			ids = append(ids, rec.EventID)
+		}
+	}
+
+	if len(ids) > 0 {
+		corr, err := m.reader.Correlations(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: audit correlations: %w", what, err)
+		}
+		for i := range entries {
+			v := entries[i].Version
+			for _, c := range corr[entries[i].EventID] {
+				if c.Audit != nil {
+					v.Provenance = append(v.Provenance, *c.Audit)
+				}
+			}
+			sort.SliceStable(v.Provenance, func(a, b int) bool {
+				return v.Provenance[a].Confidence > v.Provenance[b].Confidence
+			})
+		}
+	}
+
+	losses, err := m.historyLosses(ctx, obj, qc, entries)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", what, err)
+	}
+	entries = append(entries, losses...)
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].seq < entries[j].seq })
+	h.Entries = make([]Entry, len(entries))
+	for i, e := range entries {
+		h.Entries[i] = e.Entry
+	}
+	if len(recs) == 0 {
+		h.Warnings = append(h.Warnings, fmt.Sprintf("the journal has no version of %s", what))
+	}
+	return h, nil
+}
+
+type entryAt struct {
+	seq int64
+	Entry
+}
+
+func originOf(rec event.Record) Origin {
+	switch {
+	case rec.Inferred != nil:
+		return OriginInferred
+	case rec.Synthetic:
+		return OriginBaseline
+	}
+	return OriginWatch
+}
+
+// historyLosses returns the gap and coverage-change records of the streams
+// that record obj, from its first version on (or from Since).
+func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) ([]entryAt, error) {
+	if len(versions) == 0 {
+		return nil, nil
+	}
+	since := versions[0].ObservedAt
+	if !qc.since.IsZero() && qc.since.Before(since) {
+		since = qc.since
+	}
+	streams, err := m.streamsClaiming(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool)
+	for _, s := range streams {
+		ids[s.StreamID] = true
+	}
+	for _, v := range versions {
+		ids[v.StreamID] = true
+	}
+	var out []entryAt
+	for id := range ids {
+		if qc.streamID != "" && id != qc.streamID {
+			continue
+		}
+		q := storage.Query{StreamID: id, Types: lossTypes, Since: since, Until: qc.until, WithoutBodies: true}
+		for {
+			page, err := m.reader.Records(ctx, q)
+			if err != nil {
+				return nil, fmt.Errorf("gaps of %s: %w", id, err)
+			}
+			for _, rec := range page.Records {
+				e := Entry{StreamID: rec.StreamID, EventID: rec.EventID, ObservedAt: rec.ObservedAt}
+				switch {
+				case rec.Gap != nil:
+					e.Kind, e.Gap = EntryGap, rec.Gap
+				case rec.Coverage != nil && rec.Coverage.Available:
+					e.Kind, e.Coverage = EntryAvailable, rec.Coverage
+				case rec.Coverage != nil:
+					e.Kind, e.Coverage = EntryUnavailable, rec.Coverage
+				default:
+					continue
+				}
+				out = append(out, entryAt{seq: rec.IngestSeq, Entry: e})
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,288 @@
+package materialize
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// maxValueWidth bounds a value in the table renderer.
+const maxValueWidth = 60
+
+// WriteTable writes the diff as a compact table, one line per field change:
+//
+//	Deployment  shop/web  spec.replicas  2 → 5
+//
+// Added and removed objects take one line each. Warnings come first,
+// prefixed "warning: ".
+func (d *Diff) WriteTable(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(bw, "warning: %s\n", warn)
+	}
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+	for _, od := range d.Objects {
+		name := objectName(od)
+		switch od.Type {
+		case ObjectAdded, ObjectRemoved:
+			fmt.Fprintf(tw, "%s\t%s\t(%s)\t\n", od.Kind, name, od.Type)
+			continue
+		}
+		if od.Recreated {
+			fmt.Fprintf(tw, "%s\t%s\t(recreated)\t\n", od.Kind, name)
+		}
+		for _, c := range od.Changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\n", od.Kind, name, c.Path,
+				formatValue(c.Before, c.Op != OpAdd), formatValue(c.After, c.Op != OpRemove))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func objectName(od ObjectDiff) string {
+	if od.ID.Namespace == "" {
+		return od.ID.Name
+	}
+	return od.ID.Namespace + "/" + od.ID.Name
+}
+
+// formatValue writes a value for the table: scalars as they are, lists and
+// objects as compact JSON, long values shortened.
+func formatValue(v any, present bool) string {
+	if !present {
+		return "<absent>"
+	}
+	var s string
+	switch v := v.(type) {
+	case nil:
+		s = "null"
+	case string:
+		s = v
+		if s == "" || strings.ContainsAny(s, " \t\n") {
+			s = fmt.Sprintf("%q", v)
+		}
+	case json.Number:
+		s = v.String()
+	case bool:
+		s = fmt.Sprint(v)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			s = fmt.Sprint(v)
+		} else {
+			s = string(b)
+		}
+	}
+	if r := []rune(s); len(r) > maxValueWidth {
+		s = string(r[:maxValueWidth-1]) + "…"
+	}
+	return s
+}
+
+// unifiedContext is the number of unchanged lines around each hunk.
+const unifiedContext = 3
+
+// WriteUnified writes the diff like `kubectl diff`: for each object that
+// differs, a unified diff of its YAML at From against its YAML at To, with
+// the fields the diff ignored left out. Warnings come first as "# warning:"
+// lines.
+func (d *Diff) WriteUnified(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for _, warn := range d.Warnings {
+		fmt.Fprintf(bw, "# warning: %s\n", warn)
+	}
+	for _, od := range d.Objects {
+		before, err := d.yamlOf(od.Before)
+		if err != nil {
+			return err
+		}
+		after, err := d.yamlOf(od.After)
+		if err != nil {
+			return err
+		}
+		label := od.Kind + " " + objectName(od)
+		fmt.Fprintf(bw, "--- %s\t%s\n", label, stamp(d.From, od.Before != nil))
+		fmt.Fprintf(bw, "+++ %s\t%s\n", label, stamp(d.To, od.After != nil))
+		writeHunks(bw, before, after)
+	}
+	return bw.Flush()
+}
+
+func stamp(t time.Time, exists bool) string {
+	if !exists {
+		return "(absent) " + t.UTC().Format(time.RFC3339)
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// yamlOf returns an object's YAML lines without the ignored fields.
+func (d *Diff) yamlOf(o *SnapshotObject) ([]string, error) {
+	if o == nil {
+		return nil, nil
+	}
+	v, err := decodeJSON(o.Object)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", o.Ref, err)
+	}
+	v = stripIgnored(v, startPointers(d.compare.pointersFor(objectMetaOf(o.Ref, v))))
+	js, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", o.Ref, err)
+	}
+	y, err := yaml.JSONToYAML(js)
+	if err != nil {
+		return nil, fmt.Errorf("yaml of %s: %w", o.Ref, err)
+	}
+	return strings.SplitAfter(strings.TrimSuffix(string(y), "\n"), "\n"), nil
+}
+
+// editOp is one line of a line diff.
+type editOp struct {
+	kind byte // ' ', '-', '+'
+	line string
+}
+
+// lineDiff returns a shortest edit script from a to b (Myers' algorithm).
+func lineDiff(a, b []string) []editOp {
+	n, m := len(a), len(b)
+	maxD := n + m
+	offset := maxD + 1
+	v := make([]int, 2*maxD+3)
+	var trace [][]int
+	for dist := 0; dist <= maxD; dist++ {
+		trace = append(trace, append([]int(nil), v...))
+		for k := -dist; k <= dist; k += 2 {
+			var x int
+			if k == -dist || k != dist && v[offset+k-1] < v[offset+k+1] {
+				x = v[offset+k+1]
+			} else {
+				x = v[offset+k-1] + 1
+			}
+			y := x - k
+			for x < n && y < m && a[x] == b[y] {
+				x++
+				y++
+			}
+			v[offset+k] = x
+			if x >= n && y >= m {
+				return backtrack(trace, a, b, offset, dist)
+			}
+		}
+	}
+	return nil
+}
+
+func backtrack(trace [][]int, a, b []string, offset, dist int) []editOp {
+	var ops []editOp
+	x, y := len(a), len(b)
+	for d := dist; d > 0; d-- {
+		vPrev := trace[d]
+		k := x - y
+		var prevK int
+		if k == -d || k != d && vPrev[offset+k-1] < vPrev[offset+k+1] {
+			prevK = k + 1
+		} else {
+			prevK = k - 1
+		}
+		prevX := vPrev[offset+prevK]
+		prevY := prevX - prevK
+		for x > prevX && y > prevY {
+			ops = append(ops, editOp{' ', a[x-1]})
+			x--
+			y--
+		}
+		if x == prevX {
+			ops = append(ops, editOp{'+', b[y-1]})
+			y--
+		} else {
+			ops = append(ops, editOp{'-', a[x-1]})
+			x--
+		}
+	}
+	for x > 0 && y > 0 {
+		ops = append(ops, editOp{' ', a[x-1]})
+		x--
+		y--
+	}
+	for i, j := 0, len(ops)-1; i < j; i, j = i+1, j-1 {
+		ops[i], ops[j] = ops[j], ops[i]
+	}
+	return ops
+}
+
+// writeHunks writes the unified hunks of a line diff.
+func writeHunks(w io.Writer, a, b []string) {
+	ops := lineDiff(a, b)
+	for start := 0; start < len(ops); {
+		// Find the next change.
+		for start < len(ops) && ops[start].kind == ' ' {
+			start++
+		}
+		if start == len(ops) {
+			return
+		}
+		from := max(0, start-unifiedContext)
+		end := start
+		for end < len(ops) {
+			if ops[end].kind != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(ops) && ops[run].kind == ' ' {
+				run++
+			}
+			if run == len(ops) || run-end > 2*unifiedContext {
+				end = min(run, end+unifiedContext)
+				break
+			}
+			end = run
+		}
+		aStart, bStart := 0, 0
+		for _, op := range ops[:from] {
+			if op.kind != '+' {
+				aStart++
+			}
+			if op.kind != '-' {
+				bStart++
+			}
+		}
+		aLen, bLen := 0, 0
+		for _, op := range ops[from:end] {
+			if op.kind != '+' {
+				aLen++
+			}
+			if op.kind != '-' {
+				bLen++
+			}
+		}
+		fmt.Fprintf(w, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
+		for _, op := range ops[from:end] {
+			line := op.line
+			if !strings.HasSuffix(line, "\n") {
+				line += "\n"
+			}
+			fmt.Fprintf(w, "%c%s", op.kind, line)
+		}
+		start = end
+	}
+}
+
+func hunkRange(start, n int) string {
+	if n == 0 {
+		return fmt.Sprintf("%d,0", start)
+	}
+	if n == 1 {
+		return fmt.Sprintf("%d", start+1)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}

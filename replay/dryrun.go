@@ -1,0 +1,323 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+)
+
+// Action is what a dry run found the server would do with one object.
+type Action string
+
+// The actions of a dry run. Only create, change and unchanged are clean, and
+// only when Validated.
+const (
+	// ActionCreate: the object does not exist; the server accepted it.
+	ActionCreate Action = "create"
+	// ActionChange: the object exists; the server accepted the apply and
+	// Changes lists what it would change.
+	ActionChange Action = "change"
+	// ActionUnchanged: the object exists and the apply would change nothing.
+	ActionUnchanged Action = "unchanged"
+	// ActionConflict: another field manager owns fields the plan sets to
+	// other values; Conflicts names them. Apply never forces.
+	ActionConflict Action = "conflict"
+	// ActionError: the server rejected the object (invalid, forbidden, an
+	// unknown kind, …) or could not be reached.
+	ActionError Action = "error"
+	// ActionNotValidated: the server could not validate the object because
+	// its namespace does not exist (MissingNamespace). It is never clean.
+	ActionNotValidated Action = "not-validated"
+)
+
+// Conflict is one field another manager owns, from the server's 409.
+type Conflict struct {
+	// Manager is the field manager that owns the field.
+	Manager string `json:"manager"`
+	// Field is the field's path in the server's notation, e.g. ".data.key".
+	Field string `json:"field"`
+	// Message is the server's text, e.g. `conflict with "helm" using v1`.
+	Message string `json:"message"`
+}
+
+// ObjectResult is what the dry run found for one object.
+type ObjectResult struct {
+	Ref    event.ResourceRef `json:"ref"`
+	Action Action            `json:"action"`
+	// Validated is true when the server ran the object through validation
+	// and admission (it answered the dry-run apply with an object).
+	Validated bool `json:"validated"`
+	// Changes lists what an existing object would change (ActionChange),
+	// ignoring server-owned metadata and status.
+	Changes []materialize.FieldChange `json:"changes,omitempty"`
+	// Conflicts lists the conflicting fields (ActionConflict).
+	Conflicts []Conflict `json:"conflicts,omitempty"`
+	// MissingNamespace is the namespace that does not exist
+	// (ActionNotValidated).
+	MissingNamespace string `json:"missingNamespace,omitempty"`
+	// Code, Reason and Message describe a failed request.
+	Code    int32  `json:"code,omitempty"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Clean reports whether the server validated the object and found nothing
+// in the way.
+func (r ObjectResult) Clean() bool {
+	return r.Validated && (r.Action == ActionCreate || r.Action == ActionChange || r.Action == ActionUnchanged)
+}
+
+// DryRunReport is the result of a server-side dry run of a plan against one
+// cluster. Reports are saved in the journal; Apply relies on them.
+type DryRunReport struct {
+	ID       string `json:"id"`
+	PlanID   string `json:"planID"`
+	PlanHash string `json:"planHash"`
+	// Cluster is the target's identity, FieldManager the manager used.
+	Cluster      Identity  `json:"cluster"`
+	FieldManager string    `json:"fieldManager"`
+	At           time.Time `json:"at"`
+	// Status is StatusDryRunOK, StatusDryRunNeedsNamespaces or
+	// StatusDryRunFailed.
+	Status Status `json:"status"`
+	// Results has one entry per object, in the plan's order.
+	Results []ObjectResult `json:"results"`
+}
+
+// Summary counts the results by action, e.g. "2 create, 1 conflict".
+func (r *DryRunReport) Summary() string {
+	if r == nil {
+		return ""
+	}
+	order := []Action{ActionCreate, ActionChange, ActionUnchanged, ActionConflict, ActionError, ActionNotValidated}
+	counts := map[Action]int{}
+	for _, res := range r.Results {
+		counts[res.Action]++
+	}
+	var parts []string
+	for _, a := range order {
+		if counts[a] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DryRun sends every object of the plan to the cluster as a server-side
+// apply with dryRun=All and force=false, and reports per object what the
+// server would do. Nothing is written to the cluster. The report is saved
+// in the journal and becomes plan.LastDryRun; plan.Status follows it.
+//
+// Status is StatusDryRunOK only when every object was validated by the
+// server and is clean. Objects whose namespace does not exist yet cannot be
+// validated: when the plan itself creates those namespaces (and their dry
+// run was clean) the status is StatusDryRunNeedsNamespaces, which Apply
+// resolves by creating the namespaces first and dry-running again.
+//
+// DryRun refuses (see ErrRefused) a plan whose content no longer matches its
+// hash, a cluster other than Target.ClusterID, and the source cluster
+// unless Policy.AllowSourceCluster. Failures of single objects are results,
+// not errors.
+func (p *Planner) DryRun(ctx context.Context, plan *Plan, c *Cluster) (*DryRunReport, error) {
+	id, manager, err := p.checkTarget(ctx, plan, c)
+	if err != nil {
+		return nil, err
+	}
+	return p.dryRun(ctx, plan, c, id, manager, plan.Objects)
+}
+
+// checkTarget runs the refusals DryRun and Apply share and returns the
+// cluster's identity and the field manager to use.
+func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Identity, string, error) {
+	if plan == nil || c == nil {
+		return Identity{}, "", fmt.Errorf("%w: nil plan or cluster", ErrInvalidArgument)
+	}
+	if err := plan.verifyHash(); err != nil {
+		return Identity{}, "", err
+	}
+	if !plan.Coverage.Complete && !plan.Policy.AllowGaps {
+		return Identity{}, "", &CoverageIncompleteError{ClusterID: plan.Source.ClusterID, Missing: plan.Coverage.Missing}
+	}
+	id, err := c.Identity(ctx)
+	if err != nil {
+		return Identity{}, "", err
+	}
+	if plan.Target.ClusterID != "" && !id.Is(plan.Target.ClusterID) {
+		return id, "", &WrongTargetError{PlanID: plan.ID, Want: plan.Target.ClusterID, Got: id}
+	}
+	if (id.Is(plan.Source.ClusterID) || id.Is(plan.SourceClusterUID)) && !plan.Policy.AllowSourceCluster {
+		return id, "", &SourceClusterError{PlanID: plan.ID, ClusterID: id.String()}
+	}
+	return id, c.FieldManagerFor(plan), nil
+}
+
+// dryRun dry-runs objs (a part of the plan, in order), saves the report and
+// records it on the plan.
+func (p *Planner) dryRun(ctx context.Context, plan *Plan, c *Cluster, id Identity, manager string, objs []Object) (*DryRunReport, error) {
+	report := &DryRunReport{
+		ID: p.newID(), PlanID: plan.ID, PlanHash: plan.Hash, Cluster: id, FieldManager: manager,
+		At: p.clock.Now().UTC(),
+	}
+	for _, obj := range objs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("replay: dry run of plan %s: %w", plan.ID, err)
+		}
+		report.Results = append(report.Results, c.dryRunObject(ctx, obj, manager))
+	}
+	report.Status = dryRunStatus(report.Results)
+	eventID := event.EventID("", event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: recordKindDryRun, Name: plan.ID}, "", report.ID)
+	if err := p.save(ctx, id.UID, recordKindDryRun, plan.ID, eventID, report.At,
+		&event.SnapshotRef{ID: report.ID, Name: "dry run of replay plan " + plan.ID, At: report.At, Complete: report.Status == StatusDryRunOK}, report); err != nil {
+		return nil, err
+	}
+	plan.LastDryRun, plan.Status = report, report.Status
+	p.log.Info("replay dry run", "plan", plan.ID, "cluster", id.String(), "fieldManager", manager, "status", report.Status, "summary", report.Summary())
+	return report, nil
+}
+
+// dryRunStatus decides a report's status: OK only when every object is
+// validated and clean; NeedsNamespaces when, besides clean objects, only
+// objects waiting for a namespace that this dry run validated remain.
+func dryRunStatus(results []ObjectResult) Status {
+	creatable := map[string]bool{}
+	for _, r := range results {
+		if r.Ref.Group == "" && r.Ref.Resource == "namespaces" && r.Clean() {
+			creatable[r.Ref.Name] = true
+		}
+	}
+	status := StatusDryRunOK
+	for _, r := range results {
+		switch {
+		case r.Clean():
+		case r.Action == ActionNotValidated && creatable[r.MissingNamespace]:
+			status = StatusDryRunNeedsNamespaces
+		default:
+			return StatusDryRunFailed
+		}
+	}
+	return status
+}
+
+func (c *Cluster) resource(ref event.ResourceRef) dynamic.ResourceInterface {
+	ri := c.dyn.Resource(ref.GVR())
+	if ref.Namespace != "" {
+		return ri.Namespace(ref.Namespace)
+	}
+	return ri
+}
+
+// dryRunObject dry-runs one object: it reads the live object, sends the
+// apply with dryRun=All, and compares.
+func (c *Cluster) dryRunObject(ctx context.Context, obj Object, manager string) ObjectResult {
+	res := ObjectResult{Ref: obj.Ref}
+	ri := c.resource(obj.Ref)
+	live, err := ri.Get(ctx, obj.Ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return failed(res, err)
+	}
+	out, err := ri.Patch(ctx, obj.Ref.Name, types.ApplyPatchType, obj.Object, metav1.PatchOptions{
+		FieldManager: manager, DryRun: []string{metav1.DryRunAll}, Force: new(false),
+	})
+	if err != nil {
+		return failed(res, err)
+	}
+	res.Validated = true
+	if live == nil {
+		res.Action = ActionCreate
+		return res
+	}
+	changes, err := fieldChanges(obj.Ref, live, out)
+	if err != nil {
+		res.Action, res.Message = ActionError, fmt.Sprintf("compare with the live object: %v", err)
+		return res
+	}
+	res.Changes = changes
+	res.Action = ActionUnchanged
+	if len(changes) > 0 {
+		res.Action = ActionChange
+	}
+	return res
+}
+
+// failed classifies a failed request: a field manager conflict, a missing
+// namespace, or another error.
+func failed(res ObjectResult, err error) ObjectResult {
+	res.Action, res.Message = ActionError, err.Error()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return res
+	}
+	st := status.Status()
+	res.Code, res.Reason, res.Message = st.Code, string(st.Reason), st.Message
+	switch {
+	case apierrors.IsConflict(err):
+		if conflicts := conflictsOf(st); len(conflicts) > 0 {
+			res.Action, res.Conflicts = ActionConflict, conflicts
+		}
+	case apierrors.IsNotFound(err) && st.Details != nil && st.Details.Kind == "namespaces" &&
+		res.Ref.Namespace != "" && st.Details.Name == res.Ref.Namespace:
+		res.Action, res.MissingNamespace = ActionNotValidated, res.Ref.Namespace
+	}
+	return res
+}
+
+// conflictsOf reads the field manager conflicts of a 409: one cause per
+// field, with a message `conflict with "<manager>"[ with subresource …][ using <apiVersion>[ at <time>]]`.
+func conflictsOf(st metav1.Status) []Conflict {
+	if st.Details == nil {
+		return nil
+	}
+	var out []Conflict
+	for _, cause := range st.Details.Causes {
+		if cause.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		out = append(out, Conflict{Manager: conflictManager(cause.Message), Field: cause.Field, Message: cause.Message})
+	}
+	return out
+}
+
+func conflictManager(msg string) string {
+	rest, ok := strings.CutPrefix(msg, "conflict with ")
+	if !ok {
+		return ""
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return ""
+	}
+	manager, err := strconv.Unquote(quoted)
+	if err != nil {
+		return ""
+	}
+	return manager
+}
+
+// fieldChanges compares the live object with the dry-run result.
+func fieldChanges(ref event.ResourceRef, live, out *unstructured.Unstructured) ([]materialize.FieldChange, error) {
+	before, err := json.Marshal(live.Object)
+	if err != nil {
+		return nil, err
+	}
+	after, err := json.Marshal(out.Object)
+	if err != nil {
+		return nil, err
+	}
+	return materialize.CompareObjects(ref, before, after)
+}

@@ -1,0 +1,295 @@
+package replay
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+)
+
+// Source says which recorded state a plan rebuilds: a cluster's namespaces
+// at a time, or a saved snapshot.
+type Source struct {
+	// ClusterID is the journal's cluster ID of the source cluster.
+	ClusterID string `json:"clusterID"`
+	// Namespaces are the source namespaces. Empty means the whole cluster,
+	// cluster-scoped objects included.
+	Namespaces []string `json:"namespaces,omitempty"`
+	// At is the time whose state is rebuilt.
+	At time.Time `json:"at"`
+	// SnapshotID, when set, names a saved snapshot to rebuild instead; the
+	// other fields then come from the snapshot.
+	SnapshotID string `json:"snapshotID,omitempty"`
+}
+
+// Target says where a plan writes.
+type Target struct {
+	// ClusterID, when set, is the identity the target cluster must have:
+	// DryRun and Apply refuse a cluster whose identity (see
+	// Cluster.Identity) differs. Empty accepts any cluster but the source
+	// (unless Policy.AllowSourceCluster).
+	ClusterID string `json:"clusterID,omitempty"`
+	// Namespaces maps source namespaces to target namespaces. A source
+	// namespace that is not mapped keeps its name.
+	Namespaces map[string]string `json:"namespaces,omitempty"`
+	// Names renames objects: the key is "Kind/name" of the source object
+	// (e.g. "ConfigMap/settings"), the value its name in the target.
+	// References between objects (a Deployment's configMapRef, a
+	// Service's selector) are not rewritten.
+	Names map[string]string `json:"names,omitempty"`
+}
+
+// targetNamespace returns where objects of a source namespace go.
+func (t Target) targetNamespace(ns string) string {
+	if to, ok := t.Namespaces[ns]; ok && to != "" {
+		return to
+	}
+	return ns
+}
+
+// Coverage is how complete the history a plan was made from is.
+type Coverage struct {
+	// Complete is the snapshot's Complete: every contributing stream was
+	// covered at the source time.
+	Complete   bool                        `json:"complete"`
+	Watermarks []materialize.Watermark     `json:"watermarks,omitempty"`
+	Missing    []materialize.MissingStream `json:"missing,omitempty"`
+}
+
+// Object is one object a plan writes.
+type Object struct {
+	// Ref names the object in the target: group, version, kind, resource,
+	// namespace and name (no UID, no resourceVersion).
+	Ref event.ResourceRef `json:"ref"`
+	// Source names the recorded version it comes from, with its UID and
+	// resourceVersion, and SourceEventID the journal record.
+	Source        event.ResourceRef `json:"source"`
+	SourceEventID string            `json:"sourceEventID,omitempty"`
+	// ObservedAt is when the collector saw that version (not when it was
+	// made on the server).
+	ObservedAt time.Time `json:"observedAt"`
+	// Synthesized is true for a Namespace the plan creates although the
+	// journal holds no record of it.
+	Synthesized bool `json:"synthesized,omitempty"`
+	// Removed lists, as JSON pointers into the recorded body, the fields
+	// sanitizing removed.
+	Removed []string `json:"removed,omitempty"`
+	// Warnings are notes a reviewer should read, e.g. that the object's
+	// stream was not covered at the source time.
+	Warnings []string `json:"warnings,omitempty"`
+	// Object is the body to apply: sanitized, mapped, and annotated with
+	// the plan ID.
+	Object json.RawMessage `json:"object"`
+}
+
+// Exclusion is an object the plan leaves out, and why.
+type Exclusion struct {
+	// Ref names the recorded object.
+	Ref    event.ResourceRef `json:"ref"`
+	Rule   ExclusionRule     `json:"rule"`
+	Reason string            `json:"reason"`
+}
+
+// Status is where a plan stands.
+type Status string
+
+// The statuses of a plan.
+const (
+	// StatusPlanned: made and saved, not dry-run yet.
+	StatusPlanned Status = "planned"
+	// StatusDryRunOK: the last dry run validated every object on the
+	// server and found no conflict and no error.
+	StatusDryRunOK Status = "dry-run-ok"
+	// StatusDryRunNeedsNamespaces: the last dry run found no conflict and
+	// no error, but some objects could not be validated because their
+	// namespace does not exist yet; the plan creates those namespaces.
+	// Apply creates them first and dry-runs the rest again before writing
+	// anything else. This is not OK: those objects are unvalidated.
+	StatusDryRunNeedsNamespaces Status = "dry-run-needs-namespaces"
+	// StatusDryRunFailed: the last dry run found a conflict, an error or
+	// an object it could not validate.
+	StatusDryRunFailed Status = "dry-run-failed"
+	// StatusApplied: the last Apply wrote every object.
+	StatusApplied Status = "applied"
+	// StatusApplyFailed: the last Apply stopped before writing every object.
+	StatusApplyFailed Status = "apply-failed"
+)
+
+// Plan is a reviewed-before-applied replay: the sanitized objects that
+// rebuild a recorded state, in apply order, with what was left out and why.
+// A plan is immutable once made; its Hash covers everything but Status and
+// LastDryRun. Plans are saved in the journal (see Planner.LoadPlan), so a
+// plan reviewed today can be dry-run and applied by another process later.
+type Plan struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"createdAt"`
+	// Source is what the plan rebuilds, resolved: SnapshotID names the
+	// snapshot it was made from, At its time.
+	Source Source `json:"source"`
+	// SourceClusterUID is the UID of the source cluster's kube-system
+	// namespace when the journal recorded it; Apply compares it with the
+	// target's identity.
+	SourceClusterUID string `json:"sourceClusterUID,omitempty"`
+	Target           Target `json:"target"`
+	Policy           Policy `json:"policy"`
+	// Coverage is how complete the recorded history is at Source.At.
+	Coverage Coverage `json:"coverage"`
+	// Objects are in apply order (see TierOf).
+	Objects    []Object    `json:"objects"`
+	Exclusions []Exclusion `json:"exclusions,omitempty"`
+	Warnings   []string    `json:"warnings,omitempty"`
+	// Hash is "sha256:<hex>" of the plan's content; Apply refuses a plan
+	// whose content no longer matches it.
+	Hash string `json:"hash"`
+
+	// Status and LastDryRun are not part of the content: they change as
+	// the plan is dry-run and applied.
+	Status     Status        `json:"status"`
+	LastDryRun *DryRunReport `json:"lastDryRun,omitempty"`
+}
+
+// hashedPlan is the content the hash covers.
+type hashedPlan struct {
+	ID               string      `json:"id"`
+	CreatedAt        time.Time   `json:"createdAt"`
+	Source           Source      `json:"source"`
+	SourceClusterUID string      `json:"sourceClusterUID,omitempty"`
+	Target           Target      `json:"target"`
+	Policy           Policy      `json:"policy"`
+	Coverage         Coverage    `json:"coverage"`
+	Objects          []Object    `json:"objects"`
+	Exclusions       []Exclusion `json:"exclusions,omitempty"`
+	Warnings         []string    `json:"warnings,omitempty"`
+}
+
+// ComputeHash returns the hash of the plan's content as it is now. It equals
+// Hash unless the plan was changed after it was made.
+func (p *Plan) ComputeHash() (string, error) {
+	raw, err := json.Marshal(hashedPlan{
+		ID: p.ID, CreatedAt: p.CreatedAt, Source: p.Source, SourceClusterUID: p.SourceClusterUID,
+		Target: p.Target, Policy: p.Policy, Coverage: p.Coverage, Objects: p.Objects,
+		Exclusions: p.Exclusions, Warnings: p.Warnings,
+	})
+	if err != nil {
+		return "", fmt.Errorf("replay: hash plan %s: %w", p.ID, err)
+	}
+	sum := sha256.Sum256(raw)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// verifyHash returns a *StalePlanError when the content no longer matches
+// the plan's Hash.
+func (p *Plan) verifyHash() error {
+	h, err := p.ComputeHash()
+	if err != nil {
+		return err
+	}
+	if h != p.Hash {
+		return &StalePlanError{PlanID: p.ID, Reason: fmt.Sprintf("content hash is %s but the plan says %s: the plan was changed after it was made", h, p.Hash)}
+	}
+	return nil
+}
+
+// JSON returns the plan as indented JSON, the form it is saved in.
+func (p *Plan) JSON() ([]byte, error) {
+	raw, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("replay: encode plan %s: %w", p.ID, err)
+	}
+	return raw, nil
+}
+
+// ParsePlan decodes a plan written by JSON and checks its hash.
+func ParsePlan(data []byte) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: decode plan: %v", ErrInvalidPlan, err)
+	}
+	if p.ID == "" || p.Hash == "" {
+		return nil, fmt.Errorf("%w: plan without ID or hash", ErrInvalidPlan)
+	}
+	if err := p.verifyHash(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// YAML returns the plan's objects as multi-document YAML, in apply order,
+// which `kubectl apply --server-side -f` accepts. A comment header names the
+// plan, its hash, source, target, warnings and exclusions.
+func (p *Plan) YAML() ([]byte, error) {
+	var b bytes.Buffer
+	if err := p.WriteYAML(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteYAML writes what YAML returns to w.
+func (p *Plan) WriteYAML(w io.Writer) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# krply replay plan %s\n# hash: %s\n", p.ID, p.Hash)
+	fmt.Fprintf(&b, "# source: cluster %s, namespaces %s, at %s", p.Source.ClusterID, listOrAll(p.Source.Namespaces), p.Source.At.UTC().Format(time.RFC3339Nano))
+	if !p.Coverage.Complete {
+		b.WriteString(" (INCOMPLETE coverage)")
+	}
+	b.WriteString("\n")
+	if len(p.Target.Namespaces) > 0 {
+		fmt.Fprintf(&b, "# namespaces: %s\n", mapping(p.Target.Namespaces))
+	}
+	for _, w := range p.Warnings {
+		fmt.Fprintf(&b, "# warning: %s\n", oneLine(w))
+	}
+	for _, e := range p.Exclusions {
+		fmt.Fprintf(&b, "# excluded %s: %s\n", e.Ref.String(), oneLine(e.Reason))
+	}
+	for _, o := range p.Objects {
+		for _, w := range o.Warnings {
+			fmt.Fprintf(&b, "# warning on %s: %s\n", o.Ref.String(), oneLine(w))
+		}
+	}
+	for _, o := range p.Objects {
+		doc, err := yaml.JSONToYAML(o.Object)
+		if err != nil {
+			return fmt.Errorf("replay: plan %s: render %s as YAML: %w", p.ID, o.Ref, err)
+		}
+		b.WriteString("---\n")
+		b.Write(doc)
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("replay: write plan %s: %w", p.ID, err)
+	}
+	return nil
+}
+
+func listOrAll(ns []string) string {
+	if len(ns) == 0 {
+		return "(all)"
+	}
+	return strings.Join(ns, ",")
+}
+
+func mapping(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "->" + m[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }

@@ -501,9 +501,13 @@ func (c *compareConfig) compareBodies(ref event.ResourceRef, before, after json.
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", ref, err)
 	}
-	body := a
-	if body == nil {
-		body = b
+	switch {
+	case len(before) == 0 && len(after) == 0:
+		return nil, nil
+	case len(before) == 0:
+		return []FieldChange{{Op: OpAdd, After: a}}, nil
+	case len(after) == 0:
+		return []FieldChange{{Op: OpRemove, Before: b}}, nil
 	}
-	return compareValues(b, a, c.pointersFor(objectMetaOf(ref, body)), c.mergeKeys), nil
+	return compareValues(b, a, c.pointersFor(objectMetaOf(ref, a)), c.mergeKeys), nil
 }

@@ -271,8 +271,14 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage
 	if cov.BaselineID == "" {
 		return nil, nil
 	}
+	endSeq, err := m.baselineEndSeq(ctx, cov)
+	if err != nil || endSeq == 0 {
+		return nil, err
+	}
 	var out map[storage.ObjectID]bool
-	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, Since: cov.BaselineEndAt, Limit: 256, WithoutBodies: true}
+	// By sequence, not time: the records right after the end are found
+	// through the index without reading the stream's older records.
+	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 256, WithoutBodies: true}
 	for {
 		page, err := m.reader.Records(ctx, q)
 		if err != nil {
@@ -297,6 +303,27 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage
 		}
 		if page.Next == "" {
 			return out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// baselineEndSeq returns the IngestSeq of the end record of the baseline
+// coverage rests on, or 0 when it is not found.
+func (m *Materializer) baselineEndSeq(ctx context.Context, cov storage.Coverage) (int64, error) {
+	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeBaseline}, Until: cov.BaselineEndAt, Descending: true, Limit: 16, WithoutBodies: true}
+	for {
+		page, err := m.reader.Records(ctx, q)
+		if err != nil {
+			return 0, fmt.Errorf("baseline %s of %s: %w", cov.BaselineID, cov.StreamID, err)
+		}
+		for _, rec := range page.Records {
+			if rec.BaselineID == cov.BaselineID && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd {
+				return rec.IngestSeq, nil
+			}
+		}
+		if page.Next == "" {
+			return 0, nil
 		}
 		q.Cursor = page.Next
 	}

@@ -1,0 +1,198 @@
+package materialize_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
+)
+
+// outageJournal is one ConfigMap stream in namespace shop:
+//
+//	1   baseline b1: a, b
+//	2   a modified (data v=2)
+//	3   c added
+//	4   b deleted
+//	5   c modified — the last durable record before the outage
+//	8   410 detected: gap from 5 to 8 (c was deleted during the outage)
+//	9   baseline b2: a; c inferred deleted (absent from relist)
+type outageJournal struct {
+	*journal
+	cms event.Stream
+}
+
+func newOutageJournal(t *testing.T) outageJournal {
+	j := outageJournal{journal: newJournal(t)}
+	j.cms = j.stream("", "v1", "configmaps", "shop")
+	a := cm("shop", "a", "ua", map[string]any{"v": "1"})
+	b := cm("shop", "b", "ub", map[string]any{"v": "1"})
+	c := cm("shop", "c", "uc", map[string]any{"v": "1"})
+	j.baseline(j.cms, "b1", at(1), a, b)
+	a.body["data"] = map[string]any{"v": "2"}
+	j.watch(j.cms, event.Modified, a, at(2))
+	j.watch(j.cms, event.Added, c, at(3))
+	j.watch(j.cms, event.Deleted, b, at(4))
+	c.body["data"] = map[string]any{"v": "2"}
+	last := j.watch(j.cms, event.Modified, c, at(5))
+	j.gap(j.cms, at(5), at(8))
+	j.baseline(j.cms, "b2", at(9), a)
+	j.inferredDelete(j.cms, c, last.Resource.ResourceVersion, at(5), at(9), "b2")
+	return j
+}
+
+func dataOf(t *testing.T, raw json.RawMessage) string {
+	t.Helper()
+	var o struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil {
+		t.Fatalf("body %s: %v", raw, err)
+	}
+	return o.Data["v"]
+}
+
+func TestObjectAt(t *testing.T) {
+	j := newOutageJournal(t)
+	m := j.materializer()
+	tests := []struct {
+		name      string
+		object    string
+		at        time.Time
+		exists    bool
+		data      string // data.v of the version returned
+		covered   bool
+		inferred  bool
+		synthetic bool
+		gaps      int // coverage-breaking gaps of the stream
+	}{
+		{name: "before the first baseline", object: "a", at: at(0.5)},
+		{name: "exactly at the baseline", object: "a", at: at(1), exists: true, data: "1", covered: true, synthetic: true},
+		{name: "exactly at a modification", object: "a", at: at(2), exists: true, data: "2", covered: true},
+		{name: "just before a modification", object: "a", at: at(2).Add(-time.Nanosecond), exists: true, data: "1", covered: true, synthetic: true},
+		{name: "just before a real deletion", object: "b", at: at(4).Add(-time.Nanosecond), exists: true, data: "1", covered: true, synthetic: true},
+		{name: "exactly at a real deletion", object: "b", at: at(4), covered: true},
+		{name: "just before the gap's start", object: "c", at: at(5).Add(-time.Nanosecond), exists: true, data: "1", covered: true},
+		// storage.CoverageAt counts a gap from its From on, inclusive.
+		{name: "exactly at the gap's start", object: "c", at: at(5), exists: true, data: "2", gaps: 1},
+		{name: "inside the gap, before it was detected", object: "c", at: at(6), exists: true, data: "2", gaps: 1},
+		{name: "inside the gap, after detection, before the relist", object: "c", at: at(8.5), exists: true, data: "2", gaps: 1},
+		{name: "after the inferred deletion", object: "c", at: at(9), covered: true, inferred: true},
+		{name: "unchanged object after the relist", object: "a", at: at(10), exists: true, data: "2", covered: true, synthetic: true},
+		{name: "never existed, covered", object: "zz", at: at(3), covered: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := m.ObjectAt(context.Background(), idOf(j.cms, tc.object, "shop"), tc.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Exists != tc.exists || st.Covered != tc.covered {
+				t.Fatalf("exists=%v covered=%v, want exists=%v covered=%v (coverage %+v)", st.Exists, st.Covered, tc.exists, tc.covered, st.Coverage)
+			}
+			if tc.exists {
+				if got := dataOf(t, st.Object); got != tc.data {
+					t.Errorf("data.v = %q, want %q", got, tc.data)
+				}
+				if st.Record.Synthetic != tc.synthetic {
+					t.Errorf("synthetic = %v, want %v", st.Record.Synthetic, tc.synthetic)
+				}
+			} else if st.Object != nil {
+				t.Errorf("object %s, want none", st.Object)
+			}
+			if (st.Inferred != nil) != tc.inferred {
+				t.Errorf("inferred = %+v, want %v", st.Inferred, tc.inferred)
+			}
+			if tc.inferred && (!st.Inferred.From.Equal(at(5)) || !st.Inferred.To.Equal(at(9))) {
+				t.Errorf("inferred bounds %v..%v, want %v..%v", st.Inferred.From, st.Inferred.To, at(5), at(9))
+			}
+			if len(st.Coverage) != 1 || len(st.Coverage[0].Gaps) != tc.gaps {
+				t.Fatalf("coverage %+v, want one stream with %d breaking gaps", st.Coverage, tc.gaps)
+			}
+		})
+	}
+}
+
+func TestObjectAtWatermarkAndNearbyGaps(t *testing.T) {
+	j := newOutageJournal(t)
+	m := j.materializer()
+	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "c", "shop"), at(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := st.Coverage[0]
+	if cov.WatermarkAt != at(5) || cov.Watermark == "" {
+		t.Errorf("watermark %q at %v, want the last durable record at %v", cov.Watermark, cov.WatermarkAt, at(5))
+	}
+	if len(st.NearbyGaps) != 1 || st.NearbyGaps[0].Gap == nil || !st.NearbyGaps[0].Gap.From.Equal(at(5)) {
+		t.Fatalf("nearby gaps %+v, want the gap from minute 5", st.NearbyGaps)
+	}
+	if !strings.Contains(cov.Reason, "gap from") {
+		t.Errorf("reason %q", cov.Reason)
+	}
+}
+
+// A baseline whose end was never written (a crash in the middle of the
+// list) is never trusted for coverage, though its items are observations.
+func TestObjectAtBaselineWithoutEnd(t *testing.T) {
+	j := newJournal(t)
+	deploys := j.stream("apps", "v1", "deployments", "shop")
+	web := obj{kind: "Deployment", namespace: "shop", name: "web", uid: "uw", body: map[string]any{"spec": map[string]any{"replicas": 2}}}
+	j.append(j.baselineRecords(deploys, "b1", at(1), false, web)...)
+	m := j.materializer()
+	st, err := m.ObjectAt(context.Background(), idOf(deploys, "web", "shop"), at(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Covered || !st.Exists {
+		t.Fatalf("covered=%v exists=%v, want an uncovered observation", st.Covered, st.Exists)
+	}
+	if st.Coverage[0].Reason != "no complete baseline at or before this time" {
+		t.Errorf("reason %q", st.Coverage[0].Reason)
+	}
+}
+
+// An inferred deletion written just after the end of the baseline that
+// revealed it counts from that end.
+func TestObjectAtInferredDeletionCountsFromBaselineEnd(t *testing.T) {
+	j := newJournal(t)
+	cms := j.stream("", "v1", "configmaps", "shop")
+	c := cm("shop", "c", "uc", map[string]any{"v": "1"})
+	j.baseline(cms, "b1", at(1), c)
+	last := j.watch(cms, event.Modified, c, at(2))
+	j.gap(cms, at(2), at(3))
+	j.baseline(cms, "b2", at(4))
+	j.inferredDelete(cms, c, last.Resource.ResourceVersion, at(2), at(4).Add(time.Second), "b2")
+	m := j.materializer()
+	st, err := m.ObjectAt(context.Background(), idOf(cms, "c", "shop"), at(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Exists || !st.Covered {
+		t.Fatalf("exists=%v covered=%v at the relist's end, want deleted and covered", st.Exists, st.Covered)
+	}
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(4), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Complete || len(snap.Objects) != 0 {
+		t.Fatalf("snapshot complete=%v objects=%d, want complete and empty", snap.Complete, len(snap.Objects))
+	}
+}
+
+func TestObjectAtErrors(t *testing.T) {
+	j := newJournal(t)
+	m := j.materializer()
+	_, err := m.ObjectAt(context.Background(), storage.ObjectID{ClusterID: "c1", Name: "x"}, at(1))
+	if !errors.Is(err, materialize.ErrInvalidArgument) {
+		t.Fatalf("err %v, want ErrInvalidArgument", err)
+	}
+	if _, err := materialize.New(nil); !errors.Is(err, materialize.ErrInvalidArgument) {
+		t.Fatalf("New(nil) err %v", err)
+	}
+}

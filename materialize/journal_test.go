@@ -192,3 +192,6 @@ func idOf(s event.Stream, name, namespace string) storage.ObjectID {
 func cm(namespace, name, uid string, data map[string]any) obj {
 	return obj{kind: "ConfigMap", namespace: namespace, name: name, uid: uid, body: map[string]any{"data": data}}
 }
+
+// materializeReader is storage.Reader, embedded to hide a store's Writer.
+type materializeReader = storage.Reader

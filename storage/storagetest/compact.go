@@ -1,0 +1,353 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// answers returns, one per line, every answer the store gives about time
+// tp: LatestAt of each object (a deletion and "not found" both read
+// "absent"), AliveAt per stream and per cluster scope, CoverageAt per stream
+// and ObjectHistory since tp.
+func answers(t *testing.T, s storage.Reader, objs []storage.ObjectID, streams []event.Stream, tp time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	stamp := tp.UTC().Format(time.RFC3339Nano)
+	for _, obj := range objs {
+		name := fmt.Sprintf("%s %s/%s/%s", stamp, obj.Resource, obj.Namespace, obj.Name)
+		rec, err := s.LatestAt(ctx, obj, tp)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) || err == nil && rec.WatchType == event.Deleted:
+			out = append(out, name+" LatestAt absent")
+		case err != nil:
+			t.Fatalf("LatestAt: %v", err)
+		default:
+			out = append(out, name+" LatestAt "+rec.EventID)
+		}
+		hist, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{Since: tp, WithoutBodies: true})
+		if err != nil {
+			t.Fatalf("ObjectHistory: %v", err)
+		}
+		out = append(out, name+" history "+strings.Join(eventIDs(hist), ","))
+	}
+	for _, st := range streams {
+		alive, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: st.ID(), At: tp})
+		if err != nil {
+			t.Fatalf("AliveAt: %v", err)
+		}
+		out = append(out, fmt.Sprintf("%s %s AliveAt %s", stamp, st.ID(), strings.Join(eventIDs(alive), ",")))
+		c, err := storage.CoverageAt(ctx, s, st.ID(), tp)
+		if err != nil {
+			t.Fatalf("CoverageAt: %v", err)
+		}
+		var gaps []string
+		for _, g := range c.Gaps {
+			gaps = append(gaps, g.EventID)
+		}
+		out = append(out, fmt.Sprintf("%s %s CoverageAt covered=%v reason=%q watermark=%q at %s gaps=%v", stamp, st.ID(),
+			c.Covered, c.Reason, c.Watermark, c.WatermarkAt.UTC().Format(time.RFC3339Nano), gaps))
+	}
+	for _, scope := range []storage.AliveQuery{
+		{ClusterID: "c1"}, {ClusterID: "c1", Namespace: "shop"}, {ClusterID: "c1", Namespace: "web", Resource: "configmaps"},
+		{ClusterID: "c1", Group: "apps", Resource: "deployments"},
+	} {
+		scope.At = tp
+		alive, err := s.AliveAt(ctx, scope)
+		if err != nil {
+			t.Fatalf("AliveAt: %v", err)
+		}
+		out = append(out, fmt.Sprintf("%s %+v AliveAt %s", stamp, scope, strings.Join(versions(alive), ",")))
+	}
+	return out
+}
+
+func diffLines(t *testing.T, what string, before, after []string) {
+	t.Helper()
+	if len(before) != len(after) {
+		t.Fatalf("%s: %d answers before, %d after", what, len(before), len(after))
+	}
+	for i := range before {
+		if before[i] != after[i] {
+			t.Fatalf("%s: an answer changed:\nbefore: %s\n after: %s", what, before[i], after[i])
+		}
+	}
+}
+
+func testCompact(t *testing.T, s storage.Store) { compactInvariants(t, s, 1) }
+
+// compactInvariants fills s with a simulated journal, compacts it at a time
+// in its middle and checks that no answer about a later time changes.
+func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
+	ctx := context.Background()
+	m := newSim(seed)
+	batches := m.journal(400)
+	var all []event.Record
+	for _, b := range batches {
+		mustAppend(t, s, b...)
+		all = append(all, b...)
+	}
+	objSet := map[storage.ObjectID]bool{}
+	for _, r := range all {
+		if r.IsObjectChange() {
+			objSet[objectID(r)] = true
+		}
+	}
+	objs := make([]storage.ObjectID, 0, len(objSet))
+	for o := range objSet {
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return fmt.Sprint(objs[i]) < fmt.Sprint(objs[j]) })
+	streams := []event.Stream{cmShop, cmAll, deployShop}
+
+	rnd := rand.New(rand.NewPCG(seed, 7))
+	cut := all[len(all)/2].ObservedAt
+	if seed%2 == 0 {
+		cut = cut.Add(500 * time.Millisecond) // between records
+	}
+	// Probes: the cut itself, record times after it (boundaries), times
+	// just after them, and one far in the future.
+	probes := []time.Time{cut}
+	for i := 0; i < 25; i++ {
+		r := all[len(all)/2+rnd.IntN(len(all)-len(all)/2)]
+		probes = append(probes, r.ObservedAt, r.ObservedAt.Add(time.Nanosecond))
+	}
+	probes = append(probes, all[len(all)-1].ObservedAt.Add(time.Hour))
+	slices.SortFunc(probes, func(a, b time.Time) int { return a.Compare(b) })
+
+	want := map[time.Time][]string{}
+	for _, p := range probes {
+		want[p] = answers(t, s, objs, streams, p)
+	}
+	statusBefore := map[string]storage.StreamStatus{}
+	coveredBefore := map[string]storage.Coverage{}
+	for _, st := range streams {
+		statusBefore[st.ID()], _ = s.StreamStatus(ctx, st.ID())
+		coveredBefore[st.ID()], _ = storage.CoverageAt(ctx, s, st.ID(), cut)
+	}
+	statsBefore, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := s.Compact(ctx, cut)
+	if err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	statsAfter, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if statsAfter.Records >= statsBefore.Records || statsAfter.Bodies > statsBefore.Bodies || statsAfter.RawBodyBytes > statsBefore.RawBodyBytes {
+		t.Fatalf("Compact did not shrink the journal: %+v → %+v", statsBefore, statsAfter)
+	}
+	if res.RecordsRemoved != statsBefore.Records-statsAfter.Records {
+		t.Fatalf("CompactResult.RecordsRemoved = %d, Stats say %d", res.RecordsRemoved, statsBefore.Records-statsAfter.Records)
+	}
+	if res.BodiesRemoved != statsBefore.Bodies-statsAfter.Bodies {
+		t.Fatalf("CompactResult.BodiesRemoved = %d, Stats say %d", res.BodiesRemoved, statsBefore.Bodies-statsAfter.Bodies)
+	}
+	for _, p := range probes {
+		diffLines(t, fmt.Sprintf("after Compact(%s), at %s", cut.Format(time.RFC3339Nano), p.Format(time.RFC3339Nano)), want[p], answers(t, s, objs, streams, p))
+	}
+
+	// Every record at or after the cut is still there, unchanged.
+	for _, r := range all {
+		if r.ObservedAt.Before(cut) {
+			continue
+		}
+		got, err := s.Get(ctx, r.EventID)
+		if err != nil {
+			t.Fatalf("record at %s after the cut: %v", r.ObservedAt, err)
+		}
+		if !sameRecord(got, r) {
+			t.Fatalf("record after the cut changed:\n got %+v\nwant %+v", got, r)
+		}
+	}
+	// A stream covered at the cut by a baseline that ended before it is
+	// now covered by a compaction baseline.
+	folded := 0
+	for _, st := range streams {
+		before := coveredBefore[st.ID()]
+		after, err := storage.CoverageAt(ctx, s, st.ID(), cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Covered && before.BaselineEndAt.Before(cut) {
+			folded++
+			end := allRecords(t, s, storage.Query{StreamID: st.ID(), Types: []event.RecordType{event.TypeBaseline}})
+			found := false
+			for _, r := range end {
+				if r.BaselineID == after.BaselineID && r.Baseline.Phase == event.BaselineEnd && r.Baseline.Reason == "compaction" {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("stream %s covered at the cut: no compaction baseline (coverage rests on %q)", st.ID(), after.BaselineID)
+			}
+		}
+		status, err := s.StreamStatus(ctx, st.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := statusBefore[st.ID()]
+		if status.CheckpointRV != old.CheckpointRV || !status.CheckpointAt.Equal(old.CheckpointAt) || status.Available != old.Available || status.OpenBaselineID != old.OpenBaselineID {
+			t.Fatalf("StreamStatus changed by Compact:\nbefore %+v\n after %+v", old, status)
+		}
+		if n := int64(len(allRecords(t, s, storage.Query{StreamID: st.ID(), WithoutBodies: true}))); status.Records != n {
+			t.Fatalf("StreamStatus.Records = %d after Compact, the stream has %d", status.Records, n)
+		}
+	}
+	if res.Streams != folded {
+		t.Fatalf("CompactResult.Streams = %d, want %d", res.Streams, folded)
+	}
+
+	// Compacting again at the same time changes nothing that matters.
+	if _, err := s.Compact(ctx, cut); err != nil {
+		t.Fatalf("second Compact: %v", err)
+	}
+	for _, p := range probes {
+		diffLines(t, "after a second Compact at the same time", want[p], answers(t, s, objs, streams, p))
+	}
+	// A later compaction keeps the answers after its own time.
+	later := probes[len(probes)/2]
+	if _, err := s.Compact(ctx, later); err != nil {
+		t.Fatalf("later Compact: %v", err)
+	}
+	for _, p := range probes {
+		if !p.Before(later) {
+			diffLines(t, "after a later Compact", want[p], answers(t, s, objs, streams, p))
+		}
+	}
+	// Appending goes on after a compaction, with larger sequence numbers.
+	var maxSeq int64
+	for _, r := range allRecords(t, s, storage.Query{WithoutBodies: true}) {
+		maxSeq = max(maxSeq, r.IngestSeq)
+	}
+	res2 := mustAppend(t, s, cm(cmShop, event.Added, "shop", "late", "u-late", "99999", all[len(all)-1].ObservedAt.Add(time.Minute)))
+	if res2.Inserted != 1 || res2.Seqs[0] <= maxSeq {
+		t.Fatalf("append after Compact: %+v (largest seq was %d)", res2, maxSeq)
+	}
+}
+
+// CompactRandom checks the compaction invariants on simulated journals from
+// several seeds, each on a fresh store: for many times T' at or after the
+// compaction time, LatestAt, AliveAt (per stream and per cluster scope),
+// storage.CoverageAt and ObjectHistory answer the same before and after
+// Compact, records at or after the compaction time are untouched, and the
+// journal shrinks. Run calls it with one seed; backends may call it with
+// more.
+func CompactRandom(t *testing.T, newStore func(t *testing.T) storage.Store, seeds ...uint64) {
+	t.Helper()
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
+			s := newStore(t)
+			t.Cleanup(func() { _ = s.Close() })
+			compactInvariants(t, s, seed)
+		})
+	}
+}
+
+func testConcurrentReaders(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	m := newSim(42)
+	batches := m.journal(300)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	reader := func(kind int) {
+		defer wg.Done()
+		obj := storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "cm-1"}
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			tp := t0.Add(time.Duration(i%600) * time.Second)
+			switch kind {
+			case 0:
+				p, err := s.Records(ctx, storage.Query{StreamID: cmShop.ID(), Limit: 50})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for j := 1; j < len(p.Records); j++ {
+					if p.Records[j].IngestSeq <= p.Records[j-1].IngestSeq {
+						errs <- fmt.Errorf("page out of order: %d after %d", p.Records[j].IngestSeq, p.Records[j-1].IngestSeq)
+						return
+					}
+				}
+			case 1:
+				rec, err := s.LatestAt(ctx, obj, tp)
+				if err == nil && rec.ObservedAt.After(tp) {
+					errs <- fmt.Errorf("LatestAt(%s) returned a record observed at %s", tp, rec.ObservedAt)
+					return
+				}
+				if err != nil && !errors.Is(err, storage.ErrNotFound) {
+					errs <- err
+					return
+				}
+			case 2:
+				alive, err := s.AliveAt(ctx, storage.AliveQuery{ClusterID: "c1", At: tp})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, r := range alive {
+					if r.ObservedAt.After(tp) || r.WatchType == event.Deleted {
+						errs <- fmt.Errorf("AliveAt(%s) returned %s observed at %s", tp, r.WatchType, r.ObservedAt)
+						return
+					}
+				}
+			case 3:
+				if _, err := storage.CoverageAt(ctx, s, cmAll.ID(), tp); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := s.Stats(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}
+	}
+	for k := 0; k < 4; k++ {
+		wg.Add(1)
+		go reader(k)
+	}
+	total := 0
+	for _, b := range batches {
+		res, err := s.Append(ctx, b)
+		if err != nil {
+			close(done)
+			wg.Wait()
+			t.Fatalf("Append: %v", err)
+		}
+		total += res.Inserted
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != int64(total) {
+		t.Fatalf("Stats.Records = %d after concurrent reads, want %d", st.Records, total)
+	}
+}

@@ -1,0 +1,505 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// mixedJournal appends a small journal over three streams and two clusters
+// and returns its records in append order.
+func mixedJournal(t *testing.T, s storage.Store) []event.Record {
+	t.Helper()
+	var recs []event.Record
+	recs = append(recs, Baseline(cmShop, "b1", at(1), "100", []Item{cmItem(cmShop, "shop", "a", "ua", "90")})...)
+	recs = append(recs, deploy(event.Added, "web", "ud", "101", 2, at(2)))
+	recs = append(recs, cm(cmShop, event.Modified, "shop", "a", "ua", "102", at(3)))
+	recs = append(recs, Checkpoint(cmShop, "103", true, at(4)))
+	recs = append(recs, cm(cmOther, event.Added, "shop", "a", "uo", "7", at(4)))
+	recs = append(recs, Gap(cmShop, at(4), at(6), "410 Gone", "103"))
+	recs = append(recs, deploy(event.Modified, "web", "ud", "104", 3, at(7)))
+	recs = append(recs, cm(cmShop, event.Added, "shop", "b", "ub", "105", at(8)))
+	recs = append(recs, Document(event.TypeSnapshot, "c1", "snap-1", "before", at(9), false, []byte(`{"kind":"Snapshot"}`)))
+	recs = append(recs, cm(cmShop, event.Deleted, "shop", "b", "ub", "106", at(10)))
+	mustAppend(t, s, recs[:5]...)
+	mustAppend(t, s, recs[5:]...)
+	return recs
+}
+
+func testRecords(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	recs := mixedJournal(t, s)
+	filter := func(keep func(event.Record) bool) []string {
+		var out []string
+		for _, r := range recs {
+			if keep(r) {
+				out = append(out, r.EventID)
+			}
+		}
+		return out
+	}
+	reversed := func(ids []string) []string { ids = slices.Clone(ids); slices.Reverse(ids); return ids }
+	cases := []struct {
+		name string
+		q    storage.Query
+		want []string
+	}{
+		{"all", storage.Query{}, filter(func(event.Record) bool { return true })},
+		{"cluster", storage.Query{ClusterID: "c2"}, filter(func(r event.Record) bool { return r.ClusterID == "c2" })},
+		{"stream", storage.Query{StreamID: cmShop.ID()}, filter(func(r event.Record) bool { return r.StreamID == cmShop.ID() })},
+		{"stream and types", storage.Query{StreamID: cmShop.ID(), Types: []event.RecordType{event.TypeGap, event.TypeBaseline}},
+			filter(func(r event.Record) bool {
+				return r.StreamID == cmShop.ID() && (r.Type == event.TypeGap || r.Type == event.TypeBaseline)
+			})},
+		{"types", storage.Query{Types: []event.RecordType{event.TypeSnapshot, event.TypeCheckpoint}},
+			filter(func(r event.Record) bool { return r.Type == event.TypeSnapshot || r.Type == event.TypeCheckpoint })},
+		{"cluster and types", storage.Query{ClusterID: "c1", Types: []event.RecordType{event.TypeEvent}},
+			filter(func(r event.Record) bool { return r.ClusterID == "c1" && r.Type == event.TypeEvent })},
+		{"since until inclusive", storage.Query{Since: at(4), Until: at(8)},
+			filter(func(r event.Record) bool { return !r.ObservedAt.Before(at(4)) && !r.ObservedAt.After(at(8)) })},
+		{"descending", storage.Query{StreamID: cmShop.ID(), Descending: true},
+			reversed(filter(func(r event.Record) bool { return r.StreamID == cmShop.ID() }))},
+		{"descending until", storage.Query{Until: at(4), Descending: true},
+			reversed(filter(func(r event.Record) bool { return !r.ObservedAt.After(at(4)) }))},
+		{"unknown stream", storage.Query{StreamID: deployShop.ID() + "x"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, limit := range []int{0, 1, 2, 3, 100} {
+				q := tc.q
+				q.Limit = limit
+				got := eventIDs(allRecords(t, s, q))
+				if len(got) == 0 {
+					got = nil
+				}
+				if !slices.Equal(got, tc.want) {
+					t.Fatalf("limit %d:\n got %v\nwant %v", limit, got, tc.want)
+				}
+			}
+			// A page never exceeds its limit, and the last page has no cursor.
+			q := tc.q
+			q.Limit = 2
+			p, err := s.Records(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Records) > 2 || (len(tc.want) <= 2) != (p.Next == "") {
+				t.Fatalf("first page of limit 2: %d records, Next %q, %d matching in all", len(p.Records), p.Next, len(tc.want))
+			}
+		})
+	}
+	t.Run("seq bounds", func(t *testing.T) {
+		all := allRecords(t, s, storage.Query{})
+		lo, hi := all[2].IngestSeq, all[7].IngestSeq
+		got := allRecords(t, s, storage.Query{AfterSeq: lo, BeforeSeq: hi, Limit: 2})
+		if !slices.Equal(eventIDs(got), eventIDs(all[3:7])) {
+			t.Fatalf("AfterSeq/BeforeSeq: got %v, want %v", eventIDs(got), eventIDs(all[3:7]))
+		}
+		got = allRecords(t, s, storage.Query{AfterSeq: lo, BeforeSeq: hi, Limit: 3, Descending: true})
+		want := eventIDs(all[3:7])
+		slices.Reverse(want)
+		if !slices.Equal(eventIDs(got), want) {
+			t.Fatalf("descending AfterSeq/BeforeSeq: got %v, want %v", eventIDs(got), want)
+		}
+	})
+	t.Run("bodies", func(t *testing.T) {
+		p, err := s.Records(ctx, storage.Query{Types: []event.RecordType{event.TypeEvent}, Limit: 1})
+		if err != nil || len(p.Records) != 1 {
+			t.Fatalf("Records: %v, %d records", err, len(p.Records))
+		}
+		if string(p.Records[0].Object) != string(recs[1].Object) || p.Records[0].ObjectHash != event.ObjectHash(recs[1].Object) {
+			t.Fatal("body not returned exactly as appended")
+		}
+		p, _ = s.Records(ctx, storage.Query{Types: []event.RecordType{event.TypeEvent}, Limit: 1, WithoutBodies: true})
+		if len(p.Records[0].Object) != 0 || p.Records[0].ObjectHash == "" {
+			t.Fatalf("WithoutBodies: Object %q, ObjectHash %q; want no body and the hash", p.Records[0].Object, p.Records[0].ObjectHash)
+		}
+	})
+	t.Run("record fields", func(t *testing.T) {
+		got := allRecords(t, s, storage.Query{})
+		for i := range recs {
+			if !sameRecord(got[i], recs[i]) {
+				t.Fatalf("record %d changed on the way:\n got %+v\nwant %+v", i, got[i], recs[i])
+			}
+		}
+	})
+}
+
+// sameRecord compares what a store must keep of a record (all but
+// IngestSeq, and time zones).
+func sameRecord(a, b event.Record) bool {
+	a.IngestSeq, b.IngestSeq = 0, 0
+	ja, jb := canonicalJSON(a), canonicalJSON(b)
+	return ja == jb
+}
+
+func canonicalJSON(r event.Record) string {
+	r.ObservedAt = r.ObservedAt.UTC()
+	if r.Gap != nil {
+		g := *r.Gap
+		g.From, g.To = g.From.UTC(), g.To.UTC()
+		r.Gap = &g
+	}
+	if r.Inferred != nil {
+		v := *r.Inferred
+		v.From, v.To = v.From.UTC(), v.To.UTC()
+		r.Inferred = &v
+	}
+	if r.Snapshot != nil {
+		v := *r.Snapshot
+		v.At = v.At.UTC()
+		r.Snapshot = &v
+	}
+	if r.Audit != nil {
+		v := *r.Audit
+		v.RequestReceivedAt = v.RequestReceivedAt.UTC()
+		r.Audit = &v
+	}
+	return string(mustJSON(r))
+}
+
+func testObjectHistory(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	v1 := cm(cmShop, event.Added, "shop", "a", "uid-1", "10", at(1))
+	v2 := cm(cmShop, event.Modified, "shop", "a", "uid-1", "11", at(2))
+	del := cm(cmShop, event.Deleted, "shop", "a", "uid-1", "12", at(3))
+	re := cm(cmShop, event.Added, "shop", "a", "uid-2", "20", at(4))
+	other := cm(cmShop, event.Added, "shop", "b", "uid-3", "21", at(4))
+	inAll := cm(cmAll, event.Modified, "shop", "a", "uid-2", "22", at(5))
+	mustAppend(t, s, v1, v2, other)
+	mustAppend(t, s, del, re, inAll)
+	obj := objectID(v1)
+	cases := []struct {
+		name string
+		q    storage.HistoryQuery
+		want []event.Record
+	}{
+		{"all across uids and streams", storage.HistoryQuery{}, []event.Record{v1, v2, del, re, inAll}},
+		{"since", storage.HistoryQuery{Since: at(3)}, []event.Record{del, re, inAll}},
+		{"until", storage.HistoryQuery{Until: at(2)}, []event.Record{v1, v2}},
+		{"stream", storage.HistoryQuery{StreamID: cmAll.ID()}, []event.Record{inAll}},
+		{"limit", storage.HistoryQuery{Limit: 2}, []event.Record{v1, v2}},
+	}
+	for _, tc := range cases {
+		got, err := s.ObjectHistory(ctx, obj, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if !slices.Equal(eventIDs(got), eventIDs(tc.want)) {
+			t.Fatalf("%s: got %v, want %v", tc.name, eventIDs(got), eventIDs(tc.want))
+		}
+	}
+	got, _ := s.ObjectHistory(ctx, obj, storage.HistoryQuery{})
+	if got[3].Resource.UID != "uid-2" || got[2].WatchType != event.Deleted || string(got[0].Object) != string(v1.Object) {
+		t.Fatalf("history content wrong: %+v", got)
+	}
+	got, _ = s.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	if len(got) != 5 || len(got[0].Object) != 0 {
+		t.Fatal("WithoutBodies history returned bodies")
+	}
+	none, err := s.ObjectHistory(ctx, storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "nope"}, storage.HistoryQuery{})
+	if err != nil || len(none) != 0 {
+		t.Fatalf("unknown object: %v, %d records", err, len(none))
+	}
+}
+
+func testLatestAt(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	add := cm(cmShop, event.Added, "shop", "a", "ua", "10", at(10))
+	mod := cm(cmShop, event.Modified, "shop", "a", "ua", "11", at(20))
+	// Two records at the same ObservedAt: the later append wins.
+	tie1 := cm(cmShop, event.Modified, "shop", "a", "ua", "12", at(30))
+	tie2 := cm(cmShop, event.Modified, "shop", "a", "ua", "13", at(30))
+	del := cm(cmShop, event.Deleted, "shop", "a", "ua", "14", at(40))
+	re := cm(cmShop, event.Added, "shop", "a", "ua2", "15", at(50))
+	// b is deleted by inference after a gap.
+	b := cm(cmShop, event.Added, "shop", "b", "ub", "16", at(50))
+	gap := Gap(cmShop, at(50), at(60), "410 Gone", "16")
+	relist := Baseline(cmShop, "relist", at(61), "30", []Item{cmItem(cmShop, "shop", "a", "ua2", "15")})
+	inferred := InferredDelete(cmShop, b, at(50), at(61), "relist")
+	mustAppend(t, s, add, mod, tie1, tie2)
+	mustAppend(t, s, del, re, b, gap)
+	mustAppend(t, s, append(relist, inferred)...)
+	objA, objB := objectID(add), objectID(b)
+	cases := []struct {
+		name string
+		obj  storage.ObjectID
+		at   time.Time
+		want *event.Record // nil: ErrNotFound
+	}{
+		{"before the first record", objA, at(9), nil},
+		{"exactly at the first", objA, at(10), &add},
+		{"between", objA, at(15), &add},
+		{"exactly at a change", objA, at(20), &mod},
+		{"a nanosecond before a change", objA, at(20).Add(-time.Nanosecond), &add},
+		{"tie broken by seq", objA, at(30), &tie2},
+		{"after a delete", objA, at(45), &del},
+		{"re-created", objA, at(55), &re},
+		{"relist item is newer", objA, at(61), &relist[1]},
+		{"before the inferred delete", objB, at(60), &b},
+		{"after an inferred delete", objB, at(61), &inferred},
+		{"long after", objB, at(1_000_000), &inferred},
+		{"unknown object", storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "zz"}, at(100), nil},
+		{"other cluster", storage.ObjectID{ClusterID: "c2", Resource: "configmaps", Namespace: "shop", Name: "a"}, at(100), nil},
+	}
+	for _, tc := range cases {
+		got, err := s.LatestAt(ctx, tc.obj, tc.at)
+		if tc.want == nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				t.Errorf("%s: got %v (%v), want ErrNotFound", tc.name, got.EventID, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got.EventID != tc.want.EventID {
+			t.Errorf("%s: got %s rv %s, want rv %s", tc.name, got.WatchType, got.Resource.ResourceVersion, tc.want.Resource.ResourceVersion)
+		}
+	}
+	got, _ := s.LatestAt(ctx, objB, at(61))
+	if got.Inferred == nil || !got.Synthetic || got.Inferred.Reason != "absent from relist" || string(got.Object) != string(b.Object) {
+		t.Fatalf("inferred delete lost its payload: %+v", got)
+	}
+}
+
+func testAliveAt(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	a := cm(cmShop, event.Added, "shop", "a", "ua", "10", at(1))
+	b := cm(cmShop, event.Added, "shop", "b", "ub", "11", at(2))
+	bDel := cm(cmShop, event.Deleted, "shop", "b", "ub", "12", at(5))
+	c := cm(cmAll, event.Added, "web", "c", "uc", "13", at(3))
+	aAll := cm(cmAll, event.Added, "shop", "a", "ua", "10", at(1))
+	d := deploy(event.Added, "web", "ud", "14", 1, at(4))
+	o := cm(cmOther, event.Added, "shop", "a", "uo", "3", at(1))
+	mustAppend(t, s, a, b, aAll, c, d, o, bDel)
+	cases := []struct {
+		name string
+		q    storage.AliveQuery
+		want []event.Record
+	}{
+		{"stream before delete", storage.AliveQuery{StreamID: cmShop.ID(), At: at(4)}, []event.Record{a, b}},
+		{"stream after delete", storage.AliveQuery{StreamID: cmShop.ID(), At: at(5)}, []event.Record{a}},
+		{"stream before anything", storage.AliveQuery{StreamID: cmShop.ID(), At: at(0)}, nil},
+		{"other stream", storage.AliveQuery{StreamID: cmAll.ID(), At: at(10)}, []event.Record{aAll, c}},
+		{"cluster", storage.AliveQuery{ClusterID: "c1", At: at(10)}, []event.Record{a, c, d}},
+		{"cluster and namespace", storage.AliveQuery{ClusterID: "c1", Namespace: "web", At: at(10)}, []event.Record{c}},
+		{"cluster and resource", storage.AliveQuery{ClusterID: "c1", Group: "apps", Resource: "deployments", At: at(10)}, []event.Record{d}},
+		{"cluster namespace resource at 3", storage.AliveQuery{ClusterID: "c1", Namespace: "shop", Resource: "configmaps", At: at(3)}, []event.Record{a, b}},
+		{"other cluster", storage.AliveQuery{ClusterID: "c2", At: at(10)}, []event.Record{o}},
+	}
+	for _, tc := range cases {
+		got, err := s.AliveAt(ctx, tc.q)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		gotIDs, wantIDs := eventIDs(got), eventIDs(tc.want)
+		// For the cluster query an object in two streams may be answered
+		// by either copy of the same event: compare objects and versions.
+		if tc.q.StreamID == "" {
+			gotIDs, wantIDs = versions(got), versions(tc.want)
+		}
+		if len(gotIDs) == 0 {
+			gotIDs = nil
+		}
+		if len(wantIDs) == 0 {
+			wantIDs = nil
+		}
+		if !slices.Equal(gotIDs, wantIDs) {
+			t.Fatalf("%s:\n got %v\nwant %v", tc.name, gotIDs, wantIDs)
+		}
+	}
+	got, _ := s.AliveAt(ctx, storage.AliveQuery{StreamID: cmShop.ID(), At: at(10), WithoutBodies: true})
+	if len(got) != 1 || len(got[0].Object) != 0 {
+		t.Fatalf("WithoutBodies: %+v", got)
+	}
+}
+
+// versions names each record by object and resourceVersion.
+func versions(recs []event.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		id := objectID(r)
+		out[i] = fmt.Sprintf("%s/%s/%s/%s/%s@%s", id.ClusterID, id.Group, id.Resource, id.Namespace, id.Name, r.Resource.ResourceVersion)
+	}
+	return out
+}
+
+func testEventByResourceVersion(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	v1 := cm(cmShop, event.Added, "shop", "a", "uid-1", "10", at(1))
+	del := cm(cmShop, event.Deleted, "shop", "a", "uid-1", "11", at(2))
+	re := cm(cmShop, event.Added, "shop", "a", "uid-2", "12", at(3))
+	mustAppend(t, s, v1, del, re)
+	obj := objectID(v1)
+	for _, tc := range []struct {
+		uid, rv string
+		want    *event.Record
+	}{
+		{"", "10", &v1}, {"uid-1", "10", &v1}, {"uid-1", "11", &del}, {"", "12", &re},
+		{"uid-2", "12", &re}, {"uid-2", "10", nil}, {"", "99", nil},
+	} {
+		got, err := s.EventByResourceVersion(ctx, obj, tc.uid, tc.rv)
+		if tc.want == nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("uid %q rv %q: got %s, %v; want ErrNotFound", tc.uid, tc.rv, got.EventID, err)
+			}
+			continue
+		}
+		if err != nil || got.EventID != tc.want.EventID {
+			t.Fatalf("uid %q rv %q: got %s, %v; want %s", tc.uid, tc.rv, got.EventID, err, tc.want.EventID)
+		}
+	}
+}
+
+func testCorrelations(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	a := cm(cmShop, event.Modified, "shop", "a", "ua", "10", at(1))
+	b := cm(cmShop, event.Modified, "shop", "b", "ub", "11", at(2))
+	ca1 := Correlation(a, "audit-1", "alice", at(3))
+	ca2 := Correlation(a, "audit-2", "bob", at(4))
+	cb := Correlation(b, "audit-3", "carol", at(5))
+	mustAppend(t, s, a, b, ca1)
+	mustAppend(t, s, ca2, cb, ca1)
+	got, err := s.Correlations(ctx, []string{a.EventID, b.EventID, "unknown"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("Correlations: %d keys, want 2 (none for an unknown ID)", len(got))
+	}
+	if !slices.Equal(eventIDs(got[a.EventID]), eventIDs([]event.Record{ca1, ca2})) || !slices.Equal(eventIDs(got[b.EventID]), []string{cb.EventID}) {
+		t.Fatalf("Correlations: %v", got)
+	}
+	if c := got[a.EventID][1].Audit; c.User != "bob" || c.TargetEventID != a.EventID || c.Confidence != 1 || len(c.SourceIPs) != 1 {
+		t.Fatalf("correlation payload: %+v", c)
+	}
+	if empty, err := s.Correlations(ctx, nil); err != nil || len(empty) != 0 {
+		t.Fatalf("Correlations(nil) = %v, %v", empty, err)
+	}
+}
+
+func testDocuments(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	doc := []byte(`{"apiVersion":"krply.dev/v1alpha1","kind":"Snapshot","items":[{"name":"a"}],"x-unknown":  true}`)
+	s1 := Document(event.TypeSnapshot, "c1", "snap-1", "before upgrade", at(10), true, doc)
+	s2 := Document(event.TypeSnapshot, "c1", "snap-2", "", at(20), false, []byte(`{"kind":"Snapshot"}`))
+	p1 := Document(event.TypePlan, "c1", "plan-1", "to sandbox", at(30), true, []byte(`{"kind":"Plan"}`))
+	mustAppend(t, s, s1, cm(cmShop, event.Added, "shop", "a", "ua", "1", at(11)), s2, p1)
+	snaps := allRecords(t, s, storage.Query{Types: []event.RecordType{event.TypeSnapshot}})
+	if !slices.Equal(eventIDs(snaps), []string{s1.EventID, s2.EventID}) {
+		t.Fatalf("snapshots listed: %v", eventIDs(snaps))
+	}
+	plans := allRecords(t, s, storage.Query{Types: []event.RecordType{event.TypePlan}})
+	if len(plans) != 1 || plans[0].Snapshot.ID != "plan-1" {
+		t.Fatalf("plans listed: %+v", plans)
+	}
+	got, err := s.Get(ctx, s1.EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Object) != string(doc) || got.Snapshot.Name != "before upgrade" || !got.Snapshot.Complete || !got.Snapshot.At.Equal(at(10)) {
+		t.Fatalf("Get snapshot: %+v", got)
+	}
+	if _, err := s.Get(ctx, "no-such-id"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get unknown: %v", err)
+	}
+}
+
+func testStats(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	empty, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty.Records != 0 || empty.Events != 0 || empty.Bodies != 0 {
+		t.Fatalf("empty store stats: %+v", empty)
+	}
+	body := ConfigMap("shop", "a", "ua", "1", map[string]string{"k": "v"})
+	ref := Ref(cmShop, "ConfigMap", "shop", "a", "ua", "1")
+	e1 := Event(cmShop, event.Added, ref, body, at(1))
+	// The same body seen by another stream, and as a baseline item.
+	e2 := Event(cmAll, event.Added, ref, body, at(1))
+	base := Baseline(cmShop, "b1", at(2), "5", []Item{{Ref: ref, Object: body}})
+	other := cm(cmShop, event.Modified, "shop", "a", "ua", "2", at(3))
+	mustAppend(t, s, append([]event.Record{e1, e2, other, Checkpoint(cmShop, "2", true, at(3))}, base...)...)
+	st, err := s.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 7 || st.Events != 4 || st.Bodies != 2 {
+		t.Fatalf("Stats = %+v, want 7 records, 4 events, 2 distinct bodies", st)
+	}
+	if want := int64(len(body) + len(other.Object)); st.RawBodyBytes != want || st.BodyBytes <= 0 {
+		t.Fatalf("RawBodyBytes = %d, want %d (each distinct body once); BodyBytes %d", st.RawBodyBytes, want, st.BodyBytes)
+	}
+}
+
+func testCopies(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	rec := Correlation(cm(cmShop, event.Added, "shop", "a", "ua", "1", at(1)), "audit-1", "alice", at(2))
+	rec.Object = []byte(`{"note":"original"}`)
+	rec.ObjectHash = event.ObjectHash(rec.Object)
+	batch := []event.Record{rec}
+	mustAppend(t, s, batch...)
+	// The caller's batch is theirs to reuse.
+	batch[0].Object[2] = 'X'
+	batch[0].Audit.User = "mallory"
+	batch[0].Audit.SourceIPs[0] = "0.0.0.0"
+	got, err := s.Get(ctx, rec.EventID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Object) != `{"note":"original"}` || got.Audit.User != "alice" || got.Audit.SourceIPs[0] != "192.0.2.10" {
+		t.Fatalf("the store kept the caller's slices: %+v", got)
+	}
+	// What the store hands out is the caller's too.
+	got.Object[2] = 'Y'
+	got.Audit.Groups[0] = "system:masters"
+	again, _ := s.Get(ctx, rec.EventID)
+	if string(again.Object) != `{"note":"original"}` || again.Audit.Groups[0] != "system:authenticated" {
+		t.Fatalf("a returned record shares memory with the store: %+v", again)
+	}
+}
+
+func testClosed(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	rec := cm(cmShop, event.Added, "shop", "a", "ua", "1", at(1))
+	mustAppend(t, s, rec)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	obj := objectID(rec)
+	calls := map[string]func() error{
+		"Append":  func() error { _, err := s.Append(ctx, []event.Record{cm(cmShop, event.Added, "shop", "b", "ub", "2", at(2))}); return err },
+		"Compact": func() error { _, err := s.Compact(ctx, at(1)); return err },
+		"Get":     func() error { _, err := s.Get(ctx, rec.EventID); return err },
+		"Records": func() error { _, err := s.Records(ctx, storage.Query{}); return err },
+		"StreamStatus": func() error {
+			_, err := s.StreamStatus(ctx, cmShop.ID())
+			return err
+		},
+		"Streams":       func() error { _, err := s.Streams(ctx, ""); return err },
+		"ObjectHistory": func() error { _, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{}); return err },
+		"LatestAt":      func() error { _, err := s.LatestAt(ctx, obj, at(5)); return err },
+		"AliveAt":       func() error { _, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: cmShop.ID(), At: at(5)}); return err },
+		"EventByResourceVersion": func() error {
+			_, err := s.EventByResourceVersion(ctx, obj, "", "1")
+			return err
+		},
+		"Correlations": func() error { _, err := s.Correlations(ctx, []string{rec.EventID}); return err },
+		"Stats":        func() error { _, err := s.Stats(ctx); return err },
+	}
+	for _, name := range sortedKeys(calls) {
+		if err := calls[name](); !errors.Is(err, storage.ErrClosed) {
+			t.Errorf("%s after Close: err = %v, want ErrClosed", name, err)
+		}
+	}
+}

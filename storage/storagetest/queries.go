@@ -478,7 +478,10 @@ func testClosed(t *testing.T, s storage.Store) {
 	}
 	obj := objectID(rec)
 	calls := map[string]func() error{
-		"Append":  func() error { _, err := s.Append(ctx, []event.Record{cm(cmShop, event.Added, "shop", "b", "ub", "2", at(2))}); return err },
+		"Append": func() error {
+			_, err := s.Append(ctx, []event.Record{cm(cmShop, event.Added, "shop", "b", "ub", "2", at(2))})
+			return err
+		},
 		"Compact": func() error { _, err := s.Compact(ctx, at(1)); return err },
 		"Get":     func() error { _, err := s.Get(ctx, rec.EventID); return err },
 		"Records": func() error { _, err := s.Records(ctx, storage.Query{}); return err },
@@ -489,7 +492,10 @@ func testClosed(t *testing.T, s storage.Store) {
 		"Streams":       func() error { _, err := s.Streams(ctx, ""); return err },
 		"ObjectHistory": func() error { _, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{}); return err },
 		"LatestAt":      func() error { _, err := s.LatestAt(ctx, obj, at(5)); return err },
-		"AliveAt":       func() error { _, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: cmShop.ID(), At: at(5)}); return err },
+		"AliveAt": func() error {
+			_, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: cmShop.ID(), At: at(5)})
+			return err
+		},
 		"EventByResourceVersion": func() error {
 			_, err := s.EventByResourceVersion(ctx, obj, "", "1")
 			return err

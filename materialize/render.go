@@ -31,11 +31,11 @@ func (d *Diff) WriteTable(w io.Writer) error {
 		name := objectName(od)
 		switch od.Type {
 		case ObjectAdded, ObjectRemoved:
-			fmt.Fprintf(tw, "%s\t%s\t(%s)\t\n", od.Kind, name, od.Type)
+			fmt.Fprintf(tw, "%s\t%s\t(%s)\n", od.Kind, name, od.Type)
 			continue
 		}
 		if od.Recreated {
-			fmt.Fprintf(tw, "%s\t%s\t(recreated)\t\n", od.Kind, name)
+			fmt.Fprintf(tw, "%s\t%s\t(recreated)\n", od.Kind, name)
 		}
 		for _, c := range od.Changes {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s → %s\n", od.Kind, name, c.Path,
@@ -101,11 +101,7 @@ func (d *Diff) WriteUnified(w io.Writer) error {
 		fmt.Fprintf(bw, "# warning: %s\n", warn)
 	}
 	for _, od := range d.Objects {
-		before, err := d.yamlOf(od.Before)
-		if err != nil {
-			return err
-		}
-		after, err := d.yamlOf(od.After)
+		before, after, err := d.yamlPair(od)
 		if err != nil {
 			return err
 		}
@@ -124,8 +120,33 @@ func stamp(t time.Time, exists bool) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// yamlOf returns an object's YAML lines without the ignored fields.
-func (d *Diff) yamlOf(o *SnapshotObject) ([]string, error) {
+// yamlPair returns the YAML lines of an object's two versions without the
+// ignored fields, with the items of keyed lists in After put in Before's
+// order, so that a reordering does not show as a change.
+func (d *Diff) yamlPair(od ObjectDiff) (before, after []string, err error) {
+	b, err := d.decodeStripped(od.Before)
+	if err != nil {
+		return nil, nil, err
+	}
+	a, err := d.decodeStripped(od.After)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b != nil && a != nil {
+		a = alignKeyed(b, a, "", d.compare.mergeKeys)
+	}
+	before, err = yamlLines(b)
+	if err != nil {
+		return nil, nil, fmt.Errorf("yaml of %s: %w", objectName(od), err)
+	}
+	after, err = yamlLines(a)
+	if err != nil {
+		return nil, nil, fmt.Errorf("yaml of %s: %w", objectName(od), err)
+	}
+	return before, after, nil
+}
+
+func (d *Diff) decodeStripped(o *SnapshotObject) (any, error) {
 	if o == nil {
 		return nil, nil
 	}
@@ -133,16 +154,69 @@ func (d *Diff) yamlOf(o *SnapshotObject) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", o.Ref, err)
 	}
-	v = stripIgnored(v, startPointers(d.compare.pointersFor(objectMetaOf(o.Ref, v))))
+	return stripIgnored(v, startPointers(d.compare.pointersFor(objectMetaOf(o.Ref, v)))), nil
+}
+
+func yamlLines(v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
 	js, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", o.Ref, err)
+		return nil, err
 	}
 	y, err := yaml.JSONToYAML(js)
 	if err != nil {
-		return nil, fmt.Errorf("yaml of %s: %w", o.Ref, err)
+		return nil, err
 	}
-	return strings.SplitAfter(strings.TrimSuffix(string(y), "\n"), "\n"), nil
+	return strings.Split(strings.TrimSuffix(string(y), "\n"), "\n"), nil
+}
+
+// alignKeyed returns after with the items of lists matched by merge key in
+// before's order, new items last.
+func alignKeyed(before, after any, field string, mergeKeys map[string][]string) any {
+	switch a := after.(type) {
+	case map[string]any:
+		b, ok := before.(map[string]any)
+		if !ok {
+			return after
+		}
+		out := make(map[string]any, len(a))
+		for k, v := range a {
+			out[k] = alignKeyed(b[k], v, k, mergeKeys)
+		}
+		return out
+	case []any:
+		b, ok := before.([]any)
+		if !ok {
+			return after
+		}
+		c := comparer{mergeKeys: mergeKeys}
+		key := c.mergeKey(field, b, a)
+		if key == "" {
+			return after
+		}
+		byKey := make(map[string]any, len(a))
+		for _, item := range a {
+			byKey[keyLiteral(item.(map[string]any)[key])] = item
+		}
+		out := make([]any, 0, len(a))
+		used := make(map[string]bool, len(a))
+		for _, item := range b {
+			lit := keyLiteral(item.(map[string]any)[key])
+			if match, ok := byKey[lit]; ok {
+				out = append(out, alignKeyed(item, match, "", mergeKeys))
+				used[lit] = true
+			}
+		}
+		for _, item := range a {
+			if !used[keyLiteral(item.(map[string]any)[key])] {
+				out = append(out, item)
+			}
+		}
+		return out
+	}
+	return after
 }
 
 // editOp is one line of a line diff.
@@ -267,11 +341,7 @@ func writeHunks(w io.Writer, a, b []string) {
 		}
 		fmt.Fprintf(w, "@@ -%s +%s @@\n", hunkRange(aStart, aLen), hunkRange(bStart, bLen))
 		for _, op := range ops[from:end] {
-			line := op.line
-			if !strings.HasSuffix(line, "\n") {
-				line += "\n"
-			}
-			fmt.Fprintf(w, "%c%s", op.kind, line)
+			fmt.Fprintf(w, "%c%s\n", op.kind, op.line)
 		}
 		start = end
 	}

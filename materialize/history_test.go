@@ -1,0 +1,185 @@
+package materialize_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+)
+
+// describe renders history entries compactly for comparison.
+func describe(h *materialize.History) []string {
+	var out []string
+	for _, e := range h.Entries {
+		switch e.Kind {
+		case materialize.EntryVersion:
+			v := e.Version
+			s := fmt.Sprintf("%s %s/%s", v.WatchType, v.Origin, v.Ref.Name)
+			for _, c := range v.Changes {
+				s += fmt.Sprintf(" %s:%v→%v", c.Path, c.Before, c.After)
+			}
+			if v.Recreated {
+				s += " recreated"
+			}
+			for _, p := range v.Provenance {
+				s += fmt.Sprintf(" by %s(%s,%.1f)", p.User, p.Verb, p.Confidence)
+			}
+			out = append(out, s)
+		case materialize.EntryGap:
+			out = append(out, fmt.Sprintf("gap from %s", e.Gap.From.Sub(t0)))
+		default:
+			out = append(out, string(e.Kind))
+		}
+	}
+	return out
+}
+
+func TestHistory(t *testing.T) {
+	j := newOutageJournal(t)
+	// Provenance for the modification of a at minute 2.
+	h0, err := j.materializer().History(context.Background(), idOf(j.cms, "a", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod := h0.Versions()[1]
+	target, err := j.store.EventByResourceVersion(context.Background(), idOf(j.cms, "a", "shop"), "ua", mod.ResourceVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.correlate(target, "bob", "patch", 0.5)
+	j.correlate(target, "alice", "update", 1)
+
+	m := j.materializer()
+	tests := []struct {
+		object string
+		opts   []materialize.QueryOption
+		want   []string
+	}{
+		{object: "a", want: []string{
+			"ADDED baseline/a",
+			"MODIFIED watch/a data.v:1→2 by alice(update,1.0) by bob(patch,0.5)",
+			"gap from 5m0s",
+			"ADDED baseline/a",
+		}},
+		{object: "c", want: []string{
+			"ADDED watch/c",
+			"MODIFIED watch/c data.v:1→2",
+			"gap from 5m0s",
+			"DELETED inferred/c",
+		}},
+		{object: "c", opts: []materialize.QueryOption{materialize.Since(at(5))}, want: []string{
+			"MODIFIED watch/c data.v:1→2",
+			"gap from 5m0s",
+			"DELETED inferred/c",
+		}},
+		{object: "c", opts: []materialize.QueryOption{materialize.Until(at(4))}, want: []string{
+			"ADDED watch/c",
+		}},
+		{object: "b", opts: []materialize.QueryOption{materialize.Limit(1)}, want: []string{
+			"ADDED baseline/b",
+			"gap from 5m0s",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.object, func(t *testing.T) {
+			h, err := m.History(context.Background(), idOf(j.cms, tc.object, "shop"), tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := describe(h); !slices.Equal(got, tc.want) {
+				t.Fatalf("history\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+	h, err := m.History(context.Background(), idOf(j.cms, "c", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := h.Versions()[2]
+	if del.Inferred == nil || del.BaselineID != "b2" || !del.Inferred.From.Equal(at(5)) || del.Object == nil {
+		t.Fatalf("inferred deletion %+v", del)
+	}
+	if p := h0.Versions()[1]; p.ResourceVersion == "" || !p.ObservedAt.Equal(at(2)) {
+		t.Fatalf("version %+v", p)
+	}
+}
+
+func TestHistoryStatusRecreateAndAvailability(t *testing.T) {
+	j := newJournal(t)
+	deploys := j.stream("apps", "v1", "deployments", "shop")
+	web := func(uid string, replicas, ready int) obj {
+		return obj{kind: "Deployment", namespace: "shop", name: "web", uid: uid, body: map[string]any{
+			"spec":   map[string]any{"replicas": replicas},
+			"status": map[string]any{"readyReplicas": ready},
+		}}
+	}
+	j.baseline(deploys, "b1", at(1), web("u1", 2, 2))
+	j.watch(deploys, event.Modified, web("u1", 2, 1), at(2))
+	j.coverage(deploys, false, at(3))
+	j.coverage(deploys, true, at(4))
+	j.baseline(deploys, "b2", at(4), web("u1", 2, 1))
+	j.watch(deploys, event.Deleted, web("u1", 2, 1), at(5))
+	j.watch(deploys, event.Added, web("u2", 5, 0), at(6))
+	j.watch(deploys, event.Modified, web("u2", 6, 0), at(7))
+	m := j.materializer()
+	id := idOf(deploys, "web", "shop")
+
+	h, err := m.History(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"ADDED baseline/web",
+		"MODIFIED watch/web status.readyReplicas:2→1",
+		"unavailable",
+		"available",
+		"ADDED baseline/web",
+		"DELETED watch/web",
+		"ADDED watch/web",
+		"MODIFIED watch/web spec.replicas:5→6",
+	}
+	if got := describe(h); !slices.Equal(got, want) {
+		t.Fatalf("history\n got %q\nwant %q", got, want)
+	}
+	h, err = m.History(context.Background(), id, materialize.IncludeStatus(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(h)[1]; got != "MODIFIED watch/web" {
+		t.Fatalf("without status: %q", got)
+	}
+	h, err = m.History(context.Background(), id, materialize.FromStream("elsewhere"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Entries) != 0 || len(h.Warnings) != 1 || !strings.Contains(h.Warnings[0], "no version") {
+		t.Fatalf("other stream: %q %q", describe(h), h.Warnings)
+	}
+}
+
+// The same watch event recorded by a namespaced and an all-namespaces
+// stream appears once.
+func TestHistoryAcrossStreams(t *testing.T) {
+	j := newJournal(t)
+	shop := j.stream("", "v1", "configmaps", "shop")
+	all := j.stream("", "v1", "configmaps", "")
+	a := cm("shop", "a", "ua", map[string]any{"v": "1"})
+	j.baseline(shop, "s1", at(1), a)
+	a.body["data"] = map[string]any{"v": "2"}
+	rec := j.watch(shop, event.Modified, a, at(2))
+	dup := rec
+	dup.StreamID = all.ID()
+	dup.EventID = event.EventID(all.ID(), event.TypeEvent, rec.Resource, rec.WatchType)
+	j.append(dup)
+	h, err := j.materializer().History(context.Background(), idOf(shop, "a", "shop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := describe(h), []string{"ADDED baseline/a", "MODIFIED watch/a data.v:1→2"}; !slices.Equal(got, want) {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,178 @@
+package sqlite
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Bodies are stored once per hash, in one of two encodings:
+//
+//   - a keyframe: the raw JSON deflated with a preset dictionary of typical
+//     Kubernetes JSON (base is NULL);
+//   - a delta: copy/insert instructions against the raw JSON of a keyframe
+//     of the same object (base is the keyframe's body id).
+//
+// Deltas always point at a keyframe, never at another delta, so reading any
+// body costs at most one inflate and one delta application. Most MODIFIED
+// events change a few fields (resourceVersion, a managedFields time, a
+// replica count), so their delta is tens of bytes.
+
+// kubeDictionary primes deflate with strings every Kubernetes object
+// repeats, which matters for the first (keyframe) version of small objects.
+const kubeDictionary = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"","creationTimestamp":"2025-01-01T00:00:00Z","generation":1,"labels":{"app.kubernetes.io/name":"","app.kubernetes.io/instance":"","app.kubernetes.io/component":"","app.kubernetes.io/managed-by":"","app":"","pod-template-hash":""},"managedFields":[{"apiVersion":"v1","fieldsType":"FieldsV1","fieldsV1":{"f:data":{},"f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},"f:labels":{".":{},"f:app":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:ports":{".":{},"k:{\"containerPort\":8080,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{},"f:protocol":{}}},"f:resources":{},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}},"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:lastProbeTime":{},"f:lastTransitionTime":{},"f:status":{},"f:type":{}}}}},"manager":"kube-controller-manager","operation":"Update","subresource":"status","time":"2025-01-01T00:00:00Z"},{"manager":"kubectl-client-side-apply","operation":"Apply","manager":"kubelet"}],"name":"","namespace":"default","ownerReferences":[{"apiVersion":"apps/v1","blockOwnerDeletion":true,"controller":true,"kind":"ReplicaSet","name":"","uid":""}],"resourceVersion":"","uid":""},"spec":{"replicas":1,"revisionHistoryLimit":10,"progressDeadlineSeconds":600,"selector":{"matchLabels":{"app":""}},"strategy":{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"},"template":{"metadata":{"creationTimestamp":null,"labels":{"app":""}},"spec":{"containers":[{"image":"","imagePullPolicy":"IfNotPresent","name":"","ports":[{"containerPort":8080,"protocol":"TCP"}],"resources":{"limits":{"cpu":"500m","memory":"128Mi"},"requests":{"cpu":"100m","memory":"64Mi"}},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","volumeMounts":[{"mountPath":"/var/run/secrets/kubernetes.io/serviceaccount","name":"kube-api-access-","readOnly":true}]}],"dnsPolicy":"ClusterFirst","nodeName":"","preemptionPolicy":"PreemptLowerPriority","priority":0,"restartPolicy":"Always","schedulerName":"default-scheduler","securityContext":{},"serviceAccount":"default","serviceAccountName":"default","terminationGracePeriodSeconds":30,"tolerations":[{"effect":"NoExecute","key":"node.kubernetes.io/not-ready","operator":"Exists","tolerationSeconds":300},{"effect":"NoExecute","key":"node.kubernetes.io/unreachable","operator":"Exists","tolerationSeconds":300}]}}},"status":{"availableReplicas":1,"conditions":[{"lastTransitionTime":"","lastUpdateTime":"","message":"Deployment has minimum availability.","reason":"MinimumReplicasAvailable","status":"True","type":"Available"},{"message":"ReplicaSet has successfully progressed.","reason":"NewReplicaSetAvailable","status":"True","type":"Progressing"},{"type":"Initialized"},{"type":"ContainersReady"},{"type":"PodScheduled"}],"containerStatuses":[{"containerID":"containerd://","image":"","imageID":"","lastState":{},"name":"","ready":true,"restartCount":0,"started":true,"state":{"running":{"startedAt":""}}}],"hostIP":"10.0.0.1","phase":"Running","podIP":"10.244.0.1","podIPs":[{"ip":"10.244.0.1"}],"qosClass":"Burstable","startTime":"","observedGeneration":1,"readyReplicas":1,"replicas":1,"updatedReplicas":1}}`
+
+var dictionary = []byte(kubeDictionary)
+
+// errCorruptBody is returned (wrapped) when a stored body cannot be decoded.
+var errCorruptBody = errors.New("sqlite: corrupt object body")
+
+var deflaters = sync.Pool{New: func() any {
+	w, err := flate.NewWriterDict(io.Discard, flate.DefaultCompression, dictionary)
+	if err != nil {
+		// Only an invalid level fails, and the level is a constant.
+		return nil
+	}
+	return w
+}}
+
+var inflaters = sync.Pool{New: func() any {
+	return flate.NewReaderDict(bytes.NewReader(nil), dictionary)
+}}
+
+// deflateKeyframe compresses a body with the preset dictionary.
+func deflateKeyframe(raw []byte) ([]byte, error) {
+	w, _ := deflaters.Get().(*flate.Writer)
+	if w == nil {
+		return nil, errors.New("sqlite: no deflate writer")
+	}
+	defer deflaters.Put(w)
+	var buf bytes.Buffer
+	buf.Grow(len(raw) / 3)
+	w.Reset(&buf)
+	if _, err := w.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// inflateKeyframe reverses deflateKeyframe.
+func inflateKeyframe(data []byte, rawLen int) ([]byte, error) {
+	r := inflaters.Get().(io.ReadCloser)
+	defer inflaters.Put(r)
+	if err := r.(flate.Resetter).Reset(bytes.NewReader(data), dictionary); err != nil {
+		return nil, err
+	}
+	out := make([]byte, rawLen)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, fmt.Errorf("%w: inflate: %v", errCorruptBody, err)
+	}
+	return out, nil
+}
+
+// Delta format: a sequence of instructions, each a uvarint header h:
+// h&1 == 1 is a copy of h>>1 bytes from the base at the uvarint offset
+// that follows; h&1 == 0 inserts the h>>1 literal bytes that follow.
+
+const (
+	deltaWindow    = 8  // bytes hashed to find a match
+	deltaMinMatch  = 12 // shorter matches are cheaper as literals
+	deltaTableBits = 12
+)
+
+// encodeDelta returns instructions that rebuild target from base.
+func encodeDelta(base, target []byte) []byte {
+	out := make([]byte, 0, 64)
+	if len(base) < deltaWindow || len(target) < deltaWindow {
+		return appendInsert(out, target)
+	}
+	// Hash every window of the base; later positions win, which is fine
+	// for JSON where matches are long.
+	var table [1 << deltaTableBits]int32
+	for i := range table {
+		table[i] = -1
+	}
+	for i := 0; i+deltaWindow <= len(base); i++ {
+		table[windowHash(base[i:])] = int32(i)
+	}
+	literalStart := 0
+	i := 0
+	for i+deltaWindow <= len(target) {
+		cand := table[windowHash(target[i:])]
+		if cand < 0 || !bytes.Equal(base[cand:int(cand)+deltaWindow], target[i:i+deltaWindow]) {
+			i++
+			continue
+		}
+		// Extend the match forward, then backward into pending literals.
+		bStart, tStart := int(cand), i
+		bEnd, tEnd := bStart+deltaWindow, tStart+deltaWindow
+		for bEnd < len(base) && tEnd < len(target) && base[bEnd] == target[tEnd] {
+			bEnd++
+			tEnd++
+		}
+		for bStart > 0 && tStart > literalStart && base[bStart-1] == target[tStart-1] {
+			bStart--
+			tStart--
+		}
+		if tEnd-tStart < deltaMinMatch {
+			i++
+			continue
+		}
+		out = appendInsert(out, target[literalStart:tStart])
+		out = binary.AppendUvarint(out, uint64(tEnd-tStart)<<1|1)
+		out = binary.AppendUvarint(out, uint64(bStart))
+		i, literalStart = tEnd, tEnd
+	}
+	return appendInsert(out, target[literalStart:])
+}
+
+func appendInsert(out, literal []byte) []byte {
+	if len(literal) == 0 {
+		return out
+	}
+	out = binary.AppendUvarint(out, uint64(len(literal))<<1)
+	return append(out, literal...)
+}
+
+func windowHash(b []byte) uint32 {
+	v := binary.LittleEndian.Uint64(b)
+	return uint32((v * 0x9E3779B185EBCA87) >> (64 - deltaTableBits))
+}
+
+// applyDelta rebuilds a body from its base and delta.
+func applyDelta(base, delta []byte, rawLen int) ([]byte, error) {
+	out := make([]byte, 0, rawLen)
+	for len(delta) > 0 {
+		h, n := binary.Uvarint(delta)
+		if n <= 0 {
+			return nil, fmt.Errorf("%w: bad delta header", errCorruptBody)
+		}
+		delta = delta[n:]
+		length := h >> 1
+		if h&1 == 0 {
+			if length > uint64(len(delta)) {
+				return nil, fmt.Errorf("%w: delta literal overruns", errCorruptBody)
+			}
+			out = append(out, delta[:length]...)
+			delta = delta[length:]
+			continue
+		}
+		off, n := binary.Uvarint(delta)
+		if n <= 0 || off > uint64(len(base)) || length > uint64(len(base))-off {
+			return nil, fmt.Errorf("%w: delta copy out of range", errCorruptBody)
+		}
+		delta = delta[n:]
+		out = append(out, base[off:off+length]...)
+	}
+	if len(out) != rawLen {
+		return nil, fmt.Errorf("%w: delta yields %d bytes, want %d", errCorruptBody, len(out), rawLen)
+	}
+	return out, nil
+}

@@ -1,0 +1,116 @@
+package sqlite
+
+import (
+	"fmt"
+
+	"github.com/go-logr/logr"
+)
+
+// Synchronous is SQLite's synchronous setting for the journal's writes.
+type Synchronous int
+
+const (
+	// SyncNormal (the default) syncs the write-ahead log at checkpoints,
+	// not at every commit. A power loss or OS crash may lose the last
+	// committed batches but never corrupts the file or splits a batch;
+	// a process crash loses nothing. See the package documentation for
+	// why re-delivery makes this safe.
+	SyncNormal Synchronous = iota
+	// SyncFull syncs the write-ahead log at every commit: a committed
+	// batch survives a power loss, at the cost of one fsync per Append.
+	SyncFull
+)
+
+func (s Synchronous) pragma() (string, error) {
+	switch s {
+	case SyncNormal:
+		return "NORMAL", nil
+	case SyncFull:
+		return "FULL", nil
+	}
+	return "", fmt.Errorf("sqlite: unknown synchronous setting %d", int(s))
+}
+
+// String returns the SQLite name of the setting.
+func (s Synchronous) String() string {
+	p, err := s.pragma()
+	if err != nil {
+		return fmt.Sprintf("Synchronous(%d)", int(s))
+	}
+	return p
+}
+
+// Option configures Open.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	synchronous   Synchronous
+	readers       int
+	cacheKiB      int
+	logger        logr.Logger
+	loggerSet     bool
+	keyframeCache int
+}
+
+func defaultConfig() config {
+	return config{
+		synchronous:   SyncNormal,
+		readers:       4,
+		cacheKiB:      16 << 10,
+		keyframeCache: 4096,
+	}
+}
+
+func (c *config) validate() error {
+	if _, err := c.synchronous.pragma(); err != nil {
+		return err
+	}
+	if c.readers < 1 {
+		return fmt.Errorf("sqlite: at least one read connection is needed, got %d", c.readers)
+	}
+	if c.cacheKiB < 0 {
+		return fmt.Errorf("sqlite: negative cache size %d KiB", c.cacheKiB)
+	}
+	if c.keyframeCache < 0 {
+		return fmt.Errorf("sqlite: negative keyframe cache size %d", c.keyframeCache)
+	}
+	return nil
+}
+
+// WithSynchronous sets the durability of a committed Append (default
+// SyncNormal).
+func WithSynchronous(s Synchronous) Option {
+	return optionFunc(func(c *config) { c.synchronous = s })
+}
+
+// WithReadConnections sets the size of the read connection pool (default
+// 4). Writes always use one dedicated connection.
+func WithReadConnections(n int) Option {
+	return optionFunc(func(c *config) { c.readers = n })
+}
+
+// WithCacheSize sets SQLite's page cache per connection in KiB (default
+// 16 MiB for the writer; readers get a quarter each).
+func WithCacheSize(kib int) Option {
+	return optionFunc(func(c *config) { c.cacheKiB = kib })
+}
+
+// WithKeyframeCache sets how many objects' latest keyframes the writer
+// keeps decoded in memory to delta-encode their next version without a
+// read (default 4096; 0 disables the cache). Memory is bounded by this
+// count times the size of a body.
+func WithKeyframeCache(objects int) Option {
+	return optionFunc(func(c *config) { c.keyframeCache = objects })
+}
+
+// WithLogger sets the logger (default: the logger in Open's context, or
+// none).
+func WithLogger(l logr.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l; c.loggerSet = true })
+}

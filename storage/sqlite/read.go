@@ -1,0 +1,477 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
+)
+
+// recordSelect selects a record with its stream ID, object name and body.
+// The %s is the body data column (or NULL to skip bodies).
+const recordSelect = `SELECT r.seq, r.event_id, r.type, r.cluster, s.stream_id, r.observed_at, r.watch_type, r.synthetic,
+	o.grp, o.resource, o.namespace, o.name, b.hash, b.raw_len, b.base, %s, r.meta`
+
+const recordJoins = ` LEFT JOIN streams s ON s.id = r.stream LEFT JOIN bodies b ON b.id = r.body`
+
+// objectSubquery finds an object's row id from its ObjectID fields.
+const objectSubquery = `(SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?)`
+
+func objectArgs(obj storage.ObjectID) []any {
+	return []any{obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name}
+}
+
+func bodyColumn(withoutBodies bool) string {
+	if withoutBodies {
+		return "NULL"
+	}
+	return "b.data"
+}
+
+// rowRecord is a scanned row whose body is not decoded yet; bodies are
+// decoded after the rows are closed, because a delta's base may need
+// another query.
+type rowRecord struct {
+	rec    event.Record
+	rawLen sql.NullInt64
+	base   sql.NullInt64
+	data   []byte
+}
+
+func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
+	defer rows.Close()
+	var out []rowRecord
+	for rows.Next() {
+		var (
+			rr                           rowRecord
+			eventID                      any
+			typ, watch, synthetic        int
+			observed                     int64
+			streamID                     sql.NullString
+			grp, resource, namespace, nm sql.NullString
+			hash, meta                   []byte
+		)
+		if err := rows.Scan(&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
+			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta); err != nil {
+			return nil, err
+		}
+		r := &rr.rec
+		r.EventID = decodeID(eventID)
+		r.Type = typeNames[typ]
+		r.StreamID = streamID.String
+		r.ObservedAt = decodeTime(observed)
+		r.WatchType = watchNames[watch]
+		r.Synthetic = synthetic != 0
+		var m recordMeta
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return nil, fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
+		}
+		m.applyTo(r)
+		if nm.Valid {
+			r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = grp.String, resource.String, namespace.String, nm.String
+		}
+		if hash != nil {
+			r.ObjectHash = hex.EncodeToString(hash)
+		}
+		out = append(out, rr)
+	}
+	return out, rows.Err()
+}
+
+// query runs a record query on the read pool and decodes the bodies.
+func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Record, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	scanned, err := scanRecords(rows)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]event.Record, len(scanned))
+	for i := range scanned {
+		rr := &scanned[i]
+		if rr.data != nil {
+			raw, err := s.decodeBody(ctx, rr.data, int(rr.rawLen.Int64), rr.base)
+			if err != nil {
+				return nil, fmt.Errorf("record %d (%s): %w", rr.rec.IngestSeq, rr.rec.EventID, err)
+			}
+			rr.rec.Object = json.RawMessage(raw)
+		}
+		out[i] = rr.rec
+	}
+	return out, nil
+}
+
+func (s *Store) decodeBody(ctx context.Context, data []byte, rawLen int, base sql.NullInt64) ([]byte, error) {
+	if !base.Valid {
+		return inflateKeyframe(data, rawLen)
+	}
+	baseRaw, ok := s.bases.get(base.Int64)
+	if !ok {
+		var baseLen int
+		var baseData []byte
+		if err := s.r.QueryRowContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`, base.Int64).Scan(&baseLen, &baseData); err != nil {
+			return nil, fmt.Errorf("keyframe %d: %w", base.Int64, err)
+		}
+		var err error
+		if baseRaw, err = inflateKeyframe(baseData, baseLen); err != nil {
+			return nil, err
+		}
+		s.bases.put(base.Int64, baseRaw)
+	}
+	return applyDelta(baseRaw, data, rawLen)
+}
+
+func (s *Store) readErr(op string, err error) error {
+	if errors.Is(err, sql.ErrConnDone) || (err != nil && strings.Contains(err.Error(), "database is closed")) {
+		return fmt.Errorf("sqlite: %s: %w", op, storage.ErrClosed)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// Get implements storage.Reader.
+func (s *Store) Get(ctx context.Context, eventID string) (event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return event.Record{}, err
+	}
+	defer done()
+	recs, err := s.query(ctx, fmt.Sprintf(recordSelect, "b.data")+` FROM records r LEFT JOIN objects o ON o.id = r.obj`+recordJoins+` WHERE r.event_id = ?`, encodeID(eventID))
+	if err != nil {
+		return event.Record{}, s.readErr("get "+eventID, err)
+	}
+	if len(recs) == 0 {
+		return event.Record{}, fmt.Errorf("sqlite: get %s: %w", eventID, storage.ErrNotFound)
+	}
+	return recs[0], nil
+}
+
+// Records implements storage.Reader.
+func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	done, err := s.enter()
+	if err != nil {
+		return storage.Page{}, err
+	}
+	defer done()
+	limit := q.Limit
+	if limit <= 0 {
+		limit = journal.DefaultLimit
+	}
+	var where []string
+	var args []any
+	index := ""
+	if q.StreamID != "" {
+		var rowID int64
+		err := s.r.QueryRowContext(ctx, `SELECT id FROM streams WHERE stream_id = ?`, q.StreamID).Scan(&rowID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return storage.Page{}, nil
+		}
+		if err != nil {
+			return storage.Page{}, s.readErr("records of "+q.StreamID, err)
+		}
+		where, args = append(where, "r.stream = ?"), append(args, rowID)
+		index = "records_stream"
+	}
+	if q.ClusterID != "" {
+		where, args = append(where, "r.cluster = ?"), append(args, q.ClusterID)
+	}
+	if len(q.Types) > 0 {
+		markersOnly := true
+		codes := make([]string, 0, len(q.Types))
+		for _, t := range q.Types {
+			if code, ok := typeCodes[t]; ok {
+				markersOnly = markersOnly && code != codeEvent
+				codes = append(codes, strconv.Itoa(code))
+			}
+		}
+		if len(codes) == 0 {
+			return storage.Page{}, nil // no record has an unknown type
+		}
+		where = append(where, "r.type IN ("+strings.Join(codes, ",")+")")
+		if markersOnly {
+			// Implies the partial index's condition, so it can be used.
+			where = append(where, "r.type <> 1")
+			index = "records_marker"
+		}
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, "r.observed_at >= ?"), append(args, encodeTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		where, args = append(where, "r.observed_at <= ?"), append(args, encodeTime(q.Until))
+	}
+	if q.AfterSeq > 0 {
+		where, args = append(where, "r.seq > ?"), append(args, q.AfterSeq)
+	}
+	if q.BeforeSeq > 0 {
+		where, args = append(where, "r.seq < ?"), append(args, q.BeforeSeq)
+	}
+	if q.Cursor != "" {
+		cursor, err := journal.DecodeCursor(q.Cursor)
+		if err != nil {
+			return storage.Page{}, fmt.Errorf("sqlite: records: %w", err)
+		}
+		if q.Descending {
+			where = append(where, "r.seq < ?")
+		} else {
+			where = append(where, "r.seq > ?")
+		}
+		args = append(args, cursor)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
+	b.WriteString(" FROM records r")
+	if index != "" {
+		b.WriteString(" INDEXED BY " + index)
+	}
+	b.WriteString(" LEFT JOIN objects o ON o.id = r.obj" + recordJoins)
+	if len(where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(where, " AND "))
+	}
+	if q.Descending {
+		b.WriteString(" ORDER BY r.seq DESC")
+	} else {
+		b.WriteString(" ORDER BY r.seq")
+	}
+	b.WriteString(" LIMIT ?")
+	args = append(args, limit+1)
+	recs, err := s.query(ctx, b.String(), args...)
+	if err != nil {
+		return storage.Page{}, s.readErr("records", err)
+	}
+	page := storage.Page{Records: recs}
+	if len(recs) > limit {
+		page.Records = recs[:limit]
+		page.Next = journal.EncodeCursor(recs[limit-1].IngestSeq)
+	}
+	return page, nil
+}
+
+// StreamStatus implements storage.Reader.
+func (s *Store) StreamStatus(ctx context.Context, streamID string) (storage.StreamStatus, error) {
+	done, err := s.enter()
+	if err != nil {
+		return storage.StreamStatus{}, err
+	}
+	defer done()
+	st, err := scanStream(s.r.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.StreamStatus{}, fmt.Errorf("sqlite: stream %s: %w", streamID, storage.ErrNotFound)
+	}
+	if err != nil {
+		return storage.StreamStatus{}, s.readErr("stream "+streamID, err)
+	}
+	return st.StreamStatus, nil
+}
+
+// Streams implements storage.Reader.
+func (s *Store) Streams(ctx context.Context, clusterID string) ([]storage.StreamStatus, error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	q, args := `SELECT `+streamColumns+` FROM streams ORDER BY stream_id`, []any{}
+	if clusterID != "" {
+		q, args = `SELECT `+streamColumns+` FROM streams WHERE cluster = ? ORDER BY stream_id`, []any{clusterID}
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.readErr("streams", err)
+	}
+	defer rows.Close()
+	var out []storage.StreamStatus
+	for rows.Next() {
+		st, err := scanStream(rows)
+		if err != nil {
+			return nil, s.readErr("streams", err)
+		}
+		out = append(out, st.StreamStatus)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("streams", err)
+	}
+	return out, nil
+}
+
+// ObjectHistory implements storage.Reader.
+func (s *Store) ObjectHistory(ctx context.Context, obj storage.ObjectID, q storage.HistoryQuery) ([]event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var b strings.Builder
+	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
+	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery)
+	args := objectArgs(obj)
+	if !q.Since.IsZero() {
+		b.WriteString(" AND r.observed_at >= ?")
+		args = append(args, encodeTime(q.Since))
+	}
+	if !q.Until.IsZero() {
+		b.WriteString(" AND r.observed_at <= ?")
+		args = append(args, encodeTime(q.Until))
+	}
+	if q.StreamID != "" {
+		b.WriteString(" AND s.stream_id = ?")
+		args = append(args, q.StreamID)
+	}
+	b.WriteString(" ORDER BY r.seq")
+	if q.Limit > 0 {
+		b.WriteString(" LIMIT ?")
+		args = append(args, q.Limit)
+	}
+	recs, err := s.query(ctx, b.String(), args...)
+	if err != nil {
+		return nil, s.readErr("history of "+objectName(obj), err)
+	}
+	return recs, nil
+}
+
+func objectName(obj storage.ObjectID) string {
+	return fmt.Sprintf("%s %s/%s %s/%s", obj.ClusterID, obj.Group, obj.Resource, obj.Namespace, obj.Name)
+}
+
+// LatestAt implements storage.Reader.
+func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return event.Record{}, err
+	}
+	defer done()
+	q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+	recs, err := s.query(ctx, q, append(objectArgs(obj), encodeTime(at))...)
+	if err != nil {
+		return event.Record{}, s.readErr("latest of "+objectName(obj), err)
+	}
+	if len(recs) == 0 {
+		return event.Record{}, fmt.Errorf("sqlite: %s at %s: %w", objectName(obj), at.UTC().Format(time.RFC3339Nano), storage.ErrNotFound)
+	}
+	return recs[0], nil
+}
+
+// AliveAt implements storage.Reader.
+func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var where []string
+	var args []any
+	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
+	args = append(args, encodeTime(q.At))
+	if q.StreamID != "" {
+		var rowID int64
+		err := s.r.QueryRowContext(ctx, `SELECT id FROM streams WHERE stream_id = ?`, q.StreamID).Scan(&rowID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, s.readErr("alive in "+q.StreamID, err)
+		}
+		latest += ` AND x.stream = ?`
+		args = append(args, rowID)
+		where, args = append(where, "o.id IN (SELECT obj FROM stream_objects WHERE stream = ?)"), append(args, rowID)
+	} else {
+		if q.ClusterID != "" {
+			where, args = append(where, "o.cluster = ?"), append(args, q.ClusterID)
+		}
+		if q.Namespace != "" {
+			where, args = append(where, "o.namespace = ?"), append(args, q.Namespace)
+		}
+		if q.Group != "" {
+			where, args = append(where, "o.grp = ?"), append(args, q.Group)
+		}
+		if q.Resource != "" {
+			where, args = append(where, "o.resource = ?"), append(args, q.Resource)
+		}
+	}
+	latest += ` ORDER BY x.observed_at DESC, x.seq DESC LIMIT 1)`
+	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM objects o JOIN records r ON r.seq = ` + latest + recordJoins +
+		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY o.cluster, o.grp, o.resource, o.namespace, o.name`
+	recs, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
+	return recs, nil
+}
+
+// EventByResourceVersion implements storage.Reader.
+func (s *Store) EventByResourceVersion(ctx context.Context, obj storage.ObjectID, uid, rv string) (event.Record, error) {
+	history, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	if err != nil {
+		return event.Record{}, err
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		r := history[i]
+		if r.Resource.ResourceVersion == rv && (uid == "" || r.Resource.UID == uid) {
+			return s.Get(ctx, r.EventID)
+		}
+	}
+	return event.Record{}, fmt.Errorf("sqlite: %s uid %q resourceVersion %q: %w", objectName(obj), uid, rv, storage.ErrNotFound)
+}
+
+// Correlations implements storage.Reader.
+func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string][]event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := map[string][]event.Record{}
+	const chunk = 500
+	for start := 0; start < len(eventIDs); start += chunk {
+		ids := eventIDs[start:min(start+chunk, len(eventIDs))]
+		args := make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = encodeID(id)
+		}
+		q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+			` WHERE r.target IN (?` + strings.Repeat(",?", len(ids)-1) + `) ORDER BY r.seq`
+		recs, err := s.query(ctx, q, args...)
+		if err != nil {
+			return nil, s.readErr("correlations", err)
+		}
+		for _, r := range recs {
+			if r.Audit != nil {
+				out[r.Audit.TargetEventID] = append(out[r.Audit.TargetEventID], r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Stats implements storage.Reader.
+func (s *Store) Stats(ctx context.Context) (storage.Stats, error) {
+	done, err := s.enter()
+	if err != nil {
+		return storage.Stats{}, err
+	}
+	defer done()
+	var st storage.Stats
+	if err := s.r.QueryRowContext(ctx, `SELECT records, events, bodies, body_bytes, raw_bytes FROM totals`).Scan(
+		&st.Records, &st.Events, &st.Bodies, &st.BodyBytes, &st.RawBodyBytes); err != nil {
+		return st, s.readErr("stats", err)
+	}
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(s.path + suffix); err == nil {
+			st.FileBytes += fi.Size()
+		}
+	}
+	return st, nil
+}

@@ -1,0 +1,229 @@
+package sqlite
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/krply/krply/storage"
+)
+
+// applicationID marks a SQLite file as a krply journal ("krpl" in the
+// header's application_id field, offset 68).
+const applicationID = 0x6B72706C
+
+// SchemaVersion is the journal schema this package writes (PRAGMA
+// user_version). Files with an older version are migrated forward on Open;
+// files with a newer one are refused.
+const SchemaVersion = 1
+
+// Record type and watch type codes kept in integer columns.
+const (
+	codeEvent = 1
+)
+
+// migrations[i] upgrades a journal from schema version i to i+1, inside
+// the writer's transaction. Version 0 is an empty file.
+var migrations = []string{
+	0: `
+CREATE TABLE streams (
+	id                   INTEGER PRIMARY KEY,
+	stream_id            TEXT NOT NULL UNIQUE,
+	cluster              TEXT NOT NULL,
+	checkpoint_rv        TEXT NOT NULL DEFAULT '',
+	checkpoint_at        INTEGER NOT NULL DEFAULT 0,
+	available            INTEGER NOT NULL DEFAULT 1,
+	availability_reason  TEXT NOT NULL DEFAULT '',
+	last_baseline_id     TEXT NOT NULL DEFAULT '',
+	last_baseline_end_at INTEGER NOT NULL DEFAULT 0,
+	open_baseline_id     TEXT NOT NULL DEFAULT '',
+	gaps                 INTEGER NOT NULL DEFAULT 0,
+	last_gap_at          INTEGER NOT NULL DEFAULT 0,
+	first_observed_at    INTEGER NOT NULL DEFAULT 0,
+	last_observed_at     INTEGER NOT NULL DEFAULT 0,
+	records              INTEGER NOT NULL DEFAULT 0,
+	last_seq             INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE objects (
+	id        INTEGER PRIMARY KEY,
+	cluster   TEXT NOT NULL,
+	grp       TEXT NOT NULL,
+	resource  TEXT NOT NULL,
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	UNIQUE (cluster, namespace, grp, resource, name)
+);
+CREATE TABLE stream_objects (
+	stream INTEGER NOT NULL,
+	obj    INTEGER NOT NULL,
+	PRIMARY KEY (stream, obj)
+) WITHOUT ROWID;
+CREATE TABLE bodies (
+	id      INTEGER PRIMARY KEY,
+	hash    BLOB NOT NULL UNIQUE,
+	raw_len INTEGER NOT NULL,
+	base    INTEGER,
+	data    BLOB NOT NULL
+);
+CREATE TABLE records (
+	seq         INTEGER PRIMARY KEY,
+	event_id    BLOB NOT NULL UNIQUE,
+	type        INTEGER NOT NULL,
+	cluster     TEXT NOT NULL,
+	stream      INTEGER,
+	observed_at INTEGER NOT NULL,
+	watch_type  INTEGER NOT NULL,
+	synthetic   INTEGER NOT NULL,
+	obj         INTEGER,
+	body        INTEGER,
+	target      BLOB,
+	meta        BLOB NOT NULL
+);
+CREATE INDEX records_stream ON records (stream, seq) WHERE stream IS NOT NULL;
+CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
+CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
+CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
+CREATE TABLE totals (
+	id           INTEGER PRIMARY KEY CHECK (id = 1),
+	records      INTEGER NOT NULL,
+	events       INTEGER NOT NULL,
+	bodies       INTEGER NOT NULL,
+	body_bytes   INTEGER NOT NULL,
+	raw_bytes    INTEGER NOT NULL,
+	seq_floor    INTEGER NOT NULL
+);
+INSERT INTO totals VALUES (1, 0, 0, 0, 0, 0, 0);
+`,
+}
+
+// IncompatibleError says why a file cannot be opened as a journal. It
+// wraps storage.ErrIncompatible.
+type IncompatibleError struct {
+	// Path is the file.
+	Path string
+	// FileVersion is the file's schema version when it is a krply
+	// journal, and SupportedVersion the newest this package reads.
+	FileVersion, SupportedVersion int
+	// Reason says what is wrong.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+func (e *IncompatibleError) Error() string {
+	msg := fmt.Sprintf("%v: %s: %s", storage.ErrIncompatible, e.Path, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns storage.ErrIncompatible and the underlying error.
+func (e *IncompatibleError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{storage.ErrIncompatible, e.Err}
+	}
+	return []error{storage.ErrIncompatible}
+}
+
+// sqliteMagic starts every SQLite database file.
+var sqliteMagic = []byte("SQLite format 3\x00")
+
+// inspectFile reads the header of an existing file without opening it as a
+// database. It reports whether the file is new (missing or empty) and
+// refuses files that are not SQLite or not krply journals, before SQLite
+// gets a chance to touch them.
+func inspectFile(path string) (isNew bool, err error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	defer f.Close()
+	header := make([]byte, 100)
+	n, err := io.ReadFull(f, header)
+	switch {
+	case n == 0 && (err == io.EOF || err == nil):
+		return true, nil
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return false, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: fmt.Sprintf("not a SQLite database (only %d bytes)", n)}
+	case err != nil:
+		return false, fmt.Errorf("sqlite: read header of %s: %w", path, err)
+	}
+	if !bytes.Equal(header[:16], sqliteMagic) {
+		return false, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: "not a SQLite database, or a corrupt one (bad header)"}
+	}
+	if id := binary.BigEndian.Uint32(header[68:72]); id != applicationID {
+		return false, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: fmt.Sprintf("a SQLite database but not a krply journal (application_id %#x)", id)}
+	}
+	return false, nil
+}
+
+// checkVersion reads the schema version of an existing journal through a
+// read-only connection, so that a file it refuses is never written (not
+// even checkpointed).
+func checkVersion(ctx context.Context, path string) (int, error) {
+	db, err := sql.Open(driverName, "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
+	}
+	defer db.Close()
+	var version, appID int
+	err = db.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&version)
+	if err == nil {
+		err = db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
+	}
+	if err != nil {
+		return 0, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: "cannot read the schema version (corrupt file?)", Err: err}
+	}
+	if appID != applicationID {
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: fmt.Sprintf("a SQLite database but not a krply journal (application_id %#x)", appID)}
+	}
+	if version > SchemaVersion {
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion,
+			Reason: fmt.Sprintf("written by a newer krply (schema version %d, this build reads up to %d)", version, SchemaVersion)}
+	}
+	if version < 1 {
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "krply journal without a schema version"}
+	}
+	var check string
+	if err := db.QueryRowContext(ctx, `PRAGMA quick_check(1)`).Scan(&check); err != nil || check != "ok" {
+		if err == nil {
+			err = errors.New(check)
+		}
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "corrupt journal (quick_check failed)", Err: err}
+	}
+	return version, nil
+}
+
+// migrate brings the writer's database from version from to SchemaVersion
+// in one transaction.
+func migrate(ctx context.Context, db *sql.DB, from int) error {
+	if from == SchemaVersion {
+		return nil
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	for v := from; v < SchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+			return fmt.Errorf("sqlite: migrate schema %d to %d: %w", v, v+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA application_id = %d; PRAGMA user_version = %d`, applicationID, SchemaVersion)); err != nil {
+		return fmt.Errorf("sqlite: migrate: set version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: migrate: commit: %w", err)
+	}
+	return nil
+}

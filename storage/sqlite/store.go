@@ -1,0 +1,575 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
+)
+
+const driverName = "sqlite"
+
+// Store is a krply journal in one SQLite file. It implements storage.Store.
+type Store struct {
+	path string
+	cfg  config
+	log  logr.Logger
+
+	// lifecycle guards closed and inFlight; Close waits on idle until no
+	// operation is in flight. (Not an RWMutex: Compact reads through the
+	// public Reader methods while it is itself an operation.)
+	lifecycle sync.Mutex
+	idle      *sync.Cond
+	closed    bool
+	inFlight  int
+
+	w *sql.DB // exactly one connection: the only writer
+	r *sql.DB // the read pool, query_only
+
+	// writeMu serializes Append and Compact; the fields below belong to
+	// the writer.
+	writeMu   sync.Mutex
+	nextSeq   int64
+	stmts     writerStmts
+	objectIDs map[storage.ObjectID]int64
+	keyframes *lru[int64, keyframe] // object row id -> its latest keyframe
+
+	bases *syncLRU[int64, []byte] // keyframe body id -> raw body, for readers
+}
+
+// keyframe is the body a new version of an object is delta-encoded against.
+type keyframe struct {
+	bodyID int64
+	raw    []byte
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// Open opens the journal at path, creating it if it does not exist and
+// migrating an older schema forward. A file that is not a krply journal,
+// is corrupt, or was written by a newer krply yields an error wrapping
+// storage.ErrIncompatible (an *IncompatibleError), and the file is left
+// untouched. The caller must Close the store.
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.loggerSet {
+		cfg.logger = logr.FromContextOrDiscard(ctx)
+	}
+	syncMode, _ := cfg.synchronous.pragma()
+
+	isNew, err := inspectFile(path)
+	if err != nil {
+		return nil, err
+	}
+	version := 0
+	if !isNew {
+		if version, err = checkVersion(ctx, path); err != nil {
+			return nil, err
+		}
+	}
+
+	s := &Store{
+		path:      path,
+		cfg:       cfg,
+		log:       cfg.logger.WithValues("journal", path),
+		objectIDs: map[storage.ObjectID]int64{},
+		keyframes: newLRU[int64, keyframe](cfg.keyframeCache),
+		bases:     &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
+	}
+	s.idle = sync.NewCond(&s.lifecycle)
+	fileURL := "file:" + (&url.URL{Path: path}).EscapedPath()
+	writerDSN := fileURL + "?_txlock=immediate" +
+		"&_pragma=busy_timeout(10000)" +
+		"&_pragma=synchronous(" + syncMode + ")" +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", cfg.cacheKiB) +
+		"&_pragma=temp_store(MEMORY)"
+	if s.w, err = sql.Open(driverName, writerDSN); err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+	fail := func(err error) (*Store, error) {
+		s.w.Close()
+		if s.r != nil {
+			s.r.Close()
+		}
+		return nil, err
+	}
+	if isNew {
+		// The schema and the application ID are written before WAL is
+		// switched on, so the main file's header identifies the journal
+		// from its first commit on.
+		if _, err := s.w.ExecContext(ctx, `PRAGMA page_size = 4096`); err != nil {
+			return fail(fmt.Errorf("sqlite: create %s: %w", path, err))
+		}
+	}
+	if err := migrate(ctx, s.w, version); err != nil {
+		return fail(fmt.Errorf("%w (%s)", err, path))
+	}
+	var mode string
+	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
+		return fail(fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", path, mode, err))
+	}
+	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 4000`); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+	}
+
+	readerDSN := fileURL + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", max(cfg.cacheKiB/4, 1024)) +
+		"&_pragma=temp_store(MEMORY)"
+	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
+		return fail(fmt.Errorf("sqlite: open %s for reading: %w", path, err))
+	}
+	s.r.SetMaxOpenConns(cfg.readers)
+	s.r.SetMaxIdleConns(cfg.readers)
+
+	if err := s.stmts.prepare(ctx, s.w); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+	}
+	var maxSeq, floor sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor FROM totals`).Scan(&maxSeq, &floor); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
+	}
+	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
+	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
+	return s, nil
+}
+
+// Path returns the journal's file name.
+func (s *Store) Path() string { return s.path }
+
+// Close releases the store, waiting for calls in flight. Calls after Close
+// return storage.ErrClosed; closing twice returns storage.ErrClosed.
+func (s *Store) Close() error {
+	s.lifecycle.Lock()
+	if s.closed {
+		s.lifecycle.Unlock()
+		return fmt.Errorf("sqlite: close %s: %w", s.path, storage.ErrClosed)
+	}
+	s.closed = true
+	for s.inFlight > 0 {
+		s.idle.Wait()
+	}
+	s.lifecycle.Unlock()
+	s.stmts.close()
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// enter starts an operation; the returned func ends it.
+func (s *Store) enter() (func(), error) {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("sqlite: %s: %w", s.path, storage.ErrClosed)
+	}
+	s.inFlight++
+	return s.exit, nil
+}
+
+func (s *Store) exit() {
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	s.inFlight--
+	if s.inFlight == 0 {
+		s.idle.Broadcast()
+	}
+}
+
+type writerStmts struct {
+	seqByEventID, insertRecord            *sql.Stmt
+	bodyByHash, insertBody, bodyRow       *sql.Stmt
+	objectID, insertObject, streamObject  *sql.Stmt
+	streamRow, insertStream, updateStream *sql.Stmt
+	latestBody, updateTotals              *sql.Stmt
+}
+
+func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{
+		{&ws.seqByEventID, `SELECT seq FROM records WHERE event_id = ?`},
+		{&ws.insertRecord, `INSERT INTO records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&ws.bodyByHash, `SELECT id FROM bodies WHERE hash = ?`},
+		{&ws.insertBody, `INSERT INTO bodies (hash, raw_len, base, data) VALUES (?,?,?,?)`},
+		{&ws.bodyRow, `SELECT raw_len, base, data FROM bodies WHERE id = ?`},
+		{&ws.objectID, `SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?`},
+		{&ws.insertObject, `INSERT INTO objects (cluster, namespace, grp, resource, name) VALUES (?,?,?,?,?)`},
+		{&ws.streamObject, `INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES (?,?)`},
+		{&ws.streamRow, `SELECT ` + streamColumns + ` FROM streams WHERE stream_id = ?`},
+		{&ws.insertStream, `INSERT INTO streams (stream_id, cluster, checkpoint_at, last_baseline_end_at, last_gap_at, first_observed_at, last_observed_at) VALUES (?,?,?,?,?,?,?)`},
+		{&ws.updateStream, `UPDATE streams SET checkpoint_rv=?, checkpoint_at=?, available=?, availability_reason=?, last_baseline_id=?, last_baseline_end_at=?, open_baseline_id=?, gaps=?, last_gap_at=?, first_observed_at=?, last_observed_at=?, records=?, last_seq=? WHERE id=?`},
+		{&ws.latestBody, `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`},
+		{&ws.updateTotals, `UPDATE totals SET records=records+?, events=events+?, bodies=bodies+?, body_bytes=body_bytes+?, raw_bytes=raw_bytes+? WHERE id=1`},
+	} {
+		st, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			ws.close()
+			return fmt.Errorf("prepare %q: %w", p.sql, err)
+		}
+		*p.stmt = st
+	}
+	return nil
+}
+
+func (ws *writerStmts) close() {
+	for _, st := range []*sql.Stmt{ws.seqByEventID, ws.insertRecord, ws.bodyByHash, ws.insertBody, ws.bodyRow,
+		ws.objectID, ws.insertObject, ws.streamObject, ws.streamRow, ws.insertStream, ws.updateStream,
+		ws.latestBody, ws.updateTotals} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+const streamColumns = `id, stream_id, cluster, checkpoint_rv, checkpoint_at, available, availability_reason, last_baseline_id, last_baseline_end_at, open_baseline_id, gaps, last_gap_at, first_observed_at, last_observed_at, records, last_seq`
+
+// streamState is a row of the streams table.
+type streamState struct {
+	rowID int64
+	storage.StreamStatus
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanStream(sc scanner) (*streamState, error) {
+	var st streamState
+	var cluster string
+	var available int
+	var checkpointAt, baselineEndAt, lastGapAt, firstAt, lastAt int64
+	if err := sc.Scan(&st.rowID, &st.StreamID, &cluster, &st.CheckpointRV, &checkpointAt, &available, &st.AvailabilityReason,
+		&st.LastBaselineID, &baselineEndAt, &st.OpenBaselineID, &st.Gaps, &lastGapAt, &firstAt, &lastAt,
+		&st.Records, &st.LastSeq); err != nil {
+		return nil, err
+	}
+	st.Available = available != 0
+	st.Stream, _ = event.ParseStreamID(st.StreamID)
+	st.CheckpointAt = decodeTime(checkpointAt)
+	st.LastBaselineEndAt = decodeTime(baselineEndAt)
+	st.LastGapAt = decodeTime(lastGapAt)
+	st.FirstObservedAt = decodeTime(firstAt)
+	st.LastObservedAt = decodeTime(lastAt)
+	return &st, nil
+}
+
+// updateArgs are the arguments of writerStmts.updateStream.
+func (st *streamState) updateArgs() []any {
+	available := 0
+	if st.Available {
+		available = 1
+	}
+	return []any{st.CheckpointRV, encodeTime(st.CheckpointAt), available, st.AvailabilityReason,
+		st.LastBaselineID, encodeTime(st.LastBaselineEndAt), st.OpenBaselineID, st.Gaps, encodeTime(st.LastGapAt),
+		encodeTime(st.FirstObservedAt), encodeTime(st.LastObservedAt), st.Records, st.LastSeq, st.rowID}
+}
+
+// appendTx is the state of one Append transaction. Caches of the store
+// are updated from it only after the commit succeeded.
+type appendTx struct {
+	s       *Store
+	ctx     context.Context
+	tx      *sql.Tx
+	stmts   writerStmts
+	streams map[string]*streamState
+	objects map[storage.ObjectID]int64
+	// keyframes are the keyframe changes to publish after commit.
+	keyframes                                       map[int64]keyframe
+	records, events, bodies, bodyBytes, rawBodyByte int64
+}
+
+// Append implements storage.Writer.
+func (s *Store) Append(ctx context.Context, records []event.Record) (storage.AppendResult, error) {
+	done, err := s.enter()
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
+	defer done()
+	for i := range records {
+		if err := journal.Validate(&records[i]); err != nil {
+			return storage.AppendResult{}, fmt.Errorf("sqlite: append: record %d of %d: %w", i, len(records), err)
+		}
+	}
+	if len(records) == 0 {
+		return storage.AppendResult{Seqs: []int64{}}, nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return storage.AppendResult{}, fmt.Errorf("sqlite: append: begin: %w", err)
+	}
+	defer tx.Rollback()
+	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{}, keyframes: map[int64]keyframe{}}
+	at.bindStmts()
+
+	res := storage.AppendResult{Seqs: make([]int64, len(records))}
+	seq := s.nextSeq
+	for i := range records {
+		rec := &records[i]
+		id := encodeID(rec.EventID)
+		var existing int64
+		switch err := at.stmts.seqByEventID.QueryRowContext(ctx, id).Scan(&existing); {
+		case err == nil:
+			res.Seqs[i] = existing
+			res.Duplicates++
+			continue
+		case !errors.Is(err, sql.ErrNoRows):
+			return storage.AppendResult{}, fmt.Errorf("sqlite: append: look up %s: %w", rec.EventID, err)
+		}
+		if err := at.insert(rec, id, seq); err != nil {
+			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, rec.EventID, err)
+		}
+		res.Seqs[i] = seq
+		res.Inserted++
+		seq++
+	}
+	if err := at.finish(); err != nil {
+		return storage.AppendResult{}, err
+	}
+	if err := tx.Commit(); err != nil {
+		return storage.AppendResult{}, fmt.Errorf("sqlite: append: commit: %w", err)
+	}
+	s.nextSeq = seq
+	for k, v := range at.objects {
+		if len(s.objectIDs) > 1<<16 {
+			clear(s.objectIDs)
+		}
+		s.objectIDs[k] = v
+	}
+	for obj, kf := range at.keyframes {
+		s.keyframes.put(obj, kf)
+	}
+	return res, nil
+}
+
+func (at *appendTx) bindStmts() {
+	ctx, tx, ws := at.ctx, at.tx, &at.s.stmts
+	at.stmts = writerStmts{
+		seqByEventID: tx.StmtContext(ctx, ws.seqByEventID), insertRecord: tx.StmtContext(ctx, ws.insertRecord),
+		bodyByHash: tx.StmtContext(ctx, ws.bodyByHash), insertBody: tx.StmtContext(ctx, ws.insertBody),
+		bodyRow: tx.StmtContext(ctx, ws.bodyRow), objectID: tx.StmtContext(ctx, ws.objectID),
+		insertObject: tx.StmtContext(ctx, ws.insertObject), streamObject: tx.StmtContext(ctx, ws.streamObject),
+		streamRow: tx.StmtContext(ctx, ws.streamRow), insertStream: tx.StmtContext(ctx, ws.insertStream),
+		updateStream: tx.StmtContext(ctx, ws.updateStream), latestBody: tx.StmtContext(ctx, ws.latestBody),
+		updateTotals: tx.StmtContext(ctx, ws.updateTotals),
+	}
+}
+
+func (at *appendTx) insert(rec *event.Record, id any, seq int64) error {
+	var stream *streamState
+	var streamRow, objRow, bodyRow, target any
+	if rec.StreamID != "" {
+		st, err := at.stream(rec.StreamID, rec.ClusterID)
+		if err != nil {
+			return err
+		}
+		stream, streamRow = st, st.rowID
+	}
+	var objID int64
+	if rec.IsObjectChange() {
+		var err error
+		if objID, err = at.object(storage.ObjectIDOf(*rec)); err != nil {
+			return err
+		}
+		objRow = objID
+		if stream != nil {
+			if _, err := at.stmts.streamObject.ExecContext(at.ctx, stream.rowID, objID); err != nil {
+				return fmt.Errorf("stream object: %w", err)
+			}
+		}
+	}
+	if len(rec.Object) > 0 {
+		b, err := at.body(rec.Object, objID)
+		if err != nil {
+			return err
+		}
+		bodyRow = b
+	}
+	if rec.Type == event.TypeAuditCorrelation && rec.Audit != nil && rec.Audit.TargetEventID != "" {
+		target = encodeID(rec.Audit.TargetEventID)
+	}
+	meta, err := metaOf(rec, objRow != nil)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	synthetic := 0
+	if rec.Synthetic {
+		synthetic = 1
+	}
+	if _, err := at.stmts.insertRecord.ExecContext(at.ctx, seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
+		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta); err != nil {
+		return fmt.Errorf("insert: %w", err)
+	}
+	at.records++
+	if rec.Type == event.TypeEvent {
+		at.events++
+	}
+	if stream != nil {
+		stored := *rec
+		stored.IngestSeq = seq
+		journal.ApplyStatus(&stream.StreamStatus, &stored)
+	}
+	return nil
+}
+
+func (at *appendTx) stream(streamID, cluster string) (*streamState, error) {
+	if st, ok := at.streams[streamID]; ok {
+		return st, nil
+	}
+	st, err := scanStream(at.stmts.streamRow.QueryRowContext(at.ctx, streamID))
+	if errors.Is(err, sql.ErrNoRows) {
+		zero := encodeTime(time.Time{})
+		res, err := at.stmts.insertStream.ExecContext(at.ctx, streamID, cluster, zero, zero, zero, zero, zero)
+		if err != nil {
+			return nil, fmt.Errorf("new stream %s: %w", streamID, err)
+		}
+		rowID, err := res.LastInsertId()
+		if err != nil {
+			return nil, fmt.Errorf("new stream %s: %w", streamID, err)
+		}
+		st = &streamState{rowID: rowID, StreamStatus: journal.NewStatus(streamID)}
+	} else if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", streamID, err)
+	}
+	at.streams[streamID] = st
+	return st, nil
+}
+
+func (at *appendTx) object(obj storage.ObjectID) (int64, error) {
+	if id, ok := at.objects[obj]; ok {
+		return id, nil
+	}
+	if id, ok := at.s.objectIDs[obj]; ok {
+		return id, nil
+	}
+	var id int64
+	err := at.stmts.objectID.QueryRowContext(at.ctx, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		res, err := at.stmts.insertObject.ExecContext(at.ctx, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name)
+		if err != nil {
+			return 0, fmt.Errorf("new object: %w", err)
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return 0, fmt.Errorf("new object: %w", err)
+		}
+	} else if err != nil {
+		return 0, fmt.Errorf("object: %w", err)
+	}
+	at.objects[obj] = id
+	return id, nil
+}
+
+// body stores raw once by hash and returns its row id. Bodies of an
+// object (objRow != 0) are delta-encoded against the object's keyframe.
+func (at *appendTx) body(raw []byte, objRow int64) (int64, error) {
+	hash, _ := hex.DecodeString(event.ObjectHash(raw))
+	var id int64
+	switch err := at.stmts.bodyByHash.QueryRowContext(at.ctx, hash).Scan(&id); {
+	case err == nil:
+		return id, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return 0, fmt.Errorf("body: %w", err)
+	}
+	var base any
+	var data []byte
+	if objRow != 0 {
+		kf, ok, err := at.keyframe(objRow)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
+				base, data = kf.bodyID, delta
+			}
+		}
+	}
+	if data == nil {
+		var err error
+		if data, err = deflateKeyframe(raw); err != nil {
+			return 0, fmt.Errorf("compress body: %w", err)
+		}
+	}
+	res, err := at.stmts.insertBody.ExecContext(at.ctx, hash, len(raw), base, data)
+	if err != nil {
+		return 0, fmt.Errorf("insert body: %w", err)
+	}
+	if id, err = res.LastInsertId(); err != nil {
+		return 0, fmt.Errorf("insert body: %w", err)
+	}
+	if base == nil && objRow != 0 {
+		at.keyframes[objRow] = keyframe{bodyID: id, raw: raw}
+	}
+	at.bodies++
+	at.bodyBytes += int64(len(data))
+	at.rawBodyByte += int64(len(raw))
+	return id, nil
+}
+
+// keyframe finds the keyframe of an object's latest body.
+func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
+	if kf, ok := at.keyframes[objRow]; ok {
+		return kf, true, nil
+	}
+	if kf, ok := at.s.keyframes.get(objRow); ok {
+		return kf, true, nil
+	}
+	var bodyID int64
+	switch err := at.stmts.latestBody.QueryRowContext(at.ctx, objRow).Scan(&bodyID); {
+	case errors.Is(err, sql.ErrNoRows):
+		return keyframe{}, false, nil
+	case err != nil:
+		return keyframe{}, false, fmt.Errorf("latest body: %w", err)
+	}
+	var rawLen int
+	var base sql.NullInt64
+	var data []byte
+	if err := at.stmts.bodyRow.QueryRowContext(at.ctx, bodyID).Scan(&rawLen, &base, &data); err != nil {
+		return keyframe{}, false, fmt.Errorf("latest body %d: %w", bodyID, err)
+	}
+	if base.Valid {
+		bodyID = base.Int64
+		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, bodyID).Scan(&rawLen, &base, &data); err != nil {
+			return keyframe{}, false, fmt.Errorf("keyframe %d: %w", bodyID, err)
+		}
+	}
+	raw, err := inflateKeyframe(data, rawLen)
+	if err != nil {
+		return keyframe{}, false, fmt.Errorf("keyframe %d: %w", bodyID, err)
+	}
+	kf := keyframe{bodyID: bodyID, raw: raw}
+	at.keyframes[objRow] = kf
+	return kf, true, nil
+}
+
+// finish writes the stream states and totals of the batch.
+func (at *appendTx) finish() error {
+	for _, st := range at.streams {
+		if _, err := at.stmts.updateStream.ExecContext(at.ctx, st.updateArgs()...); err != nil {
+			return fmt.Errorf("sqlite: append: update stream %s: %w", st.StreamID, err)
+		}
+	}
+	if _, err := at.stmts.updateTotals.ExecContext(at.ctx, at.records, at.events, at.bodies, at.bodyBytes, at.rawBodyByte); err != nil {
+		return fmt.Errorf("sqlite: append: update totals: %w", err)
+	}
+	return nil
+}

@@ -158,26 +158,54 @@ type Plan struct {
 	LastDryRun *DryRunReport `json:"lastDryRun,omitempty"`
 }
 
-// hashedPlan is the content the hash covers.
+// hashedPlan is the content the hash covers. Objects are represented by
+// hashedObject, whose body is hashed separately: hashing the bodies' bytes
+// directly is much cheaper than re-encoding them.
 type hashedPlan struct {
-	ID               string      `json:"id"`
-	CreatedAt        time.Time   `json:"createdAt"`
-	Source           Source      `json:"source"`
-	SourceClusterUID string      `json:"sourceClusterUID,omitempty"`
-	Target           Target      `json:"target"`
-	Policy           Policy      `json:"policy"`
-	Coverage         Coverage    `json:"coverage"`
-	Objects          []Object    `json:"objects"`
-	Exclusions       []Exclusion `json:"exclusions,omitempty"`
-	Warnings         []string    `json:"warnings,omitempty"`
+	ID               string         `json:"id"`
+	CreatedAt        time.Time      `json:"createdAt"`
+	Source           Source         `json:"source"`
+	SourceClusterUID string         `json:"sourceClusterUID,omitempty"`
+	Target           Target         `json:"target"`
+	Policy           Policy         `json:"policy"`
+	Coverage         Coverage       `json:"coverage"`
+	Objects          []hashedObject `json:"objects"`
+	Exclusions       []Exclusion    `json:"exclusions,omitempty"`
+	Warnings         []string       `json:"warnings,omitempty"`
+}
+
+type hashedObject struct {
+	Ref           event.ResourceRef `json:"ref"`
+	Source        event.ResourceRef `json:"source"`
+	SourceEventID string            `json:"sourceEventID,omitempty"`
+	ObservedAt    time.Time         `json:"observedAt"`
+	Synthesized   bool              `json:"synthesized,omitempty"`
+	Removed       []string          `json:"removed,omitempty"`
+	Warnings      []string          `json:"warnings,omitempty"`
+	// BodyHash is event.ObjectHash of the compact body.
+	BodyHash string `json:"bodyHash"`
 }
 
 // ComputeHash returns the hash of the plan's content as it is now. It equals
 // Hash unless the plan was changed after it was made.
 func (p *Plan) ComputeHash() (string, error) {
+	objs := make([]hashedObject, len(p.Objects))
+	var buf bytes.Buffer
+	for i, o := range p.Objects {
+		body := []byte(o.Object)
+		if !isCompact(body) {
+			buf.Reset()
+			if err := json.Compact(&buf, body); err != nil {
+				return "", fmt.Errorf("%w: plan %s: object %s: %v", ErrInvalidPlan, p.ID, o.Ref, err)
+			}
+			body = buf.Bytes()
+		}
+		objs[i] = hashedObject{Ref: o.Ref, Source: o.Source, SourceEventID: o.SourceEventID, ObservedAt: o.ObservedAt,
+			Synthesized: o.Synthesized, Removed: o.Removed, Warnings: o.Warnings, BodyHash: event.ObjectHash(body)}
+	}
 	raw, err := json.Marshal(hashedPlan{
 		ID: p.ID, CreatedAt: p.CreatedAt, Source: p.Source, SourceClusterUID: p.SourceClusterUID,
-		Target: p.Target, Policy: p.Policy, Coverage: p.Coverage, Objects: p.Objects,
+		Target: p.Target, Policy: p.Policy, Coverage: p.Coverage, Objects: objs,
 		Exclusions: p.Exclusions, Warnings: p.Warnings,
 	})
 	if err != nil {
@@ -185,6 +213,25 @@ func (p *Plan) ComputeHash() (string, error) {
 	}
 	sum := sha256.Sum256(raw)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// isCompact reports whether raw JSON has no whitespace outside strings, as
+// json.Marshal writes it.
+func isCompact(raw []byte) bool {
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\n' || c == '\t' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // verifyHash returns a *StalePlanError when the content no longer matches

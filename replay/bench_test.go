@@ -1,0 +1,57 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage/memory"
+)
+
+// deploymentBody is a realistic Deployment as the API server returns it.
+func deploymentBody(ns, name string, i int) []byte {
+	return object("apps/v1", "Deployment", ns, name, fmt.Sprintf("uid-%d", i), fmt.Sprint(1000+i),
+		`"spec":{"replicas":2,"selector":{"matchLabels":{"app":"`+name+`"}},"template":{"metadata":{"labels":{"app":"`+name+`"}},`+
+			`"spec":{"containers":[{"name":"app","image":"registry.example.com/team/app:1.2.3","ports":[{"containerPort":8080}],`+
+			`"env":[{"name":"MODE","value":"prod"},{"name":"LEVEL","value":"info"}],"resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}]}}},`+
+			`"status":{"replicas":2,"readyReplicas":2,"conditions":[{"type":"Available","status":"True"}]}`)
+}
+
+// BenchmarkPlan plans a namespace of n objects (half ConfigMaps, half
+// Deployments) from the memory store: snapshot, sanitize, map, order, hash
+// and save.
+func BenchmarkPlan(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			store := memory.New()
+			defer store.Close()
+			j := &journal{t: b, store: store, cluster: "src"}
+			var cms, deploys [][]byte
+			for i := range n / 2 {
+				cms = append(cms, object("v1", "ConfigMap", "shop", fmt.Sprintf("cm-%05d", i), fmt.Sprintf("c-%d", i), fmt.Sprint(i+1),
+					`"data":{"color":"blue","settings.yaml":"a: 1\nb: two\nc: [3, 4]\n"}`))
+				deploys = append(deploys, deploymentBody("shop", fmt.Sprintf("web-%05d", i), i))
+			}
+			j.baseline(cmKind, "shop", t0, "1", cms...)
+			j.baseline(deployKind, "shop", t0, "1", deploys...)
+			p, err := replay.NewPlanner(store)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for b.Loop() {
+				plan, err := p.Plan(ctx, replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(time.Minute)},
+					replay.Target{Namespaces: map[string]string{"shop": "sandbox"}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(plan.Objects) != n+1 {
+					b.Fatalf("%d objects planned, want %d", len(plan.Objects), n+1)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/object")
+		})
+	}
+}

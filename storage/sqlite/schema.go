@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 
 	"github.com/krply/krply/storage"
@@ -170,7 +171,14 @@ func inspectFile(path string) (isNew bool, err error) {
 // read-only connection, so that a file it refuses is never written (not
 // even checkpointed).
 func checkVersion(ctx context.Context, path string) (int, error) {
-	db, err := sql.Open(driverName, "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	dsn := fileURL(path) + "?mode=ro&_pragma=busy_timeout(5000)"
+	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
+		// Without a write-ahead log the main file is the whole truth:
+		// read it as immutable, so SQLite creates no -wal or -shm file
+		// next to a file it may refuse.
+		dsn += "&immutable=1"
+	}
+	db, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: open %s read-only: %w", path, err)
 	}
@@ -193,14 +201,22 @@ func checkVersion(ctx context.Context, path string) (int, error) {
 	if version < 1 {
 		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "krply journal without a schema version"}
 	}
-	var check string
-	if err := db.QueryRowContext(ctx, `PRAGMA quick_check(1)`).Scan(&check); err != nil || check != "ok" {
+	// Reading the schema touches the first pages; a file whose header
+	// survived but whose schema did not is refused here. (A full
+	// integrity_check would read the whole file at every Open.)
+	var tables int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'bodies', 'streams', 'objects', 'totals')`).Scan(&tables); err != nil || tables != 5 {
 		if err == nil {
-			err = errors.New(check)
+			err = fmt.Errorf("%d of 5 journal tables found", tables)
 		}
-		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "corrupt journal (quick_check failed)", Err: err}
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "corrupt journal (schema unreadable or incomplete)", Err: err}
 	}
 	return version, nil
+}
+
+// fileURL returns the SQLite URI of a file name.
+func fileURL(path string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath()
 }
 
 // migrate brings the writer's database from version from to SchemaVersion

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync"
 	"time"
 
@@ -94,8 +93,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		bases:     &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
-	fileURL := "file:" + (&url.URL{Path: path}).EscapedPath()
-	writerDSN := fileURL + "?_txlock=immediate" +
+	writerDSN := fileURL(path) + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(10000)" +
 		"&_pragma=synchronous(" + syncMode + ")" +
 		fmt.Sprintf("&_pragma=cache_size(-%d)", cfg.cacheKiB) +
@@ -133,7 +131,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
 	}
 
-	readerDSN := fileURL + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
+	readerDSN := fileURL(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
 		fmt.Sprintf("&_pragma=cache_size(-%d)", max(cfg.cacheKiB/4, 1024)) +
 		"&_pragma=temp_store(MEMORY)"
 	if s.r, err = sql.Open(driverName, readerDSN); err != nil {

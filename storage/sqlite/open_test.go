@@ -1,0 +1,194 @@
+package sqlite_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
+)
+
+// writeJournal creates a closed journal with one record in it.
+func writeJournal(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	stream := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	ref := event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "a", UID: "u1", ResourceVersion: "1"}
+	rec := event.Record{Type: event.TypeEvent, EventID: event.EventID(stream.ID(), event.TypeEvent, ref, event.Added), ClusterID: "c1",
+		StreamID: stream.ID(), ObservedAt: time.Unix(100, 0), WatchType: event.Added, Resource: ref, Object: []byte(`{"kind":"ConfigMap"}`)}
+	if _, err := s.Append(ctx, []event.Record{rec}); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+}
+
+// rawExec runs statements on a file with a plain SQLite connection.
+func rawExec(t *testing.T, path string, stmts ...string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
+	tests := []struct {
+		name        string
+		make        func(t *testing.T, path string)
+		wantReason  string
+		wantVersion int
+	}{
+		{
+			name: "newer krply",
+			make: func(t *testing.T, path string) {
+				writeJournal(t, path)
+				rawExec(t, path, `PRAGMA user_version = 99`)
+			},
+			wantReason:  "newer krply (schema version 99",
+			wantVersion: 99,
+		},
+		{
+			name: "other SQLite database",
+			make: func(t *testing.T, path string) {
+				rawExec(t, path, `CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)`, `INSERT INTO notes (text) VALUES ('hello')`)
+			},
+			wantReason: "not a krply journal",
+		},
+		{
+			name: "not SQLite",
+			make: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, bytes.Repeat([]byte("krply? no, just text.\n"), 500), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantReason: "not a SQLite database",
+		},
+		{
+			name: "short file",
+			make: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte("SQLite format 3"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantReason: "only 15 bytes",
+		},
+		{
+			name: "corrupt schema page",
+			make: func(t *testing.T, path string) {
+				writeJournal(t, path)
+				f, err := os.OpenFile(path, os.O_RDWR, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer f.Close()
+				// Keep the 100-byte header, trash the rest of page 1
+				// (the schema).
+				if _, err := f.WriteAt(bytes.Repeat([]byte{0xA5}, 4096-100), 100); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantReason:  "corrupt",
+			wantVersion: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "journal.db")
+			tc.make(t, path)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entriesBefore := dirNames(t, dir)
+
+			s, err := sqlite.Open(context.Background(), path)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded, want an error")
+			}
+			if !errors.Is(err, storage.ErrIncompatible) {
+				t.Fatalf("error %v does not wrap storage.ErrIncompatible", err)
+			}
+			var ie *sqlite.IncompatibleError
+			if !errors.As(err, &ie) {
+				t.Fatalf("error %v is not an *IncompatibleError", err)
+			}
+			if ie.Path != path || ie.FileVersion != tc.wantVersion || ie.SupportedVersion != sqlite.SchemaVersion {
+				t.Errorf("IncompatibleError{Path: %q, FileVersion: %d, SupportedVersion: %d}, want %q, %d, %d",
+					ie.Path, ie.FileVersion, ie.SupportedVersion, path, tc.wantVersion, sqlite.SchemaVersion)
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.wantReason) || !strings.Contains(msg, path) {
+				t.Errorf("error %q should name the file and say %q", msg, tc.wantReason)
+			}
+			after, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(before, after) {
+				t.Errorf("the file changed: %d bytes before, %d after", len(before), len(after))
+			}
+			if got := dirNames(t, dir); got != entriesBefore {
+				t.Errorf("directory holds %s after the failed Open, want %s", got, entriesBefore)
+			}
+		})
+	}
+}
+
+func dirNames(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return strings.Join(names, ",")
+}
+
+func TestReopenKeepsJournal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	writeJournal(t, path)
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	st, err := s.StreamStatus(ctx, "c1/core/v1/configmaps/shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Records != 1 || st.CheckpointRV != "1" {
+		t.Errorf("after reopen: %d records, checkpoint %q; want 1 and \"1\"", st.Records, st.CheckpointRV)
+	}
+	rec, err := s.LatestAt(ctx, storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "a"}, time.Unix(200, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rec.Object) != `{"kind":"ConfigMap"}` || rec.IngestSeq != 1 {
+		t.Errorf("LatestAt after reopen = seq %d body %s", rec.IngestSeq, rec.Object)
+	}
+}

@@ -51,20 +51,20 @@ func TestStreamID(t *testing.T) {
 
 func TestParseStreamIDRejects(t *testing.T) {
 	cases := map[string]string{
-		"empty":                       "",
-		"three segments":              "c1/core/v1",
-		"six segments":                "c1/core/v1/pods/ns/extra",
-		"empty group":                 "c1//v1/pods",
-		"empty namespace segment":     "c1/core/v1/pods/",
-		"empty selector":              "c1/core/v1/pods?",
-		"lower-case hex":              "c1/core/v1/pods?a%3db",
-		"truncated escape":            "c1/core/v1/pods?a%3",
-		"bad escape":                  "c1/core/v1/pods?a%ZZ",
-		"raw space":                   "c1/core/v1/pods?a b",
-		"raw equals":                  "c1/core/v1/pods?a=b",
-		"second question mark":        "c1/core/v1/pods?a?b",
-		"escaped unreserved":          "c1/%61pps/v1/deployments",
-		"raw percent at end":          "c1/core/v1/pods/ns%",
+		"empty":                   "",
+		"three segments":          "c1/core/v1",
+		"six segments":            "c1/core/v1/pods/ns/extra",
+		"empty group":             "c1//v1/pods",
+		"empty namespace segment": "c1/core/v1/pods/",
+		"empty selector":          "c1/core/v1/pods?",
+		"lower-case hex":          "c1/core/v1/pods?a%3db",
+		"truncated escape":        "c1/core/v1/pods?a%3",
+		"bad escape":              "c1/core/v1/pods?a%ZZ",
+		"raw space":               "c1/core/v1/pods?a b",
+		"raw equals":              "c1/core/v1/pods?a=b",
+		"second question mark":    "c1/core/v1/pods?a?b",
+		"escaped unreserved":      "c1/%61pps/v1/deployments",
+		"raw percent at end":      "c1/core/v1/pods/ns%",
 	}
 	for name, id := range cases {
 		t.Run(name, func(t *testing.T) {

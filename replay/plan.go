@@ -158,30 +158,17 @@ type Plan struct {
 	LastDryRun *DryRunReport `json:"lastDryRun,omitempty"`
 }
 
-// hashedPlan is the content the hash covers. Objects are represented by
-// hashedObject, whose body is hashed separately: hashing the bodies' bytes
-// directly is much cheaper than re-encoding them.
+// hashedPlan is the content the hash covers: the plan without Hash, Status
+// and LastDryRun, its Objects shadowed by hashedObjects.
 type hashedPlan struct {
-	ID               string         `json:"id"`
-	CreatedAt        time.Time      `json:"createdAt"`
-	Source           Source         `json:"source"`
-	SourceClusterUID string         `json:"sourceClusterUID,omitempty"`
-	Target           Target         `json:"target"`
-	Policy           Policy         `json:"policy"`
-	Coverage         Coverage       `json:"coverage"`
-	Objects          []hashedObject `json:"objects"`
-	Exclusions       []Exclusion    `json:"exclusions,omitempty"`
-	Warnings         []string       `json:"warnings,omitempty"`
+	Plan
+	Objects []hashedObject `json:"objects"`
 }
 
+// hashedObject is an Object whose body is represented by its hash: hashing
+// the bodies' bytes is much cheaper than re-encoding them.
 type hashedObject struct {
-	Ref           event.ResourceRef `json:"ref"`
-	Source        event.ResourceRef `json:"source"`
-	SourceEventID string            `json:"sourceEventID,omitempty"`
-	ObservedAt    time.Time         `json:"observedAt"`
-	Synthesized   bool              `json:"synthesized,omitempty"`
-	Removed       []string          `json:"removed,omitempty"`
-	Warnings      []string          `json:"warnings,omitempty"`
+	Object
 	// BodyHash is event.ObjectHash of the compact body.
 	BodyHash string `json:"bodyHash"`
 }
@@ -189,7 +176,8 @@ type hashedObject struct {
 // ComputeHash returns the hash of the plan's content as it is now. It equals
 // Hash unless the plan was changed after it was made.
 func (p *Plan) ComputeHash() (string, error) {
-	objs := make([]hashedObject, len(p.Objects))
+	h := hashedPlan{Plan: *p, Objects: make([]hashedObject, len(p.Objects))}
+	h.Plan.Objects, h.Hash, h.Status, h.LastDryRun = nil, "", "", nil
 	var buf bytes.Buffer
 	for i, o := range p.Objects {
 		body := []byte(o.Object)
@@ -200,14 +188,10 @@ func (p *Plan) ComputeHash() (string, error) {
 			}
 			body = buf.Bytes()
 		}
-		objs[i] = hashedObject{Ref: o.Ref, Source: o.Source, SourceEventID: o.SourceEventID, ObservedAt: o.ObservedAt,
-			Synthesized: o.Synthesized, Removed: o.Removed, Warnings: o.Warnings, BodyHash: event.ObjectHash(body)}
+		o.Object = nil
+		h.Objects[i] = hashedObject{Object: o, BodyHash: event.ObjectHash(body)}
 	}
-	raw, err := json.Marshal(hashedPlan{
-		ID: p.ID, CreatedAt: p.CreatedAt, Source: p.Source, SourceClusterUID: p.SourceClusterUID,
-		Target: p.Target, Policy: p.Policy, Coverage: p.Coverage, Objects: objs,
-		Exclusions: p.Exclusions, Warnings: p.Warnings,
-	})
+	raw, err := json.Marshal(h)
 	if err != nil {
 		return "", fmt.Errorf("replay: hash plan %s: %w", p.ID, err)
 	}

@@ -172,10 +172,10 @@ func inspectFile(path string) (isNew bool, err error) {
 // even checkpointed).
 func checkVersion(ctx context.Context, path string) (int, error) {
 	dsn := fileURL(path) + "?mode=ro&_pragma=busy_timeout(5000)"
-	if fi, err := os.Stat(path + "-wal"); err != nil || fi.Size() == 0 {
-		// Without a write-ahead log the main file is the whole truth:
-		// read it as immutable, so SQLite creates no -wal or -shm file
-		// next to a file it may refuse.
+	if !nonEmpty(path+"-wal") && !nonEmpty(path+"-journal") {
+		// Without a write-ahead log or a hot rollback journal the main
+		// file is the whole truth: read it as immutable, so SQLite
+		// creates no -wal or -shm file next to a file it may refuse.
 		dsn += "&immutable=1"
 	}
 	db, err := sql.Open(driverName, dsn)
@@ -212,6 +212,11 @@ func checkVersion(ctx context.Context, path string) (int, error) {
 		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "corrupt journal (schema unreadable or incomplete)", Err: err}
 	}
 	return version, nil
+}
+
+func nonEmpty(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Size() > 0
 }
 
 // fileURL returns the SQLite URI of a file name.

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -77,11 +79,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	version := 0
-	if !isNew {
-		if version, err = checkVersion(ctx, path); err != nil {
+	if isNew {
+		if err := create(ctx, path); err != nil {
 			return nil, err
 		}
+	}
+	version, err := checkVersion(ctx, path)
+	if err != nil {
+		return nil, err
 	}
 
 	s := &Store{
@@ -111,14 +116,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 			s.r.Close()
 		}
 		return nil, err
-	}
-	if isNew {
-		// The schema and the application ID are written before WAL is
-		// switched on, so the main file's header identifies the journal
-		// from its first commit on.
-		if _, err := s.w.ExecContext(ctx, `PRAGMA page_size = 4096`); err != nil {
-			return fail(fmt.Errorf("sqlite: create %s: %w", path, err))
-		}
 	}
 	if err := migrate(ctx, s.w, version); err != nil {
 		return fail(fmt.Errorf("%w (%s)", err, path))
@@ -150,6 +147,49 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
 	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
 	return s, nil
+}
+
+// create makes a new, empty journal at path. It builds the file under a
+// temporary name and renames it into place, so a crash during creation
+// never leaves a half-made journal at path.
+func create(ctx context.Context, path string) error {
+	tmp := path + ".creating"
+	for _, f := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sqlite: create %s: %w", path, err)
+		}
+	}
+	db, err := sql.Open(driverName, fileURL(tmp))
+	if err != nil {
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	err = func() error {
+		if _, err := db.ExecContext(ctx, `PRAGMA page_size = 4096`); err != nil {
+			return err
+		}
+		if err := migrate(ctx, db, 0); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `PRAGMA journal_mode = WAL`)
+		return err
+	}()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("sqlite: create %s: %w", path, err)
+	}
+	if dir, err := os.Open(filepath.Dir(path)); err == nil {
+		// Make the rename durable; not every platform can sync a directory.
+		_ = dir.Sync()
+		dir.Close()
+	}
+	return nil
 }
 
 // Path returns the journal's file name.

@@ -82,7 +82,7 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // Defaults of the options.
 const (
-	DefaultClockSkew   = 2 * time.Second
+	DefaultClockSkew   = time.Second
 	DefaultMatchWindow = 30 * time.Second
 	DefaultBatchSize   = 256
 	DefaultMaxProblems = 100
@@ -442,10 +442,11 @@ var connectSubresources = map[string]bool{
 type responseMeta struct {
 	Kind     string `json:"kind"`
 	Metadata struct {
-		Name            string `json:"name"`
-		Namespace       string `json:"namespace"`
-		UID             string `json:"uid"`
-		ResourceVersion string `json:"resourceVersion"`
+		Name              string  `json:"name"`
+		Namespace         string  `json:"namespace"`
+		UID               string  `json:"uid"`
+		ResourceVersion   string  `json:"resourceVersion"`
+		DeletionTimestamp *string `json:"deletionTimestamp"`
 	} `json:"metadata"`
 	Details *struct {
 		Name string `json:"name"`
@@ -558,18 +559,23 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 	}
 
 	obj := c.objectID(evt, resp.Metadata.Namespace, resp.Metadata.Name)
+	if isDeletion(evt) && resp.Metadata.DeletionTimestamp == nil && resp.Metadata.UID != "" {
+		// A delete answered with the deleted object: at the deletion's
+		// resourceVersion (current API servers) or at the last version
+		// before it (older ones), which is an earlier event's. The object
+		// is gone either way, and a uid is deleted once.
+		m, err := c.deletionOf(ctx, obj, resp.Metadata.UID, c.notBefore(evt))
+		if err != nil || m == nil {
+			return outcomeUnmatched, nil, err
+		}
+		return outcomeExact, []correlation{*m}, nil
+	}
+	// Everything else, including a delete that left the object
+	// terminating (finalizers, graceful deletion): the response's
+	// resourceVersion is that of the change the request made.
 	target, err := c.journal.EventByResourceVersion(ctx, obj, resp.Metadata.UID, resp.Metadata.ResourceVersion)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
-		if isDeletion(evt) && resp.Metadata.UID != "" {
-			// An API server that answers a delete with the object as it was
-			// before the deletion (older versions do): find the deletion.
-			m, err := c.deletionOf(ctx, obj, resp.Metadata.UID, c.notBefore(evt))
-			if err != nil || m == nil {
-				return outcomeUnmatched, nil, err
-			}
-			return outcomeExact, []correlation{*m}, nil
-		}
 		return outcomeUnmatched, nil, nil
 	case err != nil:
 		return 0, nil, fmt.Errorf("audit: match %s: %w", evt.AuditID, err)
@@ -684,7 +690,17 @@ func (c *Correlator) matchBestEffort(ctx context.Context, evt Event, claims map[
 	if len(candidates) > 1 {
 		confidence = ConfidenceAmbiguous
 	}
-	return outcomeScored, []correlation{{target: candidates[0], confidence: confidence, rule: RuleNearestFollowing}}, nil
+	// The nearest following event: the first observed at or after the
+	// request was received; failing that, the last one observed within
+	// the clock skew before it.
+	chosen := candidates[len(candidates)-1]
+	for _, rec := range candidates {
+		if !rec.ObservedAt.Before(evt.RequestReceivedTimestamp.Time) {
+			chosen = rec
+			break
+		}
+	}
+	return outcomeScored, []correlation{{target: chosen, confidence: confidence, rule: RuleNearestFollowing}}, nil
 }
 
 func claimedByOther(correlations []event.Record, auditID string) bool {

@@ -215,7 +215,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	default:
 		objs = st.objects
 	}
-	var out []event.Record
+	out := make([]event.Record, 0, len(objs))
 	for id, oi := range objs {
 		if q.Namespace != "" && id.Namespace != q.Namespace ||
 			q.Group != "" && id.Group != q.Group ||

@@ -83,6 +83,7 @@ func inflateKeyframe(data []byte, rawLen int) ([]byte, error) {
 
 const (
 	deltaWindow    = 8  // bytes hashed to find a match
+	deltaStride    = 4  // the base is indexed at every deltaStride-th byte
 	deltaMinMatch  = 12 // shorter matches are cheaper as literals
 	deltaTableBits = 12
 )
@@ -93,13 +94,14 @@ func encodeDelta(base, target []byte) []byte {
 	if len(base) < deltaWindow || len(target) < deltaWindow {
 		return appendInsert(out, target)
 	}
-	// Hash every window of the base; later positions win, which is fine
-	// for JSON where matches are long.
+	// Index every deltaStride-th window of the base (later positions
+	// win). A match of at least deltaWindow+deltaStride-1 bytes contains an
+	// indexed window, and extending it backwards finds where it starts.
 	var table [1 << deltaTableBits]int32
 	for i := range table {
 		table[i] = -1
 	}
-	for i := 0; i+deltaWindow <= len(base); i++ {
+	for i := 0; i+deltaWindow <= len(base); i += deltaStride {
 		table[windowHash(base[i:])] = int32(i)
 	}
 	literalStart := 0

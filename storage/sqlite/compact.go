@@ -79,12 +79,11 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	}
 
 	// The markers take sequence numbers that were just freed.
-	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{}, keyframes: map[int64]keyframe{}}
-	at.bindStmts()
+	at := s.newAppendTx(ctx, tx)
 	for i := range plan.Markers {
 		m := &plan.Markers[i]
-		if err := at.insert(m, encodeID(m.EventID), m.IngestSeq); err != nil {
-			return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker %s: %w", m.EventID, err)
+		if inserted, err := at.insert(m, encodeID(m.EventID), m.IngestSeq); err != nil || !inserted {
+			return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker %s (stored before: %t): %v", m.EventID, !inserted, err)
 		}
 	}
 
@@ -134,6 +133,8 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	s.keyframes.clear()
 	s.bases.clear()
 	clear(s.objectIDs)
+	clear(s.streamObjects)
+	clear(s.kindKeyframes)
 	res := storage.CompactResult{
 		RecordsRemoved: removed - int64(len(plan.Markers)),
 		BodiesRemoved:  bodiesBefore - bodiesAfter,

@@ -45,14 +45,27 @@ type Store struct {
 	stmts     writerStmts
 	objectIDs map[storage.ObjectID]int64
 	keyframes *lru[int64, keyframe] // object row id -> its latest keyframe
+	// kindKeyframes holds, per cluster/group/resource, the latest
+	// keyframe: the first version of a new object is delta-encoded
+	// against it when they are alike (pods of one ReplicaSet are).
+	kindKeyframes map[kindKey]keyframe
+	// streamObjects caches the rows known to be in stream_objects.
+	streamObjects map[[2]int64]bool
 
 	bases *syncLRU[int64, []byte] // keyframe body id -> raw body, for readers
 }
 
-// keyframe is the body a new version of an object is delta-encoded against.
+// kindKey names a kind of object in a cluster.
+type kindKey struct{ cluster, group, resource string }
+
+// keyframe is the body a new version of an object is delta-encoded
+// against, and the object's latest body, so that an unchanged body (a
+// relist) is recognised without a query.
 type keyframe struct {
-	bodyID int64
-	raw    []byte
+	bodyID     int64
+	raw        []byte
+	lastHash   string
+	lastBodyID int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -90,12 +103,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 
 	s := &Store{
-		path:      path,
-		cfg:       cfg,
-		log:       cfg.logger.WithValues("journal", path),
-		objectIDs: map[storage.ObjectID]int64{},
-		keyframes: newLRU[int64, keyframe](cfg.keyframeCache),
-		bases:     &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
+		path:          path,
+		cfg:           cfg,
+		log:           cfg.logger.WithValues("journal", path),
+		objectIDs:     map[storage.ObjectID]int64{},
+		streamObjects: map[[2]int64]bool{},
+		kindKeyframes: map[kindKey]keyframe{},
+		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
+		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
 	writerDSN := fileURL(path) + "?_txlock=immediate" +
@@ -246,10 +261,10 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		sql  string
 	}{
 		{&ws.seqByEventID, `SELECT seq FROM records WHERE event_id = ?`},
-		{&ws.insertRecord, `INSERT INTO records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`},
+		{&ws.insertRecord, `INSERT INTO records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`},
 		{&ws.bodyByHash, `SELECT id FROM bodies WHERE hash = ?`},
-		{&ws.insertBody, `INSERT INTO bodies (hash, raw_len, base, data) VALUES (?,?,?,?)`},
-		{&ws.bodyRow, `SELECT raw_len, base, data FROM bodies WHERE id = ?`},
+		{&ws.insertBody, `INSERT INTO bodies (hash, raw_len, base, data) VALUES (?,?,?,?) ON CONFLICT (hash) DO NOTHING`},
+		{&ws.bodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE id = ?`},
 		{&ws.objectID, `SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?`},
 		{&ws.insertObject, `INSERT INTO objects (cluster, namespace, grp, resource, name) VALUES (?,?,?,?,?)`},
 		{&ws.streamObject, `INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES (?,?)`},
@@ -331,6 +346,8 @@ type appendTx struct {
 	objects map[storage.ObjectID]int64
 	// keyframes are the keyframe changes to publish after commit.
 	keyframes                                       map[int64]keyframe
+	kindKeyframes                                   map[kindKey]keyframe
+	streamObjects                                   map[[2]int64]bool
 	records, events, bodies, bodyBytes, rawBodyByte int64
 }
 
@@ -357,25 +374,24 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		return storage.AppendResult{}, fmt.Errorf("sqlite: append: begin: %w", err)
 	}
 	defer tx.Rollback()
-	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{}, keyframes: map[int64]keyframe{}}
-	at.bindStmts()
-
+	at := s.newAppendTx(ctx, tx)
 	res := storage.AppendResult{Seqs: make([]int64, len(records))}
 	seq := s.nextSeq
 	for i := range records {
 		rec := &records[i]
 		id := encodeID(rec.EventID)
-		var existing int64
-		switch err := at.stmts.seqByEventID.QueryRowContext(ctx, id).Scan(&existing); {
-		case err == nil:
+		inserted, err := at.insert(rec, id, seq)
+		if err != nil {
+			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, rec.EventID, err)
+		}
+		if !inserted {
+			var existing int64
+			if err := at.stmts.seqByEventID.QueryRowContext(ctx, id).Scan(&existing); err != nil {
+				return storage.AppendResult{}, fmt.Errorf("sqlite: append: look up %s: %w", rec.EventID, err)
+			}
 			res.Seqs[i] = existing
 			res.Duplicates++
 			continue
-		case !errors.Is(err, sql.ErrNoRows):
-			return storage.AppendResult{}, fmt.Errorf("sqlite: append: look up %s: %w", rec.EventID, err)
-		}
-		if err := at.insert(rec, id, seq); err != nil {
-			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, rec.EventID, err)
 		}
 		res.Seqs[i] = seq
 		res.Inserted++
@@ -397,7 +413,26 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	for obj, kf := range at.keyframes {
 		s.keyframes.put(obj, kf)
 	}
+	if len(s.streamObjects) > 1<<16 {
+		clear(s.streamObjects)
+	}
+	for pair := range at.streamObjects {
+		s.streamObjects[pair] = true
+	}
+	if len(s.kindKeyframes) > 1024 {
+		clear(s.kindKeyframes)
+	}
+	for k, kf := range at.kindKeyframes {
+		s.kindKeyframes[k] = kf
+	}
 	return res, nil
+}
+
+func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
+	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{},
+		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{}}
+	at.bindStmts()
+	return at
 }
 
 func (at *appendTx) bindStmts() {
@@ -413,13 +448,15 @@ func (at *appendTx) bindStmts() {
 	}
 }
 
-func (at *appendTx) insert(rec *event.Record, id any, seq int64) error {
+// insert stores rec under seq unless its EventID is already stored, and
+// reports whether it did.
+func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
 	var stream *streamState
 	var streamRow, objRow, bodyRow, target any
 	if rec.StreamID != "" {
 		st, err := at.stream(rec.StreamID, rec.ClusterID)
 		if err != nil {
-			return err
+			return false, err
 		}
 		stream, streamRow = st, st.rowID
 	}
@@ -427,19 +464,22 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) error {
 	if rec.IsObjectChange() {
 		var err error
 		if objID, err = at.object(storage.ObjectIDOf(*rec)); err != nil {
-			return err
+			return false, err
 		}
 		objRow = objID
-		if stream != nil {
+		if stream == nil {
+			// Object changes always have a stream (journal.Validate).
+		} else if pair := [2]int64{stream.rowID, objID}; !at.s.streamObjects[pair] && !at.streamObjects[pair] {
 			if _, err := at.stmts.streamObject.ExecContext(at.ctx, stream.rowID, objID); err != nil {
-				return fmt.Errorf("stream object: %w", err)
+				return false, fmt.Errorf("stream object: %w", err)
 			}
+			at.streamObjects[pair] = true
 		}
 	}
 	if len(rec.Object) > 0 {
-		b, err := at.body(rec.Object, objID)
+		b, err := at.body(rec.Object, objID, kindKey{rec.ClusterID, rec.Resource.Group, rec.Resource.Resource})
 		if err != nil {
-			return err
+			return false, err
 		}
 		bodyRow = b
 	}
@@ -448,15 +488,19 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) error {
 	}
 	meta, err := metaOf(rec, objRow != nil)
 	if err != nil {
-		return fmt.Errorf("encode: %w", err)
+		return false, fmt.Errorf("encode: %w", err)
 	}
 	synthetic := 0
 	if rec.Synthetic {
 		synthetic = 1
 	}
-	if _, err := at.stmts.insertRecord.ExecContext(at.ctx, seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
-		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta); err != nil {
-		return fmt.Errorf("insert: %w", err)
+	res, err := at.stmts.insertRecord.ExecContext(at.ctx, seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
+		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta)
+	if err != nil {
+		return false, fmt.Errorf("insert: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err // a duplicate EventID
 	}
 	at.records++
 	if rec.Type == event.TypeEvent {
@@ -467,7 +511,7 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) error {
 		stored.IngestSeq = seq
 		journal.ApplyStatus(&stream.StreamStatus, &stored)
 	}
-	return nil
+	return true, nil
 }
 
 func (at *appendTx) stream(streamID, cluster string) (*streamState, error) {
@@ -519,25 +563,35 @@ func (at *appendTx) object(obj storage.ObjectID) (int64, error) {
 
 // body stores raw once by hash and returns its row id. Bodies of an
 // object (objRow != 0) are delta-encoded against the object's keyframe.
-func (at *appendTx) body(raw []byte, objRow int64) (int64, error) {
-	hash, _ := hex.DecodeString(event.ObjectHash(raw))
-	var id int64
-	switch err := at.stmts.bodyByHash.QueryRowContext(at.ctx, hash).Scan(&id); {
-	case err == nil:
-		return id, nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return 0, fmt.Errorf("body: %w", err)
+func (at *appendTx) body(raw []byte, objRow int64, kind kindKey) (int64, error) {
+	hashHex := event.ObjectHash(raw)
+	var kf keyframe
+	var haveKF bool
+	if objRow != 0 {
+		var err error
+		if kf, haveKF, err = at.keyframe(objRow); err != nil {
+			return 0, err
+		}
+		if haveKF && kf.lastHash == hashHex {
+			return kf.lastBodyID, nil
+		}
 	}
 	var base any
 	var data []byte
-	if objRow != 0 {
-		kf, ok, err := at.keyframe(objRow)
-		if err != nil {
-			return 0, err
+	if haveKF {
+		if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
+			base, data = kf.bodyID, delta
+		}
+	} else if objRow != 0 {
+		// A new object: try the latest keyframe of its kind.
+		kindKF, ok := at.kindKeyframes[kind]
+		if !ok {
+			kindKF, ok = at.s.kindKeyframes[kind]
 		}
 		if ok {
-			if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
-				base, data = kf.bodyID, delta
+			if delta := encodeDelta(kindKF.raw, raw); len(delta) <= len(raw)/8 {
+				base, data = kindKF.bodyID, delta
+				kf, haveKF = keyframe{bodyID: kindKF.bodyID, raw: kindKF.raw}, true
 			}
 		}
 	}
@@ -547,19 +601,36 @@ func (at *appendTx) body(raw []byte, objRow int64) (int64, error) {
 			return 0, fmt.Errorf("compress body: %w", err)
 		}
 	}
+	hash, _ := hex.DecodeString(hashHex)
 	res, err := at.stmts.insertBody.ExecContext(at.ctx, hash, len(raw), base, data)
 	if err != nil {
 		return 0, fmt.Errorf("insert body: %w", err)
 	}
-	if id, err = res.LastInsertId(); err != nil {
+	var id int64
+	if n, err := res.RowsAffected(); err != nil {
 		return 0, fmt.Errorf("insert body: %w", err)
+	} else if n == 0 {
+		// Stored before, maybe for another object.
+		if err := at.stmts.bodyByHash.QueryRowContext(at.ctx, hash).Scan(&id); err != nil {
+			return 0, fmt.Errorf("body: %w", err)
+		}
+	} else {
+		if id, err = res.LastInsertId(); err != nil {
+			return 0, fmt.Errorf("insert body: %w", err)
+		}
+		at.bodies++
+		at.bodyBytes += int64(len(data))
+		at.rawBodyByte += int64(len(raw))
+		if base == nil && objRow != 0 {
+			kf = keyframe{bodyID: id, raw: raw}
+			haveKF = true
+			at.kindKeyframes[kind] = kf
+		}
 	}
-	if base == nil && objRow != 0 {
-		at.keyframes[objRow] = keyframe{bodyID: id, raw: raw}
+	if objRow != 0 && haveKF {
+		kf.lastHash, kf.lastBodyID = hashHex, id
+		at.keyframes[objRow] = kf
 	}
-	at.bodies++
-	at.bodyBytes += int64(len(data))
-	at.rawBodyByte += int64(len(raw))
 	return id, nil
 }
 
@@ -571,8 +642,8 @@ func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
 	if kf, ok := at.s.keyframes.get(objRow); ok {
 		return kf, true, nil
 	}
-	var bodyID int64
-	switch err := at.stmts.latestBody.QueryRowContext(at.ctx, objRow).Scan(&bodyID); {
+	var latestID int64
+	switch err := at.stmts.latestBody.QueryRowContext(at.ctx, objRow).Scan(&latestID); {
 	case errors.Is(err, sql.ErrNoRows):
 		return keyframe{}, false, nil
 	case err != nil:
@@ -580,21 +651,23 @@ func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
 	}
 	var rawLen int
 	var base sql.NullInt64
-	var data []byte
-	if err := at.stmts.bodyRow.QueryRowContext(at.ctx, bodyID).Scan(&rawLen, &base, &data); err != nil {
-		return keyframe{}, false, fmt.Errorf("latest body %d: %w", bodyID, err)
+	var data, latestHash []byte
+	if err := at.stmts.bodyRow.QueryRowContext(at.ctx, latestID).Scan(&rawLen, &base, &data, &latestHash); err != nil {
+		return keyframe{}, false, fmt.Errorf("latest body %d: %w", latestID, err)
 	}
+	kf := keyframe{bodyID: latestID, lastHash: hex.EncodeToString(latestHash), lastBodyID: latestID}
 	if base.Valid {
-		bodyID = base.Int64
-		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, bodyID).Scan(&rawLen, &base, &data); err != nil {
-			return keyframe{}, false, fmt.Errorf("keyframe %d: %w", bodyID, err)
+		kf.bodyID = base.Int64
+		var ignored []byte
+		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, kf.bodyID).Scan(&rawLen, &base, &data, &ignored); err != nil {
+			return keyframe{}, false, fmt.Errorf("keyframe %d: %w", kf.bodyID, err)
 		}
 	}
 	raw, err := inflateKeyframe(data, rawLen)
 	if err != nil {
-		return keyframe{}, false, fmt.Errorf("keyframe %d: %w", bodyID, err)
+		return keyframe{}, false, fmt.Errorf("keyframe %d: %w", kf.bodyID, err)
 	}
-	kf := keyframe{bodyID: bodyID, raw: raw}
+	kf.raw = raw
 	at.keyframes[objRow] = kf
 	return kf, true, nil
 }

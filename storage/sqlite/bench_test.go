@@ -1,0 +1,227 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
+)
+
+// benchStart is the first ObservedAt of the benchmark workloads.
+var benchStart = time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// churn hands out the events of a churn workload: objects objects, each
+// changed in turn, one event per millisecond.
+type churn struct {
+	w       *workload
+	objects int
+	next    int
+}
+
+func (c *churn) batch(n int) []event.Record {
+	recs := make([]event.Record, n)
+	for i := range recs {
+		obj, version := c.next%c.objects, c.next/c.objects
+		recs[i] = c.w.event(obj, version, benchStart.Add(time.Duration(c.next)*time.Millisecond))
+		c.next++
+	}
+	return recs
+}
+
+// rawTable is the baseline: the same rows, plainly INSERTed into a bare
+// table with the same connection settings, one transaction per batch.
+type rawTable struct {
+	db     *sql.DB
+	insert *sql.Stmt
+}
+
+func openRaw(b *testing.B) *rawTable {
+	path := filepath.Join(b.TempDir(), "raw.db")
+	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(`CREATE TABLE raw (seq INTEGER PRIMARY KEY, event_id TEXT, stream TEXT, observed_at INTEGER, body BLOB)`); err != nil {
+		b.Fatal(err)
+	}
+	ins, err := db.Prepare(`INSERT INTO raw (event_id, stream, observed_at, body) VALUES (?,?,?,?)`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawTable{db: db, insert: ins}
+}
+
+func (r *rawTable) append(ctx context.Context, recs []event.Record) error {
+	tx, err := r.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	st := tx.StmtContext(ctx, r.insert)
+	for i := range recs {
+		if _, err := st.ExecContext(ctx, recs[i].EventID, recs[i].StreamID, recs[i].ObservedAt.UnixNano(), []byte(recs[i].Object)); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// BenchmarkAppend measures durable Append throughput (one op = one event)
+// on a churn workload of 1,000 objects, and the same rows INSERTed into a
+// bare table in the same run: raw-events/s and krply/raw.
+func BenchmarkAppend(b *testing.B) {
+	ctx := context.Background()
+	for _, batch := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
+			s := openTemp(b)
+			raw := openRaw(b)
+			c := &churn{w: newWorkload(b), objects: 1000}
+			var krplyTime, rawTime time.Duration
+			b.ResetTimer()
+			for done := 0; done < b.N; {
+				n := min(batch, b.N-done)
+				recs := c.batch(n)
+				start := time.Now()
+				if _, err := s.Append(ctx, recs); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				if err := raw.append(ctx, recs); err != nil {
+					b.Fatal(err)
+				}
+				krplyTime += mid.Sub(start)
+				rawTime += time.Since(mid)
+				done += n
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/krplyTime.Seconds(), "events/s")
+			b.ReportMetric(float64(b.N)/rawTime.Seconds(), "raw-events/s")
+			b.ReportMetric(rawTime.Seconds()/krplyTime.Seconds(), "krply/raw")
+		})
+	}
+}
+
+// BenchmarkChurnBytes measures the file size per event of a churn workload
+// (300 objects, every event a MODIFIED with small changes) against the raw
+// JSON bytes of the events. One op = one event; at least 30,000 events
+// are written so the fixed size of an empty journal does not count.
+func BenchmarkChurnBytes(b *testing.B) {
+	ctx := context.Background()
+	events := max(b.N, 30000)
+	path := filepath.Join(b.TempDir(), "churn.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &churn{w: newWorkload(b), objects: 300}
+	var rawBytes int64
+	for done := 0; done < events; done += 500 {
+		recs := c.batch(min(500, events-done))
+		for i := range recs {
+			rawBytes += int64(len(recs[i].Object))
+		}
+		if _, err := s.Append(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/float64(events), "disk-B/event")
+	b.ReportMetric(float64(rawBytes)/float64(events), "json-B/event")
+	b.ReportMetric(float64(fi.Size())/float64(rawBytes), "disk/json")
+}
+
+// The object-at-T journal: latestObjects objects with latestVersions
+// versions each, one event per millisecond, cached in the temporary
+// directory between runs (the name carries the schema version).
+const (
+	latestObjects  = 10_000
+	latestVersions = 100
+)
+
+func latestJournal(b *testing.B) string {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-latestat-v%d-%dx%d.db", sqlite.SchemaVersion, latestObjects, latestVersions))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	ctx := context.Background()
+	tmp := path + ".building"
+	os.Remove(tmp)
+	s, err := sqlite.Open(ctx, tmp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &churn{w: newWorkload(b), objects: latestObjects}
+	start := time.Now()
+	const total = latestObjects * latestVersions
+	for done := 0; done < total; done += 1000 {
+		if _, err := s.Append(ctx, c.batch(1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a %d-event journal in %v (%.0f events/s)", total, elapsed, total/elapsed.Seconds())
+	return path
+}
+
+// BenchmarkLatestAt measures LatestAt (object at T) on a 1,000,000-event
+// journal at random objects and times, with p50 and p99 latency.
+func BenchmarkLatestAt(b *testing.B) {
+	ctx := context.Background()
+	path := latestJournal(b)
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	w := newWorkload(b)
+	rng := rand.New(rand.NewPCG(1, 2))
+	span := time.Duration(latestObjects*latestVersions) * time.Millisecond
+	latencies := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		obj := rng.IntN(latestObjects)
+		k := w.kinds[obj%len(w.kinds)]
+		id := storage.ObjectID{ClusterID: k.stream.ClusterID, Group: k.stream.Group, Resource: k.stream.Resource,
+			Namespace: k.stream.Namespace, Name: fmt.Sprintf("%s-%06d", k.stream.Resource, obj)}
+		at := benchStart.Add(time.Duration(rng.Int64N(int64(span))))
+		start := time.Now()
+		rec, err := s.LatestAt(ctx, id, at)
+		latencies = append(latencies, time.Since(start))
+		switch {
+		case errors.Is(err, storage.ErrNotFound) && at.Before(benchStart.Add(time.Duration(latestObjects)*time.Millisecond)):
+			// Before the object's first version.
+		case err != nil:
+			b.Fatal(err)
+		case rec.ObservedAt.After(at) || len(rec.Object) < 1000:
+			b.Fatalf("LatestAt(%s, %v) = record at %v with %d body bytes", id.Name, at, rec.ObservedAt, len(rec.Object))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(latencies[len(latencies)*99/100].Nanoseconds())/1e3, "p99-µs")
+}

@@ -1,9 +1,10 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -246,25 +247,12 @@ func copyRecord(rec *event.Record, withBody bool) *event.Record {
 	return &c
 }
 
-// lessObject orders ObjectIDs for AliveAt.
-func lessObject(a, b storage.ObjectID) bool {
-	if a.ClusterID != b.ClusterID {
-		return a.ClusterID < b.ClusterID
-	}
-	if a.Group != b.Group {
-		return a.Group < b.Group
-	}
-	if a.Resource != b.Resource {
-		return a.Resource < b.Resource
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
+// sortByObject orders AliveAt's answer by cluster, group, resource,
+// namespace and name.
 func sortByObject(recs []event.Record) {
-	sort.Slice(recs, func(i, j int) bool {
-		return lessObject(storage.ObjectIDOf(recs[i]), storage.ObjectIDOf(recs[j]))
+	slices.SortFunc(recs, func(x, y event.Record) int {
+		a, b := storage.ObjectIDOf(x), storage.ObjectIDOf(y)
+		return cmp.Or(cmp.Compare(a.ClusterID, b.ClusterID), cmp.Compare(a.Group, b.Group),
+			cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 }

@@ -227,6 +227,14 @@ func testInvalidRecords(t *testing.T, s storage.Store) {
 		"event no stream":   func() event.Record { r := base(); r.StreamID = ""; return r },
 		"bookmark as event": func() event.Record { r := base(); r.WatchType = event.Bookmark; return r },
 		"event no name":     func() event.Record { r := base(); r.Resource.Name = ""; return r },
+		"hash not of body":  func() event.Record { r := base(); r.ObjectHash = event.ObjectHash([]byte("other")); return r },
+		"inferred on MODIFIED": func() event.Record {
+			r := base()
+			r.Synthetic = true
+			r.Inferred = &event.InferredDeletion{From: at(1), To: at(5), BaselineID: "b", Reason: "absent from relist"}
+			return r
+		},
+		"stream of another cluster": func() event.Record { r := base(); r.ClusterID = "c2"; return r },
 		"baseline no payload": func() event.Record {
 			r := BaselineEnd(cmAll, "b1", at(5), "20", 0)
 			r.Baseline = nil

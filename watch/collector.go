@@ -1,0 +1,494 @@
+package watch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Sentinel errors of the package. Check them with errors.Is.
+var (
+	// ErrInvalidOption: an option has a value the Collector cannot use.
+	ErrInvalidOption = errors.New("watch: invalid option")
+	// ErrUnknownResource: a resource name matches nothing the server
+	// serves. The error is an *UnknownResourceError with close matches.
+	ErrUnknownResource = errors.New("watch: unknown resource")
+	// ErrSecretsNotAllowed: Secrets were asked for without AllowSecrets.
+	ErrSecretsNotAllowed = errors.New("watch: recording secrets requires AllowSecrets")
+	// ErrAlreadyStarted: Start was called twice.
+	ErrAlreadyStarted = errors.New("watch: collector already started")
+	// ErrStore: the store failed; Start returns it, wrapped with the
+	// store's own error, and stops.
+	ErrStore = errors.New("watch: store failed")
+)
+
+// Collector records a gap-aware history of Kubernetes objects into a
+// storage.Store. Make one with NewCollector or NewCollectorForConfig and run
+// it with Start.
+type Collector struct {
+	dyn   dynamic.Interface
+	disc  discovery.DiscoveryInterface
+	store storage.Store
+	cfg   config
+	host  string // API server URL, for the fallback cluster ID
+
+	startOnce sync.Once
+	started   bool
+
+	mu        sync.Mutex
+	clusterID string
+	streams   map[string]*stream // by stream ID
+	order     []string           // stream IDs in creation order
+	pending   []string           // qualified specs not served yet
+	resolved  bool               // the initial streams exist
+	syncCh    chan struct{}      // closed when every initial stream synced or Start ended
+	startErr  error
+	log       logr.Logger
+	committer *committer
+	runCtx    context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	resources map[Resource]bool
+}
+
+// NewCollector returns a Collector that lists and watches through dyn,
+// resolves resource names through disc, and appends to store. It does no
+// I/O and starts nothing; Start does. The caller keeps ownership of store
+// and closes it after Start returned.
+func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, store storage.Store, opts ...Option) (*Collector, error) {
+	if isNil(dyn) || isNil(disc) || isNil(store) {
+		return nil, fmt.Errorf("%w: the dynamic client, discovery client and store are required", ErrInvalidOption)
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if len(cfg.resources) == 0 {
+		cfg.resources = DefaultResources()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.allowSecrets {
+		for _, spec := range cfg.resources {
+			if gr, ok := aliases[strings.ToLower(spec)]; ok && gr.Group == "" && gr.Resource == "secrets" {
+				return nil, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+			}
+			switch strings.ToLower(spec) {
+			case "secrets", "secret", "v1/secrets":
+				return nil, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+			}
+		}
+	}
+	c := &Collector{
+		dyn:       dyn,
+		disc:      disc,
+		store:     store,
+		cfg:       cfg,
+		clusterID: cfg.clusterID,
+		streams:   map[string]*stream{},
+		syncCh:    make(chan struct{}),
+		resources: map[Resource]bool{},
+	}
+	if rc := disc.RESTClient(); !isNil(rc) {
+		if req := rc.Get(); req != nil {
+			if u := req.URL(); u != nil {
+				c.host = u.Scheme + "://" + u.Host
+			}
+		}
+	}
+	return c, nil
+}
+
+// NewCollectorForConfig returns a Collector for the cluster cfg points at.
+// It copies cfg; when cfg sets no rate limit (QPS 0) it allows 50 requests
+// per second with bursts of 100, since a baseline of a large cluster is
+// many list pages.
+func NewCollectorForConfig(cfg *rest.Config, store storage.Store, opts ...Option) (*Collector, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: nil rest config", ErrInvalidOption)
+	}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch: dynamic client: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch: discovery client: %w", err)
+	}
+	c, err := NewCollector(dyn, disc, store, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.host = cfg.Host
+	return c, nil
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Start resolves the resources, then records every stream until ctx ends.
+// It returns nil when ctx ends, and an error only for an unrecoverable
+// failure: the configuration names a resource the server does not serve
+// (ErrUnknownResource), Secrets without AllowSecrets, or the store fails
+// (ErrStore). API server errors are never fatal: they become gaps and
+// coverage changes, and the streams retry with backoff. Start may be called
+// once.
+func (c *Collector) Start(ctx context.Context) (err error) {
+	first := false
+	c.startOnce.Do(func() { first = true })
+	if !first {
+		return ErrAlreadyStarted
+	}
+	log := logr.FromContextOrDiscard(ctx)
+	if c.cfg.logger != nil {
+		log = *c.cfg.logger
+	}
+	log = log.WithName("krply-collector")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	c.mu.Lock()
+	c.log = log
+	c.committer = newCommitter(c.store, &c.cfg)
+	c.runCtx = ctx
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.startErr == nil {
+			c.startErr = err
+			if err == nil {
+				c.startErr = ctx.Err()
+			}
+		}
+		c.closeSync()
+		c.mu.Unlock()
+	}()
+
+	commitCtx, stopCommitter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCommitter()
+	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer stopDrain()
+	commitDone := make(chan error, 1)
+	go func() {
+		err := c.committer.run(commitCtx, drainCtx)
+		if err != nil {
+			cancel() // the store failed: stop the streams
+		}
+		commitDone <- err
+	}()
+	// stop waits for the streams, then lets the committer write what it
+	// holds, and returns the first unrecoverable error.
+	stop := func(err error) error {
+		cancel()
+		c.wg.Wait()
+		stopCommitter()
+		if commitErr := <-commitDone; commitErr != nil {
+			return commitErr
+		}
+		if e := c.firstStreamErr(); e != nil {
+			return e
+		}
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return nil
+	}
+
+	c.mu.Lock()
+	c.cancel = cancel
+	c.mu.Unlock()
+	if err := c.setup(ctx); err != nil {
+		return stop(err)
+	}
+	if c.cfg.rediscoveryInterval > 0 {
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			c.rediscover(ctx)
+		}()
+	}
+	<-ctx.Done()
+	return stop(nil)
+}
+
+// setup finds the cluster ID, resolves the resources and starts a goroutine
+// per stream.
+func (c *Collector) setup(ctx context.Context) error {
+	if c.clusterID == "" {
+		id, err := c.deriveClusterID(ctx)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		c.clusterID = id
+		c.mu.Unlock()
+	}
+	var cat *catalog
+	b := newBackoff(c.cfg.backoffMin, c.cfg.backoffMax, c.cfg.clock)
+	for {
+		var err error
+		cat, err = discover(ctx, c.disc)
+		if err == nil {
+			break
+		}
+		c.log.Error(err, "discovery failed, retrying", "backoff", b.next())
+		if werr := b.wait(ctx); werr != nil {
+			return werr
+		}
+	}
+	var resources []Resource
+	var pending []string
+	for _, spec := range c.cfg.resources {
+		r, ok := cat.resolve(spec)
+		if !ok {
+			if qualified(spec) && c.cfg.rediscoveryInterval > 0 {
+				c.log.Info("resource not served yet; waiting for rediscovery", "resource", spec)
+				pending = append(pending, spec)
+				continue
+			}
+			return &UnknownResourceError{Spec: spec, Suggestions: cat.suggestions(spec)}
+		}
+		if r.isSecret() && !c.cfg.allowSecrets {
+			return fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+		}
+		resources = append(resources, r)
+	}
+	c.mu.Lock()
+	c.pending = pending
+	for _, r := range resources {
+		c.addResourceLocked(ctx, r, false)
+	}
+	c.resolved = true
+	c.checkSyncedLocked()
+	c.mu.Unlock()
+	return nil
+}
+
+// addResourceLocked starts the streams of a resource unless it has them.
+func (c *Collector) addResourceLocked(ctx context.Context, r Resource, discovered bool) {
+	if c.resources[r] {
+		return
+	}
+	c.resources[r] = true
+	namespaces := []string{""}
+	if r.Namespaced && len(c.cfg.namespaces) > 0 {
+		namespaces = c.cfg.namespaces
+	}
+	for _, ns := range namespaces {
+		st := event.Stream{
+			ClusterID: c.clusterID, Group: r.Group, Version: r.Version, Resource: r.Resource,
+			Namespace: ns, Selector: canonicalSelector(c.cfg.labelSelector, c.cfg.fieldSelector),
+		}
+		s := newStream(c, r, st, discovered)
+		if _, dup := c.streams[s.id]; dup {
+			continue
+		}
+		c.streams[s.id] = s
+		c.order = append(c.order, s.id)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			s.run(ctx)
+		}()
+	}
+}
+
+// canonicalSelector is the Stream.Selector of a label and field selector:
+// empty when both are, otherwise "labels:<l>;fields:<f>" with each selector
+// in its parsed, sorted form.
+func canonicalSelector(labelSel, fieldSel string) string {
+	if labelSel == "" && fieldSel == "" {
+		return ""
+	}
+	return "labels:" + canonicalLabels(labelSel) + ";fields:" + canonicalFields(fieldSel)
+}
+
+// rediscover looks for pending resources on the rediscovery interval.
+func (c *Collector) rediscover(ctx context.Context) {
+	t := c.cfg.clock.NewTicker(c.cfg.rediscoveryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		c.mu.Lock()
+		pending := append([]string(nil), c.pending...)
+		c.mu.Unlock()
+		if len(pending) == 0 {
+			continue
+		}
+		cat, err := discover(ctx, c.disc)
+		if err != nil {
+			c.log.Error(err, "rediscovery failed")
+			continue
+		}
+		c.mu.Lock()
+		var still []string
+		for _, spec := range c.pending {
+			r, ok := cat.resolve(spec)
+			if !ok || (r.isSecret() && !c.cfg.allowSecrets) {
+				still = append(still, spec)
+				continue
+			}
+			c.log.Info("discovered resource", "resource", spec, "gvr", r.GVR().String())
+			c.addResourceLocked(ctx, r, true)
+		}
+		c.pending = still
+		c.mu.Unlock()
+	}
+}
+
+// deriveClusterID returns the UID of the kube-system namespace, or a hash
+// of the server URL when that namespace cannot be read.
+func (c *Collector) deriveClusterID(ctx context.Context) (string, error) {
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	b := newBackoff(c.cfg.backoffMin, c.cfg.backoffMax, c.cfg.clock)
+	for {
+		ns, err := c.dyn.Resource(nsGVR).Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err == nil && ns.GetUID() != "" {
+			return string(ns.GetUID()), nil
+		}
+		if err == nil || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) {
+			if c.host == "" {
+				return "", fmt.Errorf("%w: cannot derive a cluster ID (kube-system unreadable: %v, server URL unknown); use WithClusterID", ErrInvalidOption, err)
+			}
+			sum := sha256.Sum256([]byte(strings.TrimRight(c.host, "/")))
+			id := "url-" + hex.EncodeToString(sum[:8])
+			c.log.Info("kube-system namespace unreadable; cluster ID derived from the server URL", "clusterID", id, "reason", fmt.Sprint(err))
+			return id, nil
+		}
+		c.log.Error(err, "reading kube-system for the cluster ID, retrying", "backoff", b.next())
+		if werr := b.wait(ctx); werr != nil {
+			return "", werr
+		}
+	}
+}
+
+// ClusterID returns the cluster ID the records carry: the configured one,
+// or the derived one once Start derived it ("" before).
+func (c *Collector) ClusterID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clusterID
+}
+
+// WaitForSync blocks until every stream configured at Start has a complete
+// baseline or has resumed its watch from the durable checkpoint, and
+// returns nil. It returns ctx's error if ctx ends first, and Start's error
+// (or "collector stopped") if Start returns first. Streams discovered later
+// do not hold it up.
+func (c *Collector) WaitForSync(ctx context.Context) error {
+	select {
+	case <-c.syncCh:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.allSyncedLocked() {
+		return nil
+	}
+	if c.startErr != nil {
+		return fmt.Errorf("watch: collector stopped before sync: %w", c.startErr)
+	}
+	return errors.New("watch: collector stopped before sync")
+}
+
+func (c *Collector) allSyncedLocked() bool {
+	if !c.resolved {
+		return false
+	}
+	for _, id := range c.order {
+		if s := c.streams[id]; !s.discovered && !s.isSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Collector) checkSyncedLocked() {
+	if c.allSyncedLocked() {
+		c.closeSync()
+	}
+}
+
+func (c *Collector) closeSync() {
+	select {
+	case <-c.syncCh:
+	default:
+		close(c.syncCh)
+	}
+}
+
+func (c *Collector) streamSynced() {
+	c.mu.Lock()
+	c.checkSyncedLocked()
+	c.mu.Unlock()
+}
+
+func (c *Collector) firstStreamErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.order {
+		if err := c.streams[id].fatalErr(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Status returns the state of every stream, ordered by stream ID, plus one
+// entry (State "pending") per configured resource that is not served yet.
+func (c *Collector) Status() []StreamStatus {
+	c.mu.Lock()
+	streams := make([]*stream, 0, len(c.order))
+	for _, id := range c.order {
+		streams = append(streams, c.streams[id])
+	}
+	pending := append([]string(nil), c.pending...)
+	c.mu.Unlock()
+	out := make([]StreamStatus, 0, len(streams)+len(pending))
+	for _, s := range streams {
+		out = append(out, s.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StreamID < out[j].StreamID })
+	for _, spec := range pending {
+		out = append(out, StreamStatus{State: StatePending, Degraded: true, DegradedReason: fmt.Sprintf("resource %q is not served by the API server", spec)})
+	}
+	return out
+}

@@ -1,0 +1,2 @@
+// Package watch records a gap-aware history of Kubernetes objects.
+package watch

@@ -1,0 +1,78 @@
+package watch
+
+import (
+	"time"
+
+	"github.com/krply/krply/event"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// StreamState is what a stream is doing.
+type StreamState string
+
+// The states of a stream.
+const (
+	// StateStarting: reading the stream's durable state from the store.
+	StateStarting StreamState = "starting"
+	// StateListing: taking a baseline.
+	StateListing StreamState = "listing"
+	// StateWatching: a watch is open.
+	StateWatching StreamState = "watching"
+	// StateBackoff: waiting to retry after a failure.
+	StateBackoff StreamState = "backoff"
+	// StateUnavailable: the server denies or does not serve the resource
+	// (403, 404); retrying with backoff.
+	StateUnavailable StreamState = "unavailable"
+	// StatePending: a configured resource the server does not serve yet.
+	StatePending StreamState = "pending"
+	// StateStopped: the stream ended (Start returned).
+	StateStopped StreamState = "stopped"
+)
+
+// StreamStatus is the state of one stream as the Collector sees it.
+type StreamStatus struct {
+	StreamID string
+	Stream   event.Stream
+	Resource Resource
+	State    StreamState
+	// Synced is true once the stream had a complete baseline or resumed its
+	// watch from the durable checkpoint.
+	Synced bool
+	// Covered is true while the journal is continuous for the stream, and
+	// CoveredSince is the end of the baseline coverage rests on (zero when
+	// not covered).
+	Covered      bool
+	CoveredSince time.Time
+	// LastResourceVersion is the last durable resourceVersion and
+	// LastDurableAt the ObservedAt of the record that carried it.
+	LastResourceVersion string
+	LastDurableAt       time.Time
+	// Gaps counts the stream's gap records in the journal.
+	Gaps int
+	// Degraded is true when the stream is not recording right now
+	// (unavailable, failing, pending), with the reason.
+	Degraded       bool
+	DegradedReason string
+	// Events and Bytes count the object-change records and body bytes made
+	// durable since Start; Baselines the baselines completed since Start.
+	Events    int64
+	Bytes     int64
+	Baselines int
+}
+
+func canonicalLabels(s string) string {
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return s
+	}
+	return sel.String()
+}
+
+func canonicalFields(s string) string {
+	sel, err := fields.ParseSelector(s)
+	if err != nil {
+		return s
+	}
+	return sel.String()
+}

@@ -108,6 +108,13 @@ func testRecords(t *testing.T, s storage.Store) {
 			t.Fatalf("descending AfterSeq/BeforeSeq: got %v, want %v", eventIDs(got), want)
 		}
 	})
+	t.Run("bad cursor", func(t *testing.T) {
+		for _, c := range []string{"garbage", "seq:-1", "seq:x"} {
+			if _, err := s.Records(ctx, storage.Query{Cursor: c}); err == nil {
+				t.Errorf("Records with cursor %q: no error", c)
+			}
+		}
+	})
 	t.Run("bodies", func(t *testing.T) {
 		p, err := s.Records(ctx, storage.Query{Types: []event.RecordType{event.TypeEvent}, Limit: 1})
 		if err != nil || len(p.Records) != 1 {

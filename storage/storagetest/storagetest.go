@@ -159,7 +159,17 @@ func testAppendOrder(t *testing.T, s storage.Store) {
 			t.Fatalf("record %d: IngestSeq %d after %d", i, got[i].IngestSeq, got[i-1].IngestSeq)
 		}
 	}
-	desc := allRecords(t, s, storage.Query{Descending: true, Limit: 4})
+	// Limit 0 means pages of 1000.
+	var big []event.Record
+	for i := 0; i < 1100; i++ {
+		big = append(big, Checkpoint(cmAll, fmt.Sprint(i), true, at(100+i)))
+	}
+	mustAppend(t, s, big...)
+	p, err := s.Records(context.Background(), storage.Query{StreamID: cmAll.ID(), WithoutBodies: true})
+	if err != nil || len(p.Records) != 1000 || p.Next == "" {
+		t.Fatalf("Records with Limit 0: %d records, Next %q, err %v; want a page of 1000 and a cursor", len(p.Records), p.Next, err)
+	}
+	desc := allRecords(t, s, storage.Query{StreamID: cmShop.ID(), Descending: true, Limit: 4})
 	if len(desc) != len(want) || desc[0].EventID != want[len(want)-1].EventID || desc[len(desc)-1].EventID != want[0].EventID {
 		t.Fatalf("descending pages: got %d records starting %s", len(desc), desc[0].EventID)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/storage/sqlite"
 )
 
 // The benchmark journal: one stream of ConfigMaps in namespace "bench" with
@@ -29,14 +32,63 @@ const (
 )
 
 var (
-	benchOnce    sync.Once
-	benchStore   *memory.Store
-	benchStream  = event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: "bench"}
-	benchStart   = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	benchStep    = time.Hour / benchRate
-	benchEnd     time.Time
-	benchBuildIn time.Duration
+	benchStream = event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: "bench"}
+	benchStart  = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	benchStep   = time.Hour / benchRate
+	benchEnd    = benchStart.Add(time.Duration(benchEvents-benchObjects) * benchStep)
+
+	// benchJournals holds one journal per backend, built once per run.
+	benchMu       sync.Mutex
+	benchJournals = map[string]*benchJournal{}
+	// benchDir holds the SQLite journal; TestMain removes it.
+	benchDir string
 )
+
+type benchJournal struct {
+	store   storage.Store
+	buildIn time.Duration
+}
+
+// benchBackends are the stores the benchmarks run on.
+var benchBackends = []struct {
+	name string
+	open func() (storage.Store, error)
+}{
+	{"memory", func() (storage.Store, error) { return memory.New(), nil }},
+	{"sqlite", func() (storage.Store, error) {
+		dir, err := os.MkdirTemp("", "krply-materialize-bench-")
+		if err != nil {
+			return nil, err
+		}
+		benchDir = dir
+		return sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"))
+	}},
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	for _, j := range benchJournals {
+		_ = j.store.Close()
+	}
+	if benchDir != "" {
+		_ = os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// forEachBackend runs a benchmark on every backend's journal.
+func forEachBackend(b *testing.B, f func(b *testing.B, m *materialize.Materializer)) {
+	for _, be := range benchBackends {
+		b.Run(be.name, func(b *testing.B) {
+			j := buildBenchJournal(b, be.name, be.open)
+			m, err := materialize.New(j.store)
+			if err != nil {
+				b.Fatal(err)
+			}
+			f(b, m)
+		})
+	}
+}
 
 // benchBody is a ConfigMap shaped like the API server's output; bodies are
 // built once per object and variant and reused by every record.
@@ -51,80 +103,84 @@ func benchBodies() [][][]byte {
 	return bodies
 }
 
-func buildBenchJournal(b *testing.B) {
-	benchOnce.Do(func() {
-		start := time.Now()
-		ctx := context.Background()
-		benchStore = memory.New()
-		bodies := benchBodies()
-		hashes := make([][]string, len(bodies))
-		for i := range bodies {
-			hashes[i] = make([]string, benchVariants)
-			for v := range bodies[i] {
-				hashes[i][v] = event.ObjectHash(bodies[i][v])
-			}
-		}
-		sid := benchStream.ID()
-		rv := 1
-		ref := func(i int) event.ResourceRef {
-			return event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "bench",
-				Name: fmt.Sprintf("cm-%05d", i), UID: fmt.Sprintf("uid-%05d", i), ResourceVersion: strconv.Itoa(rv)}
-		}
-		batch := make([]event.Record, 0, benchBatch)
-		flush := func() {
-			if _, err := benchStore.Append(ctx, batch); err != nil {
-				panic(err)
-			}
-			batch = batch[:0]
-		}
-		add := func(rec event.Record) {
-			batch = append(batch, rec)
-			if len(batch) == benchBatch {
-				flush()
-			}
-		}
-		at := benchStart
-		add(event.Record{Type: event.TypeBaseline, EventID: "bench-b1-begin", ClusterID: "bench", StreamID: sid, ObservedAt: at,
-			BaselineID: "b1", Baseline: &event.Baseline{ID: "b1", Phase: event.BaselineBegin}})
-		for i := 0; i < benchObjects; i++ {
-			r := ref(i)
-			add(event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, r, event.Added, "b1"),
-				ClusterID: "bench", StreamID: sid, ObservedAt: at, WatchType: event.Added, Synthetic: true, BaselineID: "b1",
-				Resource: r, Object: bodies[i][0], ObjectHash: hashes[i][0]})
-		}
-		add(event.Record{Type: event.TypeBaseline, EventID: "bench-b1-end", ClusterID: "bench", StreamID: sid, ObservedAt: at,
-			BaselineID: "b1", Baseline: &event.Baseline{ID: "b1", Phase: event.BaselineEnd, ResourceVersion: "1", ItemCount: benchObjects}})
-		rng := rand.New(rand.NewPCG(1, 2))
-		for n := benchObjects; n < benchEvents; n++ {
-			rv++
-			at = at.Add(benchStep)
-			i := rng.IntN(benchObjects)
-			v := 1 + n%(benchVariants-1)
-			r := ref(i)
-			add(event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, r, event.Modified),
-				ClusterID: "bench", StreamID: sid, ObservedAt: at, WatchType: event.Modified,
-				Resource: r, Object: bodies[i][v], ObjectHash: hashes[i][v]})
-		}
-		flush()
-		benchEnd = at
-		benchBuildIn = time.Since(start)
-	})
-	b.Logf("journal of %d object changes built in %s", benchEvents, benchBuildIn)
-}
-
-func benchMaterializer(b *testing.B) *materialize.Materializer {
-	buildBenchJournal(b)
-	m, err := materialize.New(benchStore)
+func buildBenchJournal(b *testing.B, backend string, open func() (storage.Store, error)) *benchJournal {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	if j := benchJournals[backend]; j != nil {
+		return j
+	}
+	start := time.Now()
+	ctx := context.Background()
+	store, err := open()
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m
+	bodies := benchBodies()
+	hashes := make([][]string, len(bodies))
+	for i := range bodies {
+		hashes[i] = make([]string, benchVariants)
+		for v := range bodies[i] {
+			hashes[i][v] = event.ObjectHash(bodies[i][v])
+		}
+	}
+	names := make([]string, benchObjects)
+	uids := make([]string, benchObjects)
+	for i := range names {
+		names[i], uids[i] = fmt.Sprintf("cm-%05d", i), fmt.Sprintf("uid-%05d", i)
+	}
+	sid := benchStream.ID()
+	rv := 1
+	ref := func(i int) event.ResourceRef {
+		return event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "bench",
+			Name: names[i], UID: uids[i], ResourceVersion: strconv.Itoa(rv)}
+	}
+	batch := make([]event.Record, 0, benchBatch)
+	flush := func() {
+		if _, err := store.Append(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		batch = batch[:0]
+	}
+	add := func(rec event.Record) {
+		batch = append(batch, rec)
+		if len(batch) == benchBatch {
+			flush()
+		}
+	}
+	at := benchStart
+	add(event.Record{Type: event.TypeBaseline, EventID: "bench-b1-begin", ClusterID: "bench", StreamID: sid, ObservedAt: at,
+		BaselineID: "b1", Baseline: &event.Baseline{ID: "b1", Phase: event.BaselineBegin}})
+	for i := 0; i < benchObjects; i++ {
+		r := ref(i)
+		add(event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, r, event.Added, "b1"),
+			ClusterID: "bench", StreamID: sid, ObservedAt: at, WatchType: event.Added, Synthetic: true, BaselineID: "b1",
+			Resource: r, Object: bodies[i][0], ObjectHash: hashes[i][0]})
+	}
+	add(event.Record{Type: event.TypeBaseline, EventID: "bench-b1-end", ClusterID: "bench", StreamID: sid, ObservedAt: at,
+		BaselineID: "b1", Baseline: &event.Baseline{ID: "b1", Phase: event.BaselineEnd, ResourceVersion: "1", ItemCount: benchObjects}})
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := benchObjects; n < benchEvents; n++ {
+		rv++
+		at = at.Add(benchStep)
+		i := rng.IntN(benchObjects)
+		v := 1 + n%(benchVariants-1)
+		r := ref(i)
+		add(event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, r, event.Modified),
+			ClusterID: "bench", StreamID: sid, ObservedAt: at, WatchType: event.Modified,
+			Resource: r, Object: bodies[i][v], ObjectHash: hashes[i][v]})
+	}
+	flush()
+	j := &benchJournal{store: store, buildIn: time.Since(start)}
+	benchJournals[backend] = j
+	b.Logf("%s journal of %d object changes built in %s", backend, benchEvents, j.buildIn)
+	return j
 }
 
 // BenchmarkObjectAt asks for random objects at random times and reports
 // the median and 99th percentile latency.
-func BenchmarkObjectAt(b *testing.B) {
-	m := benchMaterializer(b)
+func BenchmarkObjectAt(b *testing.B) { forEachBackend(b, benchObjectAt) }
+
+func benchObjectAt(b *testing.B, m *materialize.Materializer) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	span := benchEnd.Sub(benchStart)
@@ -152,8 +208,9 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 
 // BenchmarkSnapshot takes (and saves) a snapshot of the 10,000-object
 // namespace in the middle of the journal.
-func BenchmarkSnapshot(b *testing.B) {
-	m := benchMaterializer(b)
+func BenchmarkSnapshot(b *testing.B) { forEachBackend(b, benchSnapshot) }
+
+func benchSnapshot(b *testing.B, m *materialize.Materializer) {
 	ctx := context.Background()
 	at := benchStart.Add(benchEnd.Sub(benchStart) / 2)
 	scope := materialize.Scope{ClusterID: "bench", Namespaces: []string{"bench"}}
@@ -170,8 +227,9 @@ func BenchmarkSnapshot(b *testing.B) {
 }
 
 // BenchmarkDiff diffs the namespace over one hour (50,000 changes).
-func BenchmarkDiff(b *testing.B) {
-	m := benchMaterializer(b)
+func BenchmarkDiff(b *testing.B) { forEachBackend(b, benchDiff) }
+
+func benchDiff(b *testing.B, m *materialize.Materializer) {
 	ctx := context.Background()
 	from := benchStart.Add(benchEnd.Sub(benchStart) / 2)
 	to := from.Add(time.Hour)

@@ -93,7 +93,9 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		if s.Stream.Selector == "" {
 			st.Covered = true
 		}
-		if st.Exists {
+		// Only a version older than the baseline's end can have been
+		// found absent by it.
+		if st.Exists && !st.Record.ObservedAt.After(cov.BaselineEndAt) {
 			pending, err := m.pendingInferredDeletions(ctx, cov, at)
 			if err != nil {
 				return nil, err

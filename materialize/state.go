@@ -278,7 +278,7 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage
 	var out map[storage.ObjectID]bool
 	// By sequence, not time: the records right after the end are found
 	// through the index without reading the stream's older records.
-	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 256, WithoutBodies: true}
+	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 64, WithoutBodies: true}
 	for {
 		page, err := m.reader.Records(ctx, q)
 		if err != nil {

@@ -88,20 +88,46 @@ const (
 	deltaTableBits = 12
 )
 
-// encodeDelta returns instructions that rebuild target from base.
+// encodeDelta returns instructions that rebuild target from base. The
+// common prefix and suffix are found first (a new version usually differs
+// in a few places), and only the region between them is searched.
 func encodeDelta(base, target []byte) []byte {
+	prefix := 0
+	for limit := min(len(base), len(target)); prefix < limit && base[prefix] == target[prefix]; prefix++ {
+	}
+	suffix := 0
+	for limit := min(len(base), len(target)) - prefix; suffix < limit && base[len(base)-1-suffix] == target[len(target)-1-suffix]; suffix++ {
+	}
 	out := make([]byte, 0, 64)
-	if len(base) < deltaWindow || len(target) < deltaWindow {
+	if prefix > 0 {
+		out = appendCopy(out, 0, prefix)
+	}
+	out = encodeRegion(out, base, prefix, len(base)-suffix, target[prefix:len(target)-suffix])
+	if suffix > 0 {
+		out = appendCopy(out, len(base)-suffix, suffix)
+	}
+	return out
+}
+
+func appendCopy(out []byte, offset, length int) []byte {
+	out = binary.AppendUvarint(out, uint64(length)<<1|1)
+	return binary.AppendUvarint(out, uint64(offset))
+}
+
+// encodeRegion appends instructions that produce target from copies of
+// base[lo:hi] and literals.
+func encodeRegion(out, base []byte, lo, hi int, target []byte) []byte {
+	if hi-lo < deltaWindow || len(target) < deltaWindow {
 		return appendInsert(out, target)
 	}
-	// Index every deltaStride-th window of the base (later positions
+	// Index every deltaStride-th window of the region (later positions
 	// win). A match of at least deltaWindow+deltaStride-1 bytes contains an
 	// indexed window, and extending it backwards finds where it starts.
 	var table [1 << deltaTableBits]int32
 	for i := range table {
 		table[i] = -1
 	}
-	for i := 0; i+deltaWindow <= len(base); i += deltaStride {
+	for i := lo; i+deltaWindow <= hi; i += deltaStride {
 		table[windowHash(base[i:])] = int32(i)
 	}
 	literalStart := 0
@@ -115,11 +141,11 @@ func encodeDelta(base, target []byte) []byte {
 		// Extend the match forward, then backward into pending literals.
 		bStart, tStart := int(cand), i
 		bEnd, tEnd := bStart+deltaWindow, tStart+deltaWindow
-		for bEnd < len(base) && tEnd < len(target) && base[bEnd] == target[tEnd] {
+		for bEnd < hi && tEnd < len(target) && base[bEnd] == target[tEnd] {
 			bEnd++
 			tEnd++
 		}
-		for bStart > 0 && tStart > literalStart && base[bStart-1] == target[tStart-1] {
+		for bStart > lo && tStart > literalStart && base[bStart-1] == target[tStart-1] {
 			bStart--
 			tStart--
 		}
@@ -128,8 +154,7 @@ func encodeDelta(base, target []byte) []byte {
 			continue
 		}
 		out = appendInsert(out, target[literalStart:tStart])
-		out = binary.AppendUvarint(out, uint64(tEnd-tStart)<<1|1)
-		out = binary.AppendUvarint(out, uint64(bStart))
+		out = appendCopy(out, bStart, tEnd-tStart)
 		i, literalStart = tEnd, tEnd
 	}
 	return appendInsert(out, target[literalStart:])

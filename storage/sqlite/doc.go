@@ -1,0 +1,82 @@
+// Package sqlite is the default, durable krply journal: a storage.Store in
+// one SQLite file, written with modernc.org/sqlite (pure Go, no cgo).
+//
+//	s, err := sqlite.Open(ctx, "journal.db")
+//	if err != nil { ... }
+//	defer s.Close()
+//
+// It passes the conformance suite in storage/storagetest, and decides
+// compaction with the same rule as storage/memory
+// (storage/internal/compaction).
+//
+// # Guarantees
+//
+//   - Append is one transaction: a batch, and the checkpoint of every stream
+//     it advances, is stored entirely or not at all. A crash (tested with
+//     SIGKILL at random points) never leaves part of a batch, a checkpoint
+//     ahead of its events, or a damaged file.
+//   - Append is idempotent by EventID. A new record gets an IngestSeq larger
+//     than any stored before, also after Compact and across reopening.
+//   - Object bodies are kept byte for byte. Each distinct body is stored
+//     once (by event.ObjectHash) and compressed: the first version of an
+//     object is deflated with a preset dictionary of typical Kubernetes
+//     JSON, and later versions are stored as a small delta against it (or a
+//     new object as a delta against an alike object of the same resource).
+//     On a churn workload the file takes about a tenth of the raw JSON.
+//   - Every query is answered from an index: records by (stream, seq), by
+//     (type, stream, seq) for the few non-event records, by (object,
+//     observedAt, seq) for object history and object-at-T, by event ID and
+//     by audit-correlation target.
+//   - A file that is not a krply journal, is corrupt, or has a schema newer
+//     than SchemaVersion is refused with an *IncompatibleError (wrapping
+//     storage.ErrIncompatible) that names the file and the versions, and it
+//     is not modified: its header is checked before SQLite opens it, and the
+//     version through a read-only (immutable, when there is no write-ahead
+//     log) connection. An older schema is migrated forward in one
+//     transaction. A new journal is built under a temporary name and
+//     renamed into place, so a crash while creating leaves no half-made
+//     file.
+//
+// # Durability
+//
+// The journal runs in WAL mode with synchronous=NORMAL by default
+// (SyncNormal). A committed Append survives a crash of the process at once;
+// after a power loss or an OS crash the last batches committed since the
+// last WAL checkpoint may be lost, but the file is never corrupt and no
+// batch is ever half there.
+//
+// That loss is safe for krply because of how the collector resumes: it
+// watches again from the stream's durable checkpoint (StreamStatus
+// .CheckpointRV), and a checkpoint is written in the same transaction as the
+// events it covers. A lost batch takes its checkpoint with it, so the
+// collector resumes from an earlier resourceVersion and the API server sends
+// the lost events again (at-least-once); EventID de-duplication stores each
+// once. When that resourceVersion has been compacted away by the API server
+// (410 Gone), the collector records a gap and relists — an honest gap, never
+// a silent one. The one thing SyncNormal cannot give back is a record with
+// no source to re-fetch it from (an audit correlation, a saved snapshot or
+// plan written just before the power loss); callers who cannot re-create
+// those, or who need each commit on disk before they proceed, choose
+// WithSynchronous(SyncFull), at the cost of one fsync per Append.
+//
+// # What it does not do
+//
+// One process writes a journal at a time; the writer does not coordinate
+// with a second writing process (SQLite's locks keep the file consistent,
+// but the second one waits or fails with SQLITE_BUSY). Compact frees pages
+// inside the file for reuse; it does not shrink the file. Nothing here
+// interprets object bodies beyond their hash.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Writes (Append, Compact) go through
+// one dedicated connection, one at a time; reads use a pool of read-only
+// connections (WithReadConnections) and, thanks to WAL, never wait for a
+// write and always see whole batches.
+//
+// # Close
+//
+// Whoever calls Open must call Close. Close waits for calls in flight,
+// checkpoints the write-ahead log and releases the file; calls after Close
+// return storage.ErrClosed.
+package sqlite

@@ -1,0 +1,204 @@
+package krplytest_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/materialize"
+)
+
+func configMap(ns, name, value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"namespace": ns, "name": name, "uid": "uid-" + name},
+		"data":     map[string]any{"key": value},
+	}}
+}
+
+func deployment(ns, name string, replicas int64) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"namespace": ns, "name": name, "uid": "uid-" + name},
+		"spec":     map[string]any{"replicas": replicas},
+	}}
+}
+
+func TestClusterRecordsWritesAndAnswers(t *testing.T) {
+	c := krplytest.NewCluster(t, krplytest.WithObjects(configMap("shop", "settings", "a"), deployment("shop", "web", 1)))
+
+	before := c.Mark()
+	c.Modify("deploy", "shop", "web", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(3), "spec", "replicas")
+	})
+	c.Create(configMap("shop", "extra", "x"))
+	c.Delete("cm", "shop", "settings")
+	after := c.Mark()
+
+	h := c.History("deploy", "shop", "web")
+	if !krplytest.AssertHistory(t, h,
+		krplytest.Version{Type: event.Added, Origin: materialize.OriginBaseline},
+		krplytest.Version{Type: event.Modified, Origin: materialize.OriginWatch, Changes: map[string]any{"spec.replicas": 3}},
+	) {
+		return
+	}
+
+	krplytest.AssertDiff(t, c.Diff(before, after, "shop"),
+		krplytest.ObjectChange{Type: materialize.ObjectChanged, Resource: "deployments", Namespace: "shop", Name: "web", Changes: map[string]any{"spec.replicas": 3}},
+		krplytest.ObjectChange{Type: materialize.ObjectAdded, Resource: "configmaps", Namespace: "shop", Name: "extra"},
+		krplytest.ObjectChange{Type: materialize.ObjectRemoved, Resource: "configmaps", Namespace: "shop", Name: "settings"},
+	)
+
+	snapBefore := c.Snapshot(before, "shop")
+	krplytest.AssertComplete(t, snapBefore)
+	if got := names(snapBefore); got != "configmaps/settings deployments/web" {
+		t.Errorf("objects at the first mark = %q", got)
+	}
+	if got := names(c.Snapshot(after, "shop")); got != "configmaps/extra deployments/web" {
+		t.Errorf("objects at the second mark = %q", got)
+	}
+
+	st := c.ObjectAt("cm", "shop", "settings", before)
+	if !st.Exists || !st.Covered {
+		t.Errorf("settings at the first mark: exists=%v covered=%v, want both", st.Exists, st.Covered)
+	}
+	if st := c.ObjectAt("cm", "shop", "settings", after); st.Exists {
+		t.Errorf("settings still exists after its deletion")
+	}
+}
+
+func names(s *materialize.Snapshot) string {
+	var out []string
+	for _, o := range s.Objects {
+		out = append(out, o.Ref.Resource+"/"+o.Ref.Name)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestSyncSeesEveryWriteOfABurst(t *testing.T) {
+	c := krplytest.NewCluster(t, krplytest.WithResources("cm"))
+	for i := range 50 {
+		c.Create(configMap("ns", fmt.Sprintf("cm-%02d", i), "v"))
+	}
+	c.Sync()
+	alive := c.Snapshot(time.Now(), "ns")
+	if len(alive.Objects) != 50 {
+		t.Fatalf("snapshot holds %d objects after Sync, want 50", len(alive.Objects))
+	}
+	for _, r := range c.Records() {
+		if r.ClusterID != krplytest.DefaultClusterID {
+			t.Fatalf("record %s has cluster %q", r.EventID, r.ClusterID)
+		}
+	}
+}
+
+// recorder is a TestingT that records failures instead of failing.
+type recorder struct {
+	errors   []string
+	cleanups []func()
+}
+
+func (r *recorder) Helper()          {}
+func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func TestAssertionsFailOnMismatch(t *testing.T) {
+	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(deployment("shop", "web", 1)))
+	before := c.Mark()
+	c.Modify("deploy", "shop", "web", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, int64(2), "spec", "replicas")
+	})
+	after := c.Mark()
+	h := c.History("deploy", "shop", "web")
+	d := c.Diff(before, after)
+
+	cases := []struct {
+		name string
+		run  func(krplytest.TestingT) bool
+		want string
+	}{
+		{"too few versions", func(r krplytest.TestingT) bool {
+			return krplytest.AssertHistory(r, h, krplytest.Version{Type: event.Added})
+		}, "2 versions, want 1"},
+		{"wrong type", func(r krplytest.TestingT) bool {
+			return krplytest.AssertHistory(r, h, krplytest.Version{Type: event.Added}, krplytest.Version{Type: event.Deleted})
+		}, "version #2 is MODIFIED, want DELETED"},
+		{"wrong value", func(r krplytest.TestingT) bool {
+			return krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: map[string]any{"spec.replicas": 5}})
+		}, "spec.replicas changed to 2, want 5"},
+		{"unchanged path", func(r krplytest.TestingT) bool {
+			return krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: map[string]any{"spec.paused": true}})
+		}, "spec.paused did not change"},
+		{"not removed", func(r krplytest.TestingT) bool {
+			return krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: map[string]any{"spec.replicas": krplytest.Removed}})
+		}, "want removed"},
+		{"missing object", func(r krplytest.TestingT) bool {
+			return krplytest.AssertDiff(r, d, krplytest.ObjectChange{Namespace: "shop", Name: "web"}, krplytest.ObjectChange{Namespace: "shop", Name: "db"})
+		}, "no difference for * shop/db"},
+		{"unexpected object", func(r krplytest.TestingT) bool {
+			return krplytest.AssertDiff(r, d)
+		}, "unexpected: deployments.apps shop/web changed"},
+		{"wrong object type", func(r krplytest.TestingT) bool {
+			return krplytest.AssertDiff(r, d, krplytest.ObjectChange{Type: materialize.ObjectAdded, Namespace: "shop", Name: "web"})
+		}, "is changed, want added"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &recorder{}
+			if tc.run(r) {
+				t.Fatalf("assertion passed, want a failure containing %q", tc.want)
+			}
+			if len(r.errors) != 1 || !strings.Contains(r.errors[0], tc.want) {
+				t.Fatalf("failures = %q, want one containing %q", r.errors, tc.want)
+			}
+		})
+	}
+
+	// And the right expectations pass.
+	r := &recorder{}
+	ok := krplytest.AssertHistory(r, h, krplytest.Version{Type: event.Added}, krplytest.Version{Type: event.Modified, Changes: map[string]any{"spec.replicas": 2.0}}) &&
+		krplytest.AssertDiff(r, d, krplytest.ObjectChange{Type: materialize.ObjectChanged, Namespace: "shop", Name: "web"})
+	if !ok || len(r.errors) > 0 {
+		t.Fatalf("matching expectations failed: %q", r.errors)
+	}
+}
+
+func TestSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
+	r := &recorder{}
+	defer func() {
+		for i := len(r.cleanups) - 1; i >= 0; i-- {
+			r.cleanups[i]()
+		}
+	}()
+	c := krplytest.NewCluster(r, krplytest.WithResources("cm"), krplytest.WithTimeout(300*time.Millisecond),
+		krplytest.WithObjects(configMap("shop", "settings", "a")))
+	if len(r.errors) > 0 {
+		t.Fatalf("NewCluster failed: %q", r.errors)
+	}
+	c.Sync()
+	if len(r.errors) > 0 {
+		t.Fatalf("Sync failed while recording: %q", r.errors)
+	}
+	c.Stop()
+	c.Create(configMap("shop", "late", "b"))
+	c.Delete("cm", "shop", "settings")
+	c.Sync()
+	if len(r.errors) != 1 {
+		t.Fatalf("Sync after Stop reported %d failures, want 1: %q", len(r.errors), r.errors)
+	}
+	for _, want := range []string{"shop/late not recorded yet", "deletion of shop/settings not recorded yet"} {
+		if !strings.Contains(r.errors[0], want) {
+			t.Errorf("Sync failure %q does not say %q", r.errors[0], want)
+		}
+	}
+}

@@ -201,6 +201,7 @@ func (r *Reader) readLine() (line []byte, size int64, tooLong bool, err error) {
 				tooLong = true
 				r.buf = r.buf[:0]
 			} else {
+				r.grow(len(content))
 				r.buf = append(r.buf, content...)
 			}
 		}
@@ -217,6 +218,19 @@ func (r *Reader) readLine() (line []byte, size int64, tooLong bool, err error) {
 		}
 		return r.buf, size, tooLong, nil
 	}
+}
+
+// grow makes room for n more bytes in the line buffer, never beyond the
+// maximum event size (append alone would overshoot it).
+func (r *Reader) grow(n int) {
+	need := len(r.buf) + n
+	if need <= cap(r.buf) {
+		return
+	}
+	size := min(max(2*cap(r.buf), need, 512), r.max)
+	buf := make([]byte, len(r.buf), size)
+	copy(buf, r.buf)
+	r.buf = buf
 }
 
 // decodeEvent decodes and checks one event. wantKind is "Event"; an empty

@@ -240,8 +240,9 @@ func benchDiff(b *testing.B, m *materialize.Materializer) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		// 50,000 changes touch about 99% of 10,000 objects at random.
-		if d.HasGaps || len(d.Objects) < benchObjects*9/10 {
+		// 50,000 changes touch about 99% of 10,000 objects at random; one
+		// in seven ends on the body it started with.
+		if d.HasGaps || len(d.Objects) < benchObjects*8/10 {
 			b.Fatalf("hasGaps=%v objects=%d", d.HasGaps, len(d.Objects))
 		}
 	}

@@ -3,8 +3,11 @@ package memory
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
@@ -70,5 +73,27 @@ func TestQuickAppendDedupLatest(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, a.EventID); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestWithLoggerReportsCompaction(t *testing.T) {
+	var lines []string
+	log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
+	s := New(WithLogger(log), nil)
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Append(ctx, []event.Record{
+		cmEvent("a", "u1", "10", event.Added, t0),
+		cmEvent("a", "u1", "11", event.Modified, t0.Add(time.Second)),
+		cmEvent("a", "u1", "12", event.Modified, t0.Add(2*time.Second)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Compact(ctx, t0.Add(1500*time.Millisecond))
+	if err != nil || res.RecordsRemoved != 1 {
+		t.Fatalf("Compact: %+v, %v; want 1 record removed", res, err)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `"recordsRemoved"=1`) {
+		t.Fatalf("log lines %q, want one compaction report", lines)
 	}
 }

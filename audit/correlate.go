@@ -165,42 +165,42 @@ func NewCorrelator(j Journal, clusterID string, opts ...Option) (*Correlator, er
 // an event lands in Malformed.
 type Summary struct {
 	// Events counts the well-formed audit events read.
-	Events int
+	Events int `json:"events"`
 	// Exact counts events matched by an exact rule (confidence 1).
-	Exact int
+	Exact int `json:"exact"`
 	// Scored counts events matched by a best-effort rule (confidence < 1).
-	Scored int
+	Scored int `json:"scored"`
 	// Unmatched counts successful writes no journal event matched: the
 	// journal does not cover the object, or the best-effort rule found no
 	// candidate.
-	Unmatched int
+	Unmatched int `json:"unmatched"`
 	// Malformed counts lines (or EventList items) that were not usable
 	// audit events, including oversized ones.
-	Malformed int
+	Malformed int `json:"malformed"`
 	// SkippedReadOnly counts get, list, watch and other non-write verbs.
-	SkippedReadOnly int
+	SkippedReadOnly int `json:"skippedReadOnly"`
 	// SkippedIncomplete counts events of a stage other than
 	// ResponseComplete (the same request has a ResponseComplete event when
 	// the policy logs that stage).
-	SkippedIncomplete int
+	SkippedIncomplete int `json:"skippedIncomplete"`
 	// SkippedFailed counts writes that failed (a non-2xx status or a panic).
-	SkippedFailed int
+	SkippedFailed int `json:"skippedFailed"`
 	// SkippedDryRun counts dry-run writes.
-	SkippedDryRun int
+	SkippedDryRun int `json:"skippedDryRun"`
 	// SkippedNoObject counts writes that store no object: non-resource
 	// requests, reviews (tokenreviews, subjectaccessreviews, …) and
 	// connect subresources (exec, attach, portforward, proxy, log, token).
-	SkippedNoObject int
+	SkippedNoObject int `json:"skippedNoObject"`
 	// SkippedNoChange counts writes whose response resourceVersion was
 	// already recorded before the request: a no-op update or patch.
-	SkippedNoChange int
+	SkippedNoChange int `json:"skippedNoChange"`
 	// Recorded counts the audit_correlation records stored by this call,
 	// Duplicates those that were stored already (the same event ingested
 	// before).
-	Recorded   int
-	Duplicates int
+	Recorded   int `json:"recorded"`
+	Duplicates int `json:"duplicates"`
 	// Problems lists the first line errors (WithMaxProblems), in order.
-	Problems []LineError
+	Problems []LineError `json:"problems,omitempty"`
 }
 
 // outcome is how one audit event was classified.
@@ -301,6 +301,12 @@ func (c *Correlator) Match(ctx context.Context, evt Event) (string, error) {
 // recording the matches of the events read before it, and returns the
 // Summary so far with the error.
 func (c *Correlator) Ingest(ctx context.Context, src Source) (Summary, error) {
+	return c.ingest(ctx, src, nil)
+}
+
+// ingest is Ingest; when unmatched is not nil, the events counted as
+// Unmatched are appended to it.
+func (c *Correlator) ingest(ctx context.Context, src Source, unmatched *[]Event) (Summary, error) {
 	var sum Summary
 	batch := make([]Event, 0, c.cfg.batchSize)
 	for {
@@ -318,7 +324,7 @@ func (c *Correlator) Ingest(ctx context.Context, src Source) (Summary, error) {
 			continue
 		}
 		if err != nil {
-			if ferr := c.ingestBatch(ctx, batch, &sum); ferr != nil {
+			if ferr := c.ingestBatch(ctx, batch, &sum, unmatched); ferr != nil {
 				return sum, errors.Join(err, ferr)
 			}
 			return sum, err
@@ -326,13 +332,13 @@ func (c *Correlator) Ingest(ctx context.Context, src Source) (Summary, error) {
 		sum.Events++
 		batch = append(batch, evt)
 		if len(batch) == cap(batch) {
-			if err := c.ingestBatch(ctx, batch, &sum); err != nil {
+			if err := c.ingestBatch(ctx, batch, &sum, unmatched); err != nil {
 				return sum, err
 			}
 			batch = batch[:0]
 		}
 	}
-	err := c.ingestBatch(ctx, batch, &sum)
+	err := c.ingestBatch(ctx, batch, &sum, unmatched)
 	return sum, err
 }
 
@@ -346,7 +352,7 @@ func (c *Correlator) logger(ctx context.Context) logr.Logger {
 // ingestBatch matches a batch, exact rules first so that the best-effort
 // rule does not hand an event already explained by another request to a
 // second one, and appends the records.
-func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summary) error {
+func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summary, unmatched *[]Event) error {
 	if len(batch) == 0 {
 		return nil
 	}
@@ -378,6 +384,9 @@ func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summar
 	var records []event.Record
 	for i, evt := range batch {
 		sum.count(outcomes[i])
+		if outcomes[i] == outcomeUnmatched && unmatched != nil {
+			*unmatched = append(*unmatched, evt)
+		}
 		for _, m := range found[i] {
 			records = append(records, c.record(evt, m))
 		}

@@ -58,6 +58,32 @@ func (e *LineError) Error() string {
 // Unwrap returns e.Err.
 func (e *LineError) Unwrap() error { return e.Err }
 
+type lineErrorJSON struct {
+	Source string `json:"source"`
+	Line   int64  `json:"line"`
+	Bytes  int64  `json:"bytes"`
+	Error  string `json:"error"`
+}
+
+// MarshalJSON writes the error as its message.
+func (e LineError) MarshalJSON() ([]byte, error) {
+	msg := ""
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	return json.Marshal(lineErrorJSON{e.Source, e.Line, e.Bytes, msg})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote; Err keeps the message only.
+func (e *LineError) UnmarshalJSON(data []byte) error {
+	var v lineErrorJSON
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*e = LineError{Source: v.Source, Line: v.Line, Bytes: v.Bytes, Err: errors.New(v.Error)}
+	return nil
+}
+
 // Source yields audit events one at a time.
 //
 // Next returns io.EOF after the last event. An error that is a *LineError

@@ -1,2 +1,95 @@
-// Package watch records a gap-aware history of Kubernetes objects.
+// Package watch is krply's Collector: it lists and watches Kubernetes
+// resources and appends what it sees to a storage.Store as a journal that
+// never claims more than it saw.
+//
+//	c, err := watch.NewCollectorForConfig(cfg, store,
+//		watch.WithResources("deploy", "cm", "widgets.example.com"),
+//		watch.WithLogger(log))
+//	…
+//	go c.Start(ctx)          // blocks until ctx ends; a controller-runtime Runnable
+//	err = c.WaitForSync(ctx) // every stream has a baseline or resumed
+//
+// # Streams and their state machine
+//
+// Each resource (resolved through discovery at its preferred version; see
+// Resolve for the accepted names) is recorded as one stream per namespace
+// given to WithNamespaces (one stream across all namespaces otherwise), with
+// the label and field selector in the stream ID. Every stream runs this loop:
+//
+//	start ──▶ journal covered and has a checkpoint? ──yes──▶ WATCH from the checkpoint
+//	             │ no                                         │
+//	             ▼                                            │
+//	        [GAP if the journal was covered]                  │
+//	        BASELINE: begin, synthetic ADDED items, end ◀─────┤ 410 Gone: GAP, then relist
+//	        (+ inferred DELETED for objects the journal       │
+//	         believed alive that the list lacks)              │
+//	             │                                            │
+//	             └──────────▶ WATCH from the list's RV ───────┤ closed / cut / idle: reconnect
+//	                                                          │   from the last RV, no gap
+//	                                                          │ 403/404: [GAP] + coverage_change
+//	                                                          │   unavailable; retry with backoff;
+//	                                                          │   on success coverage_change
+//	                                                          │   available + BASELINE
+//	                                                          └ 429/5xx/network: backoff, reconnect
+//
+// A baseline is a paginated list with resourceVersion unset — a consistent
+// read, never the watch cache's possibly stale "0" — or, with WatchList
+// (auto by default, when the client supports it, with a fallback to lists),
+// a watch with sendInitialEvents that ends at the k8s.io/initial-events-end
+// bookmark. The end record carries the list's resourceVersion (never one
+// taken from the items), and the watch starts from exactly that version, so
+// no change between list and watch is missed. Watch events become event
+// records; a BOOKMARK becomes a checkpoint record only, never an object
+// change.
+//
+// # Guarantees
+//
+//   - Truthful gaps: when continuity is lost (410, a restart without a
+//     usable checkpoint, a 403/404 after the stream was covered), a gap is
+//     written before anything else, From the ObservedAt of the stream's last
+//     durable record — not the moment the loss was detected — so no time in
+//     the outage counts as covered. Coverage (storage.CoverageAt) returns only
+//     with the next complete baseline.
+//   - Deletions during a gap are explicit: after a relist, every object the
+//     journal held alive that the new baseline lacks gets a synthetic DELETED
+//     record, marked Inferred ("absent from relist") with the gap as its time
+//     bounds and the last known body.
+//   - Restart resumes: a Collector started on a store that says the stream is
+//     covered watches from the durable checkpoint. Changes made while it was
+//     down arrive as real events and unchanged objects are not stored again.
+//     If the server answers 410, the gap spans the downtime.
+//   - At-least-once, stored once: watch events are delivered from the last
+//     durable resourceVersion after any failure; EventIDs make a second
+//     delivery a no-op in the store.
+//   - Grouped commits: events are appended in batches bounded by
+//     WithBatching (count, bytes, latency) through a single writer; each
+//     Append advances the stream's checkpoint in the same transaction.
+//   - Bounded memory: the Collector holds no copy of the cluster's objects
+//     (no informer cache). A list page, the commit queue (WithQueueSize) and
+//     one batch are the most it holds; when the store is slower than the
+//     watches, the watches wait (backpressure). Inferred deletions come from
+//     the store's alive-objects query, with bodies read only for the
+//     missing objects.
+//   - Secrets are refused unless AllowSecrets is given; their values are
+//     then redacted unless KeepSecretValues is given too.
+//
+// # What it does not do
+//
+// It does not order events across streams, compare resourceVersions (they
+// are opaque strings) or parse them. ObservedAt is when the Collector saw an
+// event, not when the object changed. It does not follow a resource to a new
+// preferred version while running (the stream keeps the version it was
+// resolved at; a restart after an upgrade starts a new stream). An object
+// deleted and re-created under the same name during a gap appears as the new
+// UID in the relist, without an inferred deletion of the old UID. The
+// cluster ID defaults to the kube-system namespace's UID, and to a hash of
+// the API server URL when kube-system cannot be read (see WithClusterID).
+//
+// # Concurrency and Close
+//
+// Start may be called once; Status, WaitForSync and ClusterID are safe to
+// call concurrently with it. The Collector owns no resource that needs
+// closing: when Start returns, every goroutine it started has ended and
+// every record it received is appended. The caller owns the store and closes
+// it after Start returned.
 package watch

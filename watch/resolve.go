@@ -235,30 +235,26 @@ func containsName(names []string, name string) bool {
 func (cat *catalog) suggestions(spec string) []string {
 	name := strings.ToLower(spec)
 	type cand struct {
-		name string
-		dist int
+		name   string
+		target schema.GroupResource
+		dist   int
 	}
-	seen := map[string]bool{}
 	var cands []cand
-	consider := func(n string) {
-		if seen[n] {
-			return
-		}
-		seen[n] = true
+	consider := func(n string, target schema.GroupResource) {
 		d := levenshtein(name, n)
 		if d <= 1+len(name)/3 || (len(name) >= 2 && strings.HasPrefix(n, name)) {
-			cands = append(cands, cand{n, d})
+			cands = append(cands, cand{n, target, d})
 		}
 	}
-	for alias := range aliases {
-		consider(alias)
+	for alias, gr := range aliases {
+		consider(alias, gr)
 	}
 	for _, r := range cat.resources {
 		for _, n := range cat.names[r] {
-			consider(n)
+			consider(n, r.GroupResource())
 		}
 		if r.Group != "" {
-			consider(r.Resource + "." + r.Group)
+			consider(r.Resource+"."+r.Group, r.GroupResource())
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool {
@@ -267,9 +263,17 @@ func (cat *catalog) suggestions(spec string) []string {
 		}
 		return cands[i].name < cands[j].name
 	})
+	// One suggestion per resource: its closest name.
 	var out []string
-	for i := 0; i < len(cands) && i < 3; i++ {
-		out = append(out, cands[i].name)
+	seen := map[schema.GroupResource]bool{}
+	for _, c := range cands {
+		if len(out) == 3 {
+			break
+		}
+		if !seen[c.target] {
+			seen[c.target] = true
+			out = append(out, c.name)
+		}
 	}
 	return out
 }

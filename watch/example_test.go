@@ -45,6 +45,7 @@ func ExampleCollector() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
 	if err := c.WaitForSync(ctx); err != nil {

@@ -6,7 +6,7 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/...
 
-.PHONY: all test testbin vet fmt-check unit race bench
+.PHONY: all test testbin vet fmt-check unit race bench demo examples
 
 all: test
 
@@ -15,7 +15,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check vet
+test: fmt-check vet examples
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m ./...; \
@@ -27,3 +27,15 @@ vet:
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$bad" ]]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+
+## demo: the quickstart: a local control plane, a workload with an outage, and what krply makes of it.
+demo:
+	@hack/demo.sh
+
+## examples: build every example (nested modules included) and run the testing example's test.
+examples:
+	$(GO) build ./examples/... ./hack/demo
+	@for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
+		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
+	done
+	$(GO) test -count=1 ./examples/testing/

@@ -1,0 +1,708 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/audit"
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/watch"
+)
+
+// The namespaces of the demo.
+const (
+	shop    = "shop"
+	sandbox = "shop-sandbox"
+)
+
+var (
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	servicesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
+	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	accountsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	deployGVR     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+// result is what the demo found, for its test.
+type result struct {
+	ClusterID         string
+	Gaps              int
+	InferredDeletions []string
+	OutageComplete    bool
+	OutageMissing     int
+	FinalComplete     bool
+	PlanRefused       bool
+	Planned           []string
+	Excluded          []string
+	DryRun            replay.Status
+	Applied           map[string]replay.Outcome
+	WebAuthors        []string
+	DiffObjects       []string
+	SandboxObjects    []string
+}
+
+// demo holds what the steps share.
+type demo struct {
+	out    io.Writer
+	start  time.Time
+	j      *krply.Journal
+	rec    *watch.Collector
+	stop   func() error
+	source *rest.Config // the apiserver the recorder watches
+	users  map[string]dynamic.Interface
+}
+
+func run(ctx context.Context, t testenv.TB, out io.Writer) (*result, error) {
+	d := &demo{out: out, start: time.Now(), users: map[string]dynamic.Interface{}}
+	res := &result{Applied: map[string]replay.Outcome{}}
+
+	d.section("Starting a local control plane: etcd, a kube-apiserver with an audit log, and a second one without watch cache")
+	env := testenv.Start(t, testenv.WithAudit(""))
+	// The recorder watches through an apiserver without watch cache: a watch
+	// from a compacted resourceVersion then really fails with 410 Gone.
+	d.source = env.StartAPIServer(t, "--watch-cache=false").Config()
+	for _, u := range []string{testenv.UserAdmin, testenv.UserAlice, testenv.UserBob} {
+		dyn, err := dynamic.NewForConfig(env.ConfigFor(u))
+		if err != nil {
+			return nil, err
+		}
+		d.users[u] = dyn
+	}
+	d.say("apiserver %s (audit log on), recorder's apiserver %s", env.Host(), d.source.Host)
+
+	dir, err := os.MkdirTemp("", "krply-demo-")
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
+		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
+		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}),
+		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { _ = d.j.Close() })
+	t.Cleanup(func() {
+		if d.stop != nil {
+			_ = d.stop()
+		}
+	})
+
+	d.section("Recording namespaces, and deployments, configmaps, services, pods and serviceaccounts in %q", shop)
+	if err := d.startRecorder(ctx); err != nil {
+		return nil, err
+	}
+	res.ClusterID = d.rec.ClusterID()
+	d.say("recorder synced; cluster ID %s (the UID of kube-system)", res.ClusterID)
+
+	d.section("Workload: alice sets up the shop")
+	ops := []func() error{
+		func() error { return d.create(ctx, testenv.UserAdmin, namespace(shop)) },
+		func() error {
+			return d.create(ctx, testenv.UserAlice, configMap("settings", map[string]any{"color": "blue"}))
+		},
+		func() error {
+			return d.create(ctx, testenv.UserAlice, configMap("cache", map[string]any{"size": "1Gi"}))
+		},
+		func() error {
+			return d.create(ctx, testenv.UserAlice, configMap("legacy", map[string]any{"unused": "yes"}))
+		},
+		func() error { return d.create(ctx, testenv.UserAlice, deployment("web", "nginx:1.27", 1)) },
+		func() error { return d.create(ctx, testenv.UserAlice, service("web")) },
+		func() error { return d.create(ctx, testenv.UserAlice, serviceAccount("deployer")) },
+		func() error { return d.create(ctx, testenv.UserAlice, pod("debug", "deployer")) },
+	}
+	if err := all(ops); err != nil {
+		return nil, err
+	}
+	t1 := d.mark()
+
+	d.section("Workload: bob and alice change things")
+	ops = []func() error{
+		func() error {
+			return d.update(ctx, testenv.UserBob, configMapsGVR, "settings", func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "green", "data", "color")
+			})
+		},
+		func() error {
+			return d.update(ctx, testenv.UserAlice, deployGVR, "web", func(u *unstructured.Unstructured) {
+				setImage(u, "nginx:1.28")
+			})
+		},
+		func() error {
+			return d.patch(ctx, testenv.UserBob, deployGVR, "web", `{"spec":{"replicas":3}}`, "scale web to 3")
+		},
+		func() error { return d.delete(ctx, testenv.UserAlice, configMapsGVR, "legacy") },
+	}
+	if err := all(ops); err != nil {
+		return nil, err
+	}
+
+	d.section("Outage: the recorder stops; meanwhile bob deletes a ConfigMap and scales web, and etcd is compacted")
+	if err := d.stop(); err != nil {
+		return nil, fmt.Errorf("stop the recorder: %w", err)
+	}
+	d.stop = nil
+	d.say("recorder stopped")
+	if err := d.delete(ctx, testenv.UserBob, configMapsGVR, "cache"); err != nil {
+		return nil, err
+	}
+	if err := d.patch(ctx, testenv.UserBob, deployGVR, "web", `{"spec":{"replicas":2}}`, "scale web to 2"); err != nil {
+		return nil, err
+	}
+	inOutage := time.Now()
+	rev, err := env.Compact(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compact etcd: %w", err)
+	}
+	d.say("etcd compacted at revision %d: the history the recorder missed is gone from the server", rev)
+	time.Sleep(200 * time.Millisecond)
+
+	d.section("Recovery: the recorder restarts from its checkpoint, gets 410 Gone, records a gap and relists")
+	if err := d.startRecorder(ctx); err != nil {
+		return nil, err
+	}
+	d.say("recorder synced again")
+	if err := d.update(ctx, testenv.UserAlice, configMapsGVR, "settings", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedField(u.Object, "red", "data", "color")
+	}); err != nil {
+		return nil, err
+	}
+	t4 := d.mark()
+
+	d.section("Who did it: correlating the apiserver's audit log with the journal")
+	time.Sleep(500 * time.Millisecond) // the audit backend writes moments after the response
+	if err := d.correlate(ctx, env.AuditLogPath(), res.ClusterID); err != nil {
+		return nil, err
+	}
+
+	if err := d.coverage(ctx, res, inOutage); err != nil {
+		return nil, err
+	}
+	if err := d.timeline(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := d.diff(ctx, res, t1, t4); err != nil {
+		return nil, err
+	}
+	if err := d.snapshots(ctx, res, inOutage, t4); err != nil {
+		return nil, err
+	}
+	if err := d.replay(ctx, res, env.Config(), inOutage, t4); err != nil {
+		return nil, err
+	}
+	d.section("Done in %s", time.Since(d.start).Round(100*time.Millisecond))
+	return res, nil
+}
+
+func all(ops []func() error) error {
+	for _, op := range ops {
+		if err := op(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startRecorder starts a Collector on the journal and waits for its sync.
+func (d *demo) startRecorder(ctx context.Context) error {
+	rec, err := d.j.Record(d.source)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rec.Start(rctx) }()
+	d.rec = rec
+	d.stop = func() error { cancel(); return <-done }
+	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	defer scancel()
+	return rec.WaitForSync(sctx)
+}
+
+// mark returns a time between the writes made before it (each awaited
+// until recorded) and those made after.
+func (d *demo) mark() time.Time {
+	at := time.Now()
+	time.Sleep(50 * time.Millisecond)
+	return at
+}
+
+func (d *demo) section(format string, args ...any) {
+	fmt.Fprintf(d.out, "\n== %s\n", fmt.Sprintf(format, args...))
+}
+
+func (d *demo) say(format string, args ...any) {
+	fmt.Fprintf(d.out, "   %s\n", fmt.Sprintf(format, args...))
+}
+
+// rel shows a time relative to the demo's start.
+func (d *demo) rel(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return fmt.Sprintf("+%.1fs", t.Sub(d.start).Seconds())
+}
+
+// objectID names an object of the shop for the journal.
+func (d *demo) objectID(gvr schema.GroupVersionResource, name string) storage.ObjectID {
+	ns := shop
+	if gvr == namespacesGVR {
+		ns = ""
+	}
+	return storage.ObjectID{ClusterID: d.rec.ClusterID(), Group: gvr.Group, Resource: gvr.Resource, Namespace: ns, Name: name}
+}
+
+// awaitRecorded waits until the journal holds obj at resourceVersion rv
+// (or, with rv "", its deletion), when the recorder runs.
+func (d *demo) awaitRecorded(ctx context.Context, obj storage.ObjectID, rv string) error {
+	if d.stop == nil {
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if rv != "" {
+			if _, err := d.j.Store().EventByResourceVersion(ctx, obj, "", rv); err == nil {
+				return nil
+			}
+		} else if rec, err := d.j.Store().LatestAt(ctx, obj, time.Now()); err == nil && rec.WatchType == event.Deleted {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the recorder did not record %s/%s at %q within 30s", obj.Resource, obj.Name, rv)
+}
+
+func (d *demo) create(ctx context.Context, user string, u *unstructured.Unstructured) error {
+	gvr := gvrOf(u)
+	ri := d.users[user].Resource(gvr).Namespace(u.GetNamespace())
+	out, err := ri.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("%s creates %s %s: %w", user, u.GetKind(), u.GetName(), err)
+	}
+	d.say("%-6s %-7s creates %s %s", d.rel(time.Now()), user, u.GetKind(), u.GetName())
+	return d.awaitRecorded(ctx, d.objectID(gvr, u.GetName()), out.GetResourceVersion())
+}
+
+func (d *demo) update(ctx context.Context, user string, gvr schema.GroupVersionResource, name string, mutate func(*unstructured.Unstructured)) error {
+	ri := d.users[user].Resource(gvr).Namespace(shop)
+	u, err := ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	mutate(u)
+	out, err := ri.Update(ctx, u, metav1.UpdateOptions{})
+	if err != nil {
+		return fmt.Errorf("%s updates %s: %w", user, name, err)
+	}
+	d.say("%-6s %-7s updates %s %s", d.rel(time.Now()), user, u.GetKind(), name)
+	return d.awaitRecorded(ctx, d.objectID(gvr, name), out.GetResourceVersion())
+}
+
+func (d *demo) patch(ctx context.Context, user string, gvr schema.GroupVersionResource, name, patch, what string) error {
+	out, err := d.users[user].Resource(gvr).Namespace(shop).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("%s: %s: %w", user, what, err)
+	}
+	d.say("%-6s %-7s %s", d.rel(time.Now()), user, what)
+	return d.awaitRecorded(ctx, d.objectID(gvr, name), out.GetResourceVersion())
+}
+
+func (d *demo) delete(ctx context.Context, user string, gvr schema.GroupVersionResource, name string) error {
+	if err := d.users[user].Resource(gvr).Namespace(shop).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("%s deletes %s: %w", user, name, err)
+	}
+	d.say("%-6s %-7s deletes %s %s", d.rel(time.Now()), user, gvr.Resource, name)
+	return d.awaitRecorded(ctx, d.objectID(gvr, name), "")
+}
+
+func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
+	c, err := audit.NewCorrelator(d.j.Store(), clusterID)
+	if err != nil {
+		return err
+	}
+	files, err := audit.OpenFiles([]string{path})
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	sum, err := c.Ingest(ctx, files)
+	if err != nil {
+		return err
+	}
+	d.say("%d audit events: %d writes matched exactly, %d by best effort, %d unmatched, %d malformed",
+		sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
+	return nil
+}
+
+func (d *demo) table() *tabwriter.Writer {
+	return tabwriter.NewWriter(d.out, 0, 4, 2, ' ', 0)
+}
+
+// coverage prints every stream with its gaps and its coverage now and in
+// the outage.
+func (d *demo) coverage(ctx context.Context, res *result, inOutage time.Time) error {
+	d.section("Stream coverage (each stream is one list+watch; times are when krply observed them)")
+	streams, err := d.j.Store().Streams(ctx, res.ClusterID)
+	if err != nil {
+		return err
+	}
+	tw := d.table()
+	fmt.Fprintln(tw, "   STREAM\tRECORDS\tGAPS\tCOVERED IN OUTAGE\tCOVERED NOW\tLAST GAP")
+	now := time.Now()
+	for _, st := range streams {
+		then, err := storage.CoverageAt(ctx, d.j.Store(), st.StreamID, inOutage)
+		if err != nil {
+			return err
+		}
+		cur, err := storage.CoverageAt(ctx, d.j.Store(), st.StreamID, now)
+		if err != nil {
+			return err
+		}
+		gap := "-"
+		page, err := d.j.Store().Records(ctx, storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeGap}, Descending: true, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(page.Records) > 0 && page.Records[0].Gap != nil {
+			g := page.Records[0].Gap
+			gap = fmt.Sprintf("%s → %s: %s", d.rel(g.From), d.rel(g.To), truncate(g.Reason, 60))
+		}
+		res.Gaps += st.Gaps
+		fmt.Fprintf(tw, "   %s\t%d\t%d\t%s\t%s\t%s\n", st.StreamID, st.Records, st.Gaps, yesNo(then.Covered), yesNo(cur.Covered), gap)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	d.say("A gap starts at the stream's last durable record, not when the loss was noticed:")
+	d.say("a quiet stream is uncertain from its last record on. Coverage returns with the relist.")
+	return nil
+}
+
+// timeline prints the history of Deployment web with who changed what.
+func (d *demo) timeline(ctx context.Context, res *result) error {
+	d.section("Timeline of Deployment %s/web (who comes from the audit log)", shop)
+	h, err := d.j.History(ctx, d.objectID(deployGVR, "web"))
+	if err != nil {
+		return err
+	}
+	tw := d.table()
+	fmt.Fprintln(tw, "   OBSERVED\tEVENT\tFROM\tWHO\tCHANGES")
+	for _, e := range h.Entries {
+		switch {
+		case e.Gap != nil:
+			fmt.Fprintf(tw, "   %s\tGAP\t\t\tchanges between %s and the relist may be missing (%s)\n", d.rel(e.ObservedAt), d.rel(e.Gap.From), truncate(e.Gap.Reason, 50))
+		case e.Version != nil:
+			v := e.Version
+			who := "?"
+			if len(v.Provenance) > 0 {
+				p := v.Provenance[0]
+				who = fmt.Sprintf("%s (%s", p.User, p.Verb)
+				if p.Confidence < 1 {
+					who += fmt.Sprintf(", %.0f%% sure", p.Confidence*100)
+				}
+				who += ")"
+				res.WebAuthors = append(res.WebAuthors, p.User)
+			} else {
+				res.WebAuthors = append(res.WebAuthors, "")
+			}
+			if v.Origin != materialize.OriginWatch {
+				who = "(" + string(v.Origin) + ")"
+			}
+			changes := describeChanges(v.Changes)
+			if v.Origin == materialize.OriginBaseline && len(v.Changes) > 0 {
+				changes += "  ← seen only by the relist"
+			}
+			fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\t%s\n", d.rel(v.ObservedAt), v.WatchType, v.Origin, who, changes)
+		}
+	}
+	return tw.Flush()
+}
+
+func (d *demo) diff(ctx context.Context, res *result, from, to time.Time) error {
+	d.section("Diff of %q between %s (after setup) and %s (the end), spec only", shop, d.rel(from), d.rel(to))
+	df, err := d.j.Diff(ctx, krply.Namespaces(res.ClusterID, shop), from, to)
+	if err != nil {
+		return err
+	}
+	for _, od := range df.Objects {
+		res.DiffObjects = append(res.DiffObjects, fmt.Sprintf("%s/%s %s", od.Kind, od.ID.Name, od.Type))
+	}
+	if err := df.WriteTable(indent{d.out}); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (d *demo) snapshots(ctx context.Context, res *result, inOutage, end time.Time) error {
+	scope := krply.Namespaces(res.ClusterID, shop)
+	d.section("Snapshot of %q during the outage (%s)", shop, d.rel(inOutage))
+	s, err := d.j.Snapshot(ctx, scope, inOutage, "during the outage")
+	if err != nil {
+		return err
+	}
+	res.OutageComplete, res.OutageMissing = s.Complete, len(s.Missing)
+	d.printSnapshot(s)
+
+	d.section("Snapshot of %q at the end (%s)", shop, d.rel(end))
+	if s, err = d.j.Snapshot(ctx, scope, end, "the end"); err != nil {
+		return err
+	}
+	res.FinalComplete = s.Complete
+	d.printSnapshot(s)
+	return nil
+}
+
+func (d *demo) printSnapshot(s *materialize.Snapshot) {
+	d.say("complete: %s   (%d streams, %d missing)", yesNo(s.Complete), len(s.Watermarks), len(s.Missing))
+	for _, m := range s.Missing {
+		d.say("  missing %s: %s", m.StreamID, truncate(m.Reason, 90))
+	}
+	tw := d.table()
+	fmt.Fprintln(tw, "   KIND\tNAME\tOBSERVED\tFROM")
+	for _, o := range s.Objects {
+		from := "watch"
+		if o.Synthetic {
+			from = "baseline"
+		}
+		fmt.Fprintf(tw, "   %s\t%s\t%s\t%s\n", o.Ref.Kind, o.Ref.Name, d.rel(o.ObservedAt), from)
+	}
+	_ = tw.Flush()
+}
+
+func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inOutage, end time.Time) error {
+	d.section("Replay: a plan for %q as it was during the outage", shop)
+	_, err := d.j.Plan(ctx, krply.Source{ClusterID: res.ClusterID, Namespaces: []string{shop}, At: inOutage},
+		krply.Target{Namespaces: map[string]string{shop: sandbox}})
+	var incomplete *replay.CoverageIncompleteError
+	if errors.As(err, &incomplete) {
+		res.PlanRefused = true
+		d.say("refused, as it must be: %s", truncate(err.Error(), 110))
+	} else if err != nil {
+		return err
+	} else {
+		d.say("NOT refused — the journal claims coverage it does not have")
+	}
+
+	d.section("Replay: a plan for %q as it is at the end, into %q", shop, sandbox)
+	plan, err := d.j.Plan(ctx, krply.Source{ClusterID: res.ClusterID, Namespaces: []string{shop}, At: end},
+		krply.Target{Namespaces: map[string]string{shop: sandbox}})
+	if err != nil {
+		return err
+	}
+	d.say("plan %s, %s, coverage complete: %s", plan.ID, plan.Hash[:19]+"…", yesNo(plan.Coverage.Complete))
+	d.say("(this demo has a single cluster, so its policy allows the source cluster — into another namespace)")
+	tw := d.table()
+	fmt.Fprintln(tw, "   ORDER\tKIND\tNAME\tREMOVED FIELDS")
+	for i, o := range plan.Objects {
+		res.Planned = append(res.Planned, o.Ref.Kind+"/"+o.Ref.Name)
+		fmt.Fprintf(tw, "   %d\t%s\t%s\t%s\n", i+1, o.Ref.Kind, objName(o.Ref), truncate(strings.Join(o.Removed, " "), 70))
+	}
+	_ = tw.Flush()
+	for _, e := range plan.Exclusions {
+		res.Excluded = append(res.Excluded, e.Ref.Kind+"/"+e.Ref.Name+": "+string(e.Rule))
+		d.say("excluded %s %s: %s", e.Ref.Kind, e.Ref.Name, e.Reason)
+	}
+
+	cluster, err := replay.NewClusterForConfig(target)
+	if err != nil {
+		return err
+	}
+	d.section("Replay: server-side dry run (dryRun=All, never forced)")
+	report, err := d.j.DryRun(ctx, plan, cluster)
+	if err != nil {
+		return err
+	}
+	res.DryRun = report.Status
+	for _, r := range report.Results {
+		note := ""
+		if r.MissingNamespace != "" {
+			note = "namespace " + r.MissingNamespace + " does not exist yet (the plan creates it)"
+		}
+		if r.Message != "" {
+			note = truncate(r.Message, 80)
+		}
+		d.say("%-13s %-10s %-14s %s", r.Action, r.Ref.Kind, objName(r.Ref), note)
+	}
+	d.say("status: %s (%s)", report.Status, report.Summary())
+
+	d.section("Replay: apply, confirmed by plan ID and hash")
+	applied, err := d.j.Apply(ctx, plan, cluster, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	if applied != nil {
+		for _, r := range applied.Results {
+			res.Applied[r.Ref.Kind+"/"+r.Ref.Name] = r.Outcome
+			d.say("%-10s %-10s %s %s", r.Outcome, r.Ref.Kind, objName(r.Ref), r.Message)
+		}
+		d.say("status: %s, as field manager %s (nothing forced, nothing deleted)", applied.Status, applied.FieldManager)
+	}
+	if err != nil {
+		return err
+	}
+	for _, gvr := range []schema.GroupVersionResource{deployGVR, configMapsGVR, servicesGVR} {
+		list, err := d.users[testenv.UserAdmin].Resource(gvr).Namespace(sandbox).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, it := range list.Items {
+			res.SandboxObjects = append(res.SandboxObjects, it.GetKind()+"/"+it.GetName())
+		}
+	}
+	slices.Sort(res.SandboxObjects)
+	d.say("now in %s: %s", sandbox, strings.Join(res.SandboxObjects, ", "))
+	return nil
+}
+
+func objName(r event.ResourceRef) string { return r.ObjectKey() }
+
+func describeChanges(changes []materialize.FieldChange) string {
+	var parts []string
+	for _, c := range changes {
+		switch c.Op {
+		case materialize.OpAdd:
+			parts = append(parts, fmt.Sprintf("%s = %s", c.Path, short(c.After)))
+		case materialize.OpRemove:
+			parts = append(parts, fmt.Sprintf("%s removed", c.Path))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %s → %s", c.Path, short(c.Before), short(c.After)))
+		}
+	}
+	return truncate(strings.Join(parts, "; "), 100)
+}
+
+func short(v any) string { return truncate(fmt.Sprint(v), 40) }
+
+func truncate(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// indent prefixes every line written with three spaces.
+type indent struct{ w io.Writer }
+
+func (i indent) Write(p []byte) (int, error) {
+	lines := strings.SplitAfter(string(p), "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			b.WriteString("   " + l)
+		}
+	}
+	if _, err := io.WriteString(i.w, b.String()); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
+	switch u.GetKind() {
+	case "Namespace":
+		return namespacesGVR
+	case "ConfigMap":
+		return configMapsGVR
+	case "Service":
+		return servicesGVR
+	case "Pod":
+		return podsGVR
+	case "ServiceAccount":
+		return accountsGVR
+	}
+	return deployGVR
+}
+
+func obj(apiVersion, kind, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: fields}
+	if u.Object == nil {
+		u.Object = map[string]any{}
+	}
+	u.SetAPIVersion(apiVersion)
+	u.SetKind(kind)
+	u.SetName(name)
+	if kind != "Namespace" {
+		u.SetNamespace(shop)
+	}
+	return u
+}
+
+func namespace(name string) *unstructured.Unstructured { return obj("v1", "Namespace", name, nil) }
+
+func configMap(name string, data map[string]any) *unstructured.Unstructured {
+	return obj("v1", "ConfigMap", name, map[string]any{"data": data})
+}
+
+func serviceAccount(name string) *unstructured.Unstructured {
+	return obj("v1", "ServiceAccount", name, nil)
+}
+
+func deployment(name, image string, replicas int64) *unstructured.Unstructured {
+	labels := map[string]any{"app": name}
+	return obj("apps/v1", "Deployment", name, map[string]any{"spec": map[string]any{
+		"replicas": replicas,
+		"selector": map[string]any{"matchLabels": labels},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": labels},
+			"spec": map[string]any{"containers": []any{map[string]any{
+				"name": "app", "image": image,
+				"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": "settings"}}},
+			}}},
+		},
+	}})
+}
+
+func setImage(u *unstructured.Unstructured, image string) {
+	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+	if len(containers) > 0 {
+		containers[0].(map[string]any)["image"] = image
+		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
+	}
+}
+
+func service(name string) *unstructured.Unstructured {
+	return obj("v1", "Service", name, map[string]any{"spec": map[string]any{
+		"selector": map[string]any{"app": name},
+		"ports":    []any{map[string]any{"port": int64(80), "targetPort": int64(8080)}},
+	}})
+}
+
+func pod(name, account string) *unstructured.Unstructured {
+	return obj("v1", "Pod", name, map[string]any{"spec": map[string]any{
+		"serviceAccountName":           account,
+		"automountServiceAccountToken": false,
+		"containers":                   []any{map[string]any{"name": "debug", "image": "busybox:1.37", "command": []any{"sleep", "3600"}}},
+	}})
+}

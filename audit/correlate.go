@@ -43,8 +43,8 @@ const (
 	RuleInferredDeletion = "inferred-deletion-uid"
 	// RuleNearestFollowing: the audit event carries no response body; the
 	// match is the nearest following journal event of the same object in
-	// the request's time window. Confidence 0.8 when it is the only
-	// candidate, 0.5 when there were more.
+	// the request's time window. Confidence 0.8 when it is the only event
+	// following the request, 0.5 otherwise (see the package doc).
 	RuleNearestFollowing = "nearest-following-event"
 )
 
@@ -663,6 +663,9 @@ func (c *Correlator) matchBestEffort(ctx context.Context, evt Event, claims map[
 		if rec.Synthetic || !compatible(evt, rec.WatchType) || (ref.UID != "" && rec.Resource.UID != ref.UID) {
 			continue
 		}
+		if ref.ResourceVersion != "" && rec.Resource.ResourceVersion == ref.ResourceVersion {
+			continue // the version the request started from (an update's precondition)
+		}
 		key := [2]string{rec.Resource.UID, rec.Resource.ResourceVersion}
 		if seen[key] {
 			continue
@@ -695,18 +698,20 @@ func (c *Correlator) matchBestEffort(ctx context.Context, evt Event, claims map[
 	if len(candidates) == 0 {
 		return outcomeUnmatched, nil, nil
 	}
-	confidence := ConfidenceSoleCandidate
-	if len(candidates) > 1 {
-		confidence = ConfidenceAmbiguous
-	}
 	// The nearest following event: the first observed at or after the
-	// request was received; failing that, the last one observed within
-	// the clock skew before it.
-	chosen := candidates[len(candidates)-1]
+	// request was received, sure when it is the only one; failing that,
+	// the last one observed within the clock skew before it.
+	var following []event.Record
 	for _, rec := range candidates {
 		if !rec.ObservedAt.Before(evt.RequestReceivedTimestamp.Time) {
-			chosen = rec
-			break
+			following = append(following, rec)
+		}
+	}
+	chosen, confidence := candidates[len(candidates)-1], ConfidenceAmbiguous
+	if len(following) > 0 {
+		chosen = following[0]
+		if len(following) == 1 {
+			confidence = ConfidenceSoleCandidate
 		}
 	}
 	return outcomeScored, []correlation{{target: chosen, confidence: confidence, rule: RuleNearestFollowing}}, nil

@@ -350,6 +350,50 @@ func TestRulesAndConfidences(t *testing.T) {
 	}
 }
 
+func TestBestEffortConfidence(t *testing.T) {
+	added := cmEvent(event.Added, "1001", at(0, 0))
+	modified := cmEvent(event.Modified, "1002", at(1, 0))
+	modifiedAgain := cmEvent(event.Modified, "1003", at(1, 500))
+	st := newJournal(t, append(storagetest.Baseline(cmStream, "b1", at(-30, 0), "900", nil), added, modified, modifiedAgain)...)
+	c := newCorrelator(t, st)
+	withRef := func(e Event, uid, rv string) Event { e.ObjectRef.UID, e.ObjectRef.ResourceVersion = uid, rv; return e }
+
+	for _, tc := range []struct {
+		name       string
+		evt        Event
+		want       event.Record
+		confidence float64
+	}{
+		// Received at 0.9: 1002 and 1003 follow, 1001 precedes.
+		{"two follow", writeEvent("p1", "bob", "patch", at(0, 900), nil), modified, ConfidenceAmbiguous},
+		// Received at 1.2: only 1003 follows; 1002 is within the skew before.
+		{"one follows", writeEvent("p2", "bob", "patch", at(1, 200), nil), modifiedAgain, ConfidenceSoleCandidate},
+		// Received at 2.2: nothing follows; 1003 is within the skew before.
+		{"only before, within the skew", writeEvent("p3", "bob", "patch", at(2, 200), nil), modifiedAgain, ConfidenceAmbiguous},
+		// An update that started from 1002 cannot have produced 1002, even
+		// when the collector observed 1002 after the update was received.
+		{"precondition excluded", withRef(writeEvent("u1", "bob", "update", at(0, 900), nil), cmUID, "1002"), modifiedAgain, ConfidenceSoleCandidate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, found, err := c.matchBestEffort(context.Background(), tc.evt, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o != outcomeScored || len(found) != 1 {
+				t.Fatalf("outcome %v, %d matches", o, len(found))
+			}
+			m := found[0]
+			if m.target.EventID != tc.want.EventID || m.confidence != tc.confidence || m.rule != RuleNearestFollowing {
+				t.Errorf("matched rv %s with %.1f by %s, want rv %s with %.1f", m.target.Resource.ResourceVersion, m.confidence, m.rule,
+					tc.want.Resource.ResourceVersion, tc.confidence)
+			}
+		})
+	}
+	if _, err := c.Match(context.Background(), withRef(writeEvent("u2", "bob", "update", at(0, 900), nil), "other-uid", "")); !errors.Is(err, ErrNoMatch) {
+		t.Errorf("update of another uid: err = %v, want ErrNoMatch", err)
+	}
+}
+
 func TestIngestDeleteCollection(t *testing.T) {
 	var records []event.Record
 	records = append(records, storagetest.Baseline(cmStream, "b1", at(-30, 0), "900", nil)...)

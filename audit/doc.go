@@ -62,12 +62,14 @@
 //     window (WithMatchWindow, 30s by default), whose watch type fits the
 //     verb (create: ADDED; update and patch: MODIFIED or ADDED; delete:
 //     DELETED or MODIFIED; subresource writes: MODIFIED), whose uid is
-//     objectRef's when the log has one, and which no other request matched
-//     exactly (in the same Ingest batch or stored before). The same change
-//     recorded by several streams counts once. The match is the first
-//     candidate observed at or after requestReceivedTimestamp, or else the
-//     last one before it. Confidence is 0.8 when it was the only
-//     candidate and 0.5 when there were more.
+//     objectRef's when the log has one, whose resourceVersion is not
+//     objectRef's (an update's precondition: the version it started from),
+//     and which no other request matched exactly (in the same Ingest batch
+//     or stored before). The same change recorded by several streams counts
+//     once. The match is the first candidate observed at or after
+//     requestReceivedTimestamp — confidence 0.8 when it is the only one
+//     there, 0.5 when more follow — or, when none is, the last one before
+//     it (plausible only through clock skew), with confidence 0.5.
 //
 // A request that passes the filter but matches no rule is Unmatched: the
 // journal does not record that object (no stream covers it, or a gap hid the

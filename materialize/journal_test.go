@@ -195,3 +195,13 @@ func cm(namespace, name, uid string, data map[string]any) obj {
 
 // materializeReader is storage.Reader, embedded to hide a store's Writer.
 type materializeReader = storage.Reader
+
+func dataOfString(raw []byte) string {
+	var o struct {
+		Data map[string]string `json:"data"`
+	}
+	if json.Unmarshal(raw, &o) != nil {
+		return ""
+	}
+	return o.Data["v"]
+}

@@ -1,0 +1,382 @@
+package audit
+
+// The real thing: a kube-apiserver writing an audit log while the Collector
+// records the journal (internal/testenv). Skips when KUBEBUILDER_ASSETS is
+// missing, fails under `make test` (KRPLY_REQUIRE_TESTENV).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/watch"
+)
+
+// integrationPolicy logs configmaps and deployments with their bodies and
+// everything else at Metadata level.
+const integrationPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: None
+  nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
+- level: None
+  users: ["system:apiserver"]
+  resources:
+  - group: coordination.k8s.io
+    resources: ["leases"]
+- level: RequestResponse
+  resources:
+  - group: ""
+    resources: ["configmaps"]
+  - group: apps
+    resources: ["deployments"]
+- level: Metadata
+`
+
+var (
+	configMaps      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets         = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	serviceAccounts = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	deployments     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+)
+
+func clientFor(t *testing.T, cfg *rest.Config) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+func obj(apiVersion, kind, ns, name string, fields map[string]any) *unstructured.Unstructured {
+	o := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name, "namespace": ns}}
+	for k, v := range fields {
+		o[k] = v
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+// must(f())(t, what) returns f's value, failing the test on f's error.
+func must[T any](v T, err error) func(t *testing.T, what string) T {
+	return func(t *testing.T, what string) T {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return v
+	}
+}
+
+// nsSource passes the events about one namespace: the control plane's
+// other requests (namespace creation, RBAC set-up) are not recorded by the
+// collector of this test.
+type nsSource struct {
+	src Source
+	ns  string
+}
+
+func (s nsSource) Next(ctx context.Context) (Event, error) {
+	for {
+		evt, err := s.src.Next(ctx)
+		if err != nil || (evt.ObjectRef != nil && evt.ObjectRef.Namespace == s.ns) {
+			return evt, err
+		}
+	}
+}
+
+// change is a write the test made and whom it should be attributed to.
+type change struct {
+	what       string
+	gvr        schema.GroupVersionResource
+	name       string
+	watchType  event.WatchType
+	rv         string // "" for a deletion answered by a Status
+	user       string
+	rule       string
+	confidence float64
+}
+
+func TestAttributesRealChanges(t *testing.T) {
+	env := testenv.Start(t, testenv.WithAudit(integrationPolicy))
+	ns := env.CreateNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	st := memory.New()
+	defer st.Close()
+	col, err := watch.NewCollectorForConfig(env.Config(), st,
+		watch.WithClusterID("it"), watch.WithResources("cm", "deploy", "secrets", "sa"), watch.WithNamespaces(ns),
+		watch.WithLogger(testr.New(t)), watch.WithBatching(64, 1<<20, 5*time.Millisecond), watch.WithRediscoveryInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- col.Start(runCtx) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("collector: %v", err)
+		}
+	}()
+	if err := col.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	admin := clientFor(t, env.Config())
+	alice := clientFor(t, env.ConfigFor(testenv.UserAlice))
+	bob := clientFor(t, env.ConfigFor(testenv.UserBob))
+	viewer := clientFor(t, env.ConfigFor(testenv.UserViewer))
+	var changes []change
+	add := func(c change) { changes = append(changes, c) }
+
+	// ConfigMaps and Deployments: RequestResponse, matched exactly.
+	cm := must(alice.Resource(configMaps).Namespace(ns).Create(ctx,
+		obj("v1", "ConfigMap", ns, "settings", map[string]any{"data": map[string]any{"mode": "blue"}}), metav1.CreateOptions{}))(t, "alice creates the configmap")
+	add(change{"create configmap", configMaps, "settings", event.Added, cm.GetResourceVersion(), testenv.UserAlice, RuleExactResourceVersion, 1})
+	_ = unstructured.SetNestedField(cm.Object, "green", "data", "mode")
+	cm = must(bob.Resource(configMaps).Namespace(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t, "bob updates the configmap")
+	add(change{"update configmap", configMaps, "settings", event.Modified, cm.GetResourceVersion(), testenv.UserBob, RuleExactResourceVersion, 1})
+	noop := must(bob.Resource(configMaps).Namespace(ns).Update(ctx, cm, metav1.UpdateOptions{}))(t, "bob updates the configmap without a change")
+	if noop.GetResourceVersion() != cm.GetResourceVersion() {
+		t.Fatalf("a no-op update changed the resourceVersion from %s to %s", cm.GetResourceVersion(), noop.GetResourceVersion())
+	}
+	must(bob.Resource(configMaps).Namespace(ns).Patch(ctx, "settings", types.MergePatchType,
+		[]byte(`{"data":{"mode":"red"}}`), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}}))(t, "bob dry-runs a patch")
+
+	deploy := must(alice.Resource(deployments).Namespace(ns).Create(ctx, obj("apps/v1", "Deployment", ns, "web", map[string]any{
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "registry.example/web:1"}}},
+			},
+		},
+	}), metav1.CreateOptions{}))(t, "alice creates the deployment")
+	add(change{"create deployment", deployments, "web", event.Added, deploy.GetResourceVersion(), testenv.UserAlice, RuleExactResourceVersion, 1})
+	deploy = must(bob.Resource(deployments).Namespace(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{}))(t, "bob scales the deployment")
+	add(change{"patch deployment", deployments, "web", event.Modified, deploy.GetResourceVersion(), testenv.UserBob, RuleExactResourceVersion, 1})
+
+	// Secrets and ServiceAccounts: Metadata level, matched best-effort.
+	secret := must(bob.Resource(secrets).Namespace(ns).Create(ctx,
+		obj("v1", "Secret", ns, "token", map[string]any{"stringData": map[string]any{"k": "v1"}}), metav1.CreateOptions{}))(t, "bob creates the secret")
+	add(change{"create secret", secrets, "token", event.Added, secret.GetResourceVersion(), testenv.UserBob, RuleNearestFollowing, ConfidenceSoleCandidate})
+	_ = unstructured.SetNestedField(secret.Object, "djI=", "data", "k")
+	secret = must(alice.Resource(secrets).Namespace(ns).Update(ctx, secret, metav1.UpdateOptions{}))(t, "alice updates the secret")
+	add(change{"update secret", secrets, "token", event.Modified, secret.GetResourceVersion(), testenv.UserAlice, RuleNearestFollowing, ConfidenceSoleCandidate})
+	sa := must(alice.Resource(serviceAccounts).Namespace(ns).Create(ctx,
+		obj("v1", "ServiceAccount", ns, "robot", nil), metav1.CreateOptions{}))(t, "alice creates the service account")
+	add(change{"create service account", serviceAccounts, "robot", event.Added, sa.GetResourceVersion(), testenv.UserAlice, RuleNearestFollowing, ConfidenceSoleCandidate})
+
+	// A ServiceAccount delete answers with the deleted object: what
+	// resourceVersion does it carry, compared to the DELETED watch event?
+	saDeleted := deleteRaw(t, ctx, env.ConfigFor(testenv.UserBob), "/api/v1/namespaces/"+ns+"/serviceaccounts/robot")
+	add(change{"delete service account", serviceAccounts, "robot", event.Deleted, saDeleted.GetResourceVersion(), testenv.UserBob, RuleNearestFollowing, ConfidenceSoleCandidate})
+
+	// Reads are skipped.
+	must(viewer.Resource(configMaps).Namespace(ns).Get(ctx, "settings", metav1.GetOptions{}))(t, "viewer gets")
+	must(viewer.Resource(deployments).Namespace(ns).List(ctx, metav1.ListOptions{}))(t, "viewer lists")
+
+	// ConfigMap delete answers with a Status naming the uid.
+	if err := alice.Resource(configMaps).Namespace(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	add(change{"delete configmap", configMaps, "settings", event.Deleted, "", testenv.UserAlice, RuleExactUIDDeletion, 1})
+	last := must(admin.Resource(configMaps).Namespace(ns).Create(ctx,
+		obj("v1", "ConfigMap", ns, "zz-last", nil), metav1.CreateOptions{}))(t, "admin creates the last configmap")
+	add(change{"create last configmap", configMaps, "zz-last", event.Added, last.GetResourceVersion(), testenv.UserAdmin, RuleExactResourceVersion, 1})
+
+	// Wait until the journal has every change, and check the DELETED
+	// event's resourceVersion against the delete response.
+	targets := make([]event.Record, len(changes))
+	for i, c := range changes {
+		targets[i] = waitForJournal(t, ctx, st, ns, c)
+	}
+	for i, c := range changes {
+		if c.what == "delete service account" && targets[i].Resource.ResourceVersion != c.rv {
+			t.Errorf("DELETED event at rv %s, the delete response at rv %s", targets[i].Resource.ResourceVersion, c.rv)
+		}
+	}
+	waitForAuditLine(t, ctx, env.AuditLogPath(), "zz-last")
+
+	corr, err := NewCorrelator(st, "it", WithLogger(testr.New(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := must(RotatedFiles(env.AuditLogPath()))(t, "rotated files")
+	src := must(OpenFiles(files))(t, "open")
+	defer src.Close()
+	sum, err := corr.Ingest(ctx, nsSource{src, ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary: %+v", sum)
+	if sum.Exact != 7 || sum.Scored != 4 || sum.Unmatched != 0 || sum.SkippedDryRun != 1 || sum.SkippedNoChange != 1 ||
+		sum.SkippedReadOnly < 2 || sum.Recorded != 11 {
+		t.Errorf("summary %+v, want 7 exact, 4 scored, none unmatched, 1 dry run, 1 no-op, reads skipped, 11 recorded", withoutProblems(sum))
+	}
+	for _, p := range sum.Problems {
+		t.Errorf("malformed audit line: %v", p)
+	}
+
+	got := correlationsOf(t, st, targets...)
+	for i, c := range changes {
+		list := got[targets[i].EventID]
+		if len(list) != 1 {
+			t.Errorf("%s: %d correlations, want 1: %+v", c.what, len(list), list)
+			continue
+		}
+		a := list[0].Audit
+		if a.User != c.user || a.Rule != c.rule || a.Confidence != c.confidence {
+			t.Errorf("%s: attributed to %s by %s (%.1f), want %s by %s (%.1f)", c.what, a.User, a.Rule, a.Confidence, c.user, c.rule, c.confidence)
+		}
+		if len(a.SourceIPs) == 0 || a.UserAgent == "" || a.AuditID == "" {
+			t.Errorf("%s: provenance %+v", c.what, a)
+		}
+	}
+
+	// Ingesting the same log again adds nothing.
+	before := must(st.Stats(ctx))(t, "stats")
+	src2 := must(OpenFiles(files))(t, "open")
+	defer src2.Close()
+	again, err := corr.Ingest(ctx, nsSource{src2, ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := must(st.Stats(ctx))(t, "stats")
+	if again.Recorded != 0 || after.Records != before.Records {
+		t.Errorf("second ingest recorded %d, journal %d → %d records", again.Recorded, before.Records, after.Records)
+	}
+
+	if dir := os.Getenv("KRPLY_AUDIT_CAPTURE"); dir != "" {
+		captureLines(t, env.AuditLogPath(), ns, dir)
+	}
+}
+
+// deleteRaw deletes with a plain HTTP request and returns the response body.
+func deleteRaw(t *testing.T, ctx context.Context, cfg *rest.Config, path string) *unstructured.Unstructured {
+	t.Helper()
+	client := must(rest.HTTPClientFor(cfg))(t, "http client")
+	req := must(http.NewRequestWithContext(ctx, http.MethodDelete, cfg.Host+path, nil))(t, "request")
+	resp := must(client.Do(req))(t, "delete "+path)
+	defer resp.Body.Close()
+	body := must(io.ReadAll(resp.Body))(t, "read")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("delete %s: %d %s", path, resp.StatusCode, body)
+	}
+	out := &unstructured.Unstructured{}
+	if err := json.Unmarshal(body, &out.Object); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func waitForJournal(t *testing.T, ctx context.Context, st storage.Reader, ns string, c change) event.Record {
+	t.Helper()
+	obj := storage.ObjectID{ClusterID: "it", Group: c.gvr.Group, Resource: c.gvr.Resource, Namespace: ns, Name: c.name}
+	for {
+		history, err := st.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range history {
+			if !rec.Synthetic && rec.WatchType == c.watchType && (c.rv == "" || c.watchType == event.Deleted || rec.Resource.ResourceVersion == c.rv) {
+				return rec
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: the journal never recorded %s rv %q; history %+v", c.what, c.watchType, c.rv, history)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// waitForAuditLine waits until the audit log holds the ResponseComplete
+// event of the create of name.
+func waitForAuditLine(t *testing.T, ctx context.Context, path, name string) {
+	t.Helper()
+	for {
+		if f, err := OpenFiles([]string{path}); err == nil {
+			for {
+				evt, err := f.Next(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err == nil && evt.Verb == "create" && evt.Stage == StageResponseComplete && evt.ObjectRef != nil && evt.ObjectRef.Name == name {
+					f.Close()
+					return
+				}
+				var le *LineError
+				if err != nil && !errors.As(err, &le) {
+					break
+				}
+			}
+			f.Close()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the audit log %s never showed the create of %s", path, name)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// captureLines copies the test namespace's audit lines into dir, for
+// refreshing the fixtures in testdata/audit.
+func captureLines(t *testing.T, path, ns, dir string) {
+	t.Helper()
+	data := must(os.ReadFile(path))(t, "read audit log")
+	var out []byte
+	for _, line := range splitLines(data) {
+		var probe struct {
+			ObjectRef *ObjectReference `json:"objectRef"`
+		}
+		if json.Unmarshal(line, &probe) == nil && probe.ObjectRef != nil && probe.ObjectRef.Namespace == ns {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	file := fmt.Sprintf("%s/kube-apiserver.log", dir)
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("captured %d bytes of audit lines into %s", len(out), file)
+}
+
+func splitLines(data []byte) [][]byte {
+	var lines [][]byte
+	for len(data) > 0 {
+		i := 0
+		for i < len(data) && data[i] != '\n' {
+			i++
+		}
+		lines = append(lines, data[:i])
+		if i == len(data) {
+			break
+		}
+		data = data[i+1:]
+	}
+	return lines
+}

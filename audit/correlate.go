@@ -597,6 +597,13 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 	if other, ok := claims[target.EventID]; ok && other != evt.AuditID {
 		return outcomeNoChange, nil, nil
 	}
+	stored, err := c.journal.Correlations(ctx, []string{target.EventID})
+	if err != nil {
+		return 0, nil, fmt.Errorf("audit: correlations of %s: %w", target.EventID, err)
+	}
+	if claimedByOther(stored[target.EventID], evt.AuditID) {
+		return outcomeNoChange, nil, nil
+	}
 	return outcomeExact, []correlation{{target: target, confidence: ConfidenceExact, rule: RuleExactResourceVersion}}, nil
 }
 

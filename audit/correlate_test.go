@@ -343,6 +343,16 @@ func TestRulesAndConfidences(t *testing.T) {
 		t.Errorf("1003 correlations: %+v", a)
 	}
 
+	// A no-op update ingested later returns the same resourceVersion: the
+	// stored exact claim says it changed nothing.
+	if _, err := c.Match(context.Background(), writeEvent("noop", "bob", "update", at(1, 200), cmBody("1002"))); !errors.Is(err, ErrNotAChange) {
+		t.Errorf("no-op update after the exact claim: err = %v, want ErrNotAChange", err)
+	}
+	// The claiming request itself still matches (re-ingesting is idempotent).
+	if id, err := c.Match(context.Background(), writeEvent("exact", "alice", "update", at(0, 950), cmBody("1002"))); err != nil || id != modified.EventID {
+		t.Errorf("Match of the claiming request = %q, %v", id, err)
+	}
+
 	// A later ingest sees the stored exact claim too.
 	id, err := c.Match(context.Background(), writeEvent("meta2", "bob", "patch", at(0, 900), nil))
 	if err != nil || id != modifiedAgain.EventID {

@@ -49,8 +49,9 @@
 //     (finalizers, graceful deletion) — matches the journal event of that
 //     object, uid and resourceVersion (storage.Reader's
 //     EventByResourceVersion). If that event was observed before the
-//     request was received (minus the clock skew), or an earlier event of
-//     the same batch matched it exactly, the request was a no-op write
+//     request was received (minus the clock skew), or another request
+//     matched it exactly before (earlier in the batch, or stored), the
+//     request was a no-op write
 //     returning the object unchanged: it is skipped as SkippedNoChange. A
 //     create whose response has no resourceVersion stored nothing (token
 //     and access reviews) and is skipped as SkippedNoObject.

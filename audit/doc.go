@@ -51,10 +51,10 @@
 //     EventByResourceVersion). If that event was observed before the
 //     request was received (minus the clock skew), or another request
 //     matched it exactly before (earlier in the batch, or stored), the
-//     request was a no-op write
-//     returning the object unchanged: it is skipped as SkippedNoChange. A
-//     create whose response has no resourceVersion stored nothing (token
-//     and access reviews) and is skipped as SkippedNoObject.
+//     request was a no-op write returning the object unchanged: it is
+//     skipped as SkippedNoChange. A create whose response has no
+//     resourceVersion stored nothing (token and access reviews) and is
+//     skipped as SkippedNoObject.
 //  3. RuleNearestFollowing (confidence 0.8, or 0.5 when ambiguous): when the
 //     audit level carries no response body (Metadata, Request), the
 //     candidates are the non-synthetic journal events of the object

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,20 +31,11 @@ import (
 	"github.com/krply/krply/watch"
 )
 
-// integrationPolicy logs configmaps and deployments with their bodies and
-// everything else at Metadata level.
-const integrationPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: None
-  nonResourceURLs: ["/healthz*", "/livez*", "/readyz*", "/version"]
-- level: None
-  users: ["system:apiserver"]
-  resources:
-  - group: coordination.k8s.io
-    resources: ["leases"]
-- level: RequestResponse
+// bodyRules log configmaps and deployments with their bodies and everything
+// else at Metadata level. integrationPolicy puts them in front of the
+// harness's default rules, after its rules that log nothing (health checks,
+// the apiserver's own leases); the first matching rule wins.
+const bodyRules = `- level: RequestResponse
   resources:
   - group: ""
     resources: ["configmaps"]
@@ -51,6 +43,15 @@ rules:
     resources: ["deployments"]
 - level: Metadata
 `
+
+func integrationPolicy(t *testing.T) string {
+	t.Helper()
+	const writes = "- level: RequestResponse\n"
+	if !strings.Contains(testenv.DefaultAuditPolicy, writes) {
+		t.Fatalf("testenv.DefaultAuditPolicy changed shape; no %q rule in:\n%s", writes, testenv.DefaultAuditPolicy)
+	}
+	return strings.Replace(testenv.DefaultAuditPolicy, writes, bodyRules+writes, 1)
+}
 
 var (
 	configMaps      = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -117,7 +118,7 @@ type change struct {
 }
 
 func TestAttributesRealChanges(t *testing.T) {
-	env := testenv.Start(t, testenv.WithAudit(integrationPolicy))
+	env := testenv.Start(t, testenv.WithAudit(integrationPolicy(t)))
 	ns := env.CreateNamespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -29,7 +29,12 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+func TestMain(m *testing.M) {
+	if role := os.Getenv(rssChildEnv); role != "" {
+		os.Exit(runRSSChild(role))
+	}
+	os.Exit(testenv.RunMain(m))
+}
 
 func realOpts(t *testing.T, ns string, extra ...Option) []Option {
 	return append([]Option{

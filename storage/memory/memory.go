@@ -249,9 +249,9 @@ func copyRecord(rec *event.Record, withBody bool) *event.Record {
 
 // sortByObject orders AliveAt's answer by cluster, group, resource,
 // namespace and name.
-func sortByObject(recs []event.Record) {
-	slices.SortFunc(recs, func(x, y event.Record) int {
-		a, b := storage.ObjectIDOf(x), storage.ObjectIDOf(y)
+func sortByObject(recs []*event.Record) {
+	slices.SortFunc(recs, func(x, y *event.Record) int {
+		a, b := storage.ObjectIDOf(*x), storage.ObjectIDOf(*y)
 		return cmp.Or(cmp.Compare(a.ClusterID, b.ClusterID), cmp.Compare(a.Group, b.Group),
 			cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})

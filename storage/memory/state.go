@@ -215,7 +215,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	default:
 		objs = st.objects
 	}
-	out := make([]event.Record, 0, len(objs))
+	alive := make([]*event.Record, 0, len(objs))
 	for id, oi := range objs {
 		if q.Namespace != "" && id.Namespace != q.Namespace ||
 			q.Group != "" && id.Group != q.Group ||
@@ -223,13 +223,15 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 			q.ClusterID != "" && id.ClusterID != q.ClusterID {
 			continue
 		}
-		rec := oi.latestAt(q.At)
-		if rec == nil || rec.WatchType == event.Deleted {
-			continue
+		if rec := oi.latestAt(q.At); rec != nil && rec.WatchType != event.Deleted {
+			alive = append(alive, rec)
 		}
-		out = append(out, *copyRecord(rec, !q.WithoutBodies))
 	}
-	sortByObject(out)
+	sortByObject(alive)
+	out := make([]event.Record, len(alive))
+	for i, rec := range alive {
+		out[i] = *copyRecord(rec, !q.WithoutBodies)
+	}
 	return out
 }
 

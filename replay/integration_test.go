@@ -1,0 +1,559 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage/memory"
+)
+
+// The integration tests share one control plane (the source cluster); tests
+// that need an independent target start their own.
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+
+func dynFor(t *testing.T, cfg *rest.Config) dynamic.Interface {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn
+}
+
+func testCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// clusterUID is the kube-system namespace UID, the Collector's default
+// cluster ID.
+func clusterUID(t *testing.T, ctx context.Context, dyn dynamic.Interface) string {
+	t.Helper()
+	ns, err := dyn.Resource(nsKind.gvr).Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(ns.GetUID())
+}
+
+func unstr(s string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON([]byte(s)); err != nil {
+		panic(err) // test literals only
+	}
+	return u
+}
+
+// seed creates the source objects of namespace ns: a ConfigMap carrying a
+// client-side apply annotation, a Service (the server allocates its IP), a
+// Deployment and a Secret.
+func seed(t *testing.T, ctx context.Context, dyn dynamic.Interface, ns string) {
+	t.Helper()
+	objs := []struct {
+		k   kindInfo
+		obj string
+	}{
+		{cmKind, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"shop"}},"data":{"color":"blue"}}`},
+		{svcKind, `{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"},"spec":{"selector":{"app":"web"},"ports":[{"port":80,"targetPort":8080}]}}`},
+		{deployKind, `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","labels":{"app":"web"}},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"name":"app","image":"nginx:1.27","ports":[{"containerPort":8080}]}]}}}}`},
+		{secretKind, `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"db-pass"},"stringData":{"password":"hunter2"}}`},
+	}
+	for _, o := range objs {
+		if _, err := dyn.Resource(o.k.gvr).Namespace(ns).Create(ctx, unstr(o.obj), metav1.CreateOptions{FieldManager: "seed"}); err != nil {
+			t.Fatalf("create %s in %s: %v", o.k.kind, ns, err)
+		}
+	}
+}
+
+// recordBaselines lists the given kinds in ns (and every namespace) from the
+// real API server and writes them to the journal exactly as the Collector
+// does: one complete baseline per stream, with the list's resourceVersion.
+func recordBaselines(t *testing.T, ctx context.Context, dyn dynamic.Interface, j *journal, ns string, kinds ...kindInfo) {
+	t.Helper()
+	at := time.Now()
+	list := func(k kindInfo, namespace string) {
+		l, err := dyn.Resource(k.gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bodies [][]byte
+		for _, item := range l.Items {
+			raw, err := item.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			bodies = append(bodies, raw)
+		}
+		j.baseline(k, namespace, at, l.GetResourceVersion(), bodies...)
+	}
+	list(nsKind, "")
+	for _, k := range kinds {
+		list(k, ns)
+	}
+}
+
+// recordChange reads an object back and records it as a MODIFIED watch event.
+func recordChange(t *testing.T, ctx context.Context, dyn dynamic.Interface, j *journal, k kindInfo, ns, name string) {
+	t.Helper()
+	u, err := dyn.Resource(k.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.watchEvent(k, ns, event.Modified, time.Now(), raw)
+}
+
+var sourceKinds = []kindInfo{cmKind, svcKind, deployKind, secretKind}
+
+// sourceJournal seeds namespace ns of env and records it.
+func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journal, dynamic.Interface, string) {
+	t.Helper()
+	dyn := dynFor(t, env.Config())
+	ns := env.CreateNamespace(t)
+	seed(t, ctx, dyn, ns)
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	j := &journal{t: t, store: store, cluster: clusterUID(t, ctx, dyn)}
+	recordBaselines(t, ctx, dyn, j, ns, sourceKinds...)
+	return j, dyn, ns
+}
+
+func results(r *replay.DryRunReport) map[string]replay.ObjectResult {
+	out := map[string]replay.ObjectResult{}
+	for _, res := range r.Results {
+		out[res.Ref.String()] = res
+	}
+	return out
+}
+
+func get(t *testing.T, ctx context.Context, dyn dynamic.Interface, k kindInfo, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := dyn.Resource(k.gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get %s %s/%s: %v", k.kind, ns, name, err)
+	}
+	return u
+}
+
+func managers(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, m := range u.GetManagedFields() {
+		out = append(out, m.Manager+"/"+string(m.Operation))
+	}
+	return out
+}
+
+// TestReplayIntoIndependentCluster records a namespace of one control plane,
+// replays it into a second, independent one (a different cluster identity)
+// through the missing-namespace flow, checks the result, then replays a later
+// state of the same source into the same target.
+func TestReplayIntoIndependentCluster(t *testing.T) {
+	src := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, srcDyn, ns := sourceJournal(t, ctx, src)
+	dst := testenv.Start(t)
+	dstDyn := dynFor(t, dst.Config())
+
+	p, err := replay.NewPlanner(j.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := ns + "-restored"
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := refs(plan.Objects), []string{"namespaces " + target, "configmaps " + target + "/settings",
+		"services " + target + "/web", "apps/deployments " + target + "/web"}; !slices.Equal(got, want) {
+		t.Fatalf("plan objects = %q, want %q", got, want)
+	}
+	if len(plan.Exclusions) != 1 || plan.Exclusions[0].Rule != replay.RuleSecrets || !strings.Contains(plan.Exclusions[0].Reason, "credentials") {
+		t.Errorf("exclusions = %+v, want the Secret with its reason", plan.Exclusions)
+	}
+
+	srcCluster, err := replay.NewClusterForConfig(src.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var srcErr *replay.SourceClusterError
+	if _, err := p.DryRun(ctx, plan, srcCluster); !errors.As(err, &srcErr) {
+		t.Errorf("DryRun into the source cluster = %v, want *SourceClusterError", err)
+	}
+	if _, err := p.Apply(ctx, plan, srcCluster, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &srcErr) {
+		t.Errorf("Apply into the source cluster = %v, want *SourceClusterError", err)
+	}
+
+	dstCluster, err := replay.NewClusterForConfig(dst.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := p.DryRun(ctx, plan, dstCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The target namespace does not exist: only the Namespace itself could
+	// be validated, and the plan must not claim OK.
+	if report.Status != replay.StatusDryRunNeedsNamespaces || plan.Status != replay.StatusDryRunNeedsNamespaces {
+		t.Fatalf("dry run status = %s (plan %s), want %s; %s", report.Status, plan.Status, replay.StatusDryRunNeedsNamespaces, report.Summary())
+	}
+	for _, res := range report.Results {
+		wantAction, validated := replay.ActionNotValidated, false
+		if res.Ref.Resource == "namespaces" {
+			wantAction, validated = replay.ActionCreate, true
+		}
+		if res.Action != wantAction || res.Validated != validated {
+			t.Errorf("%s: %s (validated %v), want %s", res.Ref, res.Action, res.Validated, wantAction)
+		}
+		if !validated && res.MissingNamespace != target {
+			t.Errorf("%s: missing namespace %q, want %q", res.Ref, res.MissingNamespace, target)
+		}
+	}
+	loaded, err := p.LoadPlan(ctx, plan.ID)
+	if err != nil || loaded.Status != replay.StatusDryRunNeedsNamespaces || loaded.LastDryRun == nil || loaded.LastDryRun.ID != report.ID {
+		t.Fatalf("LoadPlan after the dry run: %v, %+v", err, loaded)
+	}
+
+	// Another process applies the loaded plan.
+	p2, err := replay.NewPlanner(j.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := p2.Apply(ctx, loaded, dstCluster, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	if err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if applied.Status != replay.StatusApplied || len(applied.DryRuns) != 2 {
+		t.Errorf("apply status %s after dry runs %q; want applied after two dry runs", applied.Status, applied.DryRuns)
+	}
+	for _, r := range applied.Results {
+		if r.Outcome != replay.OutcomeCreated {
+			t.Errorf("%s: %s %s, want created", r.Ref, r.Outcome, r.Message)
+		}
+	}
+
+	cm := get(t, ctx, dstDyn, cmKind, target, "settings")
+	if cm.GetAnnotations()[replay.AnnotationPlanID] != plan.ID || cm.GetAnnotations()["team"] != "shop" {
+		t.Errorf("configmap annotations = %v", cm.GetAnnotations())
+	}
+	if _, ok := cm.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
+		t.Errorf("the last-applied annotation was replayed")
+	}
+	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "blue" {
+		t.Errorf("configmap color = %q", color)
+	}
+	if got := managers(cm); !slices.Equal(got, []string{replay.DefaultFieldManager + "/Apply"}) {
+		t.Errorf("configmap managers = %q, want only %s", got, replay.DefaultFieldManager)
+	}
+	srcSvc := get(t, ctx, srcDyn, svcKind, ns, "web")
+	svc := get(t, ctx, dstDyn, svcKind, target, "web")
+	if ip, _, _ := unstructured.NestedString(svc.Object, "spec", "clusterIP"); ip == "" {
+		t.Errorf("the target did not allocate a cluster IP")
+	}
+	if svc.GetUID() == srcSvc.GetUID() {
+		t.Errorf("the service kept its source UID")
+	}
+	deploy := get(t, ctx, dstDyn, deployKind, target, "web")
+	srcDeploy := get(t, ctx, srcDyn, deployKind, ns, "web")
+	wantTemplate, _, _ := unstructured.NestedMap(srcDeploy.Object, "spec", "template")
+	gotTemplate, _, _ := unstructured.NestedMap(deploy.Object, "spec", "template")
+	if !equalJSON(t, wantTemplate, gotTemplate) {
+		t.Errorf("deployment template\n got %v\nwant %v", gotTemplate, wantTemplate)
+	}
+	if replicas, _, _ := unstructured.NestedInt64(deploy.Object, "spec", "replicas"); replicas != 2 {
+		t.Errorf("deployment replicas = %d", replicas)
+	}
+	if _, err := dstDyn.Resource(secretKind.gvr).Namespace(target).Get(ctx, "db-pass", metav1.GetOptions{}); err == nil {
+		t.Errorf("the excluded Secret exists in the target")
+	}
+
+	// A later state of the same source, replayed into the same target: no
+	// conflict with krply's own earlier fields, and the target follows.
+	if _, err := srcDyn.Resource(cmKind.gvr).Namespace(ns).Patch(ctx, "settings", types.MergePatchType,
+		[]byte(`{"data":{"color":"green","size":"L"}}`), metav1.PatchOptions{FieldManager: "seed"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srcDyn.Resource(deployKind.gvr).Namespace(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":3}}`), metav1.PatchOptions{FieldManager: "seed"}); err != nil {
+		t.Fatal(err)
+	}
+	recordChange(t, ctx, srcDyn, j, cmKind, ns, "settings")
+	recordChange(t, ctx, srcDyn, j, deployKind, ns, "web")
+	later, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err = p.DryRun(ctx, later, dstCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Status != replay.StatusDryRunOK {
+		t.Fatalf("dry run of the later plan = %s (%s), want OK", report.Status, report.Summary())
+	}
+	cmRes := results(report)["configmaps "+target+"/settings"]
+	if cmRes.Action != replay.ActionChange || !hasChange(cmRes, `data.color`) || !hasChange(cmRes, `data.size`) {
+		t.Errorf("configmap dry run = %s %+v, want a change of data.color and data.size", cmRes.Action, cmRes.Changes)
+	}
+	if _, err := p.Apply(ctx, later, dstCluster, replay.Confirmation{PlanID: later.ID, PlanHash: later.Hash}); err != nil {
+		t.Fatalf("Apply of the later plan: %v", err)
+	}
+	cm = get(t, ctx, dstDyn, cmKind, target, "settings")
+	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+	if data["color"] != "green" || data["size"] != "L" || cm.GetAnnotations()[replay.AnnotationPlanID] != later.ID {
+		t.Errorf("target configmap after the later replay: data %v, annotations %v", data, cm.GetAnnotations())
+	}
+	if replicas, _, _ := unstructured.NestedInt64(get(t, ctx, dstDyn, deployKind, target, "web").Object, "spec", "replicas"); replicas != 3 {
+		t.Errorf("target deployment replicas = %d, want 3", replicas)
+	}
+
+	// The target holds every field of every object of the later plan.
+	for _, o := range later.Objects {
+		k := kindInfo{gvr: o.Ref.GVR(), kind: o.Ref.Kind}
+		live := get(t, ctx, dstDyn, k, o.Ref.Namespace, o.Ref.Name)
+		if path, ok := subset(decode(t, o.Object), live.Object); !ok {
+			t.Errorf("%s in the target differs from the later plan at %s", o.Ref, path)
+		}
+	}
+
+	// The same plan again: nothing left to change.
+	report, err = p.DryRun(ctx, later, dstCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range report.Results {
+		if res.Action != replay.ActionUnchanged {
+			t.Errorf("re-dry-run of an applied plan: %s is %s %+v", res.Ref, res.Action, res.Changes)
+		}
+	}
+}
+
+// subset reports whether every field of want is in got with the same value
+// (numbers compared as JSON), and where it is not.
+func subset(want, got any) (string, bool) {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		for k, v := range w {
+			if path, ok := subset(v, g[k]); !ok {
+				return "." + k + path, false
+			}
+		}
+		return "", true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return "", false
+		}
+		for i := range w {
+			if path, ok := subset(w[i], g[i]); !ok {
+				return fmt.Sprintf("[%d]%s", i, path), false
+			}
+		}
+		return "", true
+	}
+	return "", fmt.Sprint(want) == fmt.Sprint(got)
+}
+
+func hasChange(res replay.ObjectResult, path string) bool {
+	for _, c := range res.Changes {
+		if c.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	return mustMarshal(t, a) == mustMarshal(t, b)
+}
+
+func mustMarshal(t *testing.T, v any) string {
+	t.Helper()
+	u := unstructured.Unstructured{Object: map[string]any{"v": v}}
+	raw, err := u.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestReplayConflictIsReportedNeverForced replays into a namespace where
+// another field manager owns a field the plan sets to another value.
+func TestReplayConflictIsReportedNeverForced(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, dyn, ns := sourceJournal(t, ctx, env)
+	target := env.CreateNamespace(t)
+	other := unstr(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"color":"red"}}`)
+	if _, err := dyn.Resource(cmKind.gvr).Namespace(target).Apply(ctx, "settings", other, metav1.ApplyOptions{FieldManager: "other-tool"}); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := replay.NewPlanner(j.store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := replay.NewClusterForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := p.DryRun(ctx, plan, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Status != replay.StatusDryRunFailed {
+		t.Fatalf("dry run status = %s, want failed", report.Status)
+	}
+	res := results(report)["configmaps "+target+"/settings"]
+	if res.Action != replay.ActionConflict || len(res.Conflicts) != 1 || res.Conflicts[0].Manager != "other-tool" || res.Conflicts[0].Field != ".data.color" {
+		t.Fatalf("configmap result = %+v, want a conflict with other-tool on .data.color", res)
+	}
+	if r := results(report)["apps/deployments "+target+"/web"]; !r.Clean() || r.Action != replay.ActionCreate {
+		t.Errorf("deployment result = %+v, want a clean create", r)
+	}
+
+	var notClean *replay.DryRunNotCleanError
+	_, err = p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	if !errors.As(err, &notClean) || !errors.Is(err, replay.ErrRefused) || !strings.Contains(err.Error(), "1 conflict") {
+		t.Fatalf("Apply after a conflicting dry run = %v, want *DryRunNotCleanError", err)
+	}
+	cm := get(t, ctx, dyn, cmKind, target, "settings")
+	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "red" {
+		t.Errorf("the conflicting field was overwritten: %q", color)
+	}
+	if _, err := dyn.Resource(deployKind.gvr).Namespace(target).Get(ctx, "web", metav1.GetOptions{}); err == nil {
+		t.Errorf("Apply wrote the Deployment although it refused")
+	}
+}
+
+// TestReplayIntoMissingNamespaceSameCluster follows the documented flow in
+// the source cluster itself, which the policy allows here.
+func TestReplayIntoMissingNamespaceSameCluster(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, dyn, ns := sourceJournal(t, ctx, env)
+	target := ns + "-copy"
+	p, err := replay.NewPlanner(j.store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := replay.NewClusterForConfig(env.Config(), replay.WithPerPlanFieldManager())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notClean *replay.DryRunNotCleanError
+	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &notClean) {
+		t.Fatalf("Apply before any dry run = %v", err)
+	}
+	report, err := p.DryRun(ctx, plan, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Status == replay.StatusDryRunOK {
+		t.Fatalf("the dry run claims OK although %d objects could not be validated", len(report.Results)-1)
+	}
+	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	cm := get(t, ctx, dyn, cmKind, target, "settings")
+	if got, want := managers(cm), []string{replay.PlanFieldManagerPrefix + plan.ID + "/Apply"}; !slices.Equal(got, want) {
+		t.Errorf("managers = %q, want %q", got, want)
+	}
+}
+
+// TestPlanRefusesGapRecordedFromRealObjects records a real namespace, then a
+// gap, and plans inside it.
+func TestPlanRefusesGapRecordedFromRealObjects(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, _, ns := sourceJournal(t, ctx, env)
+	from := time.Now()
+	j.gap(cmKind, ns, from, from.Add(time.Minute), "")
+	p, err := replay.NewPlanner(j.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: from.Add(30 * time.Second)}, replay.Target{})
+	var cov *replay.CoverageIncompleteError
+	if !errors.As(err, &cov) {
+		t.Fatalf("Plan inside a gap = %v, want *CoverageIncompleteError", err)
+	}
+}
+
+// TestExportedYAMLPassesKubectl checks the rendered plan with kubectl's
+// server-side dry run.
+func TestExportedYAMLPassesKubectl(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("kubectl is not on the PATH: %v", err)
+	}
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, _, ns := sourceJournal(t, ctx, env)
+	target := env.CreateNamespace(t) // kubectl's dry run cannot create it
+	p, err := replay.NewPlanner(j.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := plan.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, doc, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := env.Kubeconfig()
+	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "--server-side", "--dry-run=server",
+		"--field-manager", replay.DefaultFieldManager, "-f", file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl apply --server-side --dry-run=server: %v\n%s\n%s", err, out, doc)
+	}
+	for _, want := range []string{"namespace/" + target, "configmap/settings", "service/web", "deployment.apps/web"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("kubectl output lacks %s:\n%s", want, out)
+		}
+	}
+}

@@ -131,6 +131,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	}
 	// Body ids may be reused after deletion: forget decoded keyframes.
 	s.keyframes.clear()
+	s.keyframeRaw.clear()
 	s.bases.clear()
 	clear(s.objectIDs)
 	clear(s.streamObjects)

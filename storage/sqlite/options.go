@@ -56,6 +56,7 @@ type config struct {
 	logger        logr.Logger
 	loggerSet     bool
 	keyframeCache int
+	mmapBytes     int64
 }
 
 func defaultConfig() config {
@@ -63,7 +64,8 @@ func defaultConfig() config {
 		synchronous:   SyncNormal,
 		readers:       4,
 		cacheKiB:      16 << 10,
-		keyframeCache: 4096,
+		keyframeCache: 1 << 17,
+		mmapBytes:     1 << 30,
 	}
 }
 
@@ -76,6 +78,9 @@ func (c *config) validate() error {
 	}
 	if c.cacheKiB < 0 {
 		return fmt.Errorf("sqlite: negative cache size %d KiB", c.cacheKiB)
+	}
+	if c.mmapBytes < 0 {
+		return fmt.Errorf("sqlite: negative mmap size %d", c.mmapBytes)
 	}
 	if c.keyframeCache < 0 {
 		return fmt.Errorf("sqlite: negative keyframe cache size %d", c.keyframeCache)
@@ -101,10 +106,11 @@ func WithCacheSize(kib int) Option {
 	return optionFunc(func(c *config) { c.cacheKiB = kib })
 }
 
-// WithKeyframeCache sets how many objects' latest keyframes the writer
-// keeps decoded in memory to delta-encode their next version without a
-// read (default 4096; 0 disables the cache). Memory is bounded by this
-// count times the size of a body.
+// WithKeyframeCache sets for how many objects the writer remembers which
+// body their next version is delta-encoded against, and the hash of their
+// latest body, to store a new version without reading (default 131072,
+// about 100 bytes each; 0 disables the cache). Decoded keyframes are kept
+// separately, at most 1024 of them.
 func WithKeyframeCache(objects int) Option {
 	return optionFunc(func(c *config) { c.keyframeCache = objects })
 }
@@ -113,4 +119,12 @@ func WithKeyframeCache(objects int) Option {
 // none).
 func WithLogger(l logr.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l; c.loggerSet = true })
+}
+
+// WithMmapSize sets how many bytes of the file each read connection maps
+// into memory (SQLite's mmap_size; default 1 GiB of address space, 0 turns
+// it off). Mapped pages are read without a system call; the memory is the
+// operating system's page cache, shared by all connections.
+func WithMmapSize(bytes int64) Option {
+	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

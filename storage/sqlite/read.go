@@ -94,6 +94,11 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 	if err != nil {
 		return nil, err
 	}
+	return s.decodeRows(ctx, rows)
+}
+
+// decodeRows scans record rows, closes them, and decodes the bodies.
+func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows) ([]event.Record, error) {
 	scanned, err := scanRecords(rows)
 	if err != nil {
 		return nil, err
@@ -121,7 +126,7 @@ func (s *Store) decodeBody(ctx context.Context, data []byte, rawLen int, base sq
 	if !ok {
 		var baseLen int
 		var baseData []byte
-		if err := s.r.QueryRowContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`, base.Int64).Scan(&baseLen, &baseData); err != nil {
+		if err := s.keyframeStmt.QueryRowContext(ctx, base.Int64).Scan(&baseLen, &baseData); err != nil {
 			return nil, fmt.Errorf("keyframe %d: %w", base.Int64, err)
 		}
 		var err error
@@ -344,6 +349,9 @@ func objectName(obj storage.ObjectID) string {
 	return fmt.Sprintf("%s %s/%s %s/%s", obj.ClusterID, obj.Group, obj.Resource, obj.Namespace, obj.Name)
 }
 
+var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+	` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+
 // LatestAt implements storage.Reader.
 func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
 	done, err := s.enter()
@@ -351,9 +359,11 @@ func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		return event.Record{}, err
 	}
 	defer done()
-	q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
-	recs, err := s.query(ctx, q, append(objectArgs(obj), encodeTime(at))...)
+	rows, err := s.latestAtStmt.QueryContext(ctx, append(objectArgs(obj), encodeTime(at))...)
+	var recs []event.Record
+	if err == nil {
+		recs, err = s.decodeRows(ctx, rows)
+	}
 	if err != nil {
 		return event.Record{}, s.readErr("latest of "+objectName(obj), err)
 	}

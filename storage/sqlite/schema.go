@@ -85,7 +85,7 @@ CREATE TABLE records (
 	target      BLOB,
 	meta        BLOB NOT NULL
 );
-CREATE INDEX records_stream ON records (stream, seq) WHERE stream IS NOT NULL;
+CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
 CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
 CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
 CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;

@@ -44,7 +44,10 @@ type Store struct {
 	nextSeq   int64
 	stmts     writerStmts
 	objectIDs map[storage.ObjectID]int64
-	keyframes *lru[int64, keyframe] // object row id -> its latest keyframe
+	keyframes *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
+	// keyframeRaw holds decoded keyframes by body id; many objects share
+	// one (see kindKeyframes).
+	keyframeRaw *lru[int64, []byte]
 	// kindKeyframes holds, per cluster/group/resource, the latest
 	// keyframe: the first version of a new object is delta-encoded
 	// against it when they are alike (pods of one ReplicaSet are).
@@ -53,6 +56,9 @@ type Store struct {
 	streamObjects map[[2]int64]bool
 
 	bases *syncLRU[int64, []byte] // keyframe body id -> raw body, for readers
+	// Hot read statements, prepared once (database/sql keeps one prepared
+	// copy per read connection).
+	latestAtStmt, keyframeStmt *sql.Stmt
 }
 
 // kindKey names a kind of object in a cluster.
@@ -110,6 +116,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		streamObjects: map[[2]int64]bool{},
 		kindKeyframes: map[kindKey]keyframe{},
 		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
+		keyframeRaw:   newLRU[int64, []byte](1024),
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
@@ -143,7 +150,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
 	}
 
+	// Readers map the file: a page read is a memory access, not a
+	// pread system call per page (the bulk of LatestAt's time without it).
 	readerDSN := fileURL(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
+		fmt.Sprintf("&_pragma=mmap_size(%d)", cfg.mmapBytes) +
 		fmt.Sprintf("&_pragma=cache_size(-%d)", max(cfg.cacheKiB/4, 1024)) +
 		"&_pragma=temp_store(MEMORY)"
 	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
@@ -154,6 +164,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+	}
+	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
+	}
+	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
 	}
 	var maxSeq, floor sql.NullInt64
 	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor FROM totals`).Scan(&maxSeq, &floor); err != nil {
@@ -224,6 +240,8 @@ func (s *Store) Close() error {
 	}
 	s.lifecycle.Unlock()
 	s.stmts.close()
+	s.latestAtStmt.Close()
+	s.keyframeStmt.Close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
@@ -411,6 +429,8 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		s.objectIDs[k] = v
 	}
 	for obj, kf := range at.keyframes {
+		s.keyframeRaw.put(kf.bodyID, kf.raw)
+		kf.raw = nil
 		s.keyframes.put(obj, kf)
 	}
 	if len(s.streamObjects) > 1<<16 {
@@ -639,37 +659,54 @@ func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
 	if kf, ok := at.keyframes[objRow]; ok {
 		return kf, true, nil
 	}
-	if kf, ok := at.s.keyframes.get(objRow); ok {
-		return kf, true, nil
-	}
-	var latestID int64
-	switch err := at.stmts.latestBody.QueryRowContext(at.ctx, objRow).Scan(&latestID); {
-	case errors.Is(err, sql.ErrNoRows):
-		return keyframe{}, false, nil
-	case err != nil:
-		return keyframe{}, false, fmt.Errorf("latest body: %w", err)
-	}
-	var rawLen int
-	var base sql.NullInt64
-	var data, latestHash []byte
-	if err := at.stmts.bodyRow.QueryRowContext(at.ctx, latestID).Scan(&rawLen, &base, &data, &latestHash); err != nil {
-		return keyframe{}, false, fmt.Errorf("latest body %d: %w", latestID, err)
-	}
-	kf := keyframe{bodyID: latestID, lastHash: hex.EncodeToString(latestHash), lastBodyID: latestID}
-	if base.Valid {
-		kf.bodyID = base.Int64
-		var ignored []byte
-		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, kf.bodyID).Scan(&rawLen, &base, &data, &ignored); err != nil {
-			return keyframe{}, false, fmt.Errorf("keyframe %d: %w", kf.bodyID, err)
+	kf, ok := at.s.keyframes.get(objRow)
+	if !ok {
+		var latestID int64
+		switch err := at.stmts.latestBody.QueryRowContext(at.ctx, objRow).Scan(&latestID); {
+		case errors.Is(err, sql.ErrNoRows):
+			return keyframe{}, false, nil
+		case err != nil:
+			return keyframe{}, false, fmt.Errorf("latest body: %w", err)
+		}
+		var rawLen int
+		var base sql.NullInt64
+		var data, latestHash []byte
+		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, latestID).Scan(&rawLen, &base, &data, &latestHash); err != nil {
+			return keyframe{}, false, fmt.Errorf("latest body %d: %w", latestID, err)
+		}
+		kf = keyframe{bodyID: latestID, lastHash: hex.EncodeToString(latestHash), lastBodyID: latestID}
+		if base.Valid {
+			kf.bodyID = base.Int64
 		}
 	}
-	raw, err := inflateKeyframe(data, rawLen)
+	raw, err := at.keyframeRaw(kf.bodyID)
 	if err != nil {
-		return keyframe{}, false, fmt.Errorf("keyframe %d: %w", kf.bodyID, err)
+		return keyframe{}, false, err
 	}
 	kf.raw = raw
 	at.keyframes[objRow] = kf
 	return kf, true, nil
+}
+
+// keyframeRaw returns the decoded keyframe with the given body id.
+func (at *appendTx) keyframeRaw(bodyID int64) ([]byte, error) {
+	if raw, ok := at.s.keyframeRaw.get(bodyID); ok {
+		return raw, nil
+	}
+	var rawLen int
+	var base sql.NullInt64
+	var data, hash []byte
+	if err := at.stmts.bodyRow.QueryRowContext(at.ctx, bodyID).Scan(&rawLen, &base, &data, &hash); err != nil {
+		return nil, fmt.Errorf("keyframe %d: %w", bodyID, err)
+	}
+	if base.Valid {
+		return nil, fmt.Errorf("%w: keyframe %d is a delta", errCorruptBody, bodyID)
+	}
+	raw, err := inflateKeyframe(data, rawLen)
+	if err != nil {
+		return nil, fmt.Errorf("keyframe %d: %w", bodyID, err)
+	}
+	return raw, nil
 }
 
 // finish writes the stream states and totals of the batch.

@@ -21,7 +21,9 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/watch"
 )
 
 // The integration tests share one control plane (the source cluster); tests
@@ -555,5 +557,85 @@ func TestExportedYAMLPassesKubectl(t *testing.T) {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("kubectl output lacks %s:\n%s", want, out)
 		}
+	}
+}
+
+// TestReplayFromCollectorRecording records a namespace with the real
+// Collector, changes it, and replays the recorded state into a new namespace
+// of the same cluster (allowed by the policy here).
+func TestReplayFromCollectorRecording(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	dyn := dynFor(t, env.Config())
+	ns := env.CreateNamespace(t)
+	seed(t, ctx, dyn, ns)
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("ns", "cm", "svc", "deploy"), watch.WithNamespaces(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- col.Start(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("collector: %v", err)
+		}
+	})
+	if err := col.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	changed, err := dyn.Resource(cmKind.gvr).Namespace(ns).Patch(ctx, "settings", types.MergePatchType,
+		[]byte(`{"data":{"color":"green"}}`), metav1.PatchOptions{FieldManager: "seed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the change is in the journal.
+	obj := storage.ObjectID{ClusterID: col.ClusterID(), Resource: "configmaps", Namespace: ns, Name: "settings"}
+	var at time.Time
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		rec, err := store.LatestAt(ctx, obj, time.Now())
+		if err == nil && rec.Resource.ResourceVersion == changed.GetResourceVersion() {
+			at = rec.ObservedAt
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the collector did not record resourceVersion %s: %v %+v", changed.GetResourceVersion(), err, rec.Resource)
+		}
+	}
+
+	p, err := replay.NewPlanner(store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := ns + "-rec"
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: col.ClusterID(), Namespaces: []string{ns}, At: at},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.Coverage.Complete || plan.Objects[0].Synthesized || plan.SourceClusterUID != col.ClusterID() {
+		t.Errorf("complete %v, namespace synthesized %v, source UID %q (collector %q)",
+			plan.Coverage.Complete, plan.Objects[0].Synthesized, plan.SourceClusterUID, col.ClusterID())
+	}
+	if got, want := refs(plan.Objects), []string{"namespaces " + target, "configmaps " + target + "/settings",
+		"services " + target + "/web", "apps/deployments " + target + "/web"}; !slices.Equal(got, want) {
+		t.Fatalf("plan objects = %q, want %q", got, want)
+	}
+	c, err := replay.NewClusterForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DryRun(ctx, plan, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	cm := get(t, ctx, dyn, cmKind, target, "settings")
+	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" {
+		t.Errorf("replayed color = %q, want the recorded green", color)
 	}
 }

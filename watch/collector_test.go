@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
 
@@ -625,5 +631,136 @@ func TestNamespacesAndSelectorMakeStreams(t *testing.T) {
 	}
 	if strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Fatalf("streams %v, want %v", ids, want)
+	}
+}
+
+// TestWatchListBaseline drives a WatchList by hand: initial ADDED events,
+// the initial-events-end bookmark (baseline end + checkpoint), then real
+// events on the same watch.
+func TestWatchListBaseline(t *testing.T) {
+	dyn := fakeDynamic()
+	watches := controlWatches(dyn, "configmaps")
+	st := newMemory(t)
+	c, _ := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithWatchList(WatchListOn))...)
+	run(t, c)
+	w := watches.last(t, 1)
+	for i, name := range []string{"one", "two"} {
+		cm := configMap("a", name, "v")
+		cm.SetResourceVersion(fmt.Sprint(10 + i))
+		w.Add(cm)
+	}
+	bm := &unstructured.Unstructured{}
+	bm.SetResourceVersion("20")
+	bm.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+	w.Action(apiwatch.Bookmark, bm)
+	waitSync(t, c)
+	mod := configMap("a", "one", "v2")
+	mod.SetResourceVersion("21")
+	w.Modify(mod)
+	id := cmStreamID("c1")
+	eventually(t, 5*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
+	if n := dyn.Actions(); len(n) == 0 {
+		t.Fatal("no actions")
+	}
+	for _, a := range dyn.Actions() {
+		if a.GetVerb() == "list" {
+			t.Fatalf("WatchList mode listed: %v", a)
+		}
+	}
+	recs := streamRecords(t, st, id)
+	b := ofType(recs, event.TypeBaseline)
+	if len(b) != 2 || b[1].Baseline.ResourceVersion != "20" || b[1].Baseline.ItemCount != 2 {
+		t.Fatalf("baseline markers %+v, want an end at the bookmark's RV 20 with 2 items", b)
+	}
+	cp := ofType(recs, event.TypeCheckpoint)
+	if len(cp) != 1 || !cp[0].Checkpoint.InitialEventsEnd || cp[0].Checkpoint.ResourceVersion != "20" {
+		t.Fatalf("checkpoints %+v", cp)
+	}
+	ev := ofType(recs, event.TypeEvent)
+	if !ev[0].Synthetic || !ev[1].Synthetic || ev[2].Synthetic || ev[2].WatchType != event.Modified {
+		t.Fatalf("events %+v: want two baseline items then a real MODIFIED", ev)
+	}
+	if got := watches.count(); got != 1 {
+		t.Fatalf("%d watches, want the WatchList to go on as the watch", got)
+	}
+}
+
+// TestWatchListAutoFallsBackToList: a server that rejects WatchList (400)
+// gets a paginated list instead, for the rest of the stream's life.
+func TestWatchListAutoFallsBackToList(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	var rejected atomic.Int64
+	dyn.PrependWatchReactor("configmaps", func(a clienttesting.Action) (bool, apiwatch.Interface, error) {
+		if a.(clienttesting.WatchActionImpl).WatchRestrictions.ResourceVersion == "" {
+			rejected.Add(1)
+			return true, nil, apierrors.NewBadRequest("resourceVersionMatch is forbidden for watch")
+		}
+		return false, nil, nil
+	})
+	st := newMemory(t)
+	// The fake says it does not support WatchList; hide that, as a real
+	// client would.
+	c, _ := NewCollector(struct{ dynamic.Interface }{dyn}, fakeDiscovery(), st, testOpts(t)...)
+	run(t, c)
+	waitSync(t, c)
+	if b := ofType(streamRecords(t, st, cmStreamID("c1")), event.TypeBaseline); len(b) != 2 || b[1].Baseline.ItemCount != 1 {
+		t.Fatalf("baselines %+v, want one complete list baseline", b)
+	}
+	if rejected.Load() != 1 {
+		t.Fatalf("%d WatchList attempts, want 1 then lists", rejected.Load())
+	}
+}
+
+type mutableDiscovery struct {
+	*fakediscovery.FakeDiscovery
+	mu sync.Mutex
+}
+
+func (d *mutableDiscovery) ServerGroupsAndResources() ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerGroupsAndResources()
+}
+
+func (d *mutableDiscovery) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.FakeDiscovery.ServerGroupsAndResourcesWithContext(ctx)
+}
+
+// TestRediscoveryFindsNewResource: a qualified name that is not served at
+// Start is pending, and becomes a stream (announced as discovered) once
+// discovery serves it.
+func TestRediscoveryFindsNewResource(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		cmGVR: "ConfigMapList", widgets: "WidgetList",
+	})
+	disc := &mutableDiscovery{FakeDiscovery: fakeDiscovery()}
+	st := newMemory(t)
+	c, err := NewCollector(dyn, disc, st, testOpts(t, WithResources("cm", "widgets.example.com"), WithRediscoveryInterval(20*time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	waitSync(t, c)
+	if s := c.Status(); len(s) != 2 || s[1].State != StatePending || !s[1].Degraded {
+		t.Fatalf("status %+v, want the widgets pending", s)
+	}
+	disc.mu.Lock()
+	disc.Resources = append(disc.Resources, &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "widgets", SingularName: "widget", Kind: "Widget", Verbs: metav1.Verbs{"list", "watch"}},
+	}})
+	disc.mu.Unlock()
+	id := event.Stream{ClusterID: "c1", Group: "example.com", Version: "v1", Resource: "widgets"}.ID()
+	eventually(t, 5*time.Second, "the widgets baseline", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 2 })
+	cc := ofType(streamRecords(t, st, id), event.TypeCoverageChange)
+	if len(cc) != 1 || !cc[0].Coverage.Available || cc[0].Coverage.Reason != "discovered" {
+		t.Fatalf("coverage changes %+v, want one 'discovered'", cc)
+	}
+	for _, s := range c.Status() {
+		if s.State == StatePending {
+			t.Fatalf("still pending: %+v", c.Status())
+		}
 	}
 }

@@ -36,6 +36,9 @@ var (
 	errContinueExpired = errors.New("continue token expired")
 	// errWatchListUnsupported: the server does not support WatchList.
 	errWatchListUnsupported = errors.New("WatchList not supported")
+	// errNoListRV: a list came without a resourceVersion, so no watch can
+	// start from it; the stream relists after a backoff.
+	errNoListRV = errors.New("list returned no resourceVersion to watch from")
 )
 
 // stream records one list+watch. Its run goroutine owns every field above
@@ -387,7 +390,13 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 			break
 		}
 	}
-	return s.finishBaseline(ctx, id, reason, listRV, items, nil)
+	if err := s.finishBaseline(ctx, id, reason, listRV, items, nil); err != nil {
+		return err
+	}
+	if listRV == "" {
+		return fmt.Errorf("list %s: %w", s.res, errNoListRV)
+	}
+	return nil
 }
 
 // baselineHead returns the records that open a baseline: a coverage change

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage/memory"
 )
@@ -396,5 +397,39 @@ func TestRefusals(t *testing.T) {
 	}
 	if _, err := p.Apply(ctx, &tampered, other, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &stale) {
 		t.Errorf("Apply of a changed plan = %v", err)
+	}
+}
+
+func TestPlanFromSavedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	j := shopJournal(t)
+	m, err := materialize.New(j.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "src", Namespaces: []string{"shop"}}, t0.Add(30*time.Second), "before the change")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPlanner(t, j)
+	plan, err := p.Plan(ctx, replay.Source{SnapshotID: snap.ID}, replay.Target{Namespaces: map[string]string{"shop": "sandbox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Source.SnapshotID != snap.ID || !plan.Source.At.Equal(t0.Add(30*time.Second)) || plan.Source.ClusterID != "src" {
+		t.Errorf("plan source = %+v, want the snapshot's", plan.Source)
+	}
+	if got, want := refs(plan.Objects), []string{"namespaces sandbox", "configmaps sandbox/settings", "services sandbox/web", "apps/deployments sandbox/web"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("objects = %q, want %q", got, want)
+	}
+	// The snapshot is from before the change at t0+1m.
+	if color := decode(t, plan.Objects[1].Object)["data"].(map[string]any)["color"]; color != "blue" {
+		t.Errorf("color = %v, want the snapshot's blue", color)
+	}
+	if _, err := p.LoadPlan(ctx, snap.ID); !errors.Is(err, replay.ErrNotFound) {
+		t.Errorf("LoadPlan(snapshot ID) = %v, want ErrNotFound", err)
+	}
+	if _, err := p.Plan(ctx, replay.Source{SnapshotID: "missing"}, replay.Target{}); !errors.Is(err, materialize.ErrNotFound) {
+		t.Errorf("Plan from a missing snapshot = %v, want materialize.ErrNotFound", err)
 	}
 }

@@ -102,6 +102,12 @@ type Record struct {
 
 // Gap says that a stream's continuity was lost: changes made between From
 // and the end of the next complete baseline may be missing from the journal.
+//
+// A gap record is written as soon as the loss is detected, before the
+// relist, so that it is durable even when the relist never finishes. Its end
+// is the next complete baseline of the stream, whose end record names the
+// gap in Baseline.ClosesGap and carries the resourceVersion the stream
+// resumed from.
 type Gap struct {
 	// From is the last moment the stream was known to be continuous: the
 	// observation time of its last durable record, not the moment the loss
@@ -114,9 +120,6 @@ type Gap struct {
 	Reason string `json:"reason"`
 	// LastResourceVersion is the last durable resourceVersion before the gap.
 	LastResourceVersion string `json:"lastResourceVersion,omitempty"`
-	// ResumeResourceVersion is the resourceVersion of the baseline that
-	// closed the gap, filled in when the gap record is written after it.
-	ResumeResourceVersion string `json:"resumeResourceVersion,omitempty"`
 }
 
 // CoverageChange says that a stream became available or unavailable.
@@ -150,6 +153,9 @@ type Baseline struct {
 	// Reason says why the baseline was taken: "initial", "relist after gap",
 	// "coverage restored", "compaction".
 	Reason string `json:"reason,omitempty"`
+	// ClosesGap is the EventID of the gap this baseline ends, if any (set
+	// on the end record); its ResourceVersion is the gap's end.
+	ClosesGap string `json:"closesGap,omitempty"`
 }
 
 // Checkpoint is the payload of a TypeCheckpoint record.

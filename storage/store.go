@@ -52,7 +52,9 @@ type Writer interface {
 	// before is folded into a synthetic baseline (the last version of each
 	// object alive at before is kept as is), together with the gap and
 	// coverage records that still decide coverage after before. Snapshots,
-	// plans and audit correlations of kept events are kept.
+	// plans and audit correlations of kept events are kept. An object
+	// deleted before before is gone afterwards: LatestAt answers ErrNotFound
+	// for it instead of its DELETED record, which means the same ("absent").
 	Compact(ctx context.Context, before time.Time) (CompactResult, error)
 }
 

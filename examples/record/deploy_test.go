@@ -151,8 +151,8 @@ func TestManifestsOnAControlPlane(t *testing.T) {
 		review := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
 			"spec": map[string]any{
-				"user":   "system:serviceaccount:krply:" + tc.account,
-				"groups": []any{"system:serviceaccounts", "system:serviceaccounts:krply", "system:authenticated"},
+				"user":               "system:serviceaccount:krply:" + tc.account,
+				"groups":             []any{"system:serviceaccounts", "system:serviceaccounts:krply", "system:authenticated"},
 				"resourceAttributes": map[string]any{"verb": tc.verb, "group": tc.group, "resource": tc.resource, "namespace": "shop"},
 			},
 		}}

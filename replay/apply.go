@@ -44,10 +44,8 @@ type ApplyResult struct {
 	Outcome Outcome           `json:"outcome"`
 	// ResourceVersion is the object's resourceVersion after the write.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Code, Reason and Message describe a failed write.
-	Code    int32  `json:"code,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
+	// Failure describes a failed write.
+	Failure
 }
 
 // ApplyReport says what Apply wrote. It does not say the target converged:
@@ -224,12 +222,8 @@ func (p *Planner) applyObject(ctx context.Context, plan *Plan, c *Cluster, manag
 	obj := plan.Objects[i]
 	res := &report.Results[i]
 	fail := func(err error) error {
-		res.Outcome, res.Message = OutcomeFailed, err.Error()
-		var status apierrors.APIStatus
-		if errors.As(err, &status) {
-			st := status.Status()
-			res.Code, res.Reason, res.Message = st.Code, string(st.Reason), st.Message
-		}
+		res.Outcome = OutcomeFailed
+		res.Failure, _ = failureOf(err)
 		return &ApplyError{PlanID: plan.ID, Report: report, Failed: obj, Err: err}
 	}
 	ri := c.resource(obj.Ref)

@@ -68,10 +68,27 @@ type ObjectResult struct {
 	// MissingNamespace is the namespace that does not exist
 	// (ActionNotValidated).
 	MissingNamespace string `json:"missingNamespace,omitempty"`
-	// Code, Reason and Message describe a failed request.
+	// Failure describes a failed request.
+	Failure
+}
+
+// Failure describes a request that failed: the API server's status code,
+// reason and message, or only a message when the server was not reached.
+type Failure struct {
 	Code    int32  `json:"code,omitempty"`
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+}
+
+// failureOf describes err, and returns the server's Status when err
+// carries one.
+func failureOf(err error) (Failure, *metav1.Status) {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return Failure{Message: err.Error()}, nil
+	}
+	st := status.Status()
+	return Failure{Code: st.Code, Reason: string(st.Reason), Message: st.Message}, &st
 }
 
 // Clean reports whether the server validated the object and found nothing
@@ -258,16 +275,15 @@ func (c *Cluster) dryRunObject(ctx context.Context, obj Object, manager string) 
 // failed classifies a failed request: a field manager conflict, a missing
 // namespace, or another error.
 func failed(res ObjectResult, err error) ObjectResult {
-	res.Action, res.Message = ActionError, err.Error()
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
+	res.Action = ActionError
+	failure, st := failureOf(err)
+	res.Failure = failure
+	if st == nil {
 		return res
 	}
-	st := status.Status()
-	res.Code, res.Reason, res.Message = st.Code, string(st.Reason), st.Message
 	switch {
 	case apierrors.IsConflict(err):
-		if conflicts := conflictsOf(st); len(conflicts) > 0 {
+		if conflicts := conflictsOf(*st); len(conflicts) > 0 {
 			res.Action, res.Conflicts = ActionConflict, conflicts
 		}
 	case apierrors.IsNotFound(err) && st.Details != nil && st.Details.Kind == "namespaces" &&

@@ -142,6 +142,27 @@ func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journa
 	return j, dyn, ns
 }
 
+// planNow plans namespace ns of the journal's cluster, as it is now, into
+// namespace target.
+func planNow(t *testing.T, ctx context.Context, p *replay.Planner, j *journal, ns, target string) *replay.Plan {
+	t.Helper()
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+		replay.Target{Namespaces: map[string]string{ns: target}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+func clusterOf(t *testing.T, cfg *rest.Config, opts ...replay.ClusterOption) *replay.Cluster {
+	t.Helper()
+	c, err := replay.NewClusterForConfig(cfg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func results(r *replay.DryRunReport) map[string]replay.ObjectResult {
 	out := map[string]replay.ObjectResult{}
 	for _, res := range r.Results {
@@ -183,11 +204,7 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := ns + "-restored"
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
-		replay.Target{Namespaces: map[string]string{ns: target}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planNow(t, ctx, p, j, ns, target)
 	if got, want := refs(plan.Objects), []string{"namespaces " + target, "configmaps " + target + "/settings",
 		"services " + target + "/web", "apps/deployments " + target + "/web"}; !slices.Equal(got, want) {
 		t.Fatalf("plan objects = %q, want %q", got, want)
@@ -196,10 +213,7 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 		t.Errorf("exclusions = %+v, want the Secret with its reason", plan.Exclusions)
 	}
 
-	srcCluster, err := replay.NewClusterForConfig(src.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcCluster := clusterOf(t, src.Config())
 	var srcErr *replay.SourceClusterError
 	if _, err := p.DryRun(ctx, plan, srcCluster); !errors.As(err, &srcErr) {
 		t.Errorf("DryRun into the source cluster = %v, want *SourceClusterError", err)
@@ -208,10 +222,7 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 		t.Errorf("Apply into the source cluster = %v, want *SourceClusterError", err)
 	}
 
-	dstCluster, err := replay.NewClusterForConfig(dst.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dstCluster := clusterOf(t, dst.Config())
 	report, err := p.DryRun(ctx, plan, dstCluster)
 	if err != nil {
 		t.Fatal(err)
@@ -303,11 +314,7 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 	}
 	recordChange(t, ctx, srcDyn, j, cmKind, ns, "settings")
 	recordChange(t, ctx, srcDyn, j, deployKind, ns, "web")
-	later, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
-		replay.Target{Namespaces: map[string]string{ns: target}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	later := planNow(t, ctx, p, j, ns, target)
 	report, err = p.DryRun(ctx, later, dstCluster)
 	if err != nil {
 		t.Fatal(err)
@@ -422,15 +429,8 @@ func TestReplayConflictIsReportedNeverForced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
-		replay.Target{Namespaces: map[string]string{ns: target}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := replay.NewClusterForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planNow(t, ctx, p, j, ns, target)
+	c := clusterOf(t, env.Config())
 	report, err := p.DryRun(ctx, plan, c)
 	if err != nil {
 		t.Fatal(err)
@@ -471,15 +471,8 @@ func TestReplayIntoMissingNamespaceSameCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
-		replay.Target{Namespaces: map[string]string{ns: target}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := replay.NewClusterForConfig(env.Config(), replay.WithPerPlanFieldManager())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planNow(t, ctx, p, j, ns, target)
+	c := clusterOf(t, env.Config(), replay.WithPerPlanFieldManager())
 	var notClean *replay.DryRunNotCleanError
 	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &notClean) {
 		t.Fatalf("Apply before any dry run = %v", err)
@@ -534,11 +527,7 @@ func TestExportedYAMLPassesKubectl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
-		replay.Target{Namespaces: map[string]string{ns: target}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planNow(t, ctx, p, j, ns, target)
 	doc, err := plan.YAML()
 	if err != nil {
 		t.Fatal(err)
@@ -624,10 +613,7 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 		"services " + target + "/web", "apps/deployments " + target + "/web"}; !slices.Equal(got, want) {
 		t.Fatalf("plan objects = %q, want %q", got, want)
 	}
-	c, err := replay.NewClusterForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := clusterOf(t, env.Config())
 	if _, err := p.DryRun(ctx, plan, c); err != nil {
 		t.Fatal(err)
 	}

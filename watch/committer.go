@@ -75,6 +75,44 @@ func (c *committer) submit(ctx context.Context, it writeItem, wait bool) error {
 	}
 }
 
+// pipeline submits items so that one is being appended while the next is
+// being built (fetching a list page overlaps appending the previous one),
+// with at most one item in flight: memory stays at two pages.
+type pipeline struct {
+	c        *committer
+	inFlight chan error
+}
+
+// submit waits for the item in flight, then hands over this one without
+// waiting for it.
+func (p *pipeline) submit(ctx context.Context, it writeItem) error {
+	if err := p.wait(ctx); err != nil {
+		return err
+	}
+	it.done = make(chan error, 1)
+	select {
+	case p.c.in <- it:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	p.inFlight = it.done
+	return nil
+}
+
+// wait waits until the item in flight, if any, is durable.
+func (p *pipeline) wait(ctx context.Context) error {
+	if p.inFlight == nil {
+		return nil
+	}
+	select {
+	case err := <-p.inFlight:
+		p.inFlight = nil
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // run commits until ctx ends or the store fails. On the end of ctx it
 // commits what it already holds (with drainCtx), so that a clean shutdown
 // loses nothing that was received.

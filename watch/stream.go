@@ -362,6 +362,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 		observedAt time.Time
 		items      int
 	)
+	pipe := pipeline{c: s.c.committer}
 	for page := 0; ; page++ {
 		list, err := s.ri.List(ctx, opts)
 		if err != nil {
@@ -381,14 +382,20 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 			return err
 		}
 		items += len(list.Items)
-		if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: recs, bytes: bytes}, true); err != nil {
+		opts.Continue = list.GetContinue()
+		list = nil
+		if err := pipe.submit(ctx, writeItem{stream: s, recs: recs, bytes: bytes}); err != nil {
 			return err
 		}
+		// The head (with any "access restored") is queued: the committer
+		// writes it or stops the Collector.
 		s.available = true
-		opts.Continue = list.GetContinue()
 		if opts.Continue == "" {
 			break
 		}
+	}
+	if err := pipe.wait(ctx); err != nil {
+		return err
 	}
 	if err := s.finishBaseline(ctx, id, reason, listRV, items, nil); err != nil {
 		return err
@@ -517,16 +524,16 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 	observedAt := s.clock.Now()
 	recs := s.baselineHead(id, reason, observedAt)
 	bytes, items := 0, 0
+	pipe := pipeline{c: s.c.committer}
 	flush := func() error {
-		if len(recs) == 0 {
-			return nil
-		}
-		err := s.c.committer.submit(ctx, writeItem{stream: s, recs: recs, bytes: bytes}, true)
-		recs, bytes = nil, 0
-		if err == nil {
+		if len(recs) > 0 {
+			if err := pipe.submit(ctx, writeItem{stream: s, recs: recs, bytes: bytes}); err != nil {
+				return err
+			}
+			recs, bytes = nil, 0
 			s.available = true
 		}
-		return err
+		return nil
 	}
 	idle := s.newIdleTimer()
 	defer idle.stop()
@@ -572,6 +579,9 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 					continue
 				}
 				if err := flush(); err != nil {
+					return err
+				}
+				if err := pipe.wait(ctx); err != nil {
 					return err
 				}
 				rv := m.GetResourceVersion()

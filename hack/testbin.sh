@@ -32,8 +32,10 @@ build() { # name package ldflags
   fi
   echo "testbin: building $name from $pkg (a cold build of kube-apiserver takes ~15 minutes and ~3 GiB of RAM)..." >&2
   local start=$SECONDS
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$dir/$name.tmp" "$pkg") >&2
-  mv "$dir/$name.tmp" "$dir/$name"
+  # Built aside and renamed, so a concurrent run never sees half a binary.
+  local tmp="$dir/$name.tmp.$$"
+  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp" "$pkg") >&2
+  mv "$tmp" "$dir/$name"
   echo "testbin: built $name in $((SECONDS - start))s" >&2
 }
 

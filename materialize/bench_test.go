@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
@@ -66,7 +67,7 @@ var benchBackends = []struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := testenv.RunMain(m)
 	for _, j := range benchJournals {
 		_ = j.store.Close()
 	}

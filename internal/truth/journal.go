@@ -1,0 +1,122 @@
+package truth
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// streamJournal is one stream's records, cut into segments of continuity.
+type streamJournal struct {
+	id       string
+	stream   event.Stream
+	recs     []event.Record
+	segments []*segment
+	// outside holds the watch events recorded while the stream was not
+	// continuous (after a loss, before the next complete baseline).
+	outside []event.Record
+	// items holds the items of every baseline by baseline ID, complete or
+	// not.
+	items map[string][]event.Record
+}
+
+// segment is a stretch of continuity: a complete baseline, the watch events
+// that followed it, and the loss of continuity (a gap or a stream becoming
+// unavailable) that ended it, if any.
+type segment struct {
+	index int
+	begin *event.Record // nil when compacted away
+	end   event.Record
+	// listStart is the ObservedAt of the stream's last record before the
+	// baseline began: the list was requested after it. Zero for the first.
+	listStart time.Time
+	items     []event.Record
+	inferred  []event.Record
+	events    []event.Record
+	// loss is the first record that ended continuity after the baseline.
+	loss *event.Record
+}
+
+func (s *segment) lossStart() time.Time {
+	if s.loss == nil {
+		return time.Time{}
+	}
+	t, _ := storage.LossStart(*s.loss)
+	return t
+}
+
+// readStream reads every record of one stream, oldest first.
+func readStream(ctx context.Context, r storage.Reader, st storage.StreamStatus) (*streamJournal, error) {
+	sj := &streamJournal{id: st.StreamID, stream: st.Stream, items: map[string][]event.Record{}}
+	q := storage.Query{StreamID: st.StreamID, Limit: 1000}
+	for {
+		page, err := r.Records(ctx, q)
+		if err != nil {
+			return nil, fmt.Errorf("records of %s: %w", st.StreamID, err)
+		}
+		sj.recs = append(sj.recs, page.Records...)
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	sj.segment()
+	return sj, nil
+}
+
+// segment cuts the records into segments.
+func (sj *streamJournal) segment() {
+	begins := map[string]*event.Record{}
+	listStarts := map[string]time.Time{}
+	var prevObserved time.Time
+	var cur *segment
+	bySegment := map[string]*segment{}
+	for i := range sj.recs {
+		rec := sj.recs[i]
+		switch {
+		case rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineBegin:
+			begins[rec.BaselineID] = &sj.recs[i]
+			listStarts[rec.BaselineID] = prevObserved
+		case rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd:
+			cur = &segment{
+				index:     len(sj.segments),
+				begin:     begins[rec.BaselineID],
+				end:       rec,
+				listStart: listStarts[rec.BaselineID],
+				items:     sj.items[rec.BaselineID],
+			}
+			sj.segments = append(sj.segments, cur)
+			bySegment[rec.BaselineID] = cur
+		case rec.Type == event.TypeEvent && rec.Inferred != nil:
+			if s := bySegment[rec.Inferred.BaselineID]; s != nil {
+				s.inferred = append(s.inferred, rec)
+			} else {
+				sj.outside = append(sj.outside, rec)
+			}
+		case rec.Type == event.TypeEvent && rec.Synthetic:
+			sj.items[rec.BaselineID] = append(sj.items[rec.BaselineID], rec)
+		case rec.IsObjectChange():
+			if cur == nil || cur.loss != nil {
+				sj.outside = append(sj.outside, rec)
+			} else {
+				cur.events = append(cur.events, rec)
+			}
+		default:
+			if _, ok := storage.LossStart(rec); ok && cur != nil && cur.loss == nil {
+				cur.loss = &sj.recs[i]
+			}
+		}
+		prevObserved = rec.ObservedAt
+	}
+}
+
+// segmentOf returns the index of the last segment whose baseline ended
+// before t, or -1.
+func (sj *streamJournal) segmentOf(t time.Time) int {
+	i := sort.Search(len(sj.segments), func(i int) bool { return !sj.segments[i].end.ObservedAt.Before(t) })
+	return i - 1
+}

@@ -5,14 +5,18 @@ package audit
 // missing, fails under `make test` (KRPLY_REQUIRE_TESTENV).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -380,4 +384,128 @@ func splitLines(data []byte) [][]byte {
 		data = data[i+1:]
 	}
 	return lines
+}
+
+// TestWebhookFromRealAPIServer points a real kube-apiserver's audit webhook
+// backend at a WebhookHandler: the batches it POSTs are ingested while the
+// Collector records, and each change gets its author.
+func TestWebhookFromRealAPIServer(t *testing.T) {
+	st := memory.New()
+	defer st.Close()
+	corr, err := NewCorrelator(st, "it", WithLogger(testr.New(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := NewWebhookHandler(corr, WithSettleDelay(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		bodies  [][]byte
+		refused []int
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, body)
+		mu.Unlock()
+		rec := httptest.NewRecorder()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		handler.ServeHTTP(rec, r)
+		mu.Lock()
+		if rec.Code != http.StatusOK {
+			refused = append(refused, rec.Code)
+		}
+		mu.Unlock()
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "webhook.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: krply
+  cluster:
+    server: `+srv.URL+`
+contexts:
+- name: krply
+  context:
+    cluster: krply
+current-context: krply
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	env := testenv.Start(t, testenv.WithAudit(integrationPolicy(t)), testenv.WithAPIServerFlags(
+		"--audit-webhook-config-file="+kubeconfig,
+		"--audit-webhook-mode=batch",
+		"--audit-webhook-batch-max-wait=200ms",
+	))
+	ns := env.CreateNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	col, err := watch.NewCollectorForConfig(env.Config(), st, watch.WithClusterID("it"), watch.WithResources("cm", "deploy"),
+		watch.WithNamespaces(ns), watch.WithLogger(testr.New(t)), watch.WithBatching(64, 1<<20, 5*time.Millisecond), watch.WithRediscoveryInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- col.Start(runCtx) }()
+	defer func() {
+		stop()
+		<-done
+	}()
+	if err := col.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	alice := clientFor(t, env.ConfigFor(testenv.UserAlice))
+	bob := clientFor(t, env.ConfigFor(testenv.UserBob))
+	cm := must(alice.Resource(configMaps).Namespace(ns).Create(ctx, obj("v1", "ConfigMap", ns, "hooked", nil), metav1.CreateOptions{}))(t, "alice creates")
+	cm2 := must(bob.Resource(configMaps).Namespace(ns).Patch(ctx, "hooked", types.MergePatchType, []byte(`{"data":{"a":"b"}}`), metav1.PatchOptions{}))(t, "bob patches")
+	changes := []change{
+		{"create", configMaps, "hooked", event.Added, cm.GetResourceVersion(), testenv.UserAlice, RuleExactResourceVersion, 1},
+		{"patch", configMaps, "hooked", event.Modified, cm2.GetResourceVersion(), testenv.UserBob, RuleExactResourceVersion, 1},
+	}
+	for _, c := range changes {
+		target := waitForJournal(t, ctx, st, ns, c)
+		for {
+			list := correlationsOf(t, st, target)[target.EventID]
+			if len(list) > 0 {
+				if a := list[0].Audit; len(list) != 1 || a.User != c.user || a.Rule != c.rule {
+					t.Errorf("%s: correlations %+v, want one by %s", c.what, list, c.user)
+				}
+				break
+			}
+			select {
+			case <-ctx.Done():
+				mu.Lock()
+				t.Fatalf("%s: never correlated through the webhook (%d POSTs, refused %v)", c.what, len(bodies), refused)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(refused) != 0 {
+		t.Errorf("the handler refused POSTs with %v", refused)
+	}
+	if dir := os.Getenv("KRPLY_AUDIT_CAPTURE"); dir != "" {
+		for _, b := range bodies {
+			if bytes.Contains(b, []byte(`"hooked"`)) {
+				file := filepath.Join(dir, "webhook-eventlist.json")
+				if err := os.WriteFile(file, b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("captured a webhook body into %s", file)
+				break
+			}
+		}
+	}
 }

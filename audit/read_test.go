@@ -346,3 +346,54 @@ func TestReaderStopsOnCancelledContext(t *testing.T) {
 		t.Errorf("Next on a cancelled context = %v, want context.Canceled", err)
 	}
 }
+
+// TestRealWebhookBody reads an EventList a kube-apiserver's webhook backend
+// POSTed: every item is an event, and EventList knows every field.
+func TestRealWebhookBody(t *testing.T) {
+	path := filepath.Join("..", "testdata", "audit", "kube-apiserver-v1.37.2-webhook.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewEventListReader(bytes.NewReader(data), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, lineErrs := readAll(t, r)
+	if len(lineErrs) != 0 || len(events) == 0 {
+		t.Fatalf("%d events, line errors %v", len(events), lineErrs)
+	}
+	var creates int
+	for _, e := range events {
+		if e.Verb == "create" && e.ObjectRef != nil && e.ObjectRef.Name == "hooked" {
+			creates++
+			if e.User.Username != "alice" || len(e.ResponseObject) == 0 {
+				t.Errorf("create of hooked: user %q, response %s", e.User.Username, e.ResponseObject)
+			}
+		}
+	}
+	if creates != 1 {
+		t.Errorf("%d creates of hooked, want 1", creates)
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var list EventList
+	if err := dec.Decode(&list); err != nil {
+		t.Fatalf("strict decode: %v", err)
+	}
+	again, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in, out map[string]any
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(again, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, out) {
+		t.Errorf("round trip changed the list:\n in: %s\nout: %s", data, again)
+	}
+}

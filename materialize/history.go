@@ -228,7 +228,8 @@ func originOf(rec event.Record) Origin {
 }
 
 // historyLosses returns the gap and coverage-change records of the streams
-// that record obj, from its first version on (or from Since).
+// that record obj, from its first version on (or from Since), up to Until
+// or, when Limit cut the versions short, the last version.
 func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) ([]entryAt, error) {
 	if len(versions) == 0 {
 		return nil, nil
@@ -236,6 +237,11 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 	since := versions[0].ObservedAt
 	if !qc.since.IsZero() && qc.since.Before(since) {
 		since = qc.since
+	}
+	until := qc.until
+	if qc.limit > 0 && len(versions) >= qc.limit {
+		// The versions were cut short: so are the gaps.
+		until = versions[len(versions)-1].ObservedAt
 	}
 	streams, err := m.streamsClaiming(ctx, obj)
 	if err != nil {
@@ -253,7 +259,7 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 		if qc.streamID != "" && id != qc.streamID {
 			continue
 		}
-		q := storage.Query{StreamID: id, Types: lossTypes, Since: since, Until: qc.until, WithoutBodies: true}
+		q := storage.Query{StreamID: id, Types: lossTypes, Since: since, Until: until, WithoutBodies: true}
 		for {
 			page, err := m.reader.Records(ctx, q)
 			if err != nil {

@@ -81,7 +81,10 @@ func TestHistory(t *testing.T) {
 		}},
 		{object: "b", opts: []materialize.QueryOption{materialize.Limit(1)}, want: []string{
 			"ADDED baseline/b",
-			"gap from 5m0s",
+		}},
+		{object: "c", opts: []materialize.QueryOption{materialize.Limit(2)}, want: []string{
+			"ADDED watch/c",
+			"MODIFIED watch/c data.v:1→2",
 		}},
 	}
 	for _, tc := range tests {

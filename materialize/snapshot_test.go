@@ -252,3 +252,44 @@ func TestSnapshotReadOnlyStore(t *testing.T) {
 		t.Fatal("no error for a scope without cluster")
 	}
 }
+
+// A stream that became unavailable (403) is not covered until a baseline
+// follows its return.
+func TestSnapshotUnavailableStream(t *testing.T) {
+	j := newJournal(t)
+	cms := j.stream("", "v1", "configmaps", "shop")
+	a := cm("shop", "a", "ua", map[string]any{"v": "1"})
+	j.baseline(cms, "b1", at(1), a)
+	j.coverage(cms, false, at(3))
+	j.coverage(cms, true, at(4))
+	j.baseline(cms, "b2", at(5), a)
+	m := j.materializer()
+	for _, tc := range []struct {
+		at       time.Time
+		complete bool
+		reason   string
+	}{
+		{at(2), true, ""},
+		{at(3), false, "stream unavailable since"},
+		{at(4.5), false, "stream unavailable since"},
+		{at(5), true, ""},
+	} {
+		snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, tc.at, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Complete != tc.complete || len(snap.Objects) != 1 {
+			t.Fatalf("at %v: complete=%v objects=%d, want %v and 1", tc.at.Sub(t0), snap.Complete, len(snap.Objects), tc.complete)
+		}
+		if tc.reason != "" && (len(snap.Missing) != 1 || !strings.Contains(snap.Missing[0].Reason, tc.reason)) {
+			t.Fatalf("at %v: missing %+v, want %q", tc.at.Sub(t0), snap.Missing, tc.reason)
+		}
+	}
+	d, err := m.Diff(context.Background(), materialize.Scope{ClusterID: "c1"}, at(2), at(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.HasGaps || len(d.Gaps) != 1 || d.Gaps[0].Coverage == nil || len(d.Objects) != 0 {
+		t.Fatalf("diff across the outage: hasGaps=%v gaps %+v objects %d", d.HasGaps, d.Gaps, len(d.Objects))
+	}
+}

@@ -60,6 +60,9 @@
 // is wrong the status is StatusDryRunNeedsNamespaces. Apply then creates
 // those namespaces first, dry-runs every other object again, and stops —
 // having written only the namespaces — unless that second dry run is clean.
+// Mapping into a namespace that already exists applies the plan's Namespace
+// to it too: krply then co-owns the labels and annotations that Namespace
+// carries (and the plan annotation).
 //
 // Apply refuses without a Confirmation naming the plan's ID and hash, unless
 // the newest dry run of the same plan (same hash) against the same cluster

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
@@ -623,5 +624,40 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	cm := get(t, ctx, dyn, cmKind, target, "settings")
 	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" {
 		t.Errorf("replayed color = %q, want the recorded green", color)
+	}
+}
+
+// TestApplyRefusesAnOldDryRun: a clean dry run older than the max age no
+// longer vouches for the target.
+func TestApplyRefusesAnOldDryRun(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, dyn, ns := sourceJournal(t, ctx, env)
+	target := env.CreateNamespace(t)
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	p, err := replay.NewPlanner(j.store, replay.WithClock(clk), replay.WithMaxDryRunAge(time.Hour),
+		replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planNow(t, ctx, p, j, ns, target)
+	c := clusterOf(t, env.Config())
+	report, err := p.DryRun(ctx, plan, c)
+	if err != nil || report.Status != replay.StatusDryRunOK {
+		t.Fatalf("dry run: %v, %s", err, report.Summary())
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Hour))
+	var stale *replay.StalePlanError
+	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &stale) {
+		t.Fatalf("Apply after an old dry run = %v, want *StalePlanError", err)
+	}
+	if _, err := dyn.Resource(cmKind.gvr).Namespace(target).Get(ctx, "settings", metav1.GetOptions{}); err == nil {
+		t.Errorf("Apply wrote although it refused")
+	}
+	if _, err := p.DryRun(ctx, plan, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); err != nil {
+		t.Fatalf("Apply after a fresh dry run: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 // force, gets 409 Conflict naming the first manager; with force it takes the
 // field over.
 func TestServerSideApplyConflict(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)
@@ -48,6 +49,7 @@ func TestServerSideApplyConflict(t *testing.T) {
 // dryRun=All validates and answers like the real request but persists
 // nothing: no create, no update, no server-side apply.
 func TestDryRunPersistsNothing(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)

@@ -34,6 +34,7 @@ type auditEvent struct {
 // and — at RequestResponse level — the resourceVersion it produced, which is
 // what audit correlation joins on.
 func TestAuditLog(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)

@@ -64,6 +64,7 @@ func TestPeriodicBookmark(t *testing.T) {
 // alternative to a list. So does a watch without a resourceVersion that
 // allows bookmarks (in an empty namespace: the bookmark comes at once).
 func TestInitialEventsEndBookmark(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)

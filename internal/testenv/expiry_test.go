@@ -75,6 +75,7 @@ func expectExpiredEvent(t *testing.T, w watch.Interface) {
 // apiserver, whose watch cache still holds those changes, keeps serving the
 // watch.
 func TestCompactionExpiresOldResourceVersionWithoutWatchCache(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, 2*time.Minute)
 	uncached := env.StartAPIServer(t, "--watch-cache=false")
@@ -127,6 +128,7 @@ func TestCompactionExpiresOldResourceVersionWithoutWatchCache(t *testing.T) {
 // while a watch from a resourceVersion the restarted apiserver handed out
 // works.
 func TestRestartExpiresOldResourceVersion(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	ctx := testContext(t, 2*time.Minute)
 	ns := env.CreateNamespace(t)

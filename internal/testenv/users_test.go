@@ -15,6 +15,7 @@ import (
 // Each user of the token file gets exactly the rights the package documents:
 // the viewer and nobody are refused with 403, an unknown user with 401.
 func TestUsersAndRBAC(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)
@@ -68,6 +69,7 @@ func TestUsersAndRBAC(t *testing.T) {
 // The kubeconfig file works with client-go's loader, as admin by default and
 // as any user through its context.
 func TestKubeconfig(t *testing.T) {
+	t.Parallel()
 	env := testenv.Shared(t)
 	ctx := testContext(t, time.Minute)
 	ns := env.CreateNamespace(t)

@@ -382,7 +382,7 @@ func TestLatency(t *testing.T) {
 		}
 		return time.Since(begin)
 	}
-	const latency = 300 * time.Millisecond
+	const latency = 500 * time.Millisecond
 	p.SetLatency(latency)
 	if d := timed(); d < latency {
 		t.Errorf("with latency %v a list took %v", latency, d)

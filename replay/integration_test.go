@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -659,5 +661,98 @@ func TestApplyRefusesAnOldDryRun(t *testing.T) {
 	}
 	if _, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); err != nil {
 		t.Fatalf("Apply after a fresh dry run: %v", err)
+	}
+}
+
+// TestApplyPartialFailureIsPreciseAndRetriable makes the real write of the
+// Deployment fail after a clean dry run (an admission policy that denies
+// everything but dry runs in the target namespace), then lifts it and
+// applies again.
+func TestApplyPartialFailureIsPreciseAndRetriable(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, dyn, ns := sourceJournal(t, ctx, env)
+	target := env.CreateNamespace(t)
+
+	policies := dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"})
+	bindings := dyn.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"})
+	name := "deny-real-writes-" + target
+	policy := unstr(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"` + name + `"},
+		"spec":{"failurePolicy":"Fail","matchConstraints":{"resourceRules":[{"apiGroups":["apps"],"apiVersions":["v1"],"operations":["CREATE","UPDATE"],"resources":["deployments"]}]},
+		"validations":[{"expression":"request.dryRun == true || object.metadata.namespace != '` + target + `'","message":"real writes are denied here"}]}}`)
+	binding := unstr(`{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicyBinding","metadata":{"name":"` + name + `"},
+		"spec":{"policyName":"` + name + `","validationActions":["Deny"]}}`)
+	if _, err := policies.Create(ctx, policy, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = policies.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	if _, err := bindings.Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The policy takes effect once the apiserver has loaded it.
+	deployments := dyn.Resource(deployKind.gvr).Namespace(target)
+	probe := func(i int) error {
+		d := unstr(fmt.Sprintf(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"probe-%d"},"spec":{"selector":{"matchLabels":{"p":"x"}},"template":{"metadata":{"labels":{"p":"x"}},"spec":{"containers":[{"name":"c","image":"x"}]}}}}`, i))
+		_, err := deployments.Create(ctx, d, metav1.CreateOptions{})
+		return err
+	}
+	for i := 0; probe(i) == nil; i++ {
+		if i > 200 {
+			t.Fatal("the admission policy never took effect")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	p, err := replay.NewPlanner(j.store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planNow(t, ctx, p, j, ns, target)
+	c := clusterOf(t, env.Config())
+	if report, err := p.DryRun(ctx, plan, c); err != nil || report.Status != replay.StatusDryRunOK {
+		t.Fatalf("dry run: %v, %s", err, report.Summary())
+	}
+	report, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	var applyErr *replay.ApplyError
+	if !errors.As(err, &applyErr) || applyErr.Failed.Ref.Resource != "deployments" || report == nil || report.Status != replay.StatusApplyFailed {
+		t.Fatalf("Apply = %v, report %+v; want an *ApplyError at the Deployment", err, report)
+	}
+	outcomes := map[string]replay.Outcome{}
+	for _, r := range report.Results {
+		outcomes[r.Ref.Resource] = r.Outcome
+	}
+	want := map[string]replay.Outcome{"namespaces": replay.OutcomeUpdated, "configmaps": replay.OutcomeCreated,
+		"services": replay.OutcomeCreated, "deployments": replay.OutcomeFailed}
+	if !reflect.DeepEqual(outcomes, want) {
+		t.Errorf("outcomes = %v, want %v", outcomes, want)
+	}
+	if last := report.Results[len(report.Results)-1]; last.Code == 0 || !strings.Contains(last.Message, "real writes are denied") {
+		t.Errorf("the failure is not described: %+v", last.Failure)
+	}
+	if loaded, err := p.LoadPlan(ctx, plan.ID); err != nil || loaded.Status != replay.StatusApplyFailed {
+		t.Errorf("LoadPlan after the failed apply: %v, status %v", err, loaded)
+	}
+
+	if err := bindings.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1000; probe(i) != nil; i++ {
+		if i > 1200 {
+			t.Fatal("the admission policy was never lifted")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	report, err = p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	outcomes = map[string]replay.Outcome{}
+	for _, r := range report.Results {
+		outcomes[r.Ref.Resource] = r.Outcome
+	}
+	want = map[string]replay.Outcome{"namespaces": replay.OutcomeUnchanged, "configmaps": replay.OutcomeUnchanged,
+		"services": replay.OutcomeUnchanged, "deployments": replay.OutcomeCreated}
+	if !reflect.DeepEqual(outcomes, want) {
+		t.Errorf("retry outcomes = %v, want %v", outcomes, want)
 	}
 }

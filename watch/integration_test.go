@@ -638,3 +638,37 @@ func TestIntegrationCRDRemovedAndReadded(t *testing.T) {
 		t.Fatalf("coverage changes %+v, want discovered, unavailable 404, available", cc)
 	}
 }
+
+// TestIntegrationPeriodicBookmark waits for the apiserver's periodic
+// BOOKMARK (about once a minute with the watch cache on): it becomes a
+// checkpoint record that moves the durable resourceVersion, never an object
+// change. It runs in parallel with the other tests.
+func TestIntegrationPeriodicBookmark(t *testing.T) {
+	t.Parallel()
+	env := testenv.Shared(t)
+	ns := env.CreateNamespace(t)
+	dyn := dynFor(t, env.Config())
+	mustCreateCM(t, dyn, ns, "idle", "0")
+	st := newMemory(t)
+	c := newReal(t, env.Config(), st, realOpts(t, ns, WithWatchList(WatchListOff))...)
+	run(t, c)
+	waitSync(t, c)
+	id := nsStreamID("it", ns)
+	eventually(t, 150*time.Second, "a periodic bookmark", func() bool {
+		for _, r := range ofType(streamRecords(t, st, id), event.TypeCheckpoint) {
+			if r.Checkpoint.Bookmark && !r.Checkpoint.InitialEventsEnd {
+				return true
+			}
+		}
+		return false
+	})
+	recs := streamRecords(t, st, id)
+	if n := len(ofType(recs, event.TypeEvent)); n != 1 {
+		t.Fatalf("%d event records, want only the baseline item", n)
+	}
+	cps := ofType(recs, event.TypeCheckpoint)
+	ss, err := st.StreamStatus(context.Background(), id)
+	if err != nil || ss.CheckpointRV != cps[len(cps)-1].Checkpoint.ResourceVersion {
+		t.Fatalf("stream checkpoint %+v, %v; want the bookmark's %s", ss, err, cps[len(cps)-1].Checkpoint.ResourceVersion)
+	}
+}

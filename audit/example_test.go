@@ -3,6 +3,7 @@ package audit_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -70,4 +71,56 @@ func Example() {
 	// Output:
 	// exact 1, read-only 1, malformed 1 (line 3), recorded 1
 	// ADDED configmaps shop/settings create by alice from [192.0.2.10] (exact-resource-version, confidence 1.0)
+}
+
+// Ingesting an API server's audit log with its rotated backups, oldest
+// first; run it again whenever the log grows — what was stored already is
+// not stored again.
+func ExampleRotatedFiles() {
+	ctx := context.Background()
+	store := memory.New() // in production: the collector's storage/sqlite journal
+	defer store.Close()
+	correlator, err := audit.NewCorrelator(store, "prod")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	files, err := audit.RotatedFiles("/var/log/kubernetes/audit.log")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	log, err := audit.OpenFiles(files)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer log.Close()
+	sum, err := correlator.Ingest(ctx, log)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%d exact, %d scored, %d unmatched, %d malformed\n", sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
+}
+
+// Receiving the webhook backend's batches: point the API server's
+// --audit-webhook-config-file (a kubeconfig) at this server.
+func ExampleNewWebhookHandler() {
+	store := memory.New() // in production: the collector's journal
+	defer store.Close()
+	correlator, err := audit.NewCorrelator(store, "prod")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	handler, err := audit.NewWebhookHandler(correlator, audit.WithSettleDelay(2*time.Second))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/audit", handler)
+	server := &http.Server{Addr: "127.0.0.1:8443", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	_ = server // server.ListenAndServeTLS(certFile, keyFile)
 }

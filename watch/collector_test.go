@@ -764,3 +764,66 @@ func TestRediscoveryFindsNewResource(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleWatchRestartsWithoutGap: a watch that delivers nothing for the
+// idle timeout is replaced by one from the same resourceVersion.
+func TestIdleWatchRestartsWithoutGap(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	watches := controlWatches(dyn, "configmaps")
+	st := newMemory(t)
+	c, _ := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithWatchIdleTimeout(50*time.Millisecond))...)
+	run(t, c)
+	waitSync(t, c)
+	watches.last(t, 3)
+	if watches.rv(2) != watches.rv(1) || watches.rv(3) != watches.rv(1) {
+		t.Fatalf("watches from %q, %q, %q; want the same resourceVersion", watches.rv(1), watches.rv(2), watches.rv(3))
+	}
+	recs := streamRecords(t, st, cmStreamID("c1"))
+	if len(ofType(recs, event.TypeGap)) != 0 || len(ofType(recs, event.TypeBaseline)) != 2 {
+		t.Fatalf("records %+v: want no gap and one baseline", recs)
+	}
+}
+
+type recordingMetrics struct {
+	noopMetrics
+	mu     sync.Mutex
+	counts map[string]float64
+}
+
+type recordingCounter struct {
+	m    *recordingMetrics
+	name string
+}
+
+func (c recordingCounter) Inc() { c.Add(1) }
+func (c recordingCounter) Add(v float64) {
+	c.m.mu.Lock()
+	c.m.counts[c.name] += v
+	c.m.mu.Unlock()
+}
+func (c recordingCounter) Set(v float64) {
+	c.m.mu.Lock()
+	c.m.counts[c.name] = v
+	c.m.mu.Unlock()
+}
+
+func (m *recordingMetrics) NewEventsCounter(string) Counter    { return recordingCounter{m, "events"} }
+func (m *recordingMetrics) NewBaselinesCounter(string) Counter { return recordingCounter{m, "baselines"} }
+func (m *recordingMetrics) NewCoveredGauge(string) Gauge       { return recordingCounter{m, "covered"} }
+
+func (m *recordingMetrics) get(name string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[name]
+}
+
+func TestMetricsProvider(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"), configMap("a", "two", "2"))
+	m := &recordingMetrics{counts: map[string]float64{}}
+	c, _ := NewCollector(dyn, fakeDiscovery(), newMemory(t), testOpts(t, WithMetrics(m))...)
+	run(t, c)
+	waitSync(t, c)
+	if m.get("events") != 2 || m.get("baselines") != 1 || m.get("covered") != 1 {
+		t.Fatalf("metrics %v, want 2 events, 1 baseline, covered 1", m.counts)
+	}
+}

@@ -807,9 +807,11 @@ func (c recordingCounter) Set(v float64) {
 	c.m.mu.Unlock()
 }
 
-func (m *recordingMetrics) NewEventsCounter(string) Counter    { return recordingCounter{m, "events"} }
-func (m *recordingMetrics) NewBaselinesCounter(string) Counter { return recordingCounter{m, "baselines"} }
-func (m *recordingMetrics) NewCoveredGauge(string) Gauge       { return recordingCounter{m, "covered"} }
+func (m *recordingMetrics) NewEventsCounter(string) Counter { return recordingCounter{m, "events"} }
+func (m *recordingMetrics) NewBaselinesCounter(string) Counter {
+	return recordingCounter{m, "baselines"}
+}
+func (m *recordingMetrics) NewCoveredGauge(string) Gauge { return recordingCounter{m, "covered"} }
 
 func (m *recordingMetrics) get(name string) float64 {
 	m.mu.Lock()

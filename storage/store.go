@@ -18,6 +18,9 @@ var (
 	// ErrInvalidRecord: a record cannot be stored as given (missing
 	// EventID, unknown type, a payload that does not match the type).
 	ErrInvalidRecord = errors.New("storage: invalid record")
+	// ErrInvalidQuery: a query cannot be answered as given, e.g. a page
+	// cursor that no page of this store returned.
+	ErrInvalidQuery = errors.New("storage: invalid query")
 	// ErrIncompatible: the file was written by a newer krply, is not a krply
 	// journal, or is corrupt. The store leaves such a file untouched.
 	ErrIncompatible = errors.New("storage: incompatible journal file")

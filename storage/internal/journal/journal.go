@@ -6,7 +6,6 @@
 package journal
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -171,7 +170,7 @@ func RebuildStatus(old storage.StreamStatus, records []*event.Record) storage.St
 
 // ErrInvalidCursor is returned (wrapped) for a page cursor that no backend
 // produced for this query.
-var ErrInvalidCursor = errors.New("storage: invalid cursor")
+var ErrInvalidCursor = fmt.Errorf("%w: invalid cursor", storage.ErrInvalidQuery)
 
 const cursorPrefix = "seq:"
 

@@ -50,7 +50,6 @@ type Collector struct {
 	host  string // API server URL, for the fallback cluster ID
 
 	startOnce sync.Once
-	started   bool
 
 	mu        sync.Mutex
 	clusterID string
@@ -62,7 +61,6 @@ type Collector struct {
 	startErr  error
 	log       logr.Logger
 	committer *committer
-	runCtx    context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	resources map[Resource]bool
@@ -183,7 +181,6 @@ func (c *Collector) Start(ctx context.Context) (err error) {
 	c.mu.Lock()
 	c.log = log
 	c.committer = newCommitter(c.store, &c.cfg)
-	c.runCtx = ctx
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()

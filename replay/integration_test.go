@@ -92,7 +92,7 @@ func seed(t *testing.T, ctx context.Context, dyn dynamic.Interface, ns string) {
 // recordBaselines lists the given kinds in ns (and every namespace) from the
 // real API server and writes them to the journal exactly as the Collector
 // does: one complete baseline per stream, with the list's resourceVersion.
-func recordBaselines(t *testing.T, ctx context.Context, dyn dynamic.Interface, j *journal, ns string, kinds ...kindInfo) {
+func recordBaselines(t testing.TB, ctx context.Context, dyn dynamic.Interface, j *journal, ns string, kinds ...kindInfo) {
 	t.Helper()
 	at := time.Now()
 	list := func(k kindInfo, namespace string) {

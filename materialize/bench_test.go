@@ -107,7 +107,7 @@ func TestMain(m *testing.M) {
 }
 
 // forEachBackend runs a benchmark on every backend's journal.
-func forEachBackend(b *testing.B, f func(b *testing.B, m *materialize.Materializer)) {
+func forEachBackend(b *testing.B, f func(b *testing.B, m *materialize.Materializer, store storage.Store)) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			j := buildBenchJournal(b, be.name, be.open)
@@ -115,7 +115,7 @@ func forEachBackend(b *testing.B, f func(b *testing.B, m *materialize.Materializ
 			if err != nil {
 				b.Fatal(err)
 			}
-			f(b, m)
+			f(b, m, j.store)
 		})
 	}
 }
@@ -215,7 +215,7 @@ func buildBenchJournal(b *testing.B, backend string, open func() (storage.Store,
 // the median and 99th percentile latency.
 func BenchmarkObjectAt(b *testing.B) { forEachBackend(b, benchObjectAt) }
 
-func benchObjectAt(b *testing.B, m *materialize.Materializer) {
+func benchObjectAt(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	span := benchEnd.Sub(benchStart)
@@ -246,6 +246,33 @@ func reportCPU(b *testing.B, start time.Duration) {
 	}
 }
 
+// BenchmarkCoverageAt measures storage.CoverageAt alone on the same
+// journal and times as BenchmarkObjectAt, which calls it once per object
+// stream: the difference is what ObjectAt itself costs.
+func BenchmarkCoverageAt(b *testing.B) {
+	forEachBackend(b, func(b *testing.B, _ *materialize.Materializer, store storage.Store) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(3, 4))
+		span := benchEnd.Sub(benchStart)
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		cpu := cpuTime()
+		for n := 0; n < b.N; n++ {
+			_ = rng.IntN(benchObjects) // the same random sequence as BenchmarkObjectAt
+			at := benchStart.Add(time.Duration(rng.Int64N(int64(span))))
+			start := time.Now()
+			cov, err := storage.CoverageAt(ctx, store, benchStream.ID(), at)
+			lat = append(lat, time.Since(start))
+			if err != nil || !cov.Covered {
+				b.Fatalf("CoverageAt(%s): %+v, %v", at, cov, err)
+			}
+		}
+		b.StopTimer()
+		reportPercentiles(b, lat)
+		reportCPU(b, cpu)
+	})
+}
+
 func reportPercentiles(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
@@ -256,7 +283,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 // namespace in the middle of the journal.
 func BenchmarkSnapshot(b *testing.B) { forEachBackend(b, benchSnapshot) }
 
-func benchSnapshot(b *testing.B, m *materialize.Materializer) {
+func benchSnapshot(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	ctx := context.Background()
 	at := benchStart.Add(benchEnd.Sub(benchStart) / 2)
 	scope := materialize.Scope{ClusterID: "bench", Namespaces: []string{"bench"}}
@@ -277,7 +304,7 @@ func benchSnapshot(b *testing.B, m *materialize.Materializer) {
 // BenchmarkDiff diffs the namespace over one hour (50,000 changes).
 func BenchmarkDiff(b *testing.B) { forEachBackend(b, benchDiff) }
 
-func benchDiff(b *testing.B, m *materialize.Materializer) {
+func benchDiff(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	ctx := context.Background()
 	from := benchStart.Add(benchEnd.Sub(benchStart) / 2)
 	to := from.Add(time.Hour)

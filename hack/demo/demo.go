@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,7 +74,7 @@ type demo struct {
 	users  map[string]dynamic.Interface
 }
 
-func run(ctx context.Context, t testenv.TB, out io.Writer) (*result, error) {
+func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*result, error) {
 	d := &demo{out: out, start: time.Now(), users: map[string]dynamic.Interface{}}
 	res := &result{Applied: map[string]replay.Outcome{}}
 
@@ -98,8 +99,10 @@ func run(ctx context.Context, t testenv.TB, out io.Writer) (*result, error) {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
-		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}),
-		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
+		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
+		// A cache-off apiserver cannot serve streaming lists (WatchList):
+		// paginated lists, consistent reads from etcd.
+		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second), watch.WithWatchList(watch.WatchListOff)))
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +188,9 @@ func run(ctx context.Context, t testenv.TB, out io.Writer) (*result, error) {
 		return nil, err
 	}
 	d.say("recorder synced again")
+	if err := d.inferred(ctx, res); err != nil {
+		return nil, err
+	}
 	if err := d.update(ctx, testenv.UserAlice, configMapsGVR, "settings", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "red", "data", "color")
 	}); err != nil {
@@ -239,7 +245,14 @@ func (d *demo) startRecorder(ctx context.Context) error {
 	d.stop = func() error { cancel(); return <-done }
 	sctx, scancel := context.WithTimeout(ctx, time.Minute)
 	defer scancel()
-	return rec.WaitForSync(sctx)
+	if err := rec.WaitForSync(sctx); err != nil {
+		var b strings.Builder
+		for _, st := range rec.Status() {
+			fmt.Fprintf(&b, "\n  %s: %s synced=%v %s", st.StreamID, st.State, st.Synced, st.DegradedReason)
+		}
+		return fmt.Errorf("recorder did not sync: %w%s", err, b.String())
+	}
+	return nil
 }
 
 // mark returns a time between the writes made before it (each awaited
@@ -256,6 +269,14 @@ func (d *demo) section(format string, args ...any) {
 
 func (d *demo) say(format string, args ...any) {
 	fmt.Fprintf(d.out, "   %s\n", fmt.Sprintf(format, args...))
+}
+
+// stream shows a stream ID without its cluster.
+func (d *demo) stream(id string) string {
+	if d.rec != nil {
+		return strings.TrimPrefix(id, d.rec.ClusterID()+"/")
+	}
+	return id
 }
 
 // rel shows a time relative to the demo's start.
@@ -342,6 +363,22 @@ func (d *demo) delete(ctx context.Context, user string, gvr schema.GroupVersionR
 	return d.awaitRecorded(ctx, d.objectID(gvr, name), "")
 }
 
+// inferred prints the deletions the relist inferred.
+func (d *demo) inferred(ctx context.Context, res *result) error {
+	q := storage.Query{ClusterID: d.rec.ClusterID(), Types: []event.RecordType{event.TypeEvent}, Descending: true, Limit: 200, WithoutBodies: true}
+	page, err := d.j.Store().Records(ctx, q)
+	if err != nil {
+		return err
+	}
+	for _, r := range page.Records {
+		if r.Inferred != nil {
+			res.InferredDeletions = append(res.InferredDeletions, r.Resource.Kind+"/"+r.Resource.Name)
+			d.say("inferred deletion: %s %s is absent from the relist: deleted between %s and %s", r.Resource.Kind, r.Resource.Name, d.rel(r.Inferred.From), d.rel(r.Inferred.To))
+		}
+	}
+	return nil
+}
+
 func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
 	c, err := audit.NewCorrelator(d.j.Store(), clusterID)
 	if err != nil {
@@ -356,7 +393,7 @@ func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
 	if err != nil {
 		return err
 	}
-	d.say("%d audit events: %d writes matched exactly, %d by best effort, %d unmatched, %d malformed",
+	d.say("%d audit events: %d writes matched to journal events exactly, %d by best effort; %d writes to objects krply does not record or saw only by a relist; %d malformed lines",
 		sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
 	return nil
 }
@@ -374,6 +411,7 @@ func (d *demo) coverage(ctx context.Context, res *result, inOutage time.Time) er
 		return err
 	}
 	tw := d.table()
+	d.say("cluster %s; a stream's ID is <cluster>/<group>/<version>/<resource>[/<namespace>]", res.ClusterID)
 	fmt.Fprintln(tw, "   STREAM\tRECORDS\tGAPS\tCOVERED IN OUTAGE\tCOVERED NOW\tLAST GAP")
 	now := time.Now()
 	for _, st := range streams {
@@ -395,7 +433,7 @@ func (d *demo) coverage(ctx context.Context, res *result, inOutage time.Time) er
 			gap = fmt.Sprintf("%s → %s: %s", d.rel(g.From), d.rel(g.To), truncate(g.Reason, 60))
 		}
 		res.Gaps += st.Gaps
-		fmt.Fprintf(tw, "   %s\t%d\t%d\t%s\t%s\t%s\n", st.StreamID, st.Records, st.Gaps, yesNo(then.Covered), yesNo(cur.Covered), gap)
+		fmt.Fprintf(tw, "   %s\t%d\t%d\t%s\t%s\t%s\n", d.stream(st.StreamID), st.Records, st.Gaps, yesNo(then.Covered), yesNo(cur.Covered), gap)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -482,7 +520,7 @@ func (d *demo) snapshots(ctx context.Context, res *result, inOutage, end time.Ti
 func (d *demo) printSnapshot(s *materialize.Snapshot) {
 	d.say("complete: %s   (%d streams, %d missing)", yesNo(s.Complete), len(s.Watermarks), len(s.Missing))
 	for _, m := range s.Missing {
-		d.say("  missing %s: %s", m.StreamID, truncate(m.Reason, 90))
+		d.say("  missing %s: %s", d.stream(m.StreamID), truncate(m.Reason, 90))
 	}
 	tw := d.table()
 	fmt.Fprintln(tw, "   KIND\tNAME\tOBSERVED\tFROM")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
+
 	"github.com/krply/krply/replay"
 )
 
@@ -18,7 +20,7 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := run(ctx, t, &out)
+	res, err := run(ctx, t, &out, testr.New(t))
 	if testing.Verbose() || t.Failed() || err != nil {
 		_, _ = os.Stdout.Write(out.Bytes())
 	}
@@ -28,6 +30,9 @@ func TestDemo(t *testing.T) {
 
 	if res.Gaps == 0 {
 		t.Error("the outage left no gap in the journal")
+	}
+	if !slices.Equal(res.InferredDeletions, []string{"ConfigMap/cache"}) {
+		t.Errorf("inferred deletions %q, want the ConfigMap deleted in the outage", res.InferredDeletions)
 	}
 	if res.OutageComplete || res.OutageMissing == 0 {
 		t.Errorf("snapshot during the outage: complete=%v with %d missing streams, want incomplete", res.OutageComplete, res.OutageMissing)

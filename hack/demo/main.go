@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,17 +21,26 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+
 	"github.com/krply/krply/internal/testenv"
 )
 
 func main() {
+	verbose := flag.Bool("v", false, "log what the recorder does (gaps, 410s, relists) to stderr")
+	flag.Parse()
+	log := logr.Discard()
+	if *verbose {
+		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 4})
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	tb := &mainTB{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := run(ctx, tb, os.Stdout); err != nil {
+		if _, err := run(ctx, tb, os.Stdout, log); err != nil {
 			tb.Fatalf("demo: %v", err)
 		}
 	}()

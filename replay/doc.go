@@ -29,7 +29,9 @@
 // generation, managedFields, deletionTimestamp and selfLink; status;
 // metadata.ownerReferences (unless Policy.KeepOwnerReferences);
 // metadata.finalizers not in Policy.AllowFinalizers; the annotation
-// kubectl.kubernetes.io/last-applied-configuration; a Service's
+// kubectl.kubernetes.io/last-applied-configuration and the annotations the
+// target's own controllers write (deployment.kubernetes.io/revision,
+// deprecated.daemonset.template.generation); a Service's
 // spec.clusterIP and spec.clusterIPs (unless Policy.KeepClusterIPs; a
 // headless Service's "None" stays) and its node ports, spec.ports[*].nodePort
 // and spec.healthCheckNodePort (unless Policy.KeepNodePorts); and the
@@ -37,10 +39,10 @@
 // Mapping then sets the target namespace (and, for a renamed Namespace, its
 // kubernetes.io/metadata.name label) and names, and AnnotationPlanID.
 //
-// Controllers' own annotations (deployment.kubernetes.io/revision, …) are
-// replayed as recorded; a controller in the target that later rewrites one
-// becomes its owner, and the next replay conflicts on that field. Strip such
-// fields with Policy.StripPaths when the target runs those controllers.
+// Replaying a controller's annotation would make krply co-own a field the
+// target's controller keeps rewriting, and the next replay would conflict
+// with it; that is why those are removed. Strip other controller-written
+// fields with Policy.StripPaths.
 //
 // # Dry run, namespaces and apply
 //

@@ -16,6 +16,15 @@ const AnnotationPlanID = "krply.io/replay-plan"
 // the source's last kubectl apply, not the replayed object.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
+// controllerOwnedAnnotations are set by the target cluster's own controllers
+// (the Deployment and DaemonSet controllers). Replaying the source's values
+// would make krply's field manager co-own them, and the next replay would
+// conflict with the controller that keeps changing them.
+var controllerOwnedAnnotations = []string{
+	"deployment.kubernetes.io/revision",
+	"deprecated.daemonset.template.generation",
+}
+
 // serverOwnedMetadata are the metadata fields the API server sets; a replay
 // must not send them.
 var serverOwnedMetadata = []string{
@@ -62,6 +71,9 @@ func (p Policy) sanitize(k objectKind, body map[string]any) []string {
 		removed = append(removed, p.filterFinalizers(md)...)
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			remove(ann, lastAppliedAnnotation, "metadata", "annotations", lastAppliedAnnotation)
+			for _, a := range controllerOwnedAnnotations {
+				remove(ann, a, "metadata", "annotations", a)
+			}
 		}
 	}
 	remove(body, "status", "status")

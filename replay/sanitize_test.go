@@ -34,9 +34,10 @@ func canonical(t *testing.T, s string) string {
 }
 
 var (
-	kindConfigMap = objectKind{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
-	kindService   = objectKind{Version: "v1", Kind: "Service", Resource: "services"}
-	kindWidget    = objectKind{Group: "example.com", Version: "v1alpha1", Kind: "Widget", Resource: "widgets"}
+	kindConfigMap  = objectKind{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
+	kindService    = objectKind{Version: "v1", Kind: "Service", Resource: "services"}
+	kindDeployment = objectKind{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments"}
+	kindWidget     = objectKind{Group: "example.com", Version: "v1alpha1", Kind: "Widget", Resource: "widgets"}
 )
 
 func TestSanitizeRules(t *testing.T) {
@@ -92,6 +93,13 @@ func TestSanitizeRules(t *testing.T) {
 			in:          `{"metadata":{"name":"a","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","team":"x"}}}`,
 			want:        `{"metadata":{"name":"a","annotations":{"team":"x"}}}`,
 			wantRemoved: []string{"/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration"},
+		},
+		{
+			name:        "controller-owned annotations dropped",
+			kind:        kindDeployment,
+			in:          `{"metadata":{"name":"a","annotations":{"deployment.kubernetes.io/revision":"3","deprecated.daemonset.template.generation":"2","team":"x"}}}`,
+			want:        `{"metadata":{"name":"a","annotations":{"team":"x"}}}`,
+			wantRemoved: []string{"/metadata/annotations/deployment.kubernetes.io~1revision", "/metadata/annotations/deprecated.daemonset.template.generation"},
 		},
 		{
 			name:        "status dropped",

@@ -100,8 +100,8 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
 		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
-		// A cache-off apiserver cannot serve streaming lists (WatchList):
-		// paginated lists, consistent reads from etcd.
+		// Paginated lists (consistent reads from etcd) rather than streaming
+		// lists, which are built on the watch cache this apiserver lacks.
 		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second), watch.WithWatchList(watch.WatchListOff)))
 	if err != nil {
 		return nil, err
@@ -243,7 +243,8 @@ func (d *demo) startRecorder(ctx context.Context) error {
 	go func() { done <- rec.Start(rctx) }()
 	d.rec = rec
 	d.stop = func() error { cancel(); return <-done }
-	sctx, scancel := context.WithTimeout(ctx, time.Minute)
+	// Generous: on a busy machine a fresh apiserver answers slowly.
+	sctx, scancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer scancel()
 	if err := rec.WaitForSync(sctx); err != nil {
 		var b strings.Builder

@@ -55,6 +55,10 @@ const (
 	KindCoverage = "coverage"
 	// KindStream: an object of the oracle that no stream records.
 	KindStream = "stream"
+	// KindGapStart: a version lost in a gap was answered well before the
+	// gap's start, so the journal claimed coverage while it was missing:
+	// the gap was stamped too late (say, when the loss was detected).
+	KindGapStart = "gap-start"
 )
 
 // Mismatch is one way the journal disagrees with the oracle.
@@ -80,6 +84,12 @@ type Config struct {
 	GapSnapshots int
 	// Seed makes the random times reproducible.
 	Seed int64
+	// MaxDeliveryLag bounds how long after the server answered a write the
+	// Collector may see it. A version lost in a gap that was answered more
+	// than this before the gap's start is a gap stamped too late: a
+	// stream that was continuous until the gap's start would have
+	// delivered it before then. Zero disables the check.
+	MaxDeliveryLag time.Duration
 }
 
 // Report is what Check found.
@@ -99,7 +109,12 @@ type Report struct {
 	// ObjectAtChecks counts ObjectAt answers compared, SnapshotsInGaps and
 	// SnapshotsCovered the snapshots checked.
 	ObjectAtChecks, SnapshotsInGaps, SnapshotsCovered int
-	Mismatches                                        []Mismatch
+	// DeliveryLag is how long after the server's answer the Collector
+	// observed the recorded versions (negative when the watch was faster
+	// than the answer): its median, 99th percentile and maximum. Versions
+	// made while nothing recorded count with the downtime.
+	DeliveryLag [3]time.Duration
+	Mismatches  []Mismatch
 }
 
 func (r *Report) add(kind, format string, args ...any) {
@@ -117,9 +132,11 @@ func (r *Report) Kinds() map[string]int {
 
 // Summary is a one-line account of the report.
 func (r *Report) Summary() string {
-	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, mismatches %d %v",
+	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, delivery lag p50/p99/max %v/%v/%v, mismatches %d %v",
 		r.Versions, r.Recorded, r.InsideGaps, r.BeforeRecording, r.Gaps, r.BaselineItems, r.Inferred, r.RecreatedInGap,
-		r.ObjectAtChecks, r.SnapshotsInGaps, r.SnapshotsCovered, len(r.Mismatches), r.Kinds())
+		r.ObjectAtChecks, r.SnapshotsInGaps, r.SnapshotsCovered,
+		r.DeliveryLag[0].Round(time.Millisecond), r.DeliveryLag[1].Round(time.Millisecond), r.DeliveryLag[2].Round(time.Millisecond),
+		len(r.Mismatches), r.Kinds())
 }
 
 // versionState is what Check learned about one oracle version.
@@ -299,10 +316,16 @@ func (c *checker) matchEvents() {
 			}
 		}
 	}
+	var lags []time.Duration
 	for i := range c.state {
 		if len(c.state[i].recorded) > 0 {
 			c.report.Recorded++
+			lags = append(lags, c.state[i].recorded[0].ObservedAt.Sub(c.versions[i].RespondedAt))
 		}
+	}
+	if len(lags) > 0 {
+		slices.Sort(lags)
+		c.report.DeliveryLag = [3]time.Duration{lags[len(lags)/2], lags[len(lags)*99/100], lags[len(lags)-1]}
 	}
 }
 
@@ -336,6 +359,9 @@ func (c *checker) checkSegments() {
 			case sj.segments[k].loss != nil:
 				st.segment, st.excused = k, true
 				c.report.InsideGaps++
+				if from := sj.segments[k].lossStart(); c.cfg.MaxDeliveryLag > 0 && v.RespondedAt.Add(c.cfg.MaxDeliveryLag).Before(from) {
+					c.report.add(KindGapStart, "%s: %s, answered %s, is missing, but the gap starts only at %s", sj.id, v, stamp(v.RespondedAt), stamp(from))
+				}
 			case k == len(sj.segments)-1:
 				c.report.add(KindLost, "%s: %s (written %s) is missing; the stream is continuous since baseline %s ended at %s", sj.id, v, stamp(v.IssuedAt), sj.segments[k].end.BaselineID, stamp(sj.segments[k].end.ObservedAt))
 			default:

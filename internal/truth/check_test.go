@@ -1,0 +1,315 @@
+package truth
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/memory"
+)
+
+// A hand-made journal of one ConfigMap stream, written the way the
+// Collector writes one, with the oracle of the workload behind it:
+//
+//	baseline b0 (empty)
+//	x created, x updated, y created, z created   watch events
+//	gap (410) from the last event                 x updated, y deleted, w created: lost in the gap
+//	baseline b1: x, z, w; inferred deletion of y
+//	x updated, z deleted                          watch events
+//	quiescent point
+type scenario struct {
+	t0      time.Time
+	oracle  *Oracle
+	records []event.Record
+	stream  string
+	rv      int
+	uids    map[string]string
+	last    map[string]Version
+}
+
+const (
+	testCluster = "c1"
+	testNS      = "ns"
+)
+
+func newScenario() *scenario {
+	return &scenario{
+		t0:     time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		oracle: &Oracle{},
+		stream: event.Stream{ClusterID: testCluster, Version: "v1", Resource: "configmaps", Namespace: testNS}.ID(),
+		rv:     100,
+		uids:   map[string]string{},
+		last:   map[string]Version{},
+	}
+}
+
+func (s *scenario) at(ms int) time.Time { return s.t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func (s *scenario) objectID(name string) storage.ObjectID {
+	return storage.ObjectID{ClusterID: testCluster, Resource: "configmaps", Namespace: testNS, Name: name}
+}
+
+// write records a write in the oracle at ms (issued) to ms+1 (answered).
+func (s *scenario) write(ms int, op Op, name string) Version {
+	if op == OpCreate {
+		s.uids[name] = fmt.Sprintf("uid-%s-%d", name, ms)
+	}
+	uid := s.uids[name]
+	var body []byte
+	rv := ""
+	if op == OpDelete {
+		body = s.last[name].Body
+	} else {
+		s.rv++
+		rv = fmt.Sprint(s.rv)
+		body, _ = json.Marshal(map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": testNS, "uid": uid, "resourceVersion": rv},
+			"data":     map[string]any{"at": fmt.Sprint(ms)},
+		})
+	}
+	v := s.oracle.Record(Version{Object: s.objectID(name), Op: op, UID: uid, ResourceVersion: rv, Body: body,
+		IssuedAt: s.at(ms), RespondedAt: s.at(ms + 1)})
+	s.last[name] = v
+	return v
+}
+
+func (s *scenario) ref(v Version, rv string) event.ResourceRef {
+	return event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: testNS, Name: v.Object.Name, UID: v.UID, ResourceVersion: rv}
+}
+
+func deletedBody(v Version, rv string) []byte {
+	var m map[string]any
+	_ = json.Unmarshal(v.Body, &m)
+	m["metadata"].(map[string]any)["resourceVersion"] = rv
+	out, _ := json.Marshal(m)
+	return out
+}
+
+// observe records v as the watch delivers it at ms.
+func (s *scenario) observe(ms int, v Version) {
+	rv, body := v.ResourceVersion, []byte(v.Body)
+	if v.Op == OpDelete {
+		s.rv++
+		rv = fmt.Sprint(s.rv)
+		body = deletedBody(v, rv)
+	}
+	ref := s.ref(v, rv)
+	s.records = append(s.records, event.Record{Type: event.TypeEvent, EventID: event.EventID(s.stream, event.TypeEvent, ref, v.Op.WatchType()),
+		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), WatchType: v.Op.WatchType(), Resource: ref, Object: body})
+}
+
+// baseline records a baseline taken at ms holding items, and inferred
+// deletions of the given last versions.
+func (s *scenario) baseline(ms int, id string, items []Version, inferred []Version, gapFrom time.Time) {
+	rec := func(phase event.BaselinePhase, rv string, n int, at time.Time) event.Record {
+		return event.Record{Type: event.TypeBaseline, EventID: event.EventID(s.stream, event.TypeBaseline, event.ResourceRef{ResourceVersion: rv}, "", id, string(phase)),
+			ClusterID: testCluster, StreamID: s.stream, ObservedAt: at, BaselineID: id,
+			Baseline: &event.Baseline{ID: id, Phase: phase, ResourceVersion: rv, ItemCount: n}}
+	}
+	s.records = append(s.records, rec(event.BaselineBegin, "", 0, s.at(ms)))
+	for _, v := range items {
+		ref := s.ref(v, v.ResourceVersion)
+		s.records = append(s.records, event.Record{Type: event.TypeEvent, EventID: event.EventID(s.stream, event.TypeEvent, ref, event.Added, id),
+			ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), WatchType: event.Added, Synthetic: true, Resource: ref, Object: v.Body, BaselineID: id})
+	}
+	s.rv++
+	end := s.at(ms + 2)
+	s.records = append(s.records, rec(event.BaselineEnd, fmt.Sprint(s.rv), len(items), end))
+	for _, v := range inferred {
+		ref := s.ref(v, v.ResourceVersion)
+		s.records = append(s.records, event.Record{Type: event.TypeEvent, EventID: event.EventID(s.stream, event.TypeEvent, ref, event.Deleted, id),
+			ClusterID: testCluster, StreamID: s.stream, ObservedAt: end, WatchType: event.Deleted, Synthetic: true, Resource: ref, Object: v.Body, BaselineID: id,
+			Inferred: &event.InferredDeletion{From: gapFrom, To: end, BaselineID: id, Reason: "absent from relist"}})
+	}
+}
+
+func (s *scenario) gap(ms int, from time.Time, lastRV string) {
+	s.records = append(s.records, event.Record{Type: event.TypeGap, EventID: event.EventID(s.stream, event.TypeGap, event.ResourceRef{ResourceVersion: lastRV}, "", fmt.Sprint(ms)),
+		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), Gap: &event.Gap{From: from, To: s.at(ms), Reason: "410 Gone", LastResourceVersion: lastRV}})
+}
+
+// build makes the scenario of the comment above.
+func build() *scenario {
+	s := newScenario()
+	s.baseline(0, "b0", nil, nil, time.Time{})
+	x1 := s.write(10, OpCreate, "x")
+	s.observe(12, x1)
+	x2 := s.write(20, OpUpdate, "x")
+	s.observe(22, x2)
+	y1 := s.write(30, OpCreate, "y")
+	s.observe(32, y1)
+	z1 := s.write(40, OpCreate, "z")
+	s.observe(42, z1)
+	x3 := s.write(50, OpUpdate, "x")
+	_ = s.write(60, OpDelete, "y")
+	w1 := s.write(70, OpCreate, "w")
+	s.gap(80, s.at(42), z1.ResourceVersion)
+	s.baseline(90, "b1", []Version{x3, z1, w1}, []Version{y1}, s.at(42))
+	x4 := s.write(100, OpUpdate, "x")
+	s.observe(102, x4)
+	z2 := s.write(110, OpDelete, "z")
+	s.observe(112, z2)
+	s.oracle.Quiescent(s.at(200))
+	return s
+}
+
+func (s *scenario) store(t *testing.T, mutate func([]event.Record) []event.Record) storage.Store {
+	t.Helper()
+	recs := slices.Clone(s.records)
+	if mutate != nil {
+		recs = mutate(recs)
+	}
+	st := memory.New()
+	t.Cleanup(func() { _ = st.Close() })
+	if _, err := st.Append(context.Background(), recs); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func checkScenario(t *testing.T, s *scenario, st storage.Store) *Report {
+	t.Helper()
+	r, err := Check(context.Background(), s.oracle, st, Config{
+		ClusterID: testCluster, Namespaces: []string{testNS}, Resources: []schema.GroupResource{{Resource: "configmaps"}},
+		RandomTimes: 50, GapSnapshots: 10, Seed: 1, MaxDeliveryLag: 5 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCheckIntactJournal(t *testing.T) {
+	s := build()
+	r := checkScenario(t, s, s.store(t, nil))
+	if len(r.Mismatches) != 0 {
+		t.Fatalf("intact journal: %s\n%s", r.Summary(), mismatchLines(r))
+	}
+	if r.Versions != 9 || r.Recorded != 6 || r.InsideGaps != 3 || r.Inferred != 1 || r.Gaps != 1 || r.BaselineItems != 3 {
+		t.Fatalf("counts: %s", r.Summary())
+	}
+	if r.SnapshotsInGaps != 2 || r.SnapshotsCovered != 1 || r.ObjectAtChecks == 0 {
+		t.Fatalf("materializer checks: %s", r.Summary())
+	}
+}
+
+// isEvent selects the watch event of one object with a watch type.
+func isEvent(name string, wt event.WatchType, synthetic bool) func(event.Record) bool {
+	return func(r event.Record) bool {
+		return r.Type == event.TypeEvent && r.Resource.Name == name && r.WatchType == wt && r.Synthetic == synthetic
+	}
+}
+
+func nth(recs []event.Record, n int, f func(event.Record) bool) int {
+	for i, r := range recs {
+		if f(r) {
+			if n == 0 {
+				return i
+			}
+			n--
+		}
+	}
+	return -1
+}
+
+// TestCheckCatchesBrokenCollectors corrupts the journal the way a broken
+// Collector would write it, and expects the checker to say so.
+func TestCheckCatchesBrokenCollectors(t *testing.T) {
+	s := build()
+	tests := []struct {
+		name   string
+		mutate func([]event.Record) []event.Record
+		want   string
+	}{
+		{"drops an event inside covered time", func(recs []event.Record) []event.Record {
+			i := nth(recs, 1, isEvent("x", event.Modified, false)) // x's first update: later events follow
+			return slices.Delete(recs, i, i+1)
+		}, KindLost},
+		{"resumes from a later resourceVersion", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, isEvent("x", event.Modified, false))
+			return slices.Delete(recs, i, i+2) // x's update and y's create skipped on reconnect
+		}, KindLost},
+		{"duplicates an event under a new EventID", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, isEvent("y", event.Added, false))
+			dup := recs[i]
+			dup.EventID += "-again"
+			dup.ObservedAt = dup.ObservedAt.Add(time.Millisecond)
+			return slices.Insert(recs, i+1, dup)
+		}, KindDuplicate},
+		{"records an event nobody wrote", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, isEvent("y", event.Added, false))
+			ph := recs[i]
+			ph.Resource.Name, ph.EventID = "ghost", "ghost"
+			return slices.Insert(recs, i+1, ph)
+		}, KindPhantom},
+		{"omits the gap", func(recs []event.Record) []event.Record {
+			return slices.DeleteFunc(recs, func(r event.Record) bool { return r.Type == event.TypeGap })
+		}, KindLost},
+		{"omits the inferred deletion", func(recs []event.Record) []event.Record {
+			return slices.DeleteFunc(recs, func(r event.Record) bool { return r.Inferred != nil })
+		}, KindInferredMissing},
+		{"skips the relist after a 410", func(recs []event.Record) []event.Record {
+			return slices.DeleteFunc(recs, func(r event.Record) bool {
+				return r.Type == event.TypeGap || r.BaselineID == "b1"
+			})
+		}, KindLost},
+		{"stamps the gap when the 410 was detected", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, func(r event.Record) bool { return r.Type == event.TypeGap })
+			g := *recs[i].Gap
+			g.From = recs[i].ObservedAt
+			recs[i].Gap = &g
+			return recs
+		}, KindGapStart},
+		{"infers a deletion of an object that is alive", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, func(r event.Record) bool { return r.Inferred != nil })
+			bogus := recs[i]
+			bogus.Resource = recs[nth(recs, 0, isEvent("z", event.Added, false))].Resource
+			bogus.EventID = "bogus"
+			return slices.Insert(recs, i+1, bogus)
+		}, KindInferred},
+		{"keeps a stale baseline item", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, isEvent("x", event.Added, true))
+			for _, r := range recs {
+				if r.Type == event.TypeEvent && r.Resource.Name == "x" && r.WatchType == event.Added && !r.Synthetic {
+					recs[i].Resource, recs[i].Object = r.Resource, r.Object // x as created, long superseded
+				}
+			}
+			recs[i].EventID = "stale"
+			return recs
+		}, KindBaseline},
+		{"leaves an object out of the relist", func(recs []event.Record) []event.Record {
+			i := nth(recs, 0, isEvent("w", event.Added, true))
+			return slices.Delete(recs, i, i+1)
+		}, KindBaseline},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := checkScenario(t, s, s.store(t, tt.mutate))
+			if r.Kinds()[tt.want] == 0 {
+				t.Fatalf("want a %q mismatch; got %s\n%s", tt.want, r.Summary(), mismatchLines(r))
+			}
+			t.Logf("%s\n%s", r.Summary(), mismatchLines(r))
+		})
+	}
+}
+
+func mismatchLines(r *Report) string {
+	var b strings.Builder
+	for i, m := range r.Mismatches {
+		if i == 20 {
+			fmt.Fprintf(&b, "  … %d more\n", len(r.Mismatches)-i)
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", m)
+	}
+	return b.String()
+}

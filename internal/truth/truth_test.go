@@ -101,12 +101,12 @@ type run struct {
 	logFile    *os.File
 	log        logr.Logger
 
-	rec     *recorder // in process, except inside a SIGKILL fault
+	rec *recorder // in process, except inside a SIGKILL fault
 	// stopErrors are errors of clean stops (see TestCleanStopLongAfterStart).
 	stopErrors []error
 	ops        int
-	faults  map[string]int
-	pending chan error // an apiserver restart in progress
+	faults     map[string]int
+	pending    chan error // an apiserver restart in progress
 }
 
 // TestTruth is krply's central promise under a randomized workload with

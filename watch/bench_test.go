@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -178,9 +179,7 @@ func rssChild(b *testing.B, role, url string) int64 {
 // runRSSChild is the child side of BenchmarkRSSVersusInformer, run from
 // TestMain when rssChildEnv is set. It returns the process exit code.
 func runRSSChild(role string) int {
-	srv := &synthServer{}
-	cfg := srv.Config()
-	cfg.Host = os.Getenv(rssURLEnv)
+	cfg := &rest.Config{Host: os.Getenv(rssURLEnv), QPS: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	switch role {

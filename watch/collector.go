@@ -408,7 +408,8 @@ func (c *Collector) ClusterID() string {
 // baseline or has resumed its watch from the durable checkpoint, and
 // returns nil. It returns ctx's error if ctx ends first, and Start's error
 // (or "collector stopped") if Start returns first. Streams discovered later
-// do not hold it up.
+// do not hold it up; a stream the server keeps denying (403) does, so give
+// ctx a deadline and look at Status to see which.
 func (c *Collector) WaitForSync(ctx context.Context) error {
 	select {
 	case <-c.syncCh:

@@ -69,11 +69,17 @@
 //     one batch are the most it holds; when the store is slower than the
 //     watches, the watches wait (backpressure). Inferred deletions come from
 //     the store's alive-objects query, with bodies read only for the
-//     missing objects.
+//     missing objects (that query does hold the keys of the stream's alive
+//     objects, without bodies, for the moment of the relist).
 //   - Secrets are refused unless AllowSecrets is given; their values are
 //     then redacted unless KeepSecretValues is given too.
 //
 // # What it does not do
+//
+// A gap is written when the loss is detected, before the relist, so that a
+// crash during the relist still leaves it in the journal; its
+// ResumeResourceVersion is therefore empty, and the resourceVersion that
+// closed it is on the next baseline's end record.
 //
 // It does not order events across streams, compare resourceVersions (they
 // are opaque strings) or parse them. ObservedAt is when the Collector saw an

@@ -39,3 +39,9 @@ examples:
 		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
 	done
 	$(GO) test -count=1 ./examples/testing/
+
+## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
+.PHONY: truth-soak
+truth-soak:
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_TRUTH_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestTruth$$' -v ./internal/truth/

@@ -243,5 +243,6 @@ func BenchmarkLatestAt(b *testing.B) {
 func reportPercentiles(b *testing.B, latencies []time.Duration, prefix string) {
 	slices.Sort(latencies)
 	b.ReportMetric(float64(latencies[len(latencies)/2].Nanoseconds())/1e3, prefix+"p50-µs")
+	b.ReportMetric(float64(latencies[len(latencies)*95/100].Nanoseconds())/1e3, prefix+"p95-µs")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Nanoseconds())/1e3, prefix+"p99-µs")
 }

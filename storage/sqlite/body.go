@@ -123,17 +123,23 @@ func encodeRegion(out, base []byte, lo, hi int, target []byte) []byte {
 	// Index every deltaStride-th window of the region (later positions
 	// win). A match of at least deltaWindow+deltaStride-1 bytes contains an
 	// indexed window, and extending it backwards finds where it starts.
-	var table [1 << deltaTableBits]int32
+	// The table is sized to the region: clearing it costs as much as
+	// indexing a small region.
+	bits := uint(6)
+	for 1<<bits < 2*(hi-lo)/deltaStride && bits < deltaTableBits {
+		bits++
+	}
+	table := make([]int32, 1<<bits)
 	for i := range table {
 		table[i] = -1
 	}
 	for i := lo; i+deltaWindow <= hi; i += deltaStride {
-		table[windowHash(base[i:])] = int32(i)
+		table[windowHash(base[i:], bits)] = int32(i)
 	}
 	literalStart := 0
 	i := 0
 	for i+deltaWindow <= len(target) {
-		cand := table[windowHash(target[i:])]
+		cand := table[windowHash(target[i:], bits)]
 		if cand < 0 || !bytes.Equal(base[cand:int(cand)+deltaWindow], target[i:i+deltaWindow]) {
 			i++
 			continue
@@ -168,9 +174,9 @@ func appendInsert(out, literal []byte) []byte {
 	return append(out, literal...)
 }
 
-func windowHash(b []byte) uint32 {
+func windowHash(b []byte, bits uint) uint32 {
 	v := binary.LittleEndian.Uint64(b)
-	return uint32((v * 0x9E3779B185EBCA87) >> (64 - deltaTableBits))
+	return uint32((v * 0x9E3779B185EBCA87) >> (64 - bits))
 }
 
 // applyDelta rebuilds a body from its base and delta.

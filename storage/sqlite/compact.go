@@ -82,9 +82,12 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	at := s.newAppendTx(ctx, tx)
 	for i := range plan.Markers {
 		m := &plan.Markers[i]
-		if inserted, err := at.insert(m, encodeID(m.EventID), m.IngestSeq); err != nil || !inserted {
-			return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker %s (stored before: %t): %v", m.EventID, !inserted, err)
+		if err := at.add(m, encodeID(m.EventID), m.IngestSeq); err != nil {
+			return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker %s: %w", m.EventID, err)
 		}
+	}
+	if err := at.flush(); err != nil {
+		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: markers: %w", err)
 	}
 
 	// Bodies: deltas first, then keyframes no delta points at any more.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,11 +41,13 @@ type Store struct {
 
 	// writeMu serializes Append and Compact; the fields below belong to
 	// the writer.
-	writeMu   sync.Mutex
-	nextSeq   int64
-	stmts     writerStmts
-	objectIDs map[storage.ObjectID]int64
-	keyframes *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
+	writeMu    sync.Mutex
+	nextSeq    int64
+	nextBodyID int64
+	insertRows map[string]*sql.Stmt // multi-row INSERTs by table and row count
+	stmts      writerStmts
+	objectIDs  map[storage.ObjectID]int64
+	keyframes  *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
 	// keyframeRaw holds decoded keyframes by body id; many objects share
 	// one (see kindKeyframes).
 	keyframeRaw *lru[int64, []byte]
@@ -117,6 +120,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		kindKeyframes: map[kindKey]keyframe{},
 		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
 		keyframeRaw:   newLRU[int64, []byte](1024),
+		insertRows:    map[string]*sql.Stmt{},
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
@@ -165,17 +169,21 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
 	}
+	if err := s.prepareInserts(ctx); err != nil {
+		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+	}
 	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
 	}
 	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
 	}
-	var maxSeq, floor sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor FROM totals`).Scan(&maxSeq, &floor); err != nil {
+	var maxSeq, floor, maxBody sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies) FROM totals`).Scan(&maxSeq, &floor, &maxBody); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
 	}
 	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
+	s.nextBodyID = maxBody.Int64 + 1
 	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
 	return s, nil
 }
@@ -240,6 +248,9 @@ func (s *Store) Close() error {
 	}
 	s.lifecycle.Unlock()
 	s.stmts.close()
+	for _, st := range s.insertRows {
+		st.Close()
+	}
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	return errors.Join(s.r.Close(), s.w.Close())
@@ -266,8 +277,7 @@ func (s *Store) exit() {
 }
 
 type writerStmts struct {
-	seqByEventID, insertRecord            *sql.Stmt
-	bodyByHash, insertBody, bodyRow       *sql.Stmt
+	bodyRow                               *sql.Stmt
 	objectID, insertObject, streamObject  *sql.Stmt
 	streamRow, insertStream, updateStream *sql.Stmt
 	latestBody, updateTotals              *sql.Stmt
@@ -278,10 +288,6 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&ws.seqByEventID, `SELECT seq FROM records WHERE event_id = ?`},
-		{&ws.insertRecord, `INSERT INTO records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (event_id) DO NOTHING`},
-		{&ws.bodyByHash, `SELECT id FROM bodies WHERE hash = ?`},
-		{&ws.insertBody, `INSERT INTO bodies (hash, raw_len, base, data) VALUES (?,?,?,?) ON CONFLICT (hash) DO NOTHING`},
 		{&ws.bodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE id = ?`},
 		{&ws.objectID, `SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?`},
 		{&ws.insertObject, `INSERT INTO objects (cluster, namespace, grp, resource, name) VALUES (?,?,?,?,?)`},
@@ -303,7 +309,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (ws *writerStmts) close() {
-	for _, st := range []*sql.Stmt{ws.seqByEventID, ws.insertRecord, ws.bodyByHash, ws.insertBody, ws.bodyRow,
+	for _, st := range []*sql.Stmt{ws.bodyRow,
 		ws.objectID, ws.insertObject, ws.streamObject, ws.streamRow, ws.insertStream, ws.updateStream,
 		ws.latestBody, ws.updateTotals} {
 		if st != nil {
@@ -363,8 +369,14 @@ type appendTx struct {
 	streams map[string]*streamState
 	objects map[storage.ObjectID]int64
 	// keyframes are the keyframe changes to publish after commit.
-	keyframes                                       map[int64]keyframe
-	kindKeyframes                                   map[kindKey]keyframe
+	keyframes     map[int64]keyframe
+	kindKeyframes map[kindKey]keyframe
+	// knownBodies maps the hashes of the batch's bodies that are stored
+	// (or about to be) to their ids; nextBodyID is the next id to assign.
+	knownBodies map[string]int64
+	nextBodyID  int64
+	// bodyRows and recordRows are the arguments of the rows to insert.
+	bodyRows, recordRows                            [][]any
 	streamObjects                                   map[[2]int64]bool
 	records, events, bodies, bodyBytes, rawBodyByte int64
 }
@@ -394,26 +406,35 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	defer tx.Rollback()
 	at := s.newAppendTx(ctx, tx)
 	res := storage.AppendResult{Seqs: make([]int64, len(records))}
+	ids := make([]any, len(records))
+	for i := range records {
+		ids[i] = encodeID(records[i].EventID)
+	}
+	existing, err := at.existingSeqs(ids)
+	if err != nil {
+		return storage.AppendResult{}, err
+	}
+	if err := at.lookupBodies(records); err != nil {
+		return storage.AppendResult{}, err
+	}
 	seq := s.nextSeq
 	for i := range records {
-		rec := &records[i]
-		id := encodeID(rec.EventID)
-		inserted, err := at.insert(rec, id, seq)
-		if err != nil {
-			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, rec.EventID, err)
-		}
-		if !inserted {
-			var existing int64
-			if err := at.stmts.seqByEventID.QueryRowContext(ctx, id).Scan(&existing); err != nil {
-				return storage.AppendResult{}, fmt.Errorf("sqlite: append: look up %s: %w", rec.EventID, err)
-			}
-			res.Seqs[i] = existing
+		key := idKey(ids[i])
+		if old, ok := existing[key]; ok {
+			res.Seqs[i] = old
 			res.Duplicates++
 			continue
 		}
+		if err := at.add(&records[i], ids[i], seq); err != nil {
+			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, records[i].EventID, err)
+		}
+		existing[key] = seq // a second copy in the same batch
 		res.Seqs[i] = seq
 		res.Inserted++
 		seq++
+	}
+	if err := at.flush(); err != nil {
+		return storage.AppendResult{}, err
 	}
 	if err := at.finish(); err != nil {
 		return storage.AppendResult{}, err
@@ -422,6 +443,7 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		return storage.AppendResult{}, fmt.Errorf("sqlite: append: commit: %w", err)
 	}
 	s.nextSeq = seq
+	s.nextBodyID = at.nextBodyID
 	for k, v := range at.objects {
 		if len(s.objectIDs) > 1<<16 {
 			clear(s.objectIDs)
@@ -450,7 +472,8 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 
 func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{},
-		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{}}
+		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{},
+		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID}
 	at.bindStmts()
 	return at
 }
@@ -458,8 +481,7 @@ func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 func (at *appendTx) bindStmts() {
 	ctx, tx, ws := at.ctx, at.tx, &at.s.stmts
 	at.stmts = writerStmts{
-		seqByEventID: tx.StmtContext(ctx, ws.seqByEventID), insertRecord: tx.StmtContext(ctx, ws.insertRecord),
-		bodyByHash: tx.StmtContext(ctx, ws.bodyByHash), insertBody: tx.StmtContext(ctx, ws.insertBody),
+
 		bodyRow: tx.StmtContext(ctx, ws.bodyRow), objectID: tx.StmtContext(ctx, ws.objectID),
 		insertObject: tx.StmtContext(ctx, ws.insertObject), streamObject: tx.StmtContext(ctx, ws.streamObject),
 		streamRow: tx.StmtContext(ctx, ws.streamRow), insertStream: tx.StmtContext(ctx, ws.insertStream),
@@ -468,15 +490,15 @@ func (at *appendTx) bindStmts() {
 	}
 }
 
-// insert stores rec under seq unless its EventID is already stored, and
-// reports whether it did.
-func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
+// add queues rec for insertion under seq (its EventID is known not to be
+// stored) and applies it to its stream's status.
+func (at *appendTx) add(rec *event.Record, id any, seq int64) error {
 	var stream *streamState
 	var streamRow, objRow, bodyRow, target any
 	if rec.StreamID != "" {
 		st, err := at.stream(rec.StreamID, rec.ClusterID)
 		if err != nil {
-			return false, err
+			return err
 		}
 		stream, streamRow = st, st.rowID
 	}
@@ -484,14 +506,14 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
 	if rec.IsObjectChange() {
 		var err error
 		if objID, err = at.object(storage.ObjectIDOf(*rec)); err != nil {
-			return false, err
+			return err
 		}
 		objRow = objID
 		if stream == nil {
 			// Object changes always have a stream (journal.Validate).
 		} else if pair := [2]int64{stream.rowID, objID}; !at.s.streamObjects[pair] && !at.streamObjects[pair] {
 			if _, err := at.stmts.streamObject.ExecContext(at.ctx, stream.rowID, objID); err != nil {
-				return false, fmt.Errorf("stream object: %w", err)
+				return fmt.Errorf("stream object: %w", err)
 			}
 			at.streamObjects[pair] = true
 		}
@@ -499,7 +521,7 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
 	if len(rec.Object) > 0 {
 		b, err := at.body(rec.Object, objID, kindKey{rec.ClusterID, rec.Resource.Group, rec.Resource.Resource})
 		if err != nil {
-			return false, err
+			return err
 		}
 		bodyRow = b
 	}
@@ -508,20 +530,14 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
 	}
 	meta, err := metaOf(rec, objRow != nil)
 	if err != nil {
-		return false, fmt.Errorf("encode: %w", err)
+		return fmt.Errorf("encode: %w", err)
 	}
 	synthetic := 0
 	if rec.Synthetic {
 		synthetic = 1
 	}
-	res, err := at.stmts.insertRecord.ExecContext(at.ctx, seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
-		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta)
-	if err != nil {
-		return false, fmt.Errorf("insert: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return false, err // a duplicate EventID
-	}
+	at.recordRows = append(at.recordRows, []any{seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
+		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta})
 	at.records++
 	if rec.Type == event.TypeEvent {
 		at.events++
@@ -531,7 +547,142 @@ func (at *appendTx) insert(rec *event.Record, id any, seq int64) (bool, error) {
 		stored.IngestSeq = seq
 		journal.ApplyStatus(&stream.StreamStatus, &stored)
 	}
-	return true, nil
+	return nil
+}
+
+// idKey makes an encoded ID usable as a map key.
+func idKey(id any) string {
+	switch id := id.(type) {
+	case []byte:
+		return "b" + string(id)
+	case string:
+		return "t" + id
+	}
+	return ""
+}
+
+// lookupChunk is how many keys one IN (...) lookup carries.
+const lookupChunk = 500
+
+// existingSeqs returns the IngestSeq of every given (encoded) EventID
+// that is stored, keyed by idKey.
+func (at *appendTx) existingSeqs(ids []any) (map[string]int64, error) {
+	out := make(map[string]int64)
+	for start := 0; start < len(ids); start += lookupChunk {
+		chunk := ids[start:min(start+lookupChunk, len(ids))]
+		rows, err := at.tx.QueryContext(at.ctx, `SELECT event_id, seq FROM records WHERE event_id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
+		}
+		for rows.Next() {
+			var id any
+			var seq int64
+			if err := rows.Scan(&id, &seq); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
+			}
+			out[idKey(id)] = seq
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// lookupBodies finds which of the batch's bodies are stored already.
+func (at *appendTx) lookupBodies(records []event.Record) error {
+	var hashes []any
+	for i := range records {
+		if len(records[i].Object) > 0 {
+			h, _ := hex.DecodeString(event.ObjectHash(records[i].Object))
+			hashes = append(hashes, h)
+		}
+	}
+	for start := 0; start < len(hashes); start += lookupChunk {
+		chunk := hashes[start:min(start+lookupChunk, len(hashes))]
+		rows, err := at.tx.QueryContext(at.ctx, `SELECT hash, id FROM bodies WHERE hash IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...)
+		if err != nil {
+			return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+		}
+		for rows.Next() {
+			var hash []byte
+			var id int64
+			if err := rows.Scan(&hash, &id); err != nil {
+				rows.Close()
+				return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+			}
+			at.knownBodies[hex.EncodeToString(hash)] = id
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+		}
+	}
+	return nil
+}
+
+// Column lists of the multi-row INSERTs.
+const (
+	recordInsertColumns = `records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta)`
+	bodyInsertColumns   = `bodies (id, hash, raw_len, base, data)`
+)
+
+// flush inserts the queued bodies and records with multi-row INSERTs.
+func (at *appendTx) flush() error {
+	if err := at.insertRows(bodyInsertColumns, 5, at.bodyRows); err != nil {
+		return fmt.Errorf("sqlite: append: insert bodies: %w", err)
+	}
+	if err := at.insertRows(recordInsertColumns, 12, at.recordRows); err != nil {
+		return fmt.Errorf("sqlite: append: insert records: %w", err)
+	}
+	at.bodyRows, at.recordRows = at.bodyRows[:0], at.recordRows[:0]
+	return nil
+}
+
+// insertSizes are the row counts of the prepared multi-row INSERTs; a
+// batch is cut greedily into pieces of these sizes.
+var insertSizes = []int{64, 16, 4, 1}
+
+func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
+	args := make([]any, 0, min(len(rows), insertSizes[0])*columns)
+	for len(rows) > 0 {
+		n := 1
+		for _, size := range insertSizes {
+			if size <= len(rows) {
+				n = size
+				break
+			}
+		}
+		args = args[:0]
+		for _, row := range rows[:n] {
+			args = append(args, row...)
+		}
+		if _, err := at.tx.StmtContext(at.ctx, at.s.insertRows[insertKey(table, n)]).ExecContext(at.ctx, args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+func insertKey(table string, n int) string { return fmt.Sprintf("%s/%d", table, n) }
+
+// prepareInserts prepares the multi-row INSERTs on the writer.
+func (s *Store) prepareInserts(ctx context.Context) error {
+	for _, t := range []struct {
+		table   string
+		columns int
+	}{{recordInsertColumns, 12}, {bodyInsertColumns, 5}} {
+		row := "(?" + strings.Repeat(",?", t.columns-1) + ")"
+		for _, n := range insertSizes {
+			st, err := s.w.PrepareContext(ctx, "INSERT INTO "+t.table+" VALUES "+row+strings.Repeat(","+row, n-1))
+			if err != nil {
+				return fmt.Errorf("prepare insert: %w", err)
+			}
+			s.insertRows[insertKey(t.table, n)] = st
+		}
+	}
+	return nil
 }
 
 func (at *appendTx) stream(streamID, cluster string) (*streamState, error) {
@@ -596,48 +747,38 @@ func (at *appendTx) body(raw []byte, objRow int64, kind kindKey) (int64, error) 
 			return kf.lastBodyID, nil
 		}
 	}
-	var base any
-	var data []byte
-	if haveKF {
-		if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
-			base, data = kf.bodyID, delta
-		}
-	} else if objRow != 0 {
-		// A new object: try the latest keyframe of its kind.
-		kindKF, ok := at.kindKeyframes[kind]
-		if !ok {
-			kindKF, ok = at.s.kindKeyframes[kind]
-		}
-		if ok {
-			if delta := encodeDelta(kindKF.raw, raw); len(delta) <= len(raw)/8 {
-				base, data = kindKF.bodyID, delta
-				kf, haveKF = keyframe{bodyID: kindKF.bodyID, raw: kindKF.raw}, true
+	id, stored := at.knownBodies[hashHex]
+	if !stored {
+		var base any
+		var data []byte
+		if haveKF {
+			if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
+				base, data = kf.bodyID, delta
+			}
+		} else if objRow != 0 {
+			// A new object: try the latest keyframe of its kind.
+			kindKF, ok := at.kindKeyframes[kind]
+			if !ok {
+				kindKF, ok = at.s.kindKeyframes[kind]
+			}
+			if ok {
+				if delta := encodeDelta(kindKF.raw, raw); len(delta) <= len(raw)/8 {
+					base, data = kindKF.bodyID, delta
+					kf, haveKF = keyframe{bodyID: kindKF.bodyID, raw: kindKF.raw}, true
+				}
 			}
 		}
-	}
-	if data == nil {
-		var err error
-		if data, err = deflateKeyframe(raw); err != nil {
-			return 0, fmt.Errorf("compress body: %w", err)
+		if data == nil {
+			var err error
+			if data, err = deflateKeyframe(raw); err != nil {
+				return 0, fmt.Errorf("compress body: %w", err)
+			}
 		}
-	}
-	hash, _ := hex.DecodeString(hashHex)
-	res, err := at.stmts.insertBody.ExecContext(at.ctx, hash, len(raw), base, data)
-	if err != nil {
-		return 0, fmt.Errorf("insert body: %w", err)
-	}
-	var id int64
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, fmt.Errorf("insert body: %w", err)
-	} else if n == 0 {
-		// Stored before, maybe for another object.
-		if err := at.stmts.bodyByHash.QueryRowContext(at.ctx, hash).Scan(&id); err != nil {
-			return 0, fmt.Errorf("body: %w", err)
-		}
-	} else {
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, fmt.Errorf("insert body: %w", err)
-		}
+		hash, _ := hex.DecodeString(hashHex)
+		id = at.nextBodyID
+		at.nextBodyID++
+		at.knownBodies[hashHex] = id
+		at.bodyRows = append(at.bodyRows, []any{id, hash, len(raw), base, data})
 		at.bodies++
 		at.bodyBytes += int64(len(data))
 		at.rawBodyByte += int64(len(raw))

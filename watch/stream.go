@@ -514,6 +514,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 		}
 		return fmt.Errorf("watchlist %s: %w", s.res, err)
 	}
+	s.productive = false
 	handedOver := false
 	defer func() {
 		if !handedOver {

@@ -15,23 +15,11 @@ import (
 // order.
 func journalRecords(t *testing.T, st storage.Reader, cluster string) []event.Record {
 	t.Helper()
-	var out []event.Record
-	q := storage.Query{ClusterID: cluster, Limit: 1000}
-	for {
-		page, err := st.Records(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range page.Records {
-			if rec.StreamID != "" {
-				out = append(out, rec)
-			}
-		}
-		if page.Next == "" {
-			return out
-		}
-		q.Cursor = page.Next
+	recs, err := allRecords(context.Background(), st, storage.Query{ClusterID: cluster})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return slices.DeleteFunc(recs, func(r event.Record) bool { return r.StreamID == "" })
 }
 
 // copyJournal appends recs to a new in-memory store, in order.

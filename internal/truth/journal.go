@@ -51,21 +51,30 @@ func (s *segment) lossStart() time.Time {
 
 // readStream reads every record of one stream, oldest first.
 func readStream(ctx context.Context, r storage.Reader, st storage.StreamStatus) (*streamJournal, error) {
-	sj := &streamJournal{id: st.StreamID, stream: st.Stream, items: map[string][]event.Record{}}
-	q := storage.Query{StreamID: st.StreamID, Limit: 1000}
+	recs, err := allRecords(ctx, r, storage.Query{StreamID: st.StreamID})
+	if err != nil {
+		return nil, err
+	}
+	sj := &streamJournal{id: st.StreamID, stream: st.Stream, recs: recs, items: map[string][]event.Record{}}
+	sj.segment()
+	return sj, nil
+}
+
+// allRecords returns every record q selects, page by page.
+func allRecords(ctx context.Context, r storage.Reader, q storage.Query) ([]event.Record, error) {
+	var out []event.Record
+	q.Limit = 1000
 	for {
 		page, err := r.Records(ctx, q)
 		if err != nil {
-			return nil, fmt.Errorf("records of %s: %w", st.StreamID, err)
+			return nil, fmt.Errorf("records of %q: %w", q.StreamID+q.ClusterID, err)
 		}
-		sj.recs = append(sj.recs, page.Records...)
+		out = append(out, page.Records...)
 		if page.Next == "" {
-			break
+			return out, nil
 		}
 		q.Cursor = page.Next
 	}
-	sj.segment()
-	return sj, nil
 }
 
 // segment cuts the records into segments.

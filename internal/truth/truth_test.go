@@ -478,30 +478,24 @@ func formatCounts(m map[string]int) string {
 // gapReasons counts the journal's gaps and unavailability by cause.
 func gapReasons(t *testing.T, st storage.Reader) string {
 	t.Helper()
-	counts := map[string]int{}
-	q := storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange}, Limit: 1000}
-	for {
-		page, err := st.Records(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range page.Records {
-			switch {
-			case rec.Gap != nil:
-				reason := rec.Gap.Reason
-				if len(reason) > 3 && reason[3] == ' ' {
-					reason = reason[:3] // the status code
-				} else if i := strings.IndexAny(reason, ":("); i > 0 {
-					reason = strings.TrimSpace(reason[:i])
-				}
-				counts["gap "+reason]++
-			case rec.Coverage != nil && !rec.Coverage.Available:
-				counts[fmt.Sprintf("unavailable %d", rec.Coverage.Code)]++
-			}
-		}
-		if page.Next == "" {
-			return formatCounts(counts)
-		}
-		q.Cursor = page.Next
+	recs, err := allRecords(context.Background(), st, storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	counts := map[string]int{}
+	for _, rec := range recs {
+		switch {
+		case rec.Gap != nil:
+			reason := rec.Gap.Reason
+			if len(reason) > 3 && reason[3] == ' ' {
+				reason = reason[:3] // the status code
+			} else if i := strings.IndexAny(reason, ":("); i > 0 {
+				reason = strings.TrimSpace(reason[:i])
+			}
+			counts["gap "+reason]++
+		case rec.Coverage != nil && !rec.Coverage.Available:
+			counts[fmt.Sprintf("unavailable %d", rec.Coverage.Code)]++
+		}
+	}
+	return formatCounts(counts)
 }

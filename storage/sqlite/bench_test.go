@@ -225,17 +225,22 @@ func BenchmarkLatestAt(b *testing.B) {
 	b.StopTimer()
 	reportPercentiles(b, latencies, "")
 
-	// A control: the same percentiles of a fixed CPU-only task of similar
-	// length in the same process, so that a tail caused by the machine
-	// (other processes, the scheduler) can be told from one caused here.
+	// A control: the same percentiles of a CPU-only task calibrated to
+	// LatestAt's median, run in the same process right after, so that a
+	// tail caused by the machine (other processes, the scheduler) can be
+	// told from one caused here.
 	buf := make([]byte, 4096)
-	control := make([]time.Duration, 0, 2000)
-	for range cap(control) {
+	spin := func(n int) time.Duration {
 		start := time.Now()
-		for range 8 {
+		for range n {
 			sha256.Sum256(buf)
 		}
-		control = append(control, time.Since(start))
+		return time.Since(start)
+	}
+	rounds := max(1, int(latencies[len(latencies)/2]/max(spin(100)/100, time.Nanosecond)))
+	control := make([]time.Duration, 0, 5000)
+	for range cap(control) {
+		control = append(control, spin(rounds))
 	}
 	reportPercentiles(b, control, "control-")
 }

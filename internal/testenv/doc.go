@@ -22,8 +22,10 @@
 // stopped when the test ends (the apiserver first, then etcd):
 //
 //	env := testenv.Start(t)
-//	dyn := dynamic.NewForConfig(env.Config())          // admin
-//	viewer := env.ConfigFor(testenv.UserViewer)         // no Secrets, no writes
+//	admin := env.Config()                       // *rest.Config, system:masters
+//	viewer := env.ConfigFor(testenv.UserViewer) // no Secrets, no writes
+//	kubeconfig := env.Kubeconfig()              // a file, one context per user
+//	dyn, err := dynamic.NewForConfig(admin)
 //
 // Starting one takes 3–4 seconds, so the tests of a package usually share
 // one, started on first use and stopped after the last test:

@@ -8,7 +8,7 @@
 //
 //	env := testenv.Shared(t)
 //	p := faultproxy.Start(t, env.Config())
-//	client := dynamic.NewForConfig(p.Config())   // everything goes through p
+//	dyn, err := dynamic.NewForConfig(p.Config()) // everything goes through p
 //
 //	cms := faultproxy.Match{Resource: "configmaps"}
 //	p.WaitForWatches(ctx, faultproxy.Match{Verb: "watch", Resource: "configmaps"}, 1)

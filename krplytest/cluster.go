@@ -367,7 +367,7 @@ func (c *Cluster) unsynced() string {
 			if u.GetKind() == "" {
 				u.SetGroupVersionKind(gvk)
 			}
-			want[u.GetNamespace()+"/"+u.GetName()] = normalize(u.Object)
+			want[key(u)] = normalize(u.Object)
 		}); err != nil {
 			fmt.Fprintf(&b, "  %s: %v\n", st.StreamID, err)
 			continue

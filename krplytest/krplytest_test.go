@@ -80,6 +80,21 @@ func names(s *materialize.Snapshot) string {
 	return strings.Join(out, " ")
 }
 
+// Cluster-scoped objects are synced and answered like namespaced ones.
+func TestClusterScopedObjects(t *testing.T) {
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}
+	c := krplytest.NewCluster(t, krplytest.WithResources("ns"), krplytest.WithObjects(ns))
+	c.Modify("ns", "", "shop", func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "a"}) })
+	krplytest.AssertHistory(t, c.History("ns", "", "shop"),
+		krplytest.Version{Type: event.Added},
+		krplytest.Version{Type: event.Modified, Changes: map[string]any{"metadata.labels": map[string]string{"team": "a"}}},
+	)
+	c.Delete("ns", "", "shop")
+	if st := c.ObjectAt("ns", "", "shop", c.Mark()); st.Exists {
+		t.Error("the deleted namespace still exists")
+	}
+}
+
 func TestSyncSeesEveryWriteOfABurst(t *testing.T) {
 	c := krplytest.NewCluster(t, krplytest.WithResources("cm"))
 	for i := range 50 {

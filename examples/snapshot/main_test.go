@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/examples/internal/clitest"
+	"github.com/krply/krply/materialize"
+)
+
+func TestSnapshot(t *testing.T) {
+	r, before, after := clitest.Shop(t)
+
+	var out bytes.Buffer
+	if err := run(&out, r.Path, "", []string{"shop"}, before.Format(time.RFC3339Nano), "", "table"); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"complete: yes", "settings", "debug", "web"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("table at the first mark lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "extra") {
+		t.Errorf("table at the first mark shows the later ConfigMap extra:\n%s", text)
+	}
+
+	out.Reset()
+	if err := run(&out, r.Path, "", []string{"shop"}, after.Format(time.RFC3339Nano), "", "json"); err != nil {
+		t.Fatal(err)
+	}
+	var snap materialize.Snapshot
+	if err := json.Unmarshal(out.Bytes(), &snap); err != nil {
+		t.Fatalf("-o json: %v", err)
+	}
+	var names []string
+	for _, o := range snap.Objects {
+		names = append(names, o.Ref.Name)
+	}
+	if got := strings.Join(names, " "); got != "extra settings web" || !snap.Complete {
+		t.Errorf("snapshot at the end: complete=%v objects %q, want complete with extra settings web", snap.Complete, got)
+	}
+
+	out.Reset()
+	if err := run(&out, r.Path, "", []string{"shop"}, "now", "", "yaml"); err != nil || !strings.Contains(out.String(), "complete: true") {
+		t.Errorf("-o yaml: %v\n%s", err, out.String())
+	}
+	if err := run(&out, r.Path, "", nil, "now", "", "xml"); err == nil {
+		t.Error("-o xml was accepted")
+	}
+	if err := run(&out, r.Path+".missing", "", nil, "now", "", "table"); err == nil {
+		t.Error("a missing journal was accepted")
+	}
+}

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"time"
 )
@@ -33,7 +35,9 @@ func RunMain(m interface{ Run() int }, opts ...Option) int {
 	shared.active, shared.opts, shared.started, shared.env, shared.err = false, nil, false, nil, nil
 	shared.mu.Unlock()
 	if env != nil {
-		env.stop(code != 0)
+		if kept := env.stop(code != 0); kept != "" {
+			fmt.Fprintf(os.Stderr, "testenv: shared control plane logs kept in %s\n", kept)
+		}
 	}
 	return code
 }

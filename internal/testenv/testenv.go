@@ -265,7 +265,11 @@ func Start(t TB, opts ...Option) *Env {
 		report(t, err)
 		return nil
 	}
-	t.Cleanup(func() { env.stop(t.Failed()) })
+	t.Cleanup(func() {
+		if kept := env.stop(t.Failed()); kept != "" {
+			t.Logf("testenv: control plane logs kept in %s", kept)
+		}
+	})
 	t.Logf("testenv: control plane up in %v at %s (logs in %s)", env.startedIn.Round(time.Millisecond), env.Host(), env.dir)
 	return env
 }
@@ -362,12 +366,13 @@ func (e *Env) StartAPIServer(t TB, flags ...string) *APIServer {
 }
 
 // stop stops every apiserver, then etcd, and removes the folder (keeping the
-// logs when failed is true or KRPLY_TESTENV_KEEP is set).
-func (e *Env) stop(failed bool) {
+// logs when failed is true or KRPLY_TESTENV_KEEP is set). It returns the
+// folder when it kept it.
+func (e *Env) stop(failed bool) (kept string) {
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
-		return
+		return ""
 	}
 	e.stopped = true
 	servers := e.apiServers
@@ -389,10 +394,13 @@ func (e *Env) stop(failed bool) {
 	keep, _ := strconv.ParseBool(os.Getenv(KeepEnv))
 	switch {
 	case keep:
+		return e.dir
 	case failed:
 		_ = os.RemoveAll(filepath.Join(e.dir, "etcd-data"))
+		return e.dir
 	default:
 		_ = os.RemoveAll(e.dir)
+		return ""
 	}
 }
 

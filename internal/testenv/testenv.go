@@ -156,13 +156,14 @@ func WithUser(name string, groups ...string) Option {
 }
 
 // WithStartTimeout bounds how long Start waits for etcd and kube-apiserver
-// to become ready (default one minute; they usually need 3–4 seconds).
+// to become ready (default two minutes; they need 3–4 seconds on an idle
+// machine and 15–20 on a busy two-core one).
 func WithStartTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.startTimeout = d })
 }
 
 func newConfig(opts []Option) (*config, error) {
-	c := &config{users: defaultUsers(), startTimeout: time.Minute}
+	c := &config{users: defaultUsers(), startTimeout: 2 * time.Minute}
 	for _, o := range opts {
 		o.apply(c)
 	}

@@ -504,11 +504,11 @@ func (c *checker) checkInferred() {
 // seq is not a deletion.
 func (c *checker) aliveBefore(sj *streamJournal, d Version, seq int64) bool {
 	alive := false
-	for _, rec := range sj.recs {
+	for _, rec := range sj.byObject[d.Object] {
 		if rec.IngestSeq >= seq {
 			break
 		}
-		if rec.IsObjectChange() && rec.Resource.UID == d.UID {
+		if rec.Resource.UID == d.UID {
 			alive = rec.WatchType != event.Deleted
 		}
 	}
@@ -678,11 +678,8 @@ func (c *checker) checkRandomTimes(ctx context.Context, points []time.Time) erro
 func (c *checker) observedBy(sj *streamJournal, obj storage.ObjectID, at time.Time, deletes map[string]int) (Version, bool) {
 	best := -1
 	idx := c.perObject[obj]
-	for _, rec := range sj.recs {
+	for _, rec := range sj.byObject[obj] {
 		if rec.ObservedAt.After(at) {
-			break
-		}
-		if !rec.IsObjectChange() || storage.ObjectIDOf(rec) != obj {
 			continue
 		}
 		i := -1

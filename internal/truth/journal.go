@@ -22,6 +22,8 @@ type streamJournal struct {
 	// items holds the items of every baseline by baseline ID, complete or
 	// not.
 	items map[string][]event.Record
+	// byObject holds each object's change records, oldest first.
+	byObject map[storage.ObjectID][]event.Record
 }
 
 // segment is a stretch of continuity: a complete baseline, the watch events
@@ -55,7 +57,7 @@ func readStream(ctx context.Context, r storage.Reader, st storage.StreamStatus) 
 	if err != nil {
 		return nil, err
 	}
-	sj := &streamJournal{id: st.StreamID, stream: st.Stream, recs: recs, items: map[string][]event.Record{}}
+	sj := &streamJournal{id: st.StreamID, stream: st.Stream, recs: recs, items: map[string][]event.Record{}, byObject: map[storage.ObjectID][]event.Record{}}
 	sj.segment()
 	return sj, nil
 }
@@ -86,6 +88,10 @@ func (sj *streamJournal) segment() {
 	bySegment := map[string]*segment{}
 	for i := range sj.recs {
 		rec := sj.recs[i]
+		if rec.IsObjectChange() {
+			obj := storage.ObjectIDOf(rec)
+			sj.byObject[obj] = append(sj.byObject[obj], rec)
+		}
 		switch {
 		case rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineBegin:
 			begins[rec.BaselineID] = &sj.recs[i]

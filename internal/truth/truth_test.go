@@ -175,12 +175,14 @@ func TestTruth(t *testing.T) {
 	}
 	defer st.Close()
 	cfg := r.checkConfig()
+	checkBegan := time.Now()
 	report, err := Check(r.ctx, r.oracle, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	summary := fmt.Sprintf("truth: seed %d, operations %d, faults %d %s, %s, gap reasons %s, %v",
-		seed, r.ops, total(r.faults), formatCounts(r.faults), report.Summary(), gapReasons(t, st), elapsed.Round(time.Second))
+	summary := fmt.Sprintf("truth: seed %d, operations %d, faults %d %s, %s, gap reasons %s, workload %v, check %v",
+		seed, r.ops, total(r.faults), formatCounts(r.faults), report.Summary(), gapReasons(t, st),
+		elapsed.Round(time.Second), time.Since(checkBegan).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
 	if len(r.stopErrors) > 0 {

@@ -16,8 +16,13 @@ import (
 	"github.com/krply/krply/internal/testenv"
 )
 
+// userCarol is added with WithUser, in a group no role is bound to.
+const userCarol = "carol"
+
 // The tests of this package share one control plane, with the audit log on.
-func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m, testenv.WithAudit(""))) }
+func TestMain(m *testing.M) {
+	os.Exit(testenv.RunMain(m, testenv.WithAudit(""), testenv.WithUser(userCarol, "krply:testers")))
+}
 
 var (
 	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}

@@ -59,6 +59,13 @@ func TestUsersAndRBAC(t *testing.T) {
 		t.Errorf("403 does not name the user and resource: %v", err)
 	}
 
+	// A user from WithUser is authenticated (403, not 401) and has no rights.
+	carol := client(t, env.ConfigFor(userCarol))
+	_, err = carol.Resource(configMaps).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), `User "carol"`) {
+		t.Errorf("carol lists ConfigMaps: got %v, want 403 Forbidden for User \"carol\"", err)
+	}
+
 	stranger := client(t, env.ConfigFor("stranger"))
 	_, err = stranger.Resource(configMaps).Namespace(ns).List(ctx, metav1.ListOptions{})
 	if !apierrors.IsUnauthorized(err) {

@@ -123,3 +123,13 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(s.oracle.Versions())), "versions")
 }
+
+// TestBrokenCollectorsOnSyntheticJournal runs the corruptions TestTruth
+// applies to its recorded journal on a synthetic one, without a control
+// plane.
+func TestBrokenCollectorsOnSyntheticJournal(t *testing.T) {
+	s := synthetic(3000, 50, 200)
+	intact := checkScenario(t, s, s.store(t, nil))
+	cfg := Config{ClusterID: testCluster, Namespaces: []string{testNS}, Resources: []schema.GroupResource{{Resource: "configmaps"}}, MaxDeliveryLag: 5 * time.Millisecond}
+	checkBrokenJournals(t, s.oracle, s.store(t, nil), cfg, intact)
+}

@@ -76,6 +76,30 @@ func brokenCollectors() []corruption {
 			}
 			return nil
 		}, []string{KindLost}},
+		{"resumes a cut watch from a later resourceVersion", func(recs []event.Record) []event.Record {
+			// Three watch events of a stream skipped, followed by a
+			// fourth before any gap or baseline: a reconnect that
+			// resumed past them.
+			byStream := map[string][]int{}
+			for i, rec := range recs {
+				_, loss := storage.LossStart(rec)
+				switch {
+				case loss || rec.Type == event.TypeBaseline:
+					byStream[rec.StreamID] = nil
+				case isWatchEvent(rec):
+					run := append(byStream[rec.StreamID], i)
+					if len(run) == 5 {
+						out := slices.Clone(recs)
+						for _, j := range slices.Backward(run[1:4]) {
+							out = slices.Delete(out, j, j+1)
+						}
+						return out
+					}
+					byStream[rec.StreamID] = run
+				}
+			}
+			return nil
+		}, []string{KindLost}},
 		{"stores a redelivered event again under a new EventID", func(recs []event.Record) []event.Record {
 			i := slices.IndexFunc(recs, isWatchEvent)
 			if i < 0 {

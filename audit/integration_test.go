@@ -111,6 +111,31 @@ func (s nsSource) Next(ctx context.Context) (Event, error) {
 	}
 }
 
+// record runs a Collector of the namespace ns into st until the test ends,
+// and waits until it is in sync.
+func record(t *testing.T, ctx context.Context, cfg *rest.Config, st storage.Store, ns string, opts ...watch.Option) {
+	t.Helper()
+	col, err := watch.NewCollectorForConfig(cfg, st, append([]watch.Option{
+		watch.WithClusterID("it"), watch.WithNamespaces(ns), watch.WithLogger(testr.New(t)),
+		watch.WithBatching(64, 1<<20, 5*time.Millisecond), watch.WithRediscoveryInterval(0),
+	}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- col.Start(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("collector: %v", err)
+		}
+	})
+	if err := col.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // change is a write the test made and whom it should be attributed to.
 type change struct {
 	what       string
@@ -127,28 +152,11 @@ func TestAttributesRealChanges(t *testing.T) {
 	env := testenv.Start(t, testenv.WithAudit(integrationPolicy(t)))
 	ns := env.CreateNamespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // after the collector stops (cleanups run last in, first out)
 
 	st := memory.New()
-	defer st.Close()
-	col, err := watch.NewCollectorForConfig(env.Config(), st,
-		watch.WithClusterID("it"), watch.WithResources("cm", "deploy", "secrets", "sa"), watch.WithNamespaces(ns),
-		watch.AllowSecrets(), watch.WithLogger(testr.New(t)), watch.WithBatching(64, 1<<20, 5*time.Millisecond), watch.WithRediscoveryInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- col.Start(runCtx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("collector: %v", err)
-		}
-	}()
-	if err := col.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { st.Close() })
+	record(t, ctx, env.Config(), st, ns, watch.WithResources("cm", "deploy", "secrets", "sa"), watch.AllowSecrets())
 
 	admin := clientFor(t, env.Config())
 	alice := clientFor(t, env.ConfigFor(testenv.UserAlice))
@@ -419,7 +427,7 @@ func splitLines(data []byte) [][]byte {
 // Collector records, and each change gets its author.
 func TestWebhookFromRealAPIServer(t *testing.T) {
 	st := memory.New()
-	defer st.Close()
+	t.Cleanup(func() { st.Close() })
 	corr, err := NewCorrelator(st, "it", WithLogger(testr.New(t)))
 	if err != nil {
 		t.Fatal(err)
@@ -476,22 +484,8 @@ current-context: krply
 	))
 	ns := env.CreateNamespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	col, err := watch.NewCollectorForConfig(env.Config(), st, watch.WithClusterID("it"), watch.WithResources("cm", "deploy"),
-		watch.WithNamespaces(ns), watch.WithLogger(testr.New(t)), watch.WithBatching(64, 1<<20, 5*time.Millisecond), watch.WithRediscoveryInterval(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- col.Start(runCtx) }()
-	defer func() {
-		stop()
-		<-done
-	}()
-	if err := col.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(cancel)
+	record(t, ctx, env.Config(), st, ns, watch.WithResources("cm", "deploy"))
 
 	alice := clientFor(t, env.ConfigFor(testenv.UserAlice))
 	bob := clientFor(t, env.ConfigFor(testenv.UserBob))

@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 
 GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
-RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/...
+RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
 
 .PHONY: all test testbin vet fmt-check unit race bench demo examples
 
@@ -34,7 +34,7 @@ demo:
 
 ## examples: build every example (nested modules included) and run the testing example's test.
 examples:
-	$(GO) build ./examples/... ./hack/demo
+	$(GO) build ./examples/...
 	@for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
 		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
 	done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The krply quickstart (`make demo`): builds the local control plane binaries
-# when they are missing, showing progress, then runs hack/demo on them.
+# when they are missing, showing progress, then runs examples/demo on them.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,4 +29,4 @@ if [[ -z "$assets" ]]; then
 fi
 
 echo "demo: control plane binaries in $assets" >&2
-KUBEBUILDER_ASSETS="$assets" exec go run ./hack/demo "$@"
+KUBEBUILDER_ASSETS="$assets" exec go run ./examples/demo "$@"

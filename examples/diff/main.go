@@ -45,14 +45,11 @@ func run(out io.Writer, store, cluster string, namespaces []string, from, to str
 	if err != nil {
 		return err
 	}
-	j, err := cli.OpenExisting(ctx, store)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if cluster, err = cli.ClusterID(ctx, j.Store(), cluster); err != nil {
-		return err
-	}
 	d, err := j.Diff(ctx, krply.Namespaces(cluster, namespaces...), t1, t2, materialize.IncludeStatus(status))
 	if err != nil {
 		return err

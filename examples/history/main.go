@@ -41,14 +41,11 @@ func main() {
 
 func run(out io.Writer, store, cluster, resource, namespace, name string, status bool, auditLogs []string) error {
 	ctx := context.Background()
-	j, err := cli.OpenExisting(ctx, store)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if cluster, err = cli.ClusterID(ctx, j.Store(), cluster); err != nil {
-		return err
-	}
 	if len(auditLogs) > 0 {
 		if err := correlate(ctx, out, j.Store(), cluster, auditLogs); err != nil {
 			return err
@@ -94,18 +91,7 @@ func changes(v *materialize.Version) string {
 	if v.Inferred != nil {
 		return fmt.Sprintf("deleted between %s and %s (%s)", v.Inferred.From.Local().Format("15:04:05"), v.Inferred.To.Local().Format("15:04:05"), v.Inferred.Reason)
 	}
-	var parts []string
-	for _, c := range v.Changes {
-		switch c.Op {
-		case materialize.OpAdd:
-			parts = append(parts, fmt.Sprintf("%s = %v", c.Path, c.After))
-		case materialize.OpRemove:
-			parts = append(parts, fmt.Sprintf("%s removed", c.Path))
-		default:
-			parts = append(parts, fmt.Sprintf("%s: %v → %v", c.Path, c.Before, c.After))
-		}
-	}
-	return strings.Join(parts, "; ")
+	return cli.FormatChanges(v.Changes)
 }
 
 // correlate links the audit log's writes to the journal's events.

@@ -60,14 +60,12 @@ func run(out io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	j, err := cli.OpenExisting(ctx, o.store, krply.WithPolicy(o.policy))
+	j, cluster, err := cli.OpenJournal(ctx, o.store, o.cluster, krply.WithPolicy(o.policy))
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if o.cluster, err = cli.ClusterID(ctx, j.Store(), o.cluster); err != nil {
-		return err
-	}
+	o.cluster = cluster
 	tgt := krply.Target{}
 	if o.toNamespace != "" {
 		tgt.Namespaces = map[string]string{o.namespaces[0]: o.toNamespace}

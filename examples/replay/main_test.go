@@ -14,7 +14,7 @@ import (
 )
 
 // Planning and -o yaml need no target cluster; the dry run and apply are
-// run against a real apiserver by the demo (hack/demo).
+// run against a real apiserver by the demo (examples/demo).
 func TestReplayWritesAPlanFile(t *testing.T) {
 	r, before, _ := clitest.Shop(t)
 	file := filepath.Join(t.TempDir(), "plan.yaml")

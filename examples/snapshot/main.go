@@ -41,14 +41,11 @@ func run(out io.Writer, store, cluster string, namespaces []string, at, name, ou
 	if err != nil {
 		return err
 	}
-	j, err := cli.OpenExisting(ctx, store)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if cluster, err = cli.ClusterID(ctx, j.Store(), cluster); err != nil {
-		return err
-	}
 	snap, err := j.Snapshot(ctx, krply.Namespaces(cluster, namespaces...), when, name)
 	if err != nil {
 		return err

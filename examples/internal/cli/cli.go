@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 )
 
@@ -74,6 +75,36 @@ func OpenExisting(ctx context.Context, path string, opts ...krply.Option) (*krpl
 		return nil, fmt.Errorf("journal %s: %w (record one first: go run ./examples/record --store %s)", path, err, path)
 	}
 	return krply.Open(ctx, path, opts...)
+}
+
+// OpenJournal opens an existing journal and finds its cluster: cluster
+// when set, otherwise the only one recorded.
+func OpenJournal(ctx context.Context, path, cluster string, opts ...krply.Option) (*krply.Journal, string, error) {
+	j, err := OpenExisting(ctx, path, opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	if cluster, err = ClusterID(ctx, j.Store(), cluster); err != nil {
+		return nil, "", errors.Join(err, j.Close())
+	}
+	return j, cluster, nil
+}
+
+// FormatChanges renders field changes on one line:
+// "spec.replicas: 1 → 3; data.key = v; metadata.labels removed".
+func FormatChanges(changes []materialize.FieldChange) string {
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		switch c.Op {
+		case materialize.OpAdd:
+			parts = append(parts, fmt.Sprintf("%s = %v", c.Path, c.After))
+		case materialize.OpRemove:
+			parts = append(parts, fmt.Sprintf("%s removed", c.Path))
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %v → %v", c.Path, c.Before, c.After))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // ClusterID returns id when set, otherwise the only cluster the journal

@@ -8,7 +8,7 @@
 // Run it with `make demo`, which builds the control plane binaries first
 // when they are missing. By hand:
 //
-//	KUBEBUILDER_ASSETS=$(hack/testbin.sh | tail -n 1) go run ./hack/demo
+//	KUBEBUILDER_ASSETS=$(hack/testbin.sh | tail -n 1) go run ./examples/demo
 package main
 
 import (

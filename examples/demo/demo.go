@@ -23,6 +23,7 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
@@ -620,21 +621,9 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 func objName(r event.ResourceRef) string { return r.ObjectKey() }
 
 func describeChanges(changes []materialize.FieldChange) string {
-	var parts []string
-	for _, c := range changes {
-		switch c.Op {
-		case materialize.OpAdd:
-			parts = append(parts, fmt.Sprintf("%s = %s", c.Path, short(c.After)))
-		case materialize.OpRemove:
-			parts = append(parts, fmt.Sprintf("%s removed", c.Path))
-		default:
-			parts = append(parts, fmt.Sprintf("%s: %s → %s", c.Path, short(c.Before), short(c.After)))
-		}
-	}
-	return truncate(strings.Join(parts, "; "), 100)
+	return truncate(cli.FormatChanges(changes), 100)
 }
 
-func short(v any) string { return truncate(fmt.Sprint(v), 40) }
 
 func truncate(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")

@@ -130,6 +130,6 @@ func BenchmarkCheck(b *testing.B) {
 func TestBrokenCollectorsOnSyntheticJournal(t *testing.T) {
 	s := synthetic(3000, 50, 200)
 	intact := checkScenario(t, s, s.store(t, nil))
-	cfg := Config{ClusterID: testCluster, Namespaces: []string{testNS}, Resources: []schema.GroupResource{{Resource: "configmaps"}}, MaxDeliveryLag: 5 * time.Millisecond}
+	cfg := Config{ClusterID: testCluster, Namespaces: []string{testNS}, Resources: []schema.GroupResource{{Resource: "configmaps"}}}
 	checkBrokenJournals(t, s.oracle, s.store(t, nil), cfg, intact)
 }

@@ -55,9 +55,9 @@ const (
 	KindCoverage = "coverage"
 	// KindStream: an object of the oracle that no stream records.
 	KindStream = "stream"
-	// KindGapStart: a version lost in a gap was answered well before the
-	// gap's start, so the journal claimed coverage while it was missing:
-	// the gap was stamped too late (say, when the loss was detected).
+	// KindGapStart: a gap starts after the stream's last durable record
+	// before it (say, when the loss was detected), so the journal claims
+	// coverage for part of the outage.
 	KindGapStart = "gap-start"
 )
 
@@ -84,12 +84,6 @@ type Config struct {
 	GapSnapshots int
 	// Seed makes the random times reproducible.
 	Seed int64
-	// MaxDeliveryLag bounds how long after the server answered a write the
-	// Collector may see it. A version lost in a gap that was answered more
-	// than this before the gap's start is a gap stamped too late: a
-	// stream that was continuous until the gap's start would have
-	// delivered it before then. Zero disables the check.
-	MaxDeliveryLag time.Duration
 }
 
 // Report is what Check found.
@@ -187,9 +181,12 @@ type checker struct {
 //   - Every baseline item is an oracle version that was not superseded
 //     before the list began; every object alive from before the list
 //     began until after it ended is in the baseline.
+//   - Every gap starts no later than the stream's last durable record
+//     before it.
 //   - Every inferred deletion is a real deletion that lies inside the gap
-//     the baseline closed, bounded from that gap's start; every deletion
-//     inside a gap of an object the journal held alive is inferred.
+//     the baseline closed, bounded by that gap's start (or earlier) and the
+//     baseline's end; every deletion inside a gap of an object the journal
+//     held alive is inferred.
 //   - At each quiescent point every stream is covered, ObjectAt of every
 //     object equals the oracle's last version, and a snapshot of the whole
 //     scope is Complete and holds exactly the oracle's live objects.
@@ -332,6 +329,14 @@ func (c *checker) matchEvents() {
 // checkSegments decides, for every version not recorded, whether its
 // absence is excused by a gap.
 func (c *checker) checkSegments() {
+	for _, sj := range c.streams {
+		for _, seg := range sj.segments {
+			if from := seg.lossStart(); seg.loss != nil && from.After(seg.lastProgressAt) {
+				c.report.add(KindGapStart, "%s: the loss of continuity recorded %s starts at %s, after the stream's last durable record (%s)",
+					sj.id, stamp(seg.loss.ObservedAt), stamp(from), stamp(seg.lastProgressAt))
+			}
+		}
+	}
 	for sj, idx := range c.perStream {
 		// last[k] is the position (in idx) of the last version segment k recorded.
 		last := make([]int, len(sj.segments))
@@ -359,9 +364,6 @@ func (c *checker) checkSegments() {
 			case sj.segments[k].loss != nil:
 				st.segment, st.excused = k, true
 				c.report.InsideGaps++
-				if from := sj.segments[k].lossStart(); c.cfg.MaxDeliveryLag > 0 && v.RespondedAt.Add(c.cfg.MaxDeliveryLag).Before(from) {
-					c.report.add(KindGapStart, "%s: %s, answered %s, is missing, but the gap starts only at %s", sj.id, v, stamp(v.RespondedAt), stamp(from))
-				}
 			case k == len(sj.segments)-1:
 				c.report.add(KindLost, "%s: %s (written %s) is missing; the stream is continuous since baseline %s ended at %s", sj.id, v, stamp(v.IssuedAt), sj.segments[k].end.BaselineID, stamp(sj.segments[k].end.ObservedAt))
 			default:
@@ -468,8 +470,10 @@ func (c *checker) checkInferred() {
 					c.report.add(KindInferred, "%s: baseline %s infers %s, which does not lie in the gap this baseline closes", sj.id, seg.end.BaselineID, d)
 				case rec.Inferred.To.Before(d.IssuedAt):
 					c.report.add(KindInferred, "%s: %s inferred up to %s, before it was written (%s)", sj.id, d, stamp(rec.Inferred.To), stamp(d.IssuedAt))
-				case !rec.Inferred.From.Equal(sj.segments[seg.index-1].lossStart()):
-					c.report.add(KindInferred, "%s: %s inferred from %s, want the gap's start %s", sj.id, d, stamp(rec.Inferred.From), stamp(sj.segments[seg.index-1].lossStart()))
+				case rec.Inferred.From.After(sj.segments[seg.index-1].lossStart()):
+					c.report.add(KindInferred, "%s: %s inferred from %s, after the gap's start %s", sj.id, d, stamp(rec.Inferred.From), stamp(sj.segments[seg.index-1].lossStart()))
+				case !rec.Inferred.To.Equal(seg.end.ObservedAt):
+					c.report.add(KindInferred, "%s: %s inferred up to %s, want the end of the baseline that revealed it, %s", sj.id, d, stamp(rec.Inferred.To), stamp(seg.end.ObservedAt))
 				}
 				if len(rec.Object) == 0 {
 					c.report.add(KindInferred, "%s: inferred deletion of %s carries no body", sj.id, d)

@@ -180,7 +180,7 @@ func checkScenario(t *testing.T, s *scenario, st storage.Store) *Report {
 	t.Helper()
 	r, err := Check(context.Background(), s.oracle, st, Config{
 		ClusterID: testCluster, Namespaces: []string{testNS}, Resources: []schema.GroupResource{{Resource: "configmaps"}},
-		RandomTimes: 50, GapSnapshots: 10, Seed: 1, MaxDeliveryLag: 5 * time.Millisecond,
+		RandomTimes: 50, GapSnapshots: 10, Seed: 1,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -48,9 +48,8 @@
 //     before the write was issued; inside a segment the recorded versions
 //     must be contiguous in write order. A missing version is excused only
 //     when it comes after the last one its segment recorded and the segment
-//     ended with a loss — it lies inside that gap — and, given
-//     Config.MaxDeliveryLag, only when it was answered no earlier than the
-//     gap's start minus that lag.
+//     ended with a loss: it lies inside that gap. A gap must start no later
+//     than the stream's last durable record before it.
 //   - Every watch event is an oracle version — same object, UID,
 //     resourceVersion, watch type and body — recorded once, and committed
 //     after the list its segment started from.
@@ -58,10 +57,11 @@
 //     list began; every object settled from before the list began until
 //     after it ended is in the baseline, as it was.
 //   - Every inferred deletion is a real deletion inside the gap its
-//     baseline closed, bounded from that gap's start; every deletion inside
-//     a gap of an object the journal held alive is inferred (except when
-//     the name was re-created in the same gap: the relist then shows the new
-//     UID, as the watch package documents).
+//     baseline closed, bounded by that gap's start (or earlier) and the
+//     baseline's end; every deletion inside a gap of an object the journal
+//     held alive is inferred (except when the name was re-created in the
+//     same gap: the relist then shows the new UID, as the watch package
+//     documents).
 //   - At each quiescent point every stream is covered, ObjectAt of every
 //     object ever written — deleted and re-created ones included — equals
 //     the oracle's last version, and a snapshot of the whole scope is

@@ -39,8 +39,11 @@ type segment struct {
 	items     []event.Record
 	inferred  []event.Record
 	events    []event.Record
-	// loss is the first record that ended continuity after the baseline.
-	loss *event.Record
+	// loss is the first record that ended continuity after the baseline,
+	// and lastProgressAt the latest ObservedAt of the stream's durable
+	// progress (storage.ProgressRV) recorded before it.
+	loss           *event.Record
+	lastProgressAt time.Time
 }
 
 func (s *segment) lossStart() time.Time {
@@ -83,7 +86,7 @@ func allRecords(ctx context.Context, r storage.Reader, q storage.Query) ([]event
 func (sj *streamJournal) segment() {
 	begins := map[string]*event.Record{}
 	listStarts := map[string]time.Time{}
-	var prevObserved time.Time
+	var prevObserved, lastProgressAt time.Time
 	var cur *segment
 	bySegment := map[string]*segment{}
 	for i := range sj.recs {
@@ -123,7 +126,11 @@ func (sj *streamJournal) segment() {
 		default:
 			if _, ok := storage.LossStart(rec); ok && cur != nil && cur.loss == nil {
 				cur.loss = &sj.recs[i]
+				cur.lastProgressAt = lastProgressAt
 			}
+		}
+		if _, ok := storage.ProgressRV(rec); ok && rec.ObservedAt.After(lastProgressAt) {
+			lastProgressAt = rec.ObservedAt
 		}
 		prevObserved = rec.ObservedAt
 	}

@@ -201,12 +201,7 @@ func TestTruth(t *testing.T) {
 }
 
 func (r *run) checkConfig() Config {
-	cfg := Config{ClusterID: clusterID, Namespaces: r.namespaces, RandomTimes: 40, GapSnapshots: 40, Seed: r.seed,
-		// A generous bound on how late the Collector may see a write on a
-		// shared two-core machine; a gap stamped at detection instead of
-		// at the last durable record is seconds late after an apiserver
-		// restart or a collector restart.
-		MaxDeliveryLag: 2 * time.Second}
+	cfg := Config{ClusterID: clusterID, Namespaces: r.namespaces, RandomTimes: 40, GapSnapshots: 40, Seed: r.seed}
 	for _, k := range r.kinds {
 		cfg.Resources = append(cfg.Resources, schema.GroupResource{Group: k.gvr.Group, Resource: k.gvr.Resource})
 	}

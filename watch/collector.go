@@ -39,6 +39,10 @@ var (
 	ErrStore = errors.New("watch: store failed")
 )
 
+// drainTimeout bounds the final commit after a stop, counted from the stop:
+// an Append still running then is canceled and Start returns ErrStore.
+const drainTimeout = 10 * time.Second
+
 // Collector records a gap-aware history of Kubernetes objects into a
 // storage.Store. Make one with NewCollector or NewCollectorForConfig and run
 // it with Start.
@@ -194,13 +198,15 @@ func (c *Collector) Start(ctx context.Context) (err error) {
 		c.mu.Unlock()
 	}()
 
-	commitCtx, stopCommitter := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopCommitter()
-	drainCtx, stopDrain := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer stopDrain()
+	// The committer's Appends run on appendCtx, which only the end of the
+	// final commit's budget (drainTimeout from the stop) cancels: a clean
+	// stop never fails an Append in flight.
+	appendCtx, cancelAppends := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelAppends()
+	stopCommitter := make(chan struct{})
 	commitDone := make(chan error, 1)
 	go func() {
-		err := c.committer.run(commitCtx, drainCtx)
+		err := c.committer.run(appendCtx, stopCommitter)
 		if err != nil {
 			cancel() // the store failed: stop the streams
 		}
@@ -211,7 +217,9 @@ func (c *Collector) Start(ctx context.Context) (err error) {
 	stop := func(err error) error {
 		cancel()
 		c.wg.Wait()
-		stopCommitter()
+		close(stopCommitter)
+		budget := time.AfterFunc(drainTimeout, cancelAppends)
+		defer budget.Stop()
 		if commitErr := <-commitDone; commitErr != nil {
 			return commitErr
 		}

@@ -113,10 +113,12 @@ func (p *pipeline) wait(ctx context.Context) error {
 	}
 }
 
-// run commits until ctx ends or the store fails. On the end of ctx it
-// commits what it already holds (with drainCtx), so that a clean shutdown
-// loses nothing that was received.
-func (c *committer) run(ctx, drainCtx context.Context) error {
+// run commits until stop is closed or the store fails. Every Append runs on
+// ctx, which the caller cancels only when the final commit after stop has
+// run out of time: a stop never cancels an Append in flight. On stop it
+// commits what it already holds, so that a clean shutdown loses nothing
+// that was received.
+func (c *committer) run(ctx context.Context, stop <-chan struct{}) error {
 	var (
 		pending []writeItem
 		recs    int
@@ -175,7 +177,7 @@ func (c *committer) run(ctx, drainCtx context.Context) error {
 			if err := flush(ctx); err != nil {
 				return err
 			}
-		case <-ctx.Done():
+		case <-stop:
 			for {
 				select {
 				case it := <-c.in:
@@ -185,7 +187,7 @@ func (c *committer) run(ctx, drainCtx context.Context) error {
 				}
 				break
 			}
-			return flush(drainCtx)
+			return flush(ctx)
 		}
 	}
 }

@@ -53,7 +53,17 @@
 //   - Deletions during a gap are explicit: after a relist, every object the
 //     journal held alive that the new baseline lacks gets a synthetic DELETED
 //     record, marked Inferred ("absent from relist") with the gap as its time
-//     bounds and the last known body.
+//     bounds and the last known body, written right after the baseline's end.
+//     Whether a baseline is a relist comes from the journal (the stream has
+//     records), not from what the Collector remembers: an object known only
+//     from watch events is inferred deleted too.
+//   - Replacements during a gap are explicit: a relist item whose UID differs
+//     from the object the journal held alive under the same name is preceded
+//     (same batch, same ObservedAt) by an inferred DELETED of the old UID
+//     (Reason "replaced by a new object with the same name during the gap"),
+//     so the object's history shows the old object's end and the name is
+//     alive as the new object.
+//   - A relist's baseline end names the gap it closes in Baseline.ClosesGap.
 //   - Restart resumes: a Collector started on a store that says the stream is
 //     covered watches from the durable checkpoint. Changes made while it was
 //     down arrive as real events and unchanged objects are not stored again.
@@ -69,26 +79,25 @@
 //     one batch are the most it holds; when the store is slower than the
 //     watches, the watches wait (backpressure). Inferred deletions come from
 //     the store's alive-objects query, with bodies read only for the
-//     missing objects (that query does hold the keys of the stream's alive
-//     objects, without bodies, for the moment of the relist).
+//     missing or replaced objects (that query does hold the keys of the
+//     stream's alive objects, without bodies, during a relist).
 //   - Secrets are refused unless AllowSecrets is given; their values are
 //     then redacted unless KeepSecretValues is given too.
 //
 // # What it does not do
 //
 // A gap is written when the loss is detected, before the relist, so that a
-// crash during the relist still leaves it in the journal; its
-// ResumeResourceVersion is therefore empty, and the resourceVersion that
-// closed it is on the next baseline's end record.
+// crash during the relist still leaves it in the journal; the
+// resourceVersion that closed it is on the next baseline's end record, which
+// names the gap (Baseline.ClosesGap).
 //
 // It does not order events across streams, compare resourceVersions (they
 // are opaque strings) or parse them. ObservedAt is when the Collector saw an
 // event, not when the object changed. It does not follow a resource to a new
 // preferred version while running (the stream keeps the version it was
 // resolved at; a restart after an upgrade starts a new stream). An object
-// deleted and re-created under the same name during a gap appears as the new
-// UID in the relist, without an inferred deletion of the old UID. The
-// cluster ID defaults to the kube-system namespace's UID, and to a hash of
+// deleted and re-created more than once during a gap shows one replacement:
+// the intermediate objects were never seen. The cluster ID defaults to the kube-system namespace's UID, and to a hash of
 // the API server URL when kube-system cannot be read (see WithClusterID).
 //
 // # Concurrency and Close
@@ -96,6 +105,8 @@
 // Start may be called once; Status, WaitForSync and ClusterID are safe to
 // call concurrently with it. The Collector owns no resource that needs
 // closing: when Start returns, every goroutine it started has ended and
-// every record it received is appended. The caller owns the store and closes
-// it after Start returned.
+// every record it received is appended: a stop (the end of Start's ctx)
+// never cancels an Append in flight, and the final commit has ten seconds
+// from the stop before it is canceled and Start returns ErrStore. The caller
+// owns the store and closes it after Start returned.
 package watch

@@ -68,9 +68,17 @@ type stream struct {
 	available bool
 	// lossFrom is when continuity was lost, the From of inferred deletions.
 	lossFrom time.Time
-	// hadHistory is true when the journal may hold objects of the stream,
-	// so a baseline must look for inferred deletions.
-	hadHistory   bool
+	// openGap is the EventID of the gap the next complete baseline closes
+	// (Baseline.ClosesGap); empty when no gap is open.
+	openGap string
+	// hadHistory is true when the journal held records of the stream when
+	// the current baseline began (read from the store at each relist), so
+	// the baseline is a relist and must look for inferred deletions.
+	hadHistory bool
+	// prior maps the key of every object the journal held alive when the
+	// current relist began to that object's last record (without body); a
+	// relist item under the same key with another UID replaced it.
+	prior        map[storage.ObjectID]event.Record
 	useWatchList bool
 	// watchListIncomplete counts WatchLists that ended before their
 	// initial-events-end bookmark; in auto mode two of them turn it off.
@@ -163,6 +171,9 @@ func (s *stream) load(ctx context.Context) error {
 	if !s.covered {
 		s.lossFrom = st.CheckpointAt
 		for _, g := range cov.Gaps {
+			if g.Type == event.TypeGap {
+				s.openGap = g.EventID
+			}
 			if from, ok := storage.LossStart(g); ok && (s.lossFrom.IsZero() || from.Before(s.lossFrom)) {
 				s.lossFrom = from
 			}
@@ -254,6 +265,7 @@ func (s *stream) recordGap(ctx context.Context, reason string) error {
 	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{gap}}, true); err != nil {
 		return err
 	}
+	s.openGap = gap.EventID
 	s.log.Info("gap recorded", "from", gap.Gap.From, "to", gap.Gap.To, "lastResourceVersion", s.rv, "reason", reason)
 	s.loseCoverage(s.lastAt)
 	return nil
@@ -285,6 +297,9 @@ func (s *stream) markUnavailable(ctx context.Context, cause error) error {
 	recs = append(recs, s.coverageRecord(false, reason, code, now))
 	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: recs}, true); err != nil {
 		return err
+	}
+	if recs[0].Type == event.TypeGap {
+		s.openGap = recs[0].EventID
 	}
 	s.log.Info("stream unavailable: coverage lost, retrying with backoff", "reason", reason, "code", code, "from", from)
 	s.available = false
@@ -327,6 +342,13 @@ func (s *stream) relist(ctx context.Context) error {
 	if err := s.recordGap(ctx, "no resourceVersion to resume from"); err != nil {
 		return err
 	}
+	// Whether this is a relist comes from the journal: every record
+	// submitted before is durable here (a gap or coverage change was
+	// waited for), and a stream with records may have objects alive.
+	if err := s.loadPrior(ctx); err != nil {
+		return err
+	}
+	defer func() { s.prior = nil }()
 	reason := "initial"
 	switch {
 	case !s.available:
@@ -350,6 +372,74 @@ func (s *stream) relist(ctx context.Context) error {
 		}
 		s.log.Info("list continue token expired; restarting the baseline", "error", err.Error())
 	}
+}
+
+// loadPrior reads from the journal whether the stream has records and, if
+// so, the keys and UIDs of the objects it holds alive now.
+func (s *stream) loadPrior(ctx context.Context) error {
+	s.prior = nil
+	st, err := s.c.store.StreamStatus(ctx, s.id)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		s.hadHistory = false
+		return nil
+	case err != nil:
+		return fmt.Errorf("%w: status of %s: %w", ErrStore, s.id, err)
+	}
+	s.hadHistory = st.Records > 0
+	if !s.hadHistory {
+		return nil
+	}
+	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: s.clock.Now(), StreamID: s.id, WithoutBodies: true})
+	if err != nil {
+		return fmt.Errorf("%w: alive objects of %s: %w", ErrStore, s.id, err)
+	}
+	s.prior = make(map[storage.ObjectID]event.Record, len(alive))
+	for _, rec := range alive {
+		s.prior[storage.ObjectIDOf(rec)] = rec
+	}
+	return nil
+}
+
+// replaced returns the inferred deletion of the object the journal held
+// alive under rec's key when rec, a relist item, has another UID: the old
+// object was deleted and a new one created under its name during the gap.
+// The deletion goes right before the item, with the item's ObservedAt, so
+// that the item stays the key's last record.
+func (s *stream) replaced(ctx context.Context, rec event.Record) (event.Record, bool, error) {
+	key := storage.ObjectIDOf(rec)
+	old, ok := s.prior[key]
+	if !ok {
+		return event.Record{}, false, nil
+	}
+	delete(s.prior, key)
+	if old.Resource.UID == "" || rec.Resource.UID == "" || old.Resource.UID == rec.Resource.UID {
+		return event.Record{}, false, nil
+	}
+	last, err := s.c.store.LatestAt(ctx, key, rec.ObservedAt)
+	switch {
+	case err == nil && last.Resource.UID == old.Resource.UID:
+		old.Object, old.ObjectHash = last.Object, last.ObjectHash
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return event.Record{}, false, fmt.Errorf("%w: last version of %s: %w", ErrStore, old.Resource, err)
+	}
+	del := s.inferredDeletion(old, s.lossStart(), rec.ObservedAt, rec.BaselineID)
+	del.Inferred.Reason = replacedReason
+	s.log.Info("inferred deletion: replaced by a new object with the same name during the gap",
+		"object", old.Resource.ObjectKey(), "oldUID", old.Resource.UID, "newUID", rec.Resource.UID)
+	return del, true, nil
+}
+
+// replacedReason is the Inferred.Reason of the deletion of an object that a
+// relist shows replaced by a new object (another UID) with the same name.
+const replacedReason = "replaced by a new object with the same name during the gap"
+
+// lossStart is the From of inferred deletions: when continuity was lost.
+func (s *stream) lossStart() time.Time {
+	if s.lossFrom.IsZero() {
+		return s.lastAt
+	}
+	return s.lossFrom
 }
 
 // listBaseline takes a baseline with a paginated, consistent list
@@ -377,7 +467,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 			listRV = list.GetResourceVersion()
 			recs = s.baselineHead(id, reason, observedAt)
 		}
-		recs, bytes, err := s.appendItems(recs, list.Items, observedAt, id)
+		recs, bytes, err := s.appendItems(ctx, recs, list.Items, observedAt, id)
 		if err != nil {
 			return err
 		}
@@ -419,17 +509,34 @@ func (s *stream) baselineHead(id, reason string, at time.Time) []event.Record {
 	return append(recs, s.baselineRecord(id, event.BaselineBegin, reason, "", 0, at))
 }
 
-func (s *stream) appendItems(recs []event.Record, items []unstructured.Unstructured, at time.Time, id string) ([]event.Record, int, error) {
+func (s *stream) appendItems(ctx context.Context, recs []event.Record, items []unstructured.Unstructured, at time.Time, id string) ([]event.Record, int, error) {
 	bytes := 0
 	for i := range items {
-		rec, err := s.objectRecord(&items[i], event.Added, at, id)
+		var err error
+		recs, bytes, err = s.appendItem(ctx, recs, bytes, &items[i], at, id)
 		if err != nil {
 			return nil, 0, err
 		}
-		bytes += len(rec.Object)
-		recs = append(recs, rec)
 	}
 	return recs, bytes, nil
+}
+
+// appendItem appends the record of one baseline item, preceded by the
+// inferred deletion of the object it replaced, if any.
+func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int, u *unstructured.Unstructured, at time.Time, id string) ([]event.Record, int, error) {
+	rec, err := s.objectRecord(u, event.Added, at, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	del, ok, err := s.replaced(ctx, rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ok {
+		recs = append(recs, del)
+		bytes += len(del.Object)
+	}
+	return append(recs, rec), bytes + len(rec.Object), nil
 }
 
 // finishBaseline writes the end marker (with the list's resourceVersion,
@@ -437,7 +544,9 @@ func (s *stream) appendItems(recs []event.Record, items []unstructured.Unstructu
 // journal believed alive that the baseline lacks.
 func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra []event.Record) error {
 	endAt := s.clock.Now()
-	recs := []event.Record{s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)}
+	end := s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)
+	end.Baseline.ClosesGap = s.openGap
+	recs := []event.Record{end}
 	recs = append(recs, extra...)
 	if s.hadHistory {
 		dels, err := s.inferDeletions(ctx, id, endAt)
@@ -454,8 +563,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	}
 	s.log.Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
 	s.rv, s.lastAt = rv, endAt
-	s.covered, s.available, s.lossFrom = true, true, time.Time{}
-	s.hadHistory = s.hadHistory || items > 0
+	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
 	s.watchListIncomplete = 0
 	s.backoff.reset()
 	s.m.covered.Set(1)
@@ -476,10 +584,7 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 	if err != nil {
 		return nil, fmt.Errorf("%w: alive objects of %s: %w", ErrStore, s.id, err)
 	}
-	from := s.lossFrom
-	if from.IsZero() {
-		from = s.lastAt
-	}
+	from := s.lossStart()
 	var dels []event.Record
 	for _, rec := range alive {
 		if rec.BaselineID == id {
@@ -559,12 +664,10 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 				if !ok {
 					return fmt.Errorf("watchlist %s: unexpected object %T", s.res, ev.Object)
 				}
-				rec, err := s.objectRecord(u, event.Added, observedAt, id)
+				recs, bytes, err = s.appendItem(ctx, recs, bytes, u, observedAt, id)
 				if err != nil {
 					return err
 				}
-				recs = append(recs, rec)
-				bytes += len(rec.Object)
 				items++
 				if int64(len(recs)) >= s.c.cfg.pageSize {
 					if err := flush(); err != nil {

@@ -185,3 +185,65 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestWatchListBaselineCheckpointStampedAtItsEnd: a baseline taken with a
+// WatchList writes its end and the initial-events-end checkpoint in one
+// batch; the checkpoint, which becomes the stream's durable progress, must
+// not be observed before the end of the baseline it belongs to. Found by
+// TestTruth (seed 725112559, under -race): the checkpoint is stamped a few
+// microseconds before the end record, so ObservedAt runs backwards within
+// the batch, StreamStatus.CheckpointAt precedes LastBaselineEndAt, and a
+// Collector restarted during the next outage bounds its inferred deletions
+// from the checkpoint (10:10:55.232878) rather than from the gap's start
+// (10:10:55.232912). (watch/stream.go: watchListBaseline takes its own
+// clock reading for the checkpoint; finishBaseline another for the end.)
+func TestWatchListBaselineCheckpointStampedAtItsEnd(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.CreateNamespace(t)
+	ctx := context.Background()
+	st := memory.New()
+	defer st.Close()
+	c, err := watch.NewCollectorForConfig(env.Config(), st, watch.WithClusterID(clusterID), watch.WithResources("configmaps"),
+		watch.WithNamespaces(ns), watch.WithWatchList(watch.WatchListOn), watch.WithRediscoveryInterval(0), watch.WithLogger(logr.Discard()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Start(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	if err := c.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stream := event.Stream{ClusterID: clusterID, Version: "v1", Resource: "configmaps", Namespace: ns}.ID()
+	recs, err := allRecords(ctx, st, storage.Query{StreamID: stream})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end, checkpoint *event.Record
+	for i, r := range recs {
+		switch {
+		case r.Baseline != nil && r.Baseline.Phase == event.BaselineEnd:
+			end = &recs[i]
+		case r.Checkpoint != nil && r.Checkpoint.InitialEventsEnd:
+			checkpoint = &recs[i]
+		}
+	}
+	if end == nil || checkpoint == nil {
+		t.Fatalf("no WatchList baseline: end %v, initial-events-end checkpoint %v", end != nil, checkpoint != nil)
+	}
+	if checkpoint.ObservedAt.Before(end.ObservedAt) {
+		t.Errorf("the initial-events-end checkpoint is observed at %s, %v before the end of its baseline (%s)",
+			stamp(checkpoint.ObservedAt), end.ObservedAt.Sub(checkpoint.ObservedAt), stamp(end.ObservedAt))
+	}
+	status, err := st.StreamStatus(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.CheckpointAt.Before(status.LastBaselineEndAt) {
+		t.Errorf("StreamStatus: CheckpointAt %s is before LastBaselineEndAt %s", stamp(status.CheckpointAt), stamp(status.LastBaselineEndAt))
+	}
+}

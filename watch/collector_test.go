@@ -676,6 +676,10 @@ func TestWatchListBaseline(t *testing.T) {
 	if len(cp) != 1 || !cp[0].Checkpoint.InitialEventsEnd || cp[0].Checkpoint.ResourceVersion != "20" {
 		t.Fatalf("checkpoints %+v", cp)
 	}
+	if !cp[0].ObservedAt.Equal(b[1].ObservedAt) || cp[0].IngestSeq != b[1].IngestSeq+1 {
+		t.Fatalf("initial-events-end checkpoint observed at %s (seq %d), baseline end at %s (seq %d); want the end's time, right after it",
+			cp[0].ObservedAt, cp[0].IngestSeq, b[1].ObservedAt, b[1].IngestSeq)
+	}
 	ev := ofType(recs, event.TypeEvent)
 	if !ev[0].Synthetic || !ev[1].Synthetic || ev[2].Synthetic || ev[2].WatchType != event.Modified {
 		t.Fatalf("events %+v: want two baseline items then a real MODIFIED", ev)

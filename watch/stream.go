@@ -540,14 +540,18 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 }
 
 // finishBaseline writes the end marker (with the list's resourceVersion,
-// never one taken from the items) and the inferred deletions of objects the
-// journal believed alive that the baseline lacks.
-func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra []event.Record) error {
+// never one taken from the items), the records extra returns (observed at
+// the end's time, so that a checkpoint never precedes the end of its
+// baseline) and the inferred deletions of objects the journal believed
+// alive that the baseline lacks.
+func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra func(endAt time.Time) []event.Record) error {
 	endAt := s.clock.Now()
 	end := s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)
 	end.Baseline.ClosesGap = s.openGap
 	recs := []event.Record{end}
-	recs = append(recs, extra...)
+	if extra != nil {
+		recs = append(recs, extra(endAt)...)
+	}
 	if s.hadHistory {
 		dels, err := s.inferDeletions(ctx, id, endAt)
 		if err != nil {
@@ -689,8 +693,10 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 					return err
 				}
 				rv := m.GetResourceVersion()
-				endAt := s.clock.Now()
-				if err := s.finishBaseline(ctx, id, reason, rv, items, []event.Record{s.checkpointRecord(rv, true, true, endAt)}); err != nil {
+				checkpoint := func(endAt time.Time) []event.Record {
+					return []event.Record{s.checkpointRecord(rv, true, true, endAt)}
+				}
+				if err := s.finishBaseline(ctx, id, reason, rv, items, checkpoint); err != nil {
 					return err
 				}
 				handedOver = true

@@ -159,7 +159,7 @@ const (
 
 func latestJournal(b *testing.B) string {
 	// The name changes with the schema (and its layout before release).
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-latestat-v%d.2-%dx%d.db", sqlite.SchemaVersion, latestObjects, latestVersions))
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-latestat-v%d.3-%dx%d.db", sqlite.SchemaVersion, latestObjects, latestVersions))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}

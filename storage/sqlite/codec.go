@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"math"
@@ -70,6 +72,25 @@ func encodeID(id string) any {
 		}
 	}
 	return id
+}
+
+// keyOf returns the 64-bit lookup key of an encoded ID or a body hash:
+// the first 8 bytes of the (already random) hash, or of the SHA-256 of a
+// text ID. The indexes hold these keys rather than the whole IDs, which
+// makes them 2–3 times smaller; a lookup compares the whole value.
+func keyOf(v any) int64 {
+	var b []byte
+	switch v := v.(type) {
+	case []byte:
+		b = v
+	case string:
+		sum := sha256.Sum256([]byte(v))
+		b = sum[:]
+	}
+	if len(b) < 8 {
+		b = append(make([]byte, 8-len(b)), b...)
+	}
+	return int64(binary.BigEndian.Uint64(b))
 }
 
 func decodeID(v any) string {

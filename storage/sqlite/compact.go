@@ -80,6 +80,13 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 
 	// The markers take sequence numbers that were just freed.
 	at := s.newAppendTx(ctx, tx)
+	markerIDs := make([]any, len(plan.Markers))
+	for i := range plan.Markers {
+		markerIDs[i] = encodeID(plan.Markers[i].EventID)
+	}
+	if clash, err := at.existingSeqs(markerIDs); err != nil || len(clash) > 0 {
+		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker event IDs already stored (%d): %v", len(clash), err)
+	}
 	for i := range plan.Markers {
 		m := &plan.Markers[i]
 		if err := at.add(m, encodeID(m.EventID), m.IngestSeq); err != nil {

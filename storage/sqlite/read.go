@@ -152,7 +152,7 @@ func (s *Store) Get(ctx context.Context, eventID string) (event.Record, error) {
 		return event.Record{}, err
 	}
 	defer done()
-	recs, err := s.query(ctx, fmt.Sprintf(recordSelect, "b.data")+` FROM records r LEFT JOIN objects o ON o.id = r.obj`+recordJoins+` WHERE r.event_id = ?`, encodeID(eventID))
+	recs, err := s.query(ctx, fmt.Sprintf(recordSelect, "b.data")+` FROM records r LEFT JOIN objects o ON o.id = r.obj`+recordJoins+` WHERE r.id_key = ? AND r.event_id = ?`, keyOf(encodeID(eventID)), encodeID(eventID))
 	if err != nil {
 		return event.Record{}, s.readErr("get "+eventID, err)
 	}

@@ -66,14 +66,16 @@ CREATE TABLE stream_objects (
 ) WITHOUT ROWID;
 CREATE TABLE bodies (
 	id      INTEGER PRIMARY KEY,
-	hash    BLOB NOT NULL UNIQUE,
+	hash_key INTEGER NOT NULL,
+	hash    BLOB NOT NULL,
 	raw_len INTEGER NOT NULL,
 	base    INTEGER,
 	data    BLOB NOT NULL
 );
 CREATE TABLE records (
 	seq         INTEGER PRIMARY KEY,
-	event_id    BLOB NOT NULL UNIQUE,
+	id_key      INTEGER NOT NULL,
+	event_id    BLOB NOT NULL,
 	type        INTEGER NOT NULL,
 	cluster     TEXT NOT NULL,
 	stream      INTEGER,
@@ -85,6 +87,8 @@ CREATE TABLE records (
 	target      BLOB,
 	meta        BLOB NOT NULL
 );
+CREATE INDEX records_id ON records (id_key);
+CREATE INDEX bodies_hash ON bodies (hash_key);
 CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
 CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
 CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;

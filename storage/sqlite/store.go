@@ -536,7 +536,7 @@ func (at *appendTx) add(rec *event.Record, id any, seq int64) error {
 	if rec.Synthetic {
 		synthetic = 1
 	}
-	at.recordRows = append(at.recordRows, []any{seq, id, typeCodes[rec.Type], rec.ClusterID, streamRow,
+	at.recordRows = append(at.recordRows, []any{seq, keyOf(id), id, typeCodes[rec.Type], rec.ClusterID, streamRow,
 		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta})
 	at.records++
 	if rec.Type == event.TypeEvent {
@@ -570,7 +570,11 @@ func (at *appendTx) existingSeqs(ids []any) (map[string]int64, error) {
 	out := make(map[string]int64)
 	for start := 0; start < len(ids); start += lookupChunk {
 		chunk := ids[start:min(start+lookupChunk, len(ids))]
-		rows, err := at.tx.QueryContext(at.ctx, `SELECT event_id, seq FROM records WHERE event_id IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...)
+		keys := make([]any, len(chunk))
+		for i, id := range chunk {
+			keys[i] = keyOf(id)
+		}
+		rows, err := at.tx.QueryContext(at.ctx, `SELECT event_id, seq FROM records WHERE id_key IN (?`+strings.Repeat(",?", len(keys)-1)+`)`, keys...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
 		}
@@ -601,7 +605,11 @@ func (at *appendTx) lookupBodies(records []event.Record) error {
 	}
 	for start := 0; start < len(hashes); start += lookupChunk {
 		chunk := hashes[start:min(start+lookupChunk, len(hashes))]
-		rows, err := at.tx.QueryContext(at.ctx, `SELECT hash, id FROM bodies WHERE hash IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...)
+		keys := make([]any, len(chunk))
+		for i, h := range chunk {
+			keys[i] = keyOf(h)
+		}
+		rows, err := at.tx.QueryContext(at.ctx, `SELECT hash, id FROM bodies WHERE hash_key IN (?`+strings.Repeat(",?", len(keys)-1)+`)`, keys...)
 		if err != nil {
 			return fmt.Errorf("sqlite: append: look up bodies: %w", err)
 		}
@@ -623,16 +631,16 @@ func (at *appendTx) lookupBodies(records []event.Record) error {
 
 // Column lists of the multi-row INSERTs.
 const (
-	recordInsertColumns = `records (seq, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta)`
-	bodyInsertColumns   = `bodies (id, hash, raw_len, base, data)`
+	recordInsertColumns = `records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta)`
+	bodyInsertColumns   = `bodies (id, hash_key, hash, raw_len, base, data)`
 )
 
 // flush inserts the queued bodies and records with multi-row INSERTs.
 func (at *appendTx) flush() error {
-	if err := at.insertRows(bodyInsertColumns, 5, at.bodyRows); err != nil {
+	if err := at.insertRows(bodyInsertColumns, 6, at.bodyRows); err != nil {
 		return fmt.Errorf("sqlite: append: insert bodies: %w", err)
 	}
-	if err := at.insertRows(recordInsertColumns, 12, at.recordRows); err != nil {
+	if err := at.insertRows(recordInsertColumns, 13, at.recordRows); err != nil {
 		return fmt.Errorf("sqlite: append: insert records: %w", err)
 	}
 	at.bodyRows, at.recordRows = at.bodyRows[:0], at.recordRows[:0]
@@ -672,7 +680,7 @@ func (s *Store) prepareInserts(ctx context.Context) error {
 	for _, t := range []struct {
 		table   string
 		columns int
-	}{{recordInsertColumns, 12}, {bodyInsertColumns, 5}} {
+	}{{recordInsertColumns, 13}, {bodyInsertColumns, 6}} {
 		row := "(?" + strings.Repeat(",?", t.columns-1) + ")"
 		for _, n := range insertSizes {
 			st, err := s.w.PrepareContext(ctx, "INSERT INTO "+t.table+" VALUES "+row+strings.Repeat(","+row, n-1))
@@ -778,7 +786,7 @@ func (at *appendTx) body(raw []byte, objRow int64, kind kindKey) (int64, error) 
 		id = at.nextBodyID
 		at.nextBodyID++
 		at.knownBodies[hashHex] = id
-		at.bodyRows = append(at.bodyRows, []any{id, hash, len(raw), base, data})
+		at.bodyRows = append(at.bodyRows, []any{id, keyOf(hash), hash, len(raw), base, data})
 		at.bodies++
 		at.bodyBytes += int64(len(data))
 		at.rawBodyByte += int64(len(raw))

@@ -472,12 +472,22 @@ func (c *checker) checkInferred() {
 					c.report.add(KindInferred, "%s: %s inferred up to %s, before it was written (%s)", sj.id, d, stamp(rec.Inferred.To), stamp(d.IssuedAt))
 				case rec.Inferred.From.After(sj.segments[seg.index-1].lossStart()):
 					c.report.add(KindInferred, "%s: %s inferred from %s, after the gap's start %s", sj.id, d, stamp(rec.Inferred.From), stamp(sj.segments[seg.index-1].lossStart()))
-				case !rec.Inferred.To.Equal(seg.end.ObservedAt):
-					c.report.add(KindInferred, "%s: %s inferred up to %s, want the end of the baseline that revealed it, %s", sj.id, d, stamp(rec.Inferred.To), stamp(seg.end.ObservedAt))
+				case rec.Inferred.To.After(seg.end.ObservedAt) || (seg.begin != nil && rec.Inferred.To.Before(seg.begin.ObservedAt)):
+					c.report.add(KindInferred, "%s: %s inferred up to %s, outside the baseline that revealed it (%s to %s)", sj.id, d, stamp(rec.Inferred.To), stamp(seg.listStart), stamp(seg.end.ObservedAt))
 				}
 				if len(rec.Object) == 0 {
 					c.report.add(KindInferred, "%s: inferred deletion of %s carries no body", sj.id, d)
 				}
+			}
+		}
+	}
+	// The inferred deletions of a baseline that never ended must still be
+	// real deletions.
+	for _, sj := range c.streams {
+		for _, rec := range sj.unfinished {
+			c.report.Inferred++
+			if i, ok := deletes[rec.Resource.UID]; !ok || c.state[i].stream != sj || len(c.state[i].recorded) > 0 {
+				c.report.add(KindInferred, "%s: unfinished baseline %s infers the deletion of %s uid=%s, which was not deleted unseen", sj.id, rec.Inferred.BaselineID, rec.Resource.ObjectKey(), short(rec.Resource.UID))
 			}
 		}
 	}

@@ -19,6 +19,9 @@ type streamJournal struct {
 	// outside holds the watch events recorded while the stream was not
 	// continuous (after a loss, before the next complete baseline).
 	outside []event.Record
+	// unfinished holds the inferred deletions of baselines that never
+	// ended.
+	unfinished []event.Record
 	// items holds the items of every baseline by baseline ID, complete or
 	// not.
 	items map[string][]event.Record
@@ -88,7 +91,7 @@ func (sj *streamJournal) segment() {
 	listStarts := map[string]time.Time{}
 	var prevObserved, lastProgressAt time.Time
 	var cur *segment
-	bySegment := map[string]*segment{}
+	inferred := map[string][]event.Record{}
 	for i := range sj.recs {
 		rec := sj.recs[i]
 		if rec.IsObjectChange() {
@@ -108,13 +111,10 @@ func (sj *streamJournal) segment() {
 				items:     sj.items[rec.BaselineID],
 			}
 			sj.segments = append(sj.segments, cur)
-			bySegment[rec.BaselineID] = cur
 		case rec.Type == event.TypeEvent && rec.Inferred != nil:
-			if s := bySegment[rec.Inferred.BaselineID]; s != nil {
-				s.inferred = append(s.inferred, rec)
-			} else {
-				sj.outside = append(sj.outside, rec)
-			}
+			// Written after the baseline's end, or among its items (the
+			// deletion of a UID that a new item of the same name replaced).
+			inferred[rec.Inferred.BaselineID] = append(inferred[rec.Inferred.BaselineID], rec)
 		case rec.Type == event.TypeEvent && rec.Synthetic:
 			sj.items[rec.BaselineID] = append(sj.items[rec.BaselineID], rec)
 		case rec.IsObjectChange():
@@ -133,6 +133,13 @@ func (sj *streamJournal) segment() {
 			lastProgressAt = rec.ObservedAt
 		}
 		prevObserved = rec.ObservedAt
+	}
+	for _, seg := range sj.segments {
+		seg.inferred = inferred[seg.end.BaselineID]
+		delete(inferred, seg.end.BaselineID)
+	}
+	for _, recs := range inferred {
+		sj.unfinished = append(sj.unfinished, recs...)
 	}
 }
 

@@ -3,6 +3,7 @@ package truth
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -138,4 +139,38 @@ func (o *Oracle) StateAt(at time.Time) map[storage.ObjectID]Version {
 		}
 	}
 	return out
+}
+
+// oracleFile is an Oracle as saved by WriteFile.
+type oracleFile struct {
+	Versions  []Version   `json:"versions"`
+	Quiescent []time.Time `json:"quiescent"`
+}
+
+// WriteFile saves the oracle as JSON, so a kept journal can be checked
+// again (see ReadOracle).
+func (o *Oracle) WriteFile(path string) error {
+	o.mu.Lock()
+	raw, err := json.Marshal(oracleFile{Versions: o.versions, Quiescent: o.quiescent})
+	o.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("truth: encode oracle: %w", err)
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		return fmt.Errorf("truth: %w", err)
+	}
+	return nil
+}
+
+// ReadOracle reads an oracle saved by WriteFile.
+func ReadOracle(path string) (*Oracle, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("truth: %w", err)
+	}
+	var f oracleFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("truth: decode oracle %s: %w", path, err)
+	}
+	return &Oracle{versions: f.Versions, quiescent: f.Quiescent}, nil
 }

@@ -37,8 +37,9 @@ var (
 )
 
 const (
-	seedEnv = "KRPLY_TRUTH_SEED"
-	longEnv = "KRPLY_TRUTH_LONG"
+	seedEnv    = "KRPLY_TRUTH_SEED"
+	longEnv    = "KRPLY_TRUTH_LONG"
+	recheckEnv = "KRPLY_TRUTH_RECHECK"
 )
 
 // The sizes of the two forms.
@@ -132,15 +133,19 @@ func TestTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var r *run
 	t.Cleanup(func() {
 		_ = logFile.Close()
 		if t.Failed() {
-			t.Logf("journal and collector logs kept in %s", dir)
+			if err := r.oracle.WriteFile(filepath.Join(dir, "oracle.json")); err != nil {
+				t.Log(err)
+			}
+			t.Logf("journal, oracle and collector logs kept in %s; check them again with %s=%s go test -run TestRecheck ./internal/truth/", dir, recheckEnv, dir)
 			return
 		}
 		_ = os.RemoveAll(dir)
 	})
-	r := &run{
+	r = &run{
 		t: t, ctx: context.Background(), seed: seed, rnd: rand.New(rand.NewSource(seed)),
 		env: env, direct: direct, proxy: proxy, oracle: &Oracle{}, kinds: workloadKinds(),
 		dir: dir, journal: filepath.Join(dir, "journal.db"), logFile: logFile, log: fileLogger(logFile, "collector"),
@@ -200,9 +205,11 @@ func TestTruth(t *testing.T) {
 	checkBrokenJournals(t, r.oracle, st, cfg, report)
 }
 
-func (r *run) checkConfig() Config {
-	cfg := Config{ClusterID: clusterID, Namespaces: r.namespaces, RandomTimes: 40, GapSnapshots: 40, Seed: r.seed}
-	for _, k := range r.kinds {
+func (r *run) checkConfig() Config { return checkConfig(r.namespaces, r.seed) }
+
+func checkConfig(namespaces []string, seed int64) Config {
+	cfg := Config{ClusterID: clusterID, Namespaces: namespaces, RandomTimes: 40, GapSnapshots: 40, Seed: seed}
+	for _, k := range workloadKinds() {
 		cfg.Resources = append(cfg.Resources, schema.GroupResource{Group: k.gvr.Group, Resource: k.gvr.Resource})
 	}
 	return cfg
@@ -495,4 +502,38 @@ func gapReasons(t *testing.T, st storage.Reader) string {
 		}
 	}
 	return formatCounts(counts)
+}
+
+// TestRecheck checks a journal kept by a failed TestTruth again, with the
+// oracle saved next to it: KRPLY_TRUTH_RECHECK names the folder.
+func TestRecheck(t *testing.T) {
+	dir := os.Getenv(recheckEnv)
+	if dir == "" {
+		t.Skipf("set %s to the folder a failed TestTruth kept", recheckEnv)
+	}
+	o, err := ReadOracle(filepath.Join(dir, "oracle.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var namespaces []string
+	seen := map[string]bool{}
+	for _, v := range o.Versions() {
+		if !seen[v.Object.Namespace] {
+			seen[v.Object.Namespace] = true
+			namespaces = append(namespaces, v.Object.Namespace)
+		}
+	}
+	report, err := Check(context.Background(), o, st, checkConfig(namespaces, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(report.Summary())
+	if len(report.Mismatches) > 0 {
+		t.Errorf("%d mismatches:\n%s", len(report.Mismatches), mismatchLines(report))
+	}
 }

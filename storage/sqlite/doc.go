@@ -25,8 +25,10 @@
 //     On a churn workload the file takes about a tenth of the raw JSON.
 //   - Every query is answered from an index: records by (stream, seq), by
 //     (type, stream, seq) for the few non-event records, by (object,
-//     observedAt, seq) for object history and object-at-T, by event ID and
-//     by audit-correlation target.
+//     observedAt, seq) for object history and object-at-T, by a 64-bit key
+//     of the event ID (bodies: of the hash) and by audit-correlation
+//     target. Object metadata lives in columns and a small side table,
+//     never only inside the compressed body.
 //   - A file that is not a krply journal, is corrupt, or has a schema newer
 //     than SchemaVersion is refused with an *IncompatibleError (wrapping
 //     storage.ErrIncompatible) that names the file and the versions, and it

@@ -101,9 +101,7 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
 		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
-		// Paginated lists (consistent reads from etcd) rather than streaming
-		// lists, which are built on the watch cache this apiserver lacks.
-		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second), watch.WithWatchList(watch.WatchListOff)))
+		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
 	if err != nil {
 		return nil, err
 	}

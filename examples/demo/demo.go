@@ -21,7 +21,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
@@ -380,16 +379,7 @@ func (d *demo) inferred(ctx context.Context, res *result) error {
 }
 
 func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
-	c, err := audit.NewCorrelator(d.j.Store(), clusterID)
-	if err != nil {
-		return err
-	}
-	files, err := audit.OpenFiles([]string{path})
-	if err != nil {
-		return err
-	}
-	defer files.Close()
-	sum, err := c.Ingest(ctx, files)
+	sum, err := cli.Correlate(ctx, d.j.Store(), clusterID, path)
 	if err != nil {
 		return err
 	}
@@ -621,7 +611,6 @@ func objName(r event.ResourceRef) string { return r.ObjectKey() }
 func describeChanges(changes []materialize.FieldChange) string {
 	return truncate(cli.FormatChanges(changes), 100)
 }
-
 
 func truncate(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")

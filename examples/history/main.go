@@ -14,9 +14,7 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
-	"time"
 
-	"github.com/krply/krply/audit"
 	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/materialize"
 )
@@ -47,9 +45,12 @@ func run(out io.Writer, store, cluster, resource, namespace, name string, status
 	}
 	defer j.Close()
 	if len(auditLogs) > 0 {
-		if err := correlate(ctx, out, j.Store(), cluster, auditLogs); err != nil {
+		sum, err := cli.Correlate(ctx, j.Store(), cluster, auditLogs...)
+		if err != nil {
 			return err
 		}
+		fmt.Fprintf(out, "audit: %d events, %d writes matched exactly, %d by best effort, %d unmatched, %d malformed lines\n",
+			sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
 	}
 	obj, err := cli.ObjectID(ctx, j.Store(), cluster, resource, namespace, name)
 	if err != nil {
@@ -92,24 +93,4 @@ func changes(v *materialize.Version) string {
 		return fmt.Sprintf("deleted between %s and %s (%s)", v.Inferred.From.Local().Format("15:04:05"), v.Inferred.To.Local().Format("15:04:05"), v.Inferred.Reason)
 	}
 	return cli.FormatChanges(v.Changes)
-}
-
-// correlate links the audit log's writes to the journal's events.
-func correlate(ctx context.Context, out io.Writer, j audit.Journal, cluster string, paths []string) error {
-	c, err := audit.NewCorrelator(j, cluster)
-	if err != nil {
-		return err
-	}
-	files, err := audit.OpenFiles(paths)
-	if err != nil {
-		return err
-	}
-	defer files.Close()
-	sum, err := c.Ingest(ctx, files)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "audit: %d events, %d matched exactly, %d by best effort, %d unmatched, %d malformed (%s)\n",
-		sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed, time.Now().Format("15:04:05"))
-	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/audit"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 )
@@ -105,6 +106,23 @@ func FormatChanges(changes []materialize.FieldChange) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Correlate links the writes of kube-apiserver audit logs (JSON lines,
+// rotated or gzipped files welcome) to the journal events they caused, so
+// histories can say who made each change. Correlating a log twice stores
+// nothing twice.
+func Correlate(ctx context.Context, j audit.Journal, clusterID string, paths ...string) (audit.Summary, error) {
+	c, err := audit.NewCorrelator(j, clusterID)
+	if err != nil {
+		return audit.Summary{}, err
+	}
+	files, err := audit.OpenFiles(paths)
+	if err != nil {
+		return audit.Summary{}, err
+	}
+	defer files.Close()
+	return c.Ingest(ctx, files)
 }
 
 // ClusterID returns id when set, otherwise the only cluster the journal

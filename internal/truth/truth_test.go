@@ -219,13 +219,17 @@ func checkConfig(namespaces []string, seed int64) Config {
 // quiescent points.
 func (r *run) workload(ops, faults int) {
 	schedule := r.faultSchedule(faults)
-	next := 0
+	// Faults and quiescent points are spaced by operations made since the
+	// last one, so outages (which make operations of their own) do not
+	// bunch the faults together.
+	spacing := ops / (len(schedule) + 1)
 	quiescentEvery := ops / quiescentPointsPerForm
-	nextQuiescent := quiescentEvery
-	for r.ops < ops {
-		if next < len(schedule) && r.ops >= (next+1)*ops/(len(schedule)+1) {
+	nextFault, nextQuiescent := r.ops+spacing, r.ops+quiescentEvery
+	for next := 0; r.ops < ops || next < len(schedule); {
+		if next < len(schedule) && r.ops >= nextFault {
 			r.inject(schedule[next])
 			next++
+			nextFault = r.ops + spacing
 			continue
 		}
 		if r.ops >= nextQuiescent {
@@ -233,9 +237,6 @@ func (r *run) workload(ops, faults int) {
 			nextQuiescent = r.ops + quiescentEvery
 		}
 		r.op()
-	}
-	for ; next < len(schedule); next++ {
-		r.inject(schedule[next])
 	}
 	r.proxy.ClearFaults()
 	r.waitPending()

@@ -1,8 +1,11 @@
 package truth
 
 // Focused tests for bugs TestTruth found in the packages it exercises. Each
-// isolates one bug on the real control plane, fails until it is fixed, and
-// names the seed of the run that found it.
+// isolates one bug on the real control plane and names the seed of the run
+// that found it; they failed until the watch package was fixed (commits
+// "watch: a relist infers deletions from the journal …" and "watch: a
+// WatchList baseline's initial-events-end checkpoint is observed at its
+// end's time …"), and keep the bugs from coming back.
 
 import (
 	"context"

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,12 +32,12 @@ func main() {
 	every := flag.Duration("status-every", 30*time.Second, "how often to print the status line of each stream once synced (0: never)")
 	verbosity := flag.Int("v", 0, "log verbosity (gaps, 410s and retries are logged at 0)")
 	flag.Parse()
-	if err := run(cluster, resources, namespaces, *store, *clusterID, *every, *verbosity); err != nil {
+	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity); err != nil {
 		cli.Fail("record", err)
 	}
 }
 
-func run(cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int) error {
+func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := cluster.Config()
@@ -66,7 +67,7 @@ func run(cluster cli.Cluster, resources, namespaces []string, store, clusterID s
 	go func() { done <- rec.Start(ctx) }()
 
 	// Progress while the initial lists run, then one line per stream.
-	fmt.Printf("recording %s into %s (Ctrl-C to stop)\n", cfg.Host, store)
+	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, store)
 	synced := make(chan error, 1)
 	go func() { synced <- rec.WaitForSync(ctx) }()
 	tick := time.NewTicker(time.Second)
@@ -83,11 +84,11 @@ func run(cluster cli.Cluster, resources, namespaces []string, store, clusterID s
 			}
 			waiting = false
 		case <-tick.C:
-			printProgress(rec.Status())
+			printProgress(out, rec.Status())
 		}
 	}
-	fmt.Printf("synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
-	printStatus(rec.Status())
+	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
+	printStatus(out, rec.Status())
 
 	var status <-chan time.Time
 	if every > 0 {
@@ -101,17 +102,17 @@ func run(cluster cli.Cluster, resources, namespaces []string, store, clusterID s
 			if err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
-			fmt.Println("stopped; final status:")
-			printStatus(rec.Status())
+			fmt.Fprintln(out, "stopped; final status:")
+			printStatus(out, rec.Status())
 			return nil
 		case <-status:
-			printStatus(rec.Status())
+			printStatus(out, rec.Status())
 		}
 	}
 }
 
 // printProgress prints the streams still taking their first baseline.
-func printProgress(streams []watch.StreamStatus) {
+func printProgress(out io.Writer, streams []watch.StreamStatus) {
 	var listing []string
 	for _, st := range streams {
 		if !st.Synced && st.State != watch.StatePending {
@@ -119,12 +120,12 @@ func printProgress(streams []watch.StreamStatus) {
 		}
 	}
 	if len(listing) > 0 {
-		fmt.Printf("  initial lists: %s\n", strings.Join(listing, ", "))
+		fmt.Fprintf(out, "  initial lists: %s\n", strings.Join(listing, ", "))
 	}
 }
 
 // printStatus prints one line per stream.
-func printStatus(streams []watch.StreamStatus) {
+func printStatus(out io.Writer, streams []watch.StreamStatus) {
 	for _, st := range streams {
 		covered := "covered since " + st.CoveredSince.Local().Format("15:04:05")
 		if !st.Covered {
@@ -134,6 +135,6 @@ func printStatus(streams []watch.StreamStatus) {
 		if st.Degraded {
 			line += " — " + st.DegradedReason
 		}
-		fmt.Println(line)
+		fmt.Fprintln(out, line)
 	}
 }

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/examples/internal/cli"
+	"github.com/krply/krply/internal/testenv"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The recorder records through a kubeconfig, reports its streams, and
+// stops cleanly on SIGINT with the journal intact.
+func TestRecordUntilSIGINT(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.CreateNamespace(t)
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings"}, "data": map[string]any{"color": "blue"}}}
+	cms := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	store := filepath.Join(t.TempDir(), "krply.db")
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0)
+	}()
+	for !strings.Contains(out.String(), "synced:") {
+		select {
+		case err := <-done:
+			t.Fatalf("record returned before syncing: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("record did not sync:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
+	}
+	text := out.String()
+	for _, want := range []string{"stopped; final status:", "/core/v1/configmaps/" + ns, "1 events, 0 gaps"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+
+	// The journal is closed and complete: the ConfigMap is in it.
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	clusterID, err := cli.ClusterID(ctx, j.Store(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := j.ObjectAt(ctx, krply.Object(clusterID, "configmaps", ns, "settings"), time.Now())
+	if err != nil || !st.Exists || !st.Covered {
+		t.Fatalf("settings in the journal: %+v, %v; want it, covered", st, err)
+	}
+}

@@ -131,7 +131,7 @@ func startInProcess(ctx context.Context, cfg *rest.Config, journal string, names
 	runCtx, cancel := context.WithCancel(context.Background())
 	r := &recorder{store: st, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- c.Start(runCtx) }()
-	syncCtx, cancelSync := context.WithTimeout(ctx, 20*time.Second)
+	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 	defer cancelSync()
 	if err := c.WaitForSync(syncCtx); err != nil {
 		var states []string

@@ -48,9 +48,9 @@
 // batch is ever half there.
 //
 // That loss is safe for krply because of how the collector resumes: it
-// watches again from the stream's durable checkpoint (StreamStatus
-// .CheckpointRV), and a checkpoint is written in the same transaction as the
-// events it covers. A lost batch takes its checkpoint with it, so the
+// watches again from the stream's durable checkpoint (StreamStatus.CheckpointRV),
+// and a checkpoint is written in the same transaction as the events it
+// covers. WAL loses only a suffix of commits, never one from the middle. A lost batch takes its checkpoint with it, so the
 // collector resumes from an earlier resourceVersion and the API server sends
 // the lost events again (at-least-once); EventID de-duplication stores each
 // once. When that resourceVersion has been compacted away by the API server

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,18 +46,8 @@ func TestEmptyInitialBaselineInfersDeletions(t *testing.T) {
 	}
 	ctx := context.Background()
 	st := memory.New()
-	defer st.Close()
-	c := configMapCollector(t, p.Config(), st, ns)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Start(runCtx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	if err := c.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = st.Close() }) // after the Collector stopped (cleanups run last first)
+	runSynced(t, configMapCollector(t, p.Config(), st, ns))
 	cm := workloadKinds()[0]
 	created, err := w.create(ctx, cm, ns, "doomed", rand.New(rand.NewSource(1)))
 	if err != nil {
@@ -136,14 +127,8 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 	}
 	ctx := context.Background()
 	st := &slowStore{Store: memory.New(), delay: 200 * time.Millisecond}
-	defer st.Close()
-	c := configMapCollector(t, env.Config(), st, ns)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Start(runCtx) }()
-	if err := c.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { _ = st.Close() }) // after the Collector stopped (cleanups run last first)
+	stop := runSynced(t, configMapCollector(t, env.Config(), st, ns))
 	time.Sleep(11 * time.Second)
 	cm := workloadKinds()[0]
 	rnd := rand.New(rand.NewSource(1))
@@ -153,8 +138,7 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond) // the watch received some; the slow store committed few
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("clean stop %v after Start: %v", 11*time.Second, err)
 	}
 	stream := event.Stream{ClusterID: clusterID, Version: "v1", Resource: "configmaps", Namespace: ns}.ID()
@@ -165,6 +149,31 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 	if len(recs.Records) == 0 {
 		t.Fatal("nothing committed")
 	}
+}
+
+// runSynced starts c, waits until it synced, and stops it when the test
+// ends; stop stops it earlier and returns what Start returned.
+func runSynced(t *testing.T, c *watch.Collector) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			err = <-done
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	syncCtx, cancelSync := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelSync()
+	if err := c.WaitForSync(syncCtx); err != nil {
+		t.Fatal(err)
+	}
+	return stop
 }
 
 // configMapCollector records the ConfigMaps of one namespace.
@@ -205,22 +214,13 @@ func TestWatchListBaselineCheckpointStampedAtItsEnd(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	ctx := context.Background()
 	st := memory.New()
-	defer st.Close()
+	t.Cleanup(func() { _ = st.Close() }) // after the Collector stopped (cleanups run last first)
 	c, err := watch.NewCollectorForConfig(env.Config(), st, watch.WithClusterID(clusterID), watch.WithResources("configmaps"),
 		watch.WithNamespaces(ns), watch.WithWatchList(watch.WatchListOn), watch.WithRediscoveryInterval(0), watch.WithLogger(logr.Discard()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Start(runCtx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	if err := c.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	runSynced(t, c)
 	stream := event.Stream{ClusterID: clusterID, Version: "v1", Resource: "configmaps", Namespace: ns}.ID()
 	recs, err := allRecords(ctx, st, storage.Query{StreamID: stream})
 	if err != nil {

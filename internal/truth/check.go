@@ -197,27 +197,27 @@ type checker struct {
 func Check(ctx context.Context, o *Oracle, st storage.Store, cfg Config) (*Report, error) {
 	mat, err := materialize.New(st)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("truth: %w", err)
 	}
 	c := &checker{cfg: cfg, st: st, mat: mat, report: &Report{}, versions: o.Versions(),
 		perStream: map[*streamJournal][]int{}, perObject: map[storage.ObjectID][]int{}}
 	c.report.Versions = len(c.versions)
 	c.state = make([]versionState, len(c.versions))
 	if err := c.readJournal(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("truth: read the journal: %w", err)
 	}
 	c.matchEvents()
 	c.checkSegments()
 	c.checkBaselines()
 	c.checkInferred()
 	if err := c.checkQuiescent(ctx, o.QuiescentPoints()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("truth: quiescent points: %w", err)
 	}
 	if err := c.checkRandomTimes(ctx, o.QuiescentPoints()); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("truth: random times: %w", err)
 	}
 	if err := c.checkGapSnapshots(ctx); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("truth: snapshots in gaps: %w", err)
 	}
 	return c.report, nil
 }
@@ -536,7 +536,7 @@ func (c *checker) checkQuiescent(ctx context.Context, points []time.Time) error 
 		for _, sj := range c.streams {
 			cov, err := storage.CoverageAt(ctx, c.st, sj.id, at)
 			if err != nil {
-				return err
+				return fmt.Errorf("coverage: %w", err)
 			}
 			if !cov.Covered {
 				c.report.add(KindCoverage, "%s: not covered at the quiescent point %s: %s", sj.id, stamp(at), cov.Reason)
@@ -650,7 +650,7 @@ func (c *checker) checkRandomTimes(ctx context.Context, points []time.Time) erro
 		for _, sj := range c.streams {
 			cov, err := storage.CoverageAt(ctx, c.st, sj.id, at)
 			if err != nil {
-				return err
+				return fmt.Errorf("coverage: %w", err)
 			}
 			if !cov.Covered {
 				continue

@@ -157,6 +157,7 @@ func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	cmd.SysProcAttr = childAttr()
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -326,7 +326,8 @@ func (r *run) inject(kind string) {
 		if err != nil {
 			r.t.Fatalf("recording child: %v", err)
 		}
-		r.opsFor(r.outageLength()) // while the child records
+		r.t.Cleanup(func() { _ = child.kill() }) // when the test fails before the kill below
+		r.opsFor(r.outageLength())               // while the child records
 		if err := child.kill(); err != nil {
 			r.t.Fatalf("kill the recording child: %v", err)
 		}

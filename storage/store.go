@@ -47,6 +47,11 @@ type Writer interface {
 	// carries stream progress: a non-synthetic event, a checkpoint record,
 	// or a baseline end. Synthetic baseline items and inferred deletions
 	// never move the checkpoint. resourceVersions are never compared.
+	//
+	// Within a stream, ObservedAt must not decrease in append order;
+	// queries bounded by time rely on it (Records with a StreamID and an
+	// Until seeks to the last record observed at or before Until instead
+	// of walking every later record). Append neither checks nor alters it.
 	Append(ctx context.Context, records []event.Record) (AppendResult, error)
 
 	// Compact removes what is no longer needed to answer questions about

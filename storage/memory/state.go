@@ -304,6 +304,9 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 		}
 		return true
 	}
+	if q.StreamID != "" && !q.Until.IsZero() {
+		sources = boundByTime(sources, q.Until)
+	}
 	it := newMerge(sources, after, before, q.Descending)
 	var page storage.Page
 	for rec := it.next(); rec != nil; rec = it.next() {
@@ -317,6 +320,19 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 		page.Records = append(page.Records, *copyRecord(rec, !q.WithoutBodies))
 	}
 	return page, nil
+}
+
+// boundByTime cuts each of one stream's lists after its last record
+// observed at or before until. Within a stream ObservedAt does not
+// decrease in IngestSeq order (storage.Writer.Append's contract), so a
+// binary search finds the cut and a query bounded by time never walks the
+// records after it; match still filters by time.
+func boundByTime(sources [][]*event.Record, until time.Time) [][]*event.Record {
+	out := make([][]*event.Record, len(sources))
+	for i, s := range sources {
+		out[i] = s[:sort.Search(len(s), func(j int) bool { return s[j].ObservedAt.After(until) })]
+	}
+	return out
 }
 
 func uniqueTypes(types []event.RecordType) []event.RecordType {

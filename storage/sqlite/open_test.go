@@ -108,7 +108,7 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 				}
 			},
 			wantReason:  "corrupt",
-			wantVersion: 1,
+			wantVersion: sqlite.SchemaVersion, // written by this build
 		},
 	}
 	for _, tc := range tests {
@@ -190,5 +190,44 @@ func TestReopenKeepsJournal(t *testing.T) {
 	}
 	if string(rec.Object) != `{"kind":"ConfigMap"}` || rec.IngestSeq != 1 {
 		t.Errorf("LatestAt after reopen = seq %d body %s", rec.IngestSeq, rec.Object)
+	}
+}
+
+// TestMigratesVersion1 opens a schema version 1 journal (no index to seek
+// a stream by time): Open migrates it to the current version, adding the
+// index, and keeps its records.
+func TestMigratesVersion1(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	writeJournal(t, path)
+	rawExec(t, path, `DROP INDEX records_stream_time`, `PRAGMA user_version = 1`)
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("open a version 1 journal: %v", err)
+	}
+	p, err := s.Records(ctx, storage.Query{StreamID: "c1/core/v1/configmaps/shop", Until: time.Unix(150, 0), Descending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Records) != 1 || p.Records[0].Resource.Name != "a" {
+		t.Fatalf("Records after migration: %d records, want the one written", len(p.Records))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var version, indexes int
+	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'records_stream_time'`).Scan(&indexes); err != nil {
+		t.Fatal(err)
+	}
+	if version != sqlite.SchemaVersion || sqlite.SchemaVersion != 2 || indexes != 1 {
+		t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d records_stream_time indexes; want 2, 2, 1", version, sqlite.SchemaVersion, indexes)
 	}
 }

@@ -21,7 +21,7 @@ const applicationID = 0x6B72706C
 // SchemaVersion is the journal schema this package writes (PRAGMA
 // user_version). Files with an older version are migrated forward on Open;
 // files with a newer one are refused.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Record type and watch type codes kept in integer columns.
 const (
@@ -103,6 +103,12 @@ CREATE TABLE totals (
 	seq_floor    INTEGER NOT NULL
 );
 INSERT INTO totals VALUES (1, 0, 0, 0, 0, 0, 0);
+`,
+	// Version 2 lets a query bounded by time seek within a stream: Records
+	// with a stream and an Until finds the stream's last record observed at
+	// or before Until here instead of walking every later record.
+	1: `
+CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE stream IS NOT NULL;
 `,
 }
 

@@ -516,3 +516,88 @@ func testClosed(t *testing.T, s storage.Store) {
 		}
 	}
 }
+
+// testRecordsUntil checks Records bounded by time within a stream, which
+// backends answer by seeking to the stream's last record observed at or
+// before Until: on a journal with many records after Until, and with ties
+// in ObservedAt on both sides of it, the first descending page is exactly
+// the last records at or before Until, and paging yields all of them.
+func testRecordsUntil(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var recs []event.Record
+	recs = append(recs, Baseline(cmShop, "b1", at(0), "1", []Item{cmItem(cmShop, "shop", "a", "ua", "1")})...)
+	rv := 10
+	next := func() string { rv++; return fmt.Sprint(rv) }
+	// 200 seconds of history, three records of the stream per second (a
+	// tie), a checkpoint every tenth second, and another stream's records
+	// interleaved (observed earlier, appended later: streams are
+	// independent).
+	for sec := 1; sec <= 200; sec++ {
+		for i := 0; i < 3; i++ {
+			name := fmt.Sprintf("o%d", (sec*3+i)%7)
+			recs = append(recs, cm(cmShop, event.Modified, "shop", name, "u"+name, next(), at(sec)))
+		}
+		if sec%10 == 0 {
+			recs = append(recs, Checkpoint(cmShop, next(), true, at(sec)))
+		}
+		recs = append(recs, cm(cmOther, event.Modified, "shop", "x", "ux", next(), at(sec-1)))
+	}
+	for i := 0; i < len(recs); i += 50 {
+		mustAppend(t, s, recs[i:min(i+50, len(recs))]...)
+	}
+	want := func(q storage.Query) []string {
+		var out []string
+		for i := len(recs) - 1; i >= 0; i-- {
+			r := recs[i]
+			if r.StreamID == q.StreamID && !r.ObservedAt.After(q.Until) &&
+				(len(q.Types) == 0 || slices.Contains(q.Types, r.Type)) {
+				out = append(out, r.EventID)
+			}
+		}
+		return out
+	}
+	all := []event.RecordType{event.TypeEvent, event.TypeCheckpoint, event.TypeBaseline}
+	for _, tc := range []struct {
+		name  string
+		until time.Time
+		types []event.RecordType
+	}{
+		{"on a tie", at(40), nil},
+		{"between seconds", at(40).Add(500 * time.Millisecond), nil},
+		{"on a checkpoint with types", at(70), all},
+		{"checkpoints only", at(95), []event.RecordType{event.TypeCheckpoint}},
+		{"baselines only", at(150), []event.RecordType{event.TypeBaseline}},
+		{"start", at(0), nil},
+		{"before the stream", at(-5), all},
+		{"after the end", at(500), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := storage.Query{StreamID: cmShop.ID(), Types: tc.types, Until: tc.until, Descending: true, Limit: 5, WithoutBodies: true}
+			w := want(q)
+			if tc.name != "before the stream" && len(w) == 0 {
+				t.Fatal("fixture: no record expected")
+			}
+			p, err := s.Records(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, first := eventIDs(p.Records), w[:min(5, len(w))]; !slices.Equal(got, first) && len(got)+len(first) > 0 {
+				t.Fatalf("first page:\n got %v\nwant %v", got, first)
+			}
+			if (len(w) > 5) != (p.Next != "") {
+				t.Fatalf("first page: Next %q with %d matching records", p.Next, len(w))
+			}
+			got := eventIDs(allRecords(t, s, q))
+			if !slices.Equal(got, w) && len(got)+len(w) > 0 {
+				t.Fatalf("all pages: %d records, want %d:\n got %v\nwant %v", len(got), len(w), got, w)
+			}
+			// Ascending answers the same set in append order.
+			q.Descending = false
+			got = eventIDs(allRecords(t, s, q))
+			slices.Reverse(got)
+			if !slices.Equal(got, w) && len(got)+len(w) > 0 {
+				t.Fatalf("ascending: %d records, want %d", len(got), len(w))
+			}
+		})
+	}
+}

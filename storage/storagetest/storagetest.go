@@ -18,9 +18,9 @@ import (
 //
 // The subtests can be selected with go test -run 'TestX/Name', where Name
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
-// Records, ObjectHistory, LatestAt, AliveAt, EventByResourceVersion,
-// Correlations, Documents, Stats, Copies, Compact, ConcurrentReaders,
-// Closed.
+// Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
+// EventByResourceVersion, Correlations, Documents, Stats, Copies, Compact,
+// ConcurrentReaders, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Checkpoint", testCheckpoint},
 		{"StreamStatus", testStreamStatus},
 		{"Records", testRecords},
+		{"RecordsUntil", testRecordsUntil},
 		{"ObjectHistory", testObjectHistory},
 		{"LatestAt", testLatestAt},
 		{"AliveAt", testAliveAt},

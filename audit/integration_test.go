@@ -31,6 +31,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
@@ -122,18 +123,7 @@ func record(t *testing.T, ctx context.Context, cfg *rest.Config, st storage.Stor
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- col.Start(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("collector: %v", err)
-		}
-	})
-	if err := col.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	krplytest.StartCollector(t, col, 3*time.Minute)
 }
 
 // change is a write the test made and whom it should be attributed to.

@@ -146,8 +146,7 @@ type Cluster struct {
 	timeout time.Duration
 	apis    []*metav1.APIResourceList
 
-	stopOnce sync.Once
-	stop     func()
+	stop func()
 
 	mu        sync.Mutex
 	watched   map[streamKey]bool
@@ -239,28 +238,10 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		return nil
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- col.Start(ctx) }()
-	c.stop = func() {
-		c.stopOnce.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("krplytest: collector: %v", err)
-				}
-			case <-time.After(c.timeout):
-				t.Errorf("krplytest: collector did not stop within %s", c.timeout)
-			}
-		})
-	}
-	t.Cleanup(c.stop)
-
-	syncCtx, stop := context.WithTimeout(ctx, c.timeout)
-	defer stop()
-	if err := col.WaitForSync(syncCtx); err != nil {
-		t.Fatalf("krplytest: collector did not sync: %v\n%s", err, c.describeStreams())
+	stop, err := startCollector(t, col, c.timeout)
+	c.stop = stop
+	if err != nil {
+		t.Fatalf("krplytest: %v\n%s", err, c.describeStreams())
 		return nil
 	}
 	if !c.poll(func() bool { return c.allWatching() }) {
@@ -268,6 +249,47 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		return nil
 	}
 	return c
+}
+
+// StartCollector runs col.Start in a goroutine and waits, at most timeout,
+// until it is in sync (WaitForSync). When the test ends it stops the
+// Collector and fails the test if Start returned an error or did not return
+// within timeout. The returned function stops it earlier; calling it again
+// does nothing. Use it for a Collector of your own, e.g. on a real cluster.
+func StartCollector(t TestingT, col *watch.Collector, timeout time.Duration) (stop func()) {
+	t.Helper()
+	stop, err := startCollector(t, col, timeout)
+	if err != nil {
+		t.Fatalf("krplytest: %v", err)
+	}
+	return stop
+}
+
+func startCollector(t TestingT, col *watch.Collector, timeout time.Duration) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- col.Start(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("krplytest: collector: %v", err)
+				}
+			case <-time.After(timeout):
+				t.Errorf("krplytest: collector did not stop within %s", timeout)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	syncCtx, cancelSync := context.WithTimeout(ctx, timeout)
+	defer cancelSync()
+	if err := col.WaitForSync(syncCtx); err != nil {
+		return stop, fmt.Errorf("collector did not sync within %s: %w", timeout, err)
+	}
+	return stop, nil
 }
 
 // Stop stops the Collector and waits until it returned; later writes are

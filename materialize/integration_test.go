@@ -2,7 +2,6 @@ package materialize_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
@@ -60,18 +60,7 @@ func TestRecordedByCollector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- col.Start(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("collector: %v", err)
-		}
-	})
-	if err := col.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	krplytest.StartCollector(t, col, 3*time.Minute)
 	cluster := col.ClusterID()
 	t1 := time.Now()
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
@@ -567,18 +568,7 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- col.Start(runCtx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("collector: %v", err)
-		}
-	})
-	if err := col.WaitForSync(ctx); err != nil {
-		t.Fatal(err)
-	}
+	krplytest.StartCollector(t, col, 3*time.Minute)
 	changed, err := dyn.Resource(cmKind.gvr).Namespace(ns).Patch(ctx, "settings", types.MergePatchType,
 		[]byte(`{"data":{"color":"green"}}`), metav1.PatchOptions{FieldManager: "seed"})
 	if err != nil {

@@ -33,8 +33,17 @@ type Coverage struct {
 	Gaps []event.Record
 }
 
-// coveragePage is the page size of the small queries below.
-const coveragePage = 256
+// coveragePage is the page size of the small queries below. The queries
+// that look for the last record of a kind at or before a time usually find
+// it first: they start with firstPage records and grow to coveragePage, so
+// a typical answer decodes a few records, not a page of them.
+const (
+	coveragePage = 256
+	firstPage    = 4
+)
+
+// growPage returns the limit of the page after one of limit records.
+func growPage(limit int) int { return min(limit*4, coveragePage) }
 
 // CoverageAt computes the coverage of one stream at a time from the
 // journal's baseline, gap, coverage-change and progress records. It reads
@@ -70,7 +79,7 @@ func CoverageAt(ctx context.Context, r Reader, streamID string, at time.Time) (C
 // lastCompleteBaseline returns the end and begin records of the last
 // baseline that ended at or before at, or nil when there is none.
 func lastCompleteBaseline(ctx context.Context, r Reader, streamID string, at time.Time) (end, begin *event.Record, err error) {
-	q := Query{StreamID: streamID, Types: []event.RecordType{event.TypeBaseline}, Until: at, Descending: true, Limit: coveragePage, WithoutBodies: true}
+	q := Query{StreamID: streamID, Types: []event.RecordType{event.TypeBaseline}, Until: at, Descending: true, Limit: firstPage, WithoutBodies: true}
 	for {
 		page, err := r.Records(ctx, q)
 		if err != nil {
@@ -92,7 +101,7 @@ func lastCompleteBaseline(ctx context.Context, r Reader, streamID string, at tim
 		if page.Next == "" {
 			break
 		}
-		q.Cursor = page.Next
+		q.Cursor, q.Limit = page.Next, growPage(q.Limit)
 	}
 	if end != nil {
 		// An end without its begin (compacted away): the end itself bounds
@@ -165,7 +174,7 @@ func ProgressRV(rec event.Record) (string, bool) {
 }
 
 func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (string, time.Time, error) {
-	q := Query{StreamID: streamID, Until: at, Descending: true, Limit: coveragePage, WithoutBodies: true,
+	q := Query{StreamID: streamID, Until: at, Descending: true, Limit: firstPage, WithoutBodies: true,
 		Types: []event.RecordType{event.TypeEvent, event.TypeCheckpoint, event.TypeBaseline}}
 	for {
 		page, err := r.Records(ctx, q)
@@ -180,6 +189,6 @@ func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (
 		if page.Next == "" {
 			return "", time.Time{}, nil
 		}
-		q.Cursor = page.Next
+		q.Cursor, q.Limit = page.Next, growPage(q.Limit)
 	}
 }

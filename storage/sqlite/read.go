@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/krply/krply/event"
@@ -86,6 +87,62 @@ func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
 		out = append(out, rr)
 	}
 	return out, rows.Err()
+}
+
+// maxCachedStmts bounds the statements a stmtCache keeps. Records builds
+// a few dozen distinct statements at most (the parameters are bound, only
+// the shape of the filter and the type list are in the text); past the
+// bound a statement is run without keeping it.
+const maxCachedStmts = 256
+
+// stmtCache keeps prepared read statements by their text; safe for
+// concurrent use.
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+// get returns the statement of text, prepared on db, or nil when the
+// cache is full.
+func (c *stmtCache) get(ctx context.Context, db *sql.DB, text string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.stmts[text]; ok {
+		return st, nil
+	}
+	if len(c.stmts) >= maxCachedStmts {
+		return nil, nil
+	}
+	st, err := db.PrepareContext(ctx, text)
+	if err != nil {
+		return nil, err
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sql.Stmt{}
+	}
+	c.stmts[text] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range c.stmts {
+		st.Close()
+	}
+	c.stmts = nil
+}
+
+// cachedQuery runs a read statement prepared once per text.
+func (s *Store) cachedQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	st, err := s.recordStmts.get(ctx, s.r, text)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return s.r.QueryContext(ctx, text, args...)
+	}
+	return st.QueryContext(ctx, args...)
 }
 
 // query runs a record query on the read pool and decodes the bodies.
@@ -168,6 +225,25 @@ func (s *Store) Get(ctx context.Context, eventID string) (event.Record, error) {
 const streamUntilBound = `r.seq <= (SELECT u.seq FROM records u INDEXED BY records_stream_time` +
 	` WHERE u.stream = ? AND u.observed_at <= ? ORDER BY u.observed_at DESC, u.seq DESC LIMIT 1)`
 
+// streamRow reads the row id of a stream (sql.ErrNoRows when there is none).
+func (s *Store) streamRow(ctx context.Context, streamID string, rowID *int64) error {
+	rows, err := s.cachedQuery(ctx, `SELECT id FROM streams WHERE stream_id = ?`, streamID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(rowID); err != nil {
+		return err
+	}
+	return rows.Close()
+}
+
 // Records implements storage.Reader.
 func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
 	done, err := s.enter()
@@ -184,7 +260,7 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 	index := ""
 	var rowID int64
 	if q.StreamID != "" {
-		err := s.r.QueryRowContext(ctx, `SELECT id FROM streams WHERE stream_id = ?`, q.StreamID).Scan(&rowID)
+		err := s.streamRow(ctx, q.StreamID, &rowID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return storage.Page{}, nil
 		}
@@ -265,7 +341,11 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 	}
 	b.WriteString(" LIMIT ?")
 	args = append(args, limit+1)
-	recs, err := s.query(ctx, b.String(), args...)
+	rows, err := s.cachedQuery(ctx, b.String(), args...)
+	if err != nil {
+		return storage.Page{}, s.readErr("records", err)
+	}
+	recs, err := s.decodeRows(ctx, rows)
 	if err != nil {
 		return storage.Page{}, s.readErr("records", err)
 	}

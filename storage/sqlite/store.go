@@ -62,6 +62,9 @@ type Store struct {
 	// Hot read statements, prepared once (database/sql keeps one prepared
 	// copy per read connection).
 	latestAtStmt, keyframeStmt *sql.Stmt
+	// recordStmts holds the statements Records builds, prepared on first
+	// use: parsing one costs more than running it.
+	recordStmts stmtCache
 }
 
 // kindKey names a kind of object in a cluster.
@@ -253,6 +256,7 @@ func (s *Store) Close() error {
 	}
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
+	s.recordStmts.close()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

@@ -12,6 +12,9 @@
 //   - Queries use indexes kept up to date on Append: per stream and record
 //     type, per object (in IngestSeq and in ObservedAt order), per cluster,
 //     and audit correlations by target EventID. None scans the journal.
+//     Records bounded by Until within a stream binary-searches the stream's
+//     lists by ObservedAt (which storage.Writer.Append requires not to
+//     decrease within a stream) instead of walking the records after Until.
 //   - Records handed in and handed out are copies: neither side can change
 //     the other's data.
 //   - Identical object bodies are kept once (by ObjectHash). An empty

@@ -24,7 +24,10 @@
 //     new object as a delta against an alike object of the same resource).
 //     On a churn workload the file takes about a tenth of the raw JSON.
 //   - Every query is answered from an index: records by (stream, seq), by
-//     (type, stream, seq) for the few non-event records, by (object,
+//     (stream, observedAt, seq) to seek a stream's last record at or before
+//     a time (queries bounded by Until within a stream; schema version 2,
+//     added to version 1 files on Open), by (type, stream, seq) for the few
+//     non-event records, by (object,
 //     observedAt, seq) for object history and object-at-T, by a 64-bit key
 //     of the event ID (bodies: of the hash) and by audit-correlation
 //     target. Object metadata lives in columns and a small side table,

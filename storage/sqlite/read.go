@@ -385,7 +385,7 @@ func (s *Store) Streams(ctx context.Context, clusterID string) ([]storage.Stream
 	if clusterID != "" {
 		q, args = `SELECT `+streamColumns+` FROM streams WHERE cluster = ? ORDER BY stream_id`, []any{clusterID}
 	}
-	rows, err := s.r.QueryContext(ctx, q, args...)
+	rows, err := s.cachedQuery(ctx, q, args...)
 	if err != nil {
 		return nil, s.readErr("streams", err)
 	}

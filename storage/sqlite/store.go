@@ -62,8 +62,8 @@ type Store struct {
 	// Hot read statements, prepared once (database/sql keeps one prepared
 	// copy per read connection).
 	latestAtStmt, keyframeStmt *sql.Stmt
-	// recordStmts holds the statements Records builds, prepared on first
-	// use: parsing one costs more than running it.
+	// recordStmts holds the statements Records and Streams build, prepared
+	// on first use: parsing one costs more than running it.
 	recordStmts stmtCache
 }
 

@@ -225,8 +225,22 @@ func (s *Store) Get(ctx context.Context, eventID string) (event.Record, error) {
 const streamUntilBound = `r.seq <= (SELECT u.seq FROM records u INDEXED BY records_stream_time` +
 	` WHERE u.stream = ? AND u.observed_at <= ? ORDER BY u.observed_at DESC, u.seq DESC LIMIT 1)`
 
-// streamRow reads the row id of a stream (sql.ErrNoRows when there is none).
+// streamRow reads the row id of a stream (sql.ErrNoRows when there is
+// none). Stream rows are only ever inserted, never deleted or renumbered,
+// so a committed row id is remembered for good.
 func (s *Store) streamRow(ctx context.Context, streamID string, rowID *int64) error {
+	if id, ok := s.streamRows.Load(streamID); ok {
+		*rowID = id.(int64)
+		return nil
+	}
+	if err := s.readStreamRow(ctx, streamID, rowID); err != nil {
+		return err
+	}
+	s.streamRows.Store(streamID, *rowID)
+	return nil
+}
+
+func (s *Store) readStreamRow(ctx context.Context, streamID string, rowID *int64) error {
 	rows, err := s.cachedQuery(ctx, `SELECT id FROM streams WHERE stream_id = ?`, streamID)
 	if err != nil {
 		return err

@@ -65,6 +65,9 @@ type Store struct {
 	// recordStmts holds the statements Records and Streams build, prepared
 	// on first use: parsing one costs more than running it.
 	recordStmts stmtCache
+	// streamRows maps stream IDs to their row ids (string -> int64), as
+	// readers found them.
+	streamRows sync.Map
 }
 
 // kindKey names a kind of object in a cluster.

@@ -56,6 +56,13 @@ type stream struct {
 	backoff    *backoff
 	m          streamMetrics
 
+	// stampMu guards stampedAt, the latest ObservedAt the stream stamped on
+	// a record: observedNow never goes below it, because the store's
+	// time-bounded queries rely on ObservedAt not decreasing within a
+	// stream, and a wall clock can step backwards.
+	stampMu   sync.Mutex
+	stampedAt time.Time
+
 	// rv is the resourceVersion the stream is continuous up to (submitted
 	// to the committer, which writes in order or stops everything), and
 	// lastAt the ObservedAt of the record that carried it.
@@ -149,6 +156,19 @@ func (s *stream) run(ctx context.Context) {
 	}
 }
 
+// observedNow returns the ObservedAt for a record the stream writes now:
+// the clock's time, or the last one stamped if the clock stepped back.
+func (s *stream) observedNow() time.Time {
+	now := s.clock.Now()
+	s.stampMu.Lock()
+	defer s.stampMu.Unlock()
+	if now.Before(s.stampedAt) {
+		now = s.stampedAt
+	}
+	s.stampedAt = now
+	return now
+}
+
 // load reads the stream's durable state: a stream the journal says is
 // covered and has a checkpoint resumes its watch from that checkpoint.
 func (s *stream) load(ctx context.Context) error {
@@ -165,6 +185,9 @@ func (s *stream) load(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
 	s.rv, s.lastAt = st.CheckpointRV, st.CheckpointAt
+	s.stampMu.Lock()
+	s.stampedAt = st.LastObservedAt
+	s.stampMu.Unlock()
 	s.available = st.Available
 	s.hadHistory = st.Records > 0
 	s.covered = cov.Covered
@@ -260,7 +283,7 @@ func (s *stream) recordGap(ctx context.Context, reason string) error {
 	if !s.covered {
 		return nil
 	}
-	now := s.clock.Now()
+	now := s.observedNow()
 	gap := s.gapRecord(s.lastAt, now, reason, s.rv)
 	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{gap}}, true); err != nil {
 		return err
@@ -287,7 +310,7 @@ func (s *stream) markUnavailable(ctx context.Context, cause error) error {
 		s.log.V(1).Info("stream still unavailable", "reason", reason, "backoff", s.backoff.next())
 		return nil
 	}
-	now := s.clock.Now()
+	now := s.observedNow()
 	var recs []event.Record
 	from := now
 	if s.covered {
@@ -390,7 +413,7 @@ func (s *stream) loadPrior(ctx context.Context) error {
 	if !s.hadHistory {
 		return nil
 	}
-	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: s.clock.Now(), StreamID: s.id, WithoutBodies: true})
+	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: s.observedNow(), StreamID: s.id, WithoutBodies: true})
 	if err != nil {
 		return fmt.Errorf("%w: alive objects of %s: %w", ErrStore, s.id, err)
 	}
@@ -463,7 +486,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 		}
 		var recs []event.Record
 		if page == 0 {
-			observedAt = s.clock.Now()
+			observedAt = s.observedNow()
 			listRV = list.GetResourceVersion()
 			recs = s.baselineHead(id, reason, observedAt)
 		}
@@ -545,7 +568,7 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 // baseline) and the inferred deletions of objects the journal believed
 // alive that the baseline lacks.
 func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra func(endAt time.Time) []event.Record) error {
-	endAt := s.clock.Now()
+	endAt := s.observedNow()
 	end := s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)
 	end.Baseline.ClosesGap = s.openGap
 	recs := []event.Record{end}
@@ -631,7 +654,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 		}
 	}()
 	id := uuid.NewString()
-	observedAt := s.clock.Now()
+	observedAt := s.observedNow()
 	recs := s.baselineHead(id, reason, observedAt)
 	bytes, items := 0, 0
 	pipe := pipeline{c: s.c.committer}
@@ -756,7 +779,7 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 				if !ok {
 					return fmt.Errorf("watch %s: unexpected object %T", s.res, ev.Object)
 				}
-				now := s.clock.Now()
+				now := s.observedNow()
 				rec, err := s.objectRecord(u, event.WatchType(ev.Type), now, "")
 				if err != nil {
 					return err
@@ -777,7 +800,7 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 				if rv == "" || rv == s.rv {
 					break
 				}
-				now := s.clock.Now()
+				now := s.observedNow()
 				rec := s.checkpointRecord(rv, true, m.GetAnnotations()[initialEventsEndAnnotation] == "true", now)
 				if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
 					return err

@@ -192,13 +192,7 @@ func TestFakeBaselineThenWatch(t *testing.T) {
 func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "keep", "1"), configMap("a", "gone", "2"))
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn)
 	id := cmStreamID("c1")
 	w1 := watches.last(t, 1)
 
@@ -262,13 +256,7 @@ func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 func TestBookmarkIsCheckpointOnly(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn)
 	id := cmStreamID("c1")
 	bm := &unstructured.Unstructured{}
 	bm.SetAPIVersion("v1")

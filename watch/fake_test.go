@@ -101,6 +101,20 @@ func waitSync(t *testing.T, c *Collector) {
 	}
 }
 
+// startSynced records dyn with testOpts into a new memory store, runs the
+// Collector until the test ends, and waits until it is in sync.
+func startSynced(t *testing.T, dyn *dynamicfake.FakeDynamicClient) (*memory.Store, *Collector) {
+	t.Helper()
+	st := newMemory(t)
+	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, c)
+	waitSync(t, c)
+	return st, c
+}
+
 // eventually polls cond until it holds or the timeout passes.
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -36,13 +36,7 @@ func inferredOf(recs []event.Record) []event.Record {
 func TestEmptyInitialBaselineThenWatchEventInfersDeletion(t *testing.T) {
 	dyn := fakeDynamic()
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn)
 	id := cmStreamID("c1")
 	doomed := configMap("a", "doomed", "1")
 	doomed.SetResourceVersion("10")
@@ -88,13 +82,7 @@ func TestEmptyInitialBaselineThenWatchEventInfersDeletion(t *testing.T) {
 func TestRelistInfersDeletionOfReplacedUID(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "same", "old"), configMap("a", "other", "x"))
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn)
 	id := cmStreamID("c1")
 	w1 := watches.last(t, 1)
 	modified := configMap("a", "same", "old-2")

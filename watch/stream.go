@@ -379,7 +379,12 @@ func (s *stream) relist(ctx context.Context) error {
 	case s.hadHistory:
 		reason = "relist after gap"
 	}
-	s.setState(StateListing, "")
+	if s.available {
+		// A stream the server denies stays unavailable (and degraded) in
+		// its status while it retries; it turns to watching once a list
+		// succeeds.
+		s.setState(StateListing, "")
+	}
 	if s.useWatchList {
 		err := s.watchListBaseline(ctx, reason)
 		if !errors.Is(err, errWatchListUnsupported) {

@@ -92,21 +92,14 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 
 	// Losses of continuity recorded from From on that start before To.
 	for _, st := range after.streams {
-		q := storage.Query{StreamID: st.status.StreamID, Types: lossTypes, Since: from, WithoutBodies: true}
-		for {
-			page, err := m.reader.Records(ctx, q)
-			if err != nil {
-				return nil, wrap(fmt.Errorf("gaps of %s: %w", st.status.StreamID, err))
+		tl, err := storage.StreamTimeline(ctx, m.reader, st.status.StreamID)
+		if err != nil {
+			return nil, wrap(fmt.Errorf("gaps of %s: %w", st.status.StreamID, err))
+		}
+		for _, rec := range tl.Records {
+			if start, ok := storage.LossStart(rec); ok && !rec.ObservedAt.Before(from) && !start.After(to) {
+				d.Gaps = append(d.Gaps, rec)
 			}
-			for _, rec := range page.Records {
-				if start, ok := storage.LossStart(rec); ok && !start.After(to) {
-					d.Gaps = append(d.Gaps, rec)
-				}
-			}
-			if page.Next == "" {
-				break
-			}
-			q.Cursor = page.Next
 		}
 	}
 	if len(d.Gaps) > 0 {

@@ -243,13 +243,13 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 		// The versions were cut short: so are the gaps.
 		until = versions[len(versions)-1].ObservedAt
 	}
-	streams, err := m.streamsClaiming(ctx, obj)
+	timelines, err := m.timelinesClaiming(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
 	ids := make(map[string]bool)
-	for _, s := range streams {
-		ids[s.StreamID] = true
+	for _, tl := range timelines {
+		ids[tl.StreamID] = true
 	}
 	for _, v := range versions {
 		ids[v.StreamID] = true
@@ -259,30 +259,26 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 		if qc.streamID != "" && id != qc.streamID {
 			continue
 		}
-		q := storage.Query{StreamID: id, Types: lossTypes, Since: since, Until: until, WithoutBodies: true}
-		for {
-			page, err := m.reader.Records(ctx, q)
-			if err != nil {
-				return nil, fmt.Errorf("gaps of %s: %w", id, err)
+		tl, err := storage.StreamTimeline(ctx, m.reader, id)
+		if err != nil {
+			return nil, fmt.Errorf("gaps of %s: %w", id, err)
+		}
+		for _, rec := range tl.Records {
+			if rec.ObservedAt.Before(since) || !until.IsZero() && rec.ObservedAt.After(until) {
+				continue
 			}
-			for _, rec := range page.Records {
-				e := Entry{StreamID: rec.StreamID, EventID: rec.EventID, ObservedAt: rec.ObservedAt}
-				switch {
-				case rec.Gap != nil:
-					e.Kind, e.Gap = EntryGap, rec.Gap
-				case rec.Coverage != nil && rec.Coverage.Available:
-					e.Kind, e.Coverage = EntryAvailable, rec.Coverage
-				case rec.Coverage != nil:
-					e.Kind, e.Coverage = EntryUnavailable, rec.Coverage
-				default:
-					continue
-				}
-				out = append(out, entryAt{seq: rec.IngestSeq, Entry: e})
+			e := Entry{StreamID: rec.StreamID, EventID: rec.EventID, ObservedAt: rec.ObservedAt}
+			switch {
+			case rec.Type == event.TypeGap && rec.Gap != nil:
+				e.Kind, e.Gap = EntryGap, rec.Gap
+			case rec.Type == event.TypeCoverageChange && rec.Coverage != nil && rec.Coverage.Available:
+				e.Kind, e.Coverage = EntryAvailable, rec.Coverage
+			case rec.Type == event.TypeCoverageChange && rec.Coverage != nil:
+				e.Kind, e.Coverage = EntryUnavailable, rec.Coverage
+			default:
+				continue
 			}
-			if page.Next == "" {
-				break
-			}
-			q.Cursor = page.Next
+			out = append(out, entryAt{seq: rec.IngestSeq, Entry: e})
 		}
 	}
 	return out, nil

@@ -72,31 +72,32 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		}
 	}
 
-	streams, err := m.streamsClaiming(ctx, obj)
+	timelines, err := m.timelinesClaiming(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range streams {
-		cov, err := storage.CoverageAt(ctx, m.reader, s.StreamID, at)
+	for _, tl := range timelines {
+		cov, err := storage.CoverageFrom(ctx, m.reader, tl, at)
 		if err != nil {
 			return nil, err
 		}
 		st.Coverage = append(st.Coverage, cov)
-		gaps, err := m.nearbyGaps(ctx, s.StreamID, at)
-		if err != nil {
-			return nil, err
+		before, after := tl.LossesAround(at)
+		for _, loss := range []*event.Record{before, after} {
+			if loss != nil {
+				st.NearbyGaps = append(st.NearbyGaps, *loss)
+			}
 		}
-		st.NearbyGaps = append(st.NearbyGaps, gaps...)
 		if !cov.Covered {
 			continue
 		}
-		if s.Stream.Selector == "" {
+		if tl.Stream.Selector == "" {
 			st.Covered = true
 		}
 		// Only a version older than the baseline's end can have been
 		// found absent by it.
 		if st.Exists && !st.Record.ObservedAt.After(cov.BaselineEndAt) {
-			pending, err := m.pendingInferredDeletions(ctx, cov, at)
+			pending, err := m.pendingInferredDeletions(ctx, tl, cov, at)
 			if err != nil {
 				return nil, err
 			}
@@ -113,52 +114,8 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return st.Coverage[i].StreamID < st.Coverage[j].StreamID
 	})
 	sort.SliceStable(st.NearbyGaps, func(i, j int) bool { return st.NearbyGaps[i].IngestSeq < st.NearbyGaps[j].IngestSeq })
-	if len(streams) == 0 {
+	if len(timelines) == 0 {
 		st.Warnings = append(st.Warnings, fmt.Sprintf("no stream records %s", describeObject(obj)))
 	}
 	return st, nil
-}
-
-var lossTypes = []event.RecordType{event.TypeGap, event.TypeCoverageChange}
-
-// nearbyGaps returns the last loss record of a stream at or before at and
-// the first after it.
-func (m *Materializer) nearbyGaps(ctx context.Context, streamID string, at time.Time) ([]event.Record, error) {
-	var out []event.Record
-	before, err := m.firstLoss(ctx, storage.Query{StreamID: streamID, Types: lossTypes, Until: at, Descending: true, WithoutBodies: true})
-	if err != nil {
-		return nil, err
-	}
-	if before != nil {
-		out = append(out, *before)
-	}
-	after, err := m.firstLoss(ctx, storage.Query{StreamID: streamID, Types: lossTypes, Since: at.Add(time.Nanosecond), WithoutBodies: true})
-	if err != nil {
-		return nil, err
-	}
-	if after != nil {
-		out = append(out, *after)
-	}
-	return out, nil
-}
-
-// firstLoss returns the first record of q that says the stream lost
-// continuity.
-func (m *Materializer) firstLoss(ctx context.Context, q storage.Query) (*event.Record, error) {
-	q.Limit = 64
-	for {
-		page, err := m.reader.Records(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("gaps of %s: %w", q.StreamID, err)
-		}
-		for _, rec := range page.Records {
-			if _, ok := storage.LossStart(rec); ok {
-				return &rec, nil
-			}
-		}
-		if page.Next == "" {
-			return nil, nil
-		}
-		q.Cursor = page.Next
-	}
 }

@@ -156,7 +156,11 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 	cands := make(map[storage.ObjectID]candidate)
 	var coveredStreams []event.Stream
 	for _, st := range streams {
-		cov, err := storage.CoverageAt(ctx, m.reader, st.StreamID, at)
+		tl, err := storage.StreamTimeline(ctx, m.reader, st.StreamID)
+		if err != nil {
+			return nil, fmt.Errorf("coverage of %s: %w", st.StreamID, err)
+		}
+		cov, err := storage.CoverageFrom(ctx, m.reader, tl, at)
 		if err != nil {
 			return nil, err
 		}
@@ -173,7 +177,7 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 		}
 		var pending map[storage.ObjectID]bool
 		if cov.Covered {
-			pending, err = m.pendingInferredDeletions(ctx, cov, at)
+			pending, err = m.pendingInferredDeletions(ctx, tl, cov, at)
 			if err != nil {
 				return nil, err
 			}
@@ -266,15 +270,17 @@ func (m *Materializer) aliveInStream(ctx context.Context, scope Scope, st storag
 
 // pendingInferredDeletions returns the objects the baseline coverage rests on
 // found absent, whose inferred deletion was written after at: the baseline
-// ended at or before at, so the deletion is already known at at.
-func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage.Coverage, at time.Time) (map[storage.ObjectID]bool, error) {
+// ended at or before at, so the deletion is already known at at. tl is the
+// timeline cov was computed from.
+func (m *Materializer) pendingInferredDeletions(ctx context.Context, tl storage.Timeline, cov storage.Coverage, at time.Time) (map[storage.ObjectID]bool, error) {
 	if cov.BaselineID == "" {
 		return nil, nil
 	}
-	endSeq, err := m.baselineEndSeq(ctx, cov)
-	if err != nil || endSeq == 0 {
-		return nil, err
+	end := tl.BaselineEnd(cov.BaselineID)
+	if end == nil {
+		return nil, nil
 	}
+	endSeq := end.IngestSeq
 	var out map[storage.ObjectID]bool
 	// By sequence, not time: the records right after the end are found
 	// through the index without reading the stream's older records.
@@ -308,39 +314,19 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, cov storage
 	}
 }
 
-// baselineEndSeq returns the IngestSeq of the end record of the baseline
-// coverage rests on, or 0 when it is not found.
-func (m *Materializer) baselineEndSeq(ctx context.Context, cov storage.Coverage) (int64, error) {
-	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeBaseline}, Until: cov.BaselineEndAt, Descending: true, Limit: 16, WithoutBodies: true}
-	for {
-		page, err := m.reader.Records(ctx, q)
-		if err != nil {
-			return 0, fmt.Errorf("baseline %s of %s: %w", cov.BaselineID, cov.StreamID, err)
-		}
-		for _, rec := range page.Records {
-			if rec.BaselineID == cov.BaselineID && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd {
-				return rec.IngestSeq, nil
-			}
-		}
-		if page.Next == "" {
-			return 0, nil
-		}
-		q.Cursor = page.Next
-	}
-}
-
-// streamsClaiming returns the streams of obj's cluster that record its
-// resource in its namespace (or all namespaces), ordered by ID.
-func (m *Materializer) streamsClaiming(ctx context.Context, obj storage.ObjectID) ([]storage.StreamStatus, error) {
-	all, err := m.reader.Streams(ctx, obj.ClusterID)
+// timelinesClaiming returns the timelines of the streams of obj's cluster
+// that record its resource in its namespace (or all namespaces), ordered by
+// stream ID.
+func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.ObjectID) ([]storage.Timeline, error) {
+	all, err := storage.Timelines(ctx, m.reader, obj.ClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}
-	var out []storage.StreamStatus
-	for _, st := range all {
-		if st.Stream.Group == obj.Group && st.Stream.Resource == obj.Resource &&
-			(st.Stream.Namespace == "" || st.Stream.Namespace == obj.Namespace) {
-			out = append(out, st)
+	var out []storage.Timeline
+	for _, tl := range all {
+		if tl.Stream.Group == obj.Group && tl.Stream.Resource == obj.Resource &&
+			(tl.Stream.Namespace == "" || tl.Stream.Namespace == obj.Namespace) {
+			out = append(out, tl)
 		}
 	}
 	return out, nil

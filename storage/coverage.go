@@ -33,10 +33,10 @@ type Coverage struct {
 	Gaps []event.Record
 }
 
-// coveragePage is the page size of the small queries below. The queries
-// that look for the last record of a kind at or before a time usually find
-// it first: they start with firstPage records and grow to coveragePage, so
-// a typical answer decodes a few records, not a page of them.
+// coveragePage is the page size of the queries below. The watermark query
+// usually finds its record first: it starts with firstPage records and
+// grows to coveragePage, so a typical answer decodes a few records, not a
+// page of them.
 const (
 	coveragePage = 256
 	firstPage    = 4
@@ -46,91 +46,52 @@ const (
 func growPage(limit int) int { return min(limit*4, coveragePage) }
 
 // CoverageAt computes the coverage of one stream at a time from the
-// journal's baseline, gap, coverage-change and progress records. It reads
-// only those records, through index-backed queries.
+// stream's Timeline (its baseline, gap and coverage-change records) and
+// its watermark, read through index-backed queries.
 func CoverageAt(ctx context.Context, r Reader, streamID string, at time.Time) (Coverage, error) {
-	c := Coverage{StreamID: streamID, At: at}
-
-	end, begin, err := lastCompleteBaseline(ctx, r, streamID, at)
+	tl, err := StreamTimeline(ctx, r, streamID)
 	if err != nil {
-		return c, err
+		return Coverage{StreamID: streamID, At: at}, fmt.Errorf("coverage of %s: %w", streamID, err)
 	}
-	if end == nil {
-		c.Reason = "no complete baseline at or before this time"
-	} else {
-		c.BaselineID = end.BaselineID
-		c.BaselineEndAt = end.ObservedAt
-		breaks, err := coverageBreaks(ctx, r, streamID, begin.IngestSeq, at)
-		if err != nil {
-			return c, err
-		}
-		c.Gaps = breaks
-		if len(breaks) == 0 {
-			c.Covered = true
-		} else {
-			c.Reason = describeBreak(breaks[0])
-		}
-	}
+	return CoverageFrom(ctx, r, tl, at)
+}
 
-	c.Watermark, c.WatermarkAt, err = watermarkAt(ctx, r, streamID, at)
+// CoverageFrom computes the coverage of tl's stream at a time from tl,
+// which the caller read from r (StreamTimeline, Timelines), and the
+// stream's watermark, which it reads from r.
+func CoverageFrom(ctx context.Context, r Reader, tl Timeline, at time.Time) (Coverage, error) {
+	c := tl.continuity(at)
+	var err error
+	c.Watermark, c.WatermarkAt, err = watermarkAt(ctx, r, tl.StreamID, at)
 	return c, err
 }
 
-// lastCompleteBaseline returns the end and begin records of the last
-// baseline that ended at or before at, or nil when there is none.
-func lastCompleteBaseline(ctx context.Context, r Reader, streamID string, at time.Time) (end, begin *event.Record, err error) {
-	q := Query{StreamID: streamID, Types: []event.RecordType{event.TypeBaseline}, Until: at, Descending: true, Limit: firstPage, WithoutBodies: true}
-	for {
-		page, err := r.Records(ctx, q)
-		if err != nil {
-			return nil, nil, fmt.Errorf("coverage of %s: baselines: %w", streamID, err)
-		}
-		for i := range page.Records {
-			rec := page.Records[i]
-			if rec.Baseline == nil {
-				continue
-			}
-			switch {
-			case end == nil && rec.Baseline.Phase == event.BaselineEnd:
-				end = &rec
-			case end != nil && rec.Baseline.Phase == event.BaselineBegin && rec.BaselineID == end.BaselineID:
-				begin = &rec
-				return end, begin, nil
-			}
-		}
-		if page.Next == "" {
-			break
-		}
-		q.Cursor, q.Limit = page.Next, growPage(q.Limit)
+// continuity is the coverage at a time without the watermark: whether a
+// complete baseline ended at or before at, and which losses of continuity
+// recorded after it began start at or before at.
+func (t Timeline) continuity(at time.Time) Coverage {
+	c := Coverage{StreamID: t.StreamID, At: at}
+	end, begin := t.lastCompleteBaseline(at)
+	if end == nil {
+		c.Reason = "no complete baseline at or before this time"
+		return c
 	}
-	if end != nil {
-		// An end without its begin (compacted away): the end itself bounds
-		// what came after it.
-		return end, end, nil
+	c.BaselineID = end.BaselineID
+	c.BaselineEndAt = end.ObservedAt
+	for _, rec := range t.Records {
+		if rec.IngestSeq <= begin.IngestSeq {
+			continue
+		}
+		if lossStart, ok := LossStart(rec); ok && !lossStart.After(at) {
+			c.Gaps = append(c.Gaps, rec)
+		}
 	}
-	return nil, nil, nil
-}
-
-// coverageBreaks returns the gap and unavailable coverage-change records
-// recorded after afterSeq whose loss of continuity starts at or before at.
-func coverageBreaks(ctx context.Context, r Reader, streamID string, afterSeq int64, at time.Time) ([]event.Record, error) {
-	var breaks []event.Record
-	q := Query{StreamID: streamID, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange}, AfterSeq: afterSeq, Limit: coveragePage, WithoutBodies: true}
-	for {
-		page, err := r.Records(ctx, q)
-		if err != nil {
-			return nil, fmt.Errorf("coverage of %s: gaps: %w", streamID, err)
-		}
-		for _, rec := range page.Records {
-			if lossStart, ok := LossStart(rec); ok && !lossStart.After(at) {
-				breaks = append(breaks, rec)
-			}
-		}
-		if page.Next == "" {
-			return breaks, nil
-		}
-		q.Cursor = page.Next
+	if len(c.Gaps) == 0 {
+		c.Covered = true
+	} else {
+		c.Reason = describeBreak(c.Gaps[0])
 	}
+	return c
 }
 
 // LossStart returns the moment from which a record says the stream lost
@@ -173,7 +134,24 @@ func ProgressRV(rec event.Record) (string, bool) {
 	return "", false
 }
 
+// WatermarkReader is implemented by a Reader that finds a stream's
+// watermark with one index seek. CoverageAt and CoverageFrom use it when
+// the Reader has it and a Records query when it does not.
+type WatermarkReader interface {
+	// Watermark returns the resourceVersion of the stream's last progress
+	// record (ProgressRV) observed at or before at, and that record's
+	// ObservedAt; "" and the zero time when there is none.
+	Watermark(ctx context.Context, streamID string, at time.Time) (resourceVersion string, observedAt time.Time, err error)
+}
+
 func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (string, time.Time, error) {
+	if wr, ok := r.(WatermarkReader); ok {
+		rv, observed, err := wr.Watermark(ctx, streamID, at)
+		if err != nil {
+			return "", time.Time{}, fmt.Errorf("coverage of %s: watermark: %w", streamID, err)
+		}
+		return rv, observed, nil
+	}
 	q := Query{StreamID: streamID, Until: at, Descending: true, Limit: firstPage, WithoutBodies: true,
 		Types: []event.RecordType{event.TypeEvent, event.TypeCheckpoint, event.TypeBaseline}}
 	for {

@@ -23,6 +23,16 @@
 // save one with Append, list them with Records and a type filter, fetch one
 // with Get by its EventID.
 //
+// # Coverage
+//
+// CoverageAt decides whether a stream's journal is complete at a time. It
+// reads the stream's Timeline — its baseline, gap and coverage-change
+// records, few next to its events — and its watermark. Stores that keep
+// timelines at hand implement TimelineReader, and stores that find a
+// watermark in one seek implement WatermarkReader; for any other Reader
+// the same answers come from Streams and Records queries, and the
+// conformance suite checks that both ways agree.
+//
 // # What it does not do
 //
 // A store does not interpret object bodies beyond the metadata the caller

@@ -24,7 +24,10 @@ type Store struct {
 	st     state
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store          = (*Store)(nil)
+	_ storage.TimelineReader = (*Store)(nil)
+)
 
 // Option configures a Store.
 type Option interface {
@@ -145,6 +148,14 @@ func (s *Store) StreamStatus(ctx context.Context, streamID string) (out storage.
 // ordered by stream ID.
 func (s *Store) Streams(ctx context.Context, clusterID string) (out []storage.StreamStatus, err error) {
 	err = s.read(ctx, "streams", func() error { out, err = s.view().Streams(ctx, clusterID); return err })
+	return out, err
+}
+
+// Timelines returns the timeline of every stream of a cluster ("" for
+// all), ordered by stream ID; see storage.TimelineReader. The records are
+// shared between callers and must not be modified.
+func (s *Store) Timelines(ctx context.Context, clusterID string) (out []storage.Timeline, err error) {
+	err = s.read(ctx, "timelines", func() error { out, err = s.view().Timelines(ctx, clusterID); return err })
 	return out, err
 }
 

@@ -38,9 +38,12 @@ type body struct {
 }
 
 type streamIndex struct {
-	all     []*event.Record
-	byType  map[event.RecordType][]*event.Record
-	objects map[storage.ObjectID]*objectIndex
+	all []*event.Record
+	// timeline holds copies of the stream's storage.Timeline records; it
+	// only grows, so a prefix handed to a reader stays valid.
+	timeline []event.Record
+	byType   map[event.RecordType][]*event.Record
+	objects  map[storage.ObjectID]*objectIndex
 }
 
 // objectIndex holds the object-change records of one object (in one stream
@@ -100,6 +103,9 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 	}
 	si.all = append(si.all, rec)
 	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
+	if storage.IsTimelineRecord(rec) {
+		si.timeline = append(si.timeline, *copyRecord(rec, false))
+	}
 	if updateStatus {
 		ss := st.status[rec.StreamID]
 		if ss == nil {
@@ -176,6 +182,20 @@ func (st *state) streams(clusterID string) []storage.StreamStatus {
 		out = append(out, *ss)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].StreamID < out[j].StreamID })
+	return out
+}
+
+// timelines returns the timelines of a cluster's streams ("" for all),
+// ordered by stream ID, sharing the records.
+func (st *state) timelines(clusterID string) []storage.Timeline {
+	streams := st.streams(clusterID)
+	out := make([]storage.Timeline, len(streams))
+	for i, ss := range streams {
+		out[i] = storage.Timeline{StreamID: ss.StreamID, Stream: ss.Stream}
+		if si := st.streamIdx[ss.StreamID]; si != nil {
+			out[i].Records = si.timeline[:len(si.timeline):len(si.timeline)]
+		}
+	}
 	return out
 }
 

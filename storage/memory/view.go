@@ -14,7 +14,10 @@ import (
 // planner while holding the write lock.
 type view struct{ st *state }
 
-var _ storage.Reader = view{}
+var (
+	_ storage.Reader         = view{}
+	_ storage.TimelineReader = view{}
+)
 
 func (s *Store) view() view { return view{&s.st} }
 
@@ -44,6 +47,10 @@ func (v view) StreamStatus(_ context.Context, streamID string) (storage.StreamSt
 
 func (v view) Streams(_ context.Context, clusterID string) ([]storage.StreamStatus, error) {
 	return v.st.streams(clusterID), nil
+}
+
+func (v view) Timelines(_ context.Context, clusterID string) ([]storage.Timeline, error) {
+	return v.st.timelines(clusterID), nil
 }
 
 func (v view) ObjectHistory(_ context.Context, obj storage.ObjectID, q storage.HistoryQuery) ([]event.Record, error) {

@@ -26,12 +26,19 @@
 //   - Every query is answered from an index: records by (stream, seq), by
 //     (stream, observedAt, seq) to seek a stream's last record at or before
 //     a time (queries bounded by Until within a stream; schema version 2,
-//     added to version 1 files on Open), by (type, stream, seq) for the few
-//     non-event records, by (object,
-//     observedAt, seq) for object history and object-at-T, by a 64-bit key
-//     of the event ID (bodies: of the hash) and by audit-correlation
-//     target. Object metadata lives in columns and a small side table,
-//     never only inside the compressed body.
+//     added to version 1 files on Open), by (type, stream, seq) and by
+//     (type, seq) for the few non-event records (the latter schema version
+//     3), by (object, observedAt, seq) for object history and object-at-T,
+//     by a 64-bit key of the event ID (bodies: of the hash) and by
+//     audit-correlation target. Object metadata lives in columns and a
+//     small side table, never only inside the compressed body.
+//   - The Store keeps every stream's storage.Timeline (its baseline, gap
+//     and coverage-change records) in memory for its readers, and checks
+//     with one query of five index seeks, on every Timelines call, that no
+//     stream was added, no timeline record appended and no compaction run
+//     since — by this Store or by another process — before answering from
+//     it. Coverage questions therefore cost that check and one seek for
+//     the watermark (storage.WatermarkReader).
 //   - A file that is not a krply journal, is corrupt, or has a schema newer
 //     than SchemaVersion is refused with an *IncompatibleError (wrapping
 //     storage.ErrIncompatible) that names the file and the versions, and it

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,41 +194,56 @@ func TestReopenKeepsJournal(t *testing.T) {
 	}
 }
 
-// TestMigratesVersion1 opens a schema version 1 journal (no index to seek
-// a stream by time): Open migrates it to the current version, adding the
-// index, and keeps its records.
-func TestMigratesVersion1(t *testing.T) {
+// TestMigratesOlderVersions opens journals of older schema versions
+// (version 1 has no index to seek a stream by time, version 2 none to find
+// the newest record of a type): Open migrates them to the current version,
+// adding the indexes, and keeps their records.
+func TestMigratesOlderVersions(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	writeJournal(t, path)
-	rawExec(t, path, `DROP INDEX records_stream_time`, `PRAGMA user_version = 1`)
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatalf("open a version 1 journal: %v", err)
-	}
-	p, err := s.Records(ctx, storage.Query{StreamID: "c1/core/v1/configmaps/shop", Until: time.Unix(150, 0), Descending: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Records) != 1 || p.Records[0].Resource.Name != "a" {
-		t.Fatalf("Records after migration: %d records, want the one written", len(p.Records))
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var version, indexes int
-	if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'records_stream_time'`).Scan(&indexes); err != nil {
-		t.Fatal(err)
-	}
-	if version != sqlite.SchemaVersion || sqlite.SchemaVersion != 2 || indexes != 1 {
-		t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d records_stream_time indexes; want 2, 2, 1", version, sqlite.SchemaVersion, indexes)
+	for _, tc := range []struct {
+		version int
+		undo    []string
+	}{
+		{1, []string{`DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`, `PRAGMA user_version = 1`}},
+		{2, []string{`DROP INDEX records_type_seq`, `PRAGMA user_version = 2`}},
+	} {
+		t.Run(fmt.Sprintf("version%d", tc.version), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "journal.db")
+			writeJournal(t, path)
+			rawExec(t, path, tc.undo...)
+			s, err := sqlite.Open(ctx, path)
+			if err != nil {
+				t.Fatalf("open a version %d journal: %v", tc.version, err)
+			}
+			p, err := s.Records(ctx, storage.Query{StreamID: "c1/core/v1/configmaps/shop", Until: time.Unix(150, 0), Descending: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Records) != 1 || p.Records[0].Resource.Name != "a" {
+				t.Fatalf("Records after migration: %d records, want the one written", len(p.Records))
+			}
+			tls, err := s.Timelines(ctx, "c1")
+			if err != nil || len(tls) != 1 || tls[0].StreamID != "c1/core/v1/configmaps/shop" {
+				t.Fatalf("Timelines after migration = %+v, %v; want the one stream", tls, err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, err := sql.Open("sqlite", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var version, indexes int
+			if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_stream_time', 'records_type_seq')`).Scan(&indexes); err != nil {
+				t.Fatal(err)
+			}
+			if version != sqlite.SchemaVersion || sqlite.SchemaVersion != 3 || indexes != 2 {
+				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 2 indexes; want 3, 3, 2", version, sqlite.SchemaVersion, indexes)
+			}
+		})
 	}
 }

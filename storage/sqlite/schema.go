@@ -21,7 +21,7 @@ const applicationID = 0x6B72706C
 // SchemaVersion is the journal schema this package writes (PRAGMA
 // user_version). Files with an older version are migrated forward on Open;
 // files with a newer one are refused.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Record type and watch type codes kept in integer columns.
 const (
@@ -109,6 +109,12 @@ INSERT INTO totals VALUES (1, 0, 0, 0, 0, 0, 0);
 	// or before Until here instead of walking every later record.
 	1: `
 CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE stream IS NOT NULL;
+`,
+	// Version 3 finds the newest record of a type in one seek: readers
+	// keep streams' timelines (baselines, gaps, coverage changes) in
+	// memory and check that they are current with it.
+	2: `
+CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
 `,
 }
 

@@ -65,6 +65,8 @@ type Store struct {
 	// recordStmts holds the statements Records and Streams build, prepared
 	// on first use: parsing one costs more than running it.
 	recordStmts stmtCache
+	// timelines are the streams' timelines, kept for readers.
+	timelines timelines
 	// streamRows maps stream IDs to their row ids (string -> int64), as
 	// readers found them.
 	streamRows sync.Map

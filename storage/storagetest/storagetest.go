@@ -20,7 +20,7 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, Correlations, Documents, Stats, Copies, Compact,
-// ConcurrentReaders, Closed.
+// Timelines, ConcurrentReaders, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Stats", testStats},
 		{"Copies", testCopies},
 		{"Compact", testCompact},
+		{"Timelines", testTimelines},
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"Closed", testClosed},
 	}

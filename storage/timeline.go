@@ -1,0 +1,166 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/krply/krply/event"
+)
+
+// TimelineTypes are the record types of a Timeline: the records that decide
+// whether a stream's journal is continuous.
+var TimelineTypes = []event.RecordType{event.TypeBaseline, event.TypeGap, event.TypeCoverageChange}
+
+// Timeline is one stream's continuity record: its baseline begin and end
+// records, its gaps and its coverage changes, in IngestSeq order, without
+// bodies. Coverage at any time follows from a Timeline and the stream's
+// watermark (CoverageFrom).
+//
+// A Timeline returned by a store may be shared with other callers: its
+// Records must not be modified.
+type Timeline struct {
+	StreamID string
+	Stream   event.Stream
+	Records  []event.Record
+}
+
+// TimelineReader is implemented by a Reader that keeps the timelines of its
+// streams at hand, so that coverage questions cost no query beyond the
+// watermark. Both stores of this module implement it; Timelines,
+// StreamTimeline and CoverageAt use it when the Reader has it and fall back
+// to Streams and Records queries when it does not.
+type TimelineReader interface {
+	// Timelines returns the timeline of every stream of a cluster ("" for
+	// all clusters), ordered by stream ID, as of the call: a record
+	// appended before the call began is in it. The slice and the records
+	// are read-only and may be shared.
+	Timelines(ctx context.Context, clusterID string) ([]Timeline, error)
+}
+
+// Timelines returns the timeline of every stream of a cluster ("" for all
+// clusters), ordered by stream ID. The result is read-only.
+func Timelines(ctx context.Context, r Reader, clusterID string) ([]Timeline, error) {
+	if tr, ok := r.(TimelineReader); ok {
+		return tr.Timelines(ctx, clusterID)
+	}
+	streams, err := r.Streams(ctx, clusterID)
+	if err != nil {
+		return nil, fmt.Errorf("timelines of cluster %q: %w", clusterID, err)
+	}
+	out := make([]Timeline, 0, len(streams))
+	for _, st := range streams {
+		tl, err := ReadTimeline(ctx, r, st.StreamID)
+		if err != nil {
+			return nil, err
+		}
+		tl.Stream = st.Stream
+		out = append(out, tl)
+	}
+	return out, nil
+}
+
+// StreamTimeline returns the timeline of one stream. A stream the journal
+// has no record of has an empty timeline. The result is read-only.
+func StreamTimeline(ctx context.Context, r Reader, streamID string) (Timeline, error) {
+	tr, ok := r.(TimelineReader)
+	stream, err := event.ParseStreamID(streamID)
+	if !ok || err != nil {
+		return ReadTimeline(ctx, r, streamID)
+	}
+	all, err := tr.Timelines(ctx, stream.ClusterID)
+	if err != nil {
+		return Timeline{}, err
+	}
+	i := sort.Search(len(all), func(i int) bool { return all[i].StreamID >= streamID })
+	if i < len(all) && all[i].StreamID == streamID {
+		return all[i], nil
+	}
+	return Timeline{StreamID: streamID, Stream: stream}, nil
+}
+
+// ReadTimeline reads one stream's timeline with Records queries, whatever
+// the Reader. Stores use it to build the timelines they keep; callers use
+// StreamTimeline.
+func ReadTimeline(ctx context.Context, r Reader, streamID string) (Timeline, error) {
+	tl := Timeline{StreamID: streamID}
+	if s, err := event.ParseStreamID(streamID); err == nil {
+		tl.Stream = s
+	}
+	q := Query{StreamID: streamID, Types: TimelineTypes, Limit: coveragePage, WithoutBodies: true}
+	for {
+		page, err := r.Records(ctx, q)
+		if err != nil {
+			return tl, fmt.Errorf("timeline of %s: %w", streamID, err)
+		}
+		tl.Records = append(tl.Records, page.Records...)
+		if page.Next == "" {
+			return tl, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// IsTimelineRecord says whether a record belongs in its stream's Timeline.
+func IsTimelineRecord(rec *event.Record) bool {
+	if rec.StreamID == "" {
+		return false
+	}
+	switch rec.Type {
+	case event.TypeBaseline, event.TypeGap, event.TypeCoverageChange:
+		return true
+	}
+	return false
+}
+
+// lastCompleteBaseline returns the end and begin records of the last
+// baseline that ended at or before at (by IngestSeq among the records
+// observed at or before at), or nil when there is none. An end whose begin
+// is gone (compacted away) is its own begin: it bounds what came after it.
+func (t Timeline) lastCompleteBaseline(at time.Time) (end, begin *event.Record) {
+	for i := len(t.Records) - 1; i >= 0; i-- {
+		rec := &t.Records[i]
+		if rec.Type != event.TypeBaseline || rec.Baseline == nil || rec.ObservedAt.After(at) {
+			continue
+		}
+		switch {
+		case end == nil && rec.Baseline.Phase == event.BaselineEnd:
+			end = rec
+		case end != nil && rec.Baseline.Phase == event.BaselineBegin && rec.BaselineID == end.BaselineID:
+			return end, rec
+		}
+	}
+	return end, end
+}
+
+// LossesAround returns the stream's last loss of continuity (a gap or a
+// loss of availability) recorded at or before at, and the first recorded
+// after it; nil where there is none.
+func (t Timeline) LossesAround(at time.Time) (before, after *event.Record) {
+	for i := range t.Records {
+		rec := &t.Records[i]
+		if _, ok := LossStart(*rec); !ok {
+			continue
+		}
+		switch {
+		case !rec.ObservedAt.After(at):
+			before = rec
+		case after == nil:
+			after = rec
+		}
+	}
+	return before, after
+}
+
+// BaselineEnd returns the end record of the baseline with the given ID, or
+// nil when the timeline has none.
+func (t Timeline) BaselineEnd(baselineID string) *event.Record {
+	for i := len(t.Records) - 1; i >= 0; i-- {
+		rec := &t.Records[i]
+		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd && rec.BaselineID == baselineID {
+			return rec
+		}
+	}
+	return nil
+}

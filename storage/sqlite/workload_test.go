@@ -108,18 +108,37 @@ func newWorkload(t testing.TB) *workload {
 // event returns version v of object obj (ADDED for version 0, MODIFIED
 // after), observed at at, with the next resourceVersion.
 func (w *workload) event(obj, v int, at time.Time) event.Record {
-	k := w.kinds[obj%len(w.kinds)]
+	wt := event.Modified
+	if v == 0 {
+		wt = event.Added
+	}
+	return w.record(w.kinds[obj%len(w.kinds)], obj, v, wt, "", at)
+}
+
+// baselineItem returns the first version of object obj of kind k as an
+// item of baseline baselineID, the way the Collector records a list:
+// a synthetic ADDED carrying its ObjectHash.
+func (w *workload) baselineItem(k *kind, obj int, baselineID string, at time.Time) event.Record {
+	rec := w.record(k, obj, 0, event.Added, baselineID, at)
+	rec.ObjectHash = event.ObjectHash(rec.Object)
+	return rec
+}
+
+// record returns version v of object obj of kind k with the next
+// resourceVersion; a baselineID makes it a synthetic baseline item.
+func (w *workload) record(k *kind, obj, v int, wt event.WatchType, baselineID string, at time.Time) event.Record {
 	w.rv++
 	rv := strconv.FormatInt(w.rv, 10)
 	name := fmt.Sprintf("%s-%06d", k.stream.Resource, obj)
 	uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", obj)
 	ref := event.ResourceRef{Group: k.stream.Group, Version: k.stream.Version, Kind: k.kindName, Resource: k.stream.Resource,
 		Namespace: k.stream.Namespace, Name: name, UID: uid, ResourceVersion: rv}
-	wt := event.Modified
-	if v == 0 {
-		wt = event.Added
-	}
 	sid := k.stream.ID()
-	return event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, ref, wt), ClusterID: k.stream.ClusterID,
-		StreamID: sid, ObservedAt: at, WatchType: wt, Resource: ref, Object: k.body(name, uid, rv, v, at)}
+	var extra []string
+	if baselineID != "" {
+		extra = append(extra, baselineID)
+	}
+	return event.Record{Type: event.TypeEvent, EventID: event.EventID(sid, event.TypeEvent, ref, wt, extra...), ClusterID: k.stream.ClusterID,
+		StreamID: sid, ObservedAt: at, WatchType: wt, Synthetic: baselineID != "", BaselineID: baselineID,
+		Resource: ref, Object: k.body(name, uid, rv, v, at)}
 }

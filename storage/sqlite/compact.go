@@ -89,7 +89,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	}
 	for i := range plan.Markers {
 		m := &plan.Markers[i]
-		if err := at.add(m, encodeID(m.EventID), m.IngestSeq); err != nil {
+		if err := at.add(m, encodeID(m.EventID), bodyHash(m), m.IngestSeq); err != nil {
 			return storage.CompactResult{}, fmt.Errorf("sqlite: compact: marker %s: %w", m.EventID, err)
 		}
 	}

@@ -44,10 +44,12 @@ type Store struct {
 	writeMu    sync.Mutex
 	nextSeq    int64
 	nextBodyID int64
-	insertRows map[string]*sql.Stmt // multi-row INSERTs by table and row count
-	stmts      writerStmts
-	objectIDs  map[storage.ObjectID]int64
-	keyframes  *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
+	// sized holds the multi-row INSERTs and the IN (...) lookups, by
+	// their text and row (key) count; see sizedKey.
+	sized     map[string]*sql.Stmt
+	stmts     writerStmts
+	objectIDs map[storage.ObjectID]int64
+	keyframes *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
 	// keyframeRaw holds decoded keyframes by body id; many objects share
 	// one (see kindKeyframes).
 	keyframeRaw *lru[int64, []byte]
@@ -128,7 +130,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		kindKeyframes: map[kindKey]keyframe{},
 		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
 		keyframeRaw:   newLRU[int64, []byte](1024),
-		insertRows:    map[string]*sql.Stmt{},
+		sized:         map[string]*sql.Stmt{},
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
@@ -177,7 +179,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
 	}
-	if err := s.prepareInserts(ctx); err != nil {
+	if err := s.prepareSized(ctx); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
 	}
 	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
@@ -256,7 +258,7 @@ func (s *Store) Close() error {
 	}
 	s.lifecycle.Unlock()
 	s.stmts.close()
-	for _, st := range s.insertRows {
+	for _, st := range s.sized {
 		st.Close()
 	}
 	s.latestAtStmt.Close()
@@ -416,14 +418,16 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	at := s.newAppendTx(ctx, tx)
 	res := storage.AppendResult{Seqs: make([]int64, len(records))}
 	ids := make([]any, len(records))
+	hashes := make([]string, len(records))
 	for i := range records {
 		ids[i] = encodeID(records[i].EventID)
+		hashes[i] = bodyHash(&records[i])
 	}
 	existing, err := at.existingSeqs(ids)
 	if err != nil {
 		return storage.AppendResult{}, err
 	}
-	if err := at.lookupBodies(records); err != nil {
+	if err := at.lookupBodies(hashes); err != nil {
 		return storage.AppendResult{}, err
 	}
 	seq := s.nextSeq
@@ -434,7 +438,7 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 			res.Duplicates++
 			continue
 		}
-		if err := at.add(&records[i], ids[i], seq); err != nil {
+		if err := at.add(&records[i], ids[i], hashes[i], seq); err != nil {
 			return storage.AppendResult{}, fmt.Errorf("sqlite: append record %d (%s): %w", i, records[i].EventID, err)
 		}
 		existing[key] = seq // a second copy in the same batch
@@ -500,8 +504,9 @@ func (at *appendTx) bindStmts() {
 }
 
 // add queues rec for insertion under seq (its EventID is known not to be
-// stored) and applies it to its stream's status.
-func (at *appendTx) add(rec *event.Record, id any, seq int64) error {
+// stored) and applies it to its stream's status. hash is the ObjectHash
+// of its body, if it has one.
+func (at *appendTx) add(rec *event.Record, id any, hash string, seq int64) error {
 	var stream *streamState
 	var streamRow, objRow, bodyRow, target any
 	if rec.StreamID != "" {
@@ -528,7 +533,7 @@ func (at *appendTx) add(rec *event.Record, id any, seq int64) error {
 		}
 	}
 	if len(rec.Object) > 0 {
-		b, err := at.body(rec.Object, objID, kindKey{rec.ClusterID, rec.Resource.Group, rec.Resource.Resource})
+		b, err := at.body(rec.Object, hash, objID, kindKey{rec.ClusterID, rec.Resource.Group, rec.Resource.Resource})
 		if err != nil {
 			return err
 		}
@@ -559,6 +564,19 @@ func (at *appendTx) add(rec *event.Record, id any, seq int64) error {
 	return nil
 }
 
+// bodyHash returns the ObjectHash of a validated record's body, or "" when
+// it has none. A given ObjectHash is used as it is (journal.Validate
+// checked it), so a body is hashed at most once per Append.
+func bodyHash(rec *event.Record) string {
+	switch {
+	case len(rec.Object) == 0:
+		return ""
+	case rec.ObjectHash != "":
+		return rec.ObjectHash
+	}
+	return event.ObjectHash(rec.Object)
+}
+
 // idKey makes an encoded ID usable as a map key.
 func idKey(id any) string {
 	switch id := id.(type) {
@@ -570,69 +588,96 @@ func idKey(id any) string {
 	return ""
 }
 
-// lookupChunk is how many keys one IN (...) lookup carries.
-const lookupChunk = 500
-
 // existingSeqs returns the IngestSeq of every given (encoded) EventID
 // that is stored, keyed by idKey.
 func (at *appendTx) existingSeqs(ids []any) (map[string]int64, error) {
 	out := make(map[string]int64)
-	for start := 0; start < len(ids); start += lookupChunk {
-		chunk := ids[start:min(start+lookupChunk, len(ids))]
-		keys := make([]any, len(chunk))
-		for i, id := range chunk {
-			keys[i] = keyOf(id)
+	keys := make([]any, len(ids))
+	for i, id := range ids {
+		keys[i] = keyOf(id)
+	}
+	err := at.lookup(idLookup, keys, func(rows *sql.Rows) error {
+		var id any
+		var seq int64
+		if err := rows.Scan(&id, &seq); err != nil {
+			return err
 		}
-		rows, err := at.tx.QueryContext(at.ctx, `SELECT event_id, seq FROM records WHERE id_key IN (?`+strings.Repeat(",?", len(keys)-1)+`)`, keys...)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
-		}
-		for rows.Next() {
-			var id any
-			var seq int64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
-			}
-			out[idKey(id)] = seq
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
-		}
+		out[idKey(id)] = seq
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: append: look up event IDs: %w", err)
 	}
 	return out, nil
 }
 
-// lookupBodies finds which of the batch's bodies are stored already.
-func (at *appendTx) lookupBodies(records []event.Record) error {
-	var hashes []any
-	for i := range records {
-		if len(records[i].Object) > 0 {
-			h, _ := hex.DecodeString(event.ObjectHash(records[i].Object))
-			hashes = append(hashes, h)
+// lookupBodies finds which of the given body hashes (hex, "" for none)
+// are stored already.
+func (at *appendTx) lookupBodies(hashes []string) error {
+	var keys []any
+	for _, h := range hashes {
+		if h != "" {
+			b, _ := hex.DecodeString(h)
+			keys = append(keys, keyOf(b))
 		}
 	}
-	for start := 0; start < len(hashes); start += lookupChunk {
-		chunk := hashes[start:min(start+lookupChunk, len(hashes))]
-		keys := make([]any, len(chunk))
-		for i, h := range chunk {
-			keys[i] = keyOf(h)
+	err := at.lookup(bodyLookup, keys, func(rows *sql.Rows) error {
+		var hash []byte
+		var id int64
+		if err := rows.Scan(&hash, &id); err != nil {
+			return err
 		}
-		rows, err := at.tx.QueryContext(at.ctx, `SELECT hash, id FROM bodies WHERE hash_key IN (?`+strings.Repeat(",?", len(keys)-1)+`)`, keys...)
+		at.knownBodies[hex.EncodeToString(hash)] = id
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+	}
+	return nil
+}
+
+// The IN (...) lookups of Append, completed by a list of placeholders.
+const (
+	idLookup   = `SELECT event_id, seq FROM records WHERE id_key IN `
+	bodyLookup = `SELECT hash, id FROM bodies WHERE hash_key IN `
+)
+
+// lookupSizes are the key counts of the prepared lookups, ascending. Keys
+// are looked up in chunks of the largest size; a smaller rest goes to the
+// smallest statement that holds it, padded with its last key repeated (a
+// repeated key in IN (...) finds nothing twice). Preparing a statement
+// per batch instead cost about as much as running it.
+var lookupSizes = []int{1, 8, 64, 512}
+
+// lookup runs the lookup query over keys and calls scan for each row.
+func (at *appendTx) lookup(query string, keys []any, scan func(*sql.Rows) error) error {
+	args := make([]any, 0, lookupSizes[len(lookupSizes)-1])
+	for len(keys) > 0 {
+		size := lookupSizes[len(lookupSizes)-1]
+		for _, sz := range lookupSizes {
+			if sz >= len(keys) {
+				size = sz
+				break
+			}
+		}
+		n := min(size, len(keys))
+		args = append(args[:0], keys[:n]...)
+		for len(args) < size {
+			args = append(args, keys[n-1])
+		}
+		keys = keys[n:]
+		rows, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(query, size)]).QueryContext(at.ctx, args...)
 		if err != nil {
-			return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+			return err
 		}
 		for rows.Next() {
-			var hash []byte
-			var id int64
-			if err := rows.Scan(&hash, &id); err != nil {
+			if err := scan(rows); err != nil {
 				rows.Close()
-				return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+				return err
 			}
-			at.knownBodies[hex.EncodeToString(hash)] = id
 		}
 		if err := rows.Close(); err != nil {
-			return fmt.Errorf("sqlite: append: look up bodies: %w", err)
+			return err
 		}
 	}
 	return nil
@@ -674,7 +719,7 @@ func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
 		for _, row := range rows[:n] {
 			args = append(args, row...)
 		}
-		if _, err := at.tx.StmtContext(at.ctx, at.s.insertRows[insertKey(table, n)]).ExecContext(at.ctx, args...); err != nil {
+		if _, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(table, n)]).ExecContext(at.ctx, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -682,21 +727,43 @@ func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
 	return nil
 }
 
-func insertKey(table string, n int) string { return fmt.Sprintf("%s/%d", table, n) }
+// sizedKey names a statement of Store.sized: its text (without the rows
+// or keys) and its row or key count.
+func sizedKey(text string, n int) string { return fmt.Sprintf("%s/%d", text, n) }
 
-// prepareInserts prepares the multi-row INSERTs on the writer.
-func (s *Store) prepareInserts(ctx context.Context) error {
+// placeholders returns a list of n placeholders: "(?,?,?)".
+func placeholders(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
+
+// prepareSized prepares the multi-row INSERTs and the lookups on the
+// writer. The INSERTs are OR FAIL: a multi-row statement that may abort
+// (the default conflict resolution) makes SQLite copy every page it
+// touches into a statement journal first, so that the statement alone can
+// be undone. Append never needs that (any error rolls back the whole
+// transaction), and the copies cost about a tenth of Append's CPU.
+func (s *Store) prepareSized(ctx context.Context) error {
+	prepare := func(key, text string) error {
+		st, err := s.w.PrepareContext(ctx, text)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", text, err)
+		}
+		s.sized[key] = st
+		return nil
+	}
 	for _, t := range []struct {
 		table   string
 		columns int
 	}{{recordInsertColumns, 13}, {bodyInsertColumns, 6}} {
-		row := "(?" + strings.Repeat(",?", t.columns-1) + ")"
 		for _, n := range insertSizes {
-			st, err := s.w.PrepareContext(ctx, "INSERT INTO "+t.table+" VALUES "+row+strings.Repeat(","+row, n-1))
-			if err != nil {
-				return fmt.Errorf("prepare insert: %w", err)
+			if err := prepare(sizedKey(t.table, n), "INSERT OR FAIL INTO "+t.table+" VALUES "+placeholders(t.columns)+strings.Repeat(","+placeholders(t.columns), n-1)); err != nil {
+				return err
 			}
-			s.insertRows[insertKey(t.table, n)] = st
+		}
+	}
+	for _, q := range []string{idLookup, bodyLookup} {
+		for _, n := range lookupSizes {
+			if err := prepare(sizedKey(q, n), q+placeholders(n)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -749,10 +816,10 @@ func (at *appendTx) object(obj storage.ObjectID) (int64, error) {
 	return id, nil
 }
 
-// body stores raw once by hash and returns its row id. Bodies of an
-// object (objRow != 0) are delta-encoded against the object's keyframe.
-func (at *appendTx) body(raw []byte, objRow int64, kind kindKey) (int64, error) {
-	hashHex := event.ObjectHash(raw)
+// body stores raw, whose ObjectHash is hashHex, once by hash and returns
+// its row id. Bodies of an object (objRow != 0) are delta-encoded against
+// the object's keyframe.
+func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey) (int64, error) {
 	var kf keyframe
 	var haveKF bool
 	if objRow != 0 {

@@ -41,9 +41,10 @@ type Store struct {
 
 	// writeMu serializes Append and Compact; the fields below belong to
 	// the writer.
-	writeMu    sync.Mutex
-	nextSeq    int64
-	nextBodyID int64
+	writeMu      sync.Mutex
+	nextSeq      int64
+	nextBodyID   int64
+	nextObjectID int64
 	// sized holds the multi-row INSERTs and the IN (...) lookups, by
 	// their text and row (key) count; see sizedKey.
 	sized     map[string]*sql.Stmt
@@ -188,12 +189,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
 	}
-	var maxSeq, floor, maxBody sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies) FROM totals`).Scan(&maxSeq, &floor, &maxBody); err != nil {
+	var maxSeq, floor, maxBody, maxObject sql.NullInt64
+	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies), (SELECT max(id) FROM objects) FROM totals`).Scan(&maxSeq, &floor, &maxBody, &maxObject); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
 	}
 	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
 	s.nextBodyID = maxBody.Int64 + 1
+	s.nextObjectID = maxObject.Int64 + 1
 	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
 	return s, nil
 }
@@ -289,7 +291,6 @@ func (s *Store) exit() {
 
 type writerStmts struct {
 	bodyRow                               *sql.Stmt
-	objectID, insertObject, streamObject  *sql.Stmt
 	streamRow, insertStream, updateStream *sql.Stmt
 	latestBody, updateTotals              *sql.Stmt
 }
@@ -300,9 +301,6 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		sql  string
 	}{
 		{&ws.bodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE id = ?`},
-		{&ws.objectID, `SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?`},
-		{&ws.insertObject, `INSERT INTO objects (cluster, namespace, grp, resource, name) VALUES (?,?,?,?,?)`},
-		{&ws.streamObject, `INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES (?,?)`},
 		{&ws.streamRow, `SELECT ` + streamColumns + ` FROM streams WHERE stream_id = ?`},
 		{&ws.insertStream, `INSERT INTO streams (stream_id, cluster, checkpoint_at, last_baseline_end_at, last_gap_at, first_observed_at, last_observed_at) VALUES (?,?,?,?,?,?,?)`},
 		{&ws.updateStream, `UPDATE streams SET checkpoint_rv=?, checkpoint_at=?, available=?, availability_reason=?, last_baseline_id=?, last_baseline_end_at=?, open_baseline_id=?, gaps=?, last_gap_at=?, first_observed_at=?, last_observed_at=?, records=?, last_seq=? WHERE id=?`},
@@ -320,8 +318,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (ws *writerStmts) close() {
-	for _, st := range []*sql.Stmt{ws.bodyRow,
-		ws.objectID, ws.insertObject, ws.streamObject, ws.streamRow, ws.insertStream, ws.updateStream,
+	for _, st := range []*sql.Stmt{ws.bodyRow, ws.streamRow, ws.insertStream, ws.updateStream,
 		ws.latestBody, ws.updateTotals} {
 		if st != nil {
 			st.Close()
@@ -386,10 +383,15 @@ type appendTx struct {
 	// (or about to be) to their ids; nextBodyID is the next id to assign.
 	knownBodies map[string]int64
 	nextBodyID  int64
-	// bodyRows and recordRows are the arguments of the rows to insert.
-	bodyRows, recordRows                            [][]any
-	streamObjects                                   map[[2]int64]bool
-	records, events, bodies, bodyBytes, rawBodyByte int64
+	// newObjects are the objects rows this transaction adds;
+	// nextObjectID is the next id to assign.
+	newObjects   map[int64]bool
+	nextObjectID int64
+	// objectRows, streamObjectRows, bodyRows and recordRows are the
+	// arguments of the rows to insert.
+	objectRows, streamObjectRows, bodyRows, recordRows [][]any
+	streamObjects                                      map[[2]int64]bool
+	records, events, bodies, bodyBytes, rawBodyByte    int64
 }
 
 // Append implements storage.Writer.
@@ -430,6 +432,9 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	if err := at.lookupBodies(hashes); err != nil {
 		return storage.AppendResult{}, err
 	}
+	if err := at.lookupObjects(records, existing, ids); err != nil {
+		return storage.AppendResult{}, err
+	}
 	seq := s.nextSeq
 	for i := range records {
 		key := idKey(ids[i])
@@ -457,6 +462,7 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	}
 	s.nextSeq = seq
 	s.nextBodyID = at.nextBodyID
+	s.nextObjectID = at.nextObjectID
 	for k, v := range at.objects {
 		if len(s.objectIDs) > 1<<16 {
 			clear(s.objectIDs)
@@ -486,7 +492,7 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{},
 		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{},
-		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID}
+		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID, newObjects: map[int64]bool{}, nextObjectID: s.nextObjectID}
 	at.bindStmts()
 	return at
 }
@@ -494,9 +500,7 @@ func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 func (at *appendTx) bindStmts() {
 	ctx, tx, ws := at.ctx, at.tx, &at.s.stmts
 	at.stmts = writerStmts{
-
-		bodyRow: tx.StmtContext(ctx, ws.bodyRow), objectID: tx.StmtContext(ctx, ws.objectID),
-		insertObject: tx.StmtContext(ctx, ws.insertObject), streamObject: tx.StmtContext(ctx, ws.streamObject),
+		bodyRow:   tx.StmtContext(ctx, ws.bodyRow),
 		streamRow: tx.StmtContext(ctx, ws.streamRow), insertStream: tx.StmtContext(ctx, ws.insertStream),
 		updateStream: tx.StmtContext(ctx, ws.updateStream), latestBody: tx.StmtContext(ctx, ws.latestBody),
 		updateTotals: tx.StmtContext(ctx, ws.updateTotals),
@@ -518,17 +522,12 @@ func (at *appendTx) add(rec *event.Record, id any, hash string, seq int64) error
 	}
 	var objID int64
 	if rec.IsObjectChange() {
-		var err error
-		if objID, err = at.object(storage.ObjectIDOf(*rec)); err != nil {
-			return err
-		}
+		objID = at.object(storage.ObjectIDOf(*rec))
 		objRow = objID
 		if stream == nil {
 			// Object changes always have a stream (journal.Validate).
 		} else if pair := [2]int64{stream.rowID, objID}; !at.s.streamObjects[pair] && !at.streamObjects[pair] {
-			if _, err := at.stmts.streamObject.ExecContext(at.ctx, stream.rowID, objID); err != nil {
-				return fmt.Errorf("stream object: %w", err)
-			}
+			at.streamObjectRows = append(at.streamObjectRows, []any{stream.rowID, objID})
 			at.streamObjects[pair] = true
 		}
 	}
@@ -636,11 +635,64 @@ func (at *appendTx) lookupBodies(hashes []string) error {
 	return nil
 }
 
-// The IN (...) lookups of Append, completed by a list of placeholders.
-const (
-	idLookup   = `SELECT event_id, seq FROM records WHERE id_key IN `
-	bodyLookup = `SELECT hash, id FROM bodies WHERE hash_key IN `
+// lookupObjects finds the rows of the objects that the batch's new object
+// changes name and the store does not remember, so that object needs no
+// query: an object not found is new. existing and ids are those of
+// Append (records already stored are skipped).
+func (at *appendTx) lookupObjects(records []event.Record, existing map[string]int64, ids []any) error {
+	var keys []any
+	seen := map[storage.ObjectID]bool{}
+	for i := range records {
+		if !records[i].IsObjectChange() {
+			continue
+		}
+		if _, dup := existing[idKey(ids[i])]; dup {
+			continue
+		}
+		obj := storage.ObjectIDOf(records[i])
+		if _, ok := at.s.objectIDs[obj]; ok || seen[obj] {
+			continue
+		}
+		seen[obj] = true
+		keys = append(keys, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name)
+	}
+	err := at.lookup(objectLookup, keys, func(rows *sql.Rows) error {
+		var id int64
+		var obj storage.ObjectID
+		if err := rows.Scan(&id, &obj.ClusterID, &obj.Namespace, &obj.Group, &obj.Resource, &obj.Name); err != nil {
+			return err
+		}
+		at.objects[obj] = id
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: append: look up objects: %w", err)
+	}
+	return nil
+}
+
+// A keyLookup is a query that finds rows by a list of keys of columns
+// values each: prefix is completed by "IN (...)" and its placeholders.
+type keyLookup struct {
+	prefix  string
+	columns int
+}
+
+// The lookups of Append.
+var (
+	idLookup     = keyLookup{`SELECT event_id, seq FROM records WHERE id_key`, 1}
+	bodyLookup   = keyLookup{`SELECT hash, id FROM bodies WHERE hash_key`, 1}
+	objectLookup = keyLookup{`SELECT id, cluster, namespace, grp, resource, name FROM objects WHERE (cluster, namespace, grp, resource, name)`, 5}
 )
+
+// text returns the query for n keys.
+func (l keyLookup) text(n int) string {
+	if l.columns == 1 {
+		return l.prefix + " IN " + placeholders(n)
+	}
+	row := placeholders(l.columns)
+	return l.prefix + " IN (VALUES " + row + strings.Repeat(","+row, n-1) + ")"
+}
 
 // lookupSizes are the key counts of the prepared lookups, ascending. Keys
 // are looked up in chunks of the largest size; a smaller rest goes to the
@@ -649,24 +701,26 @@ const (
 // per batch instead cost about as much as running it.
 var lookupSizes = []int{1, 8, 64, 512}
 
-// lookup runs the lookup query over keys and calls scan for each row.
-func (at *appendTx) lookup(query string, keys []any, scan func(*sql.Rows) error) error {
-	args := make([]any, 0, lookupSizes[len(lookupSizes)-1])
+// lookup runs l over keys (l.columns values per key, flattened) and calls
+// scan for each row found.
+func (at *appendTx) lookup(l keyLookup, keys []any, scan func(*sql.Rows) error) error {
+	args := make([]any, 0, lookupSizes[len(lookupSizes)-1]*l.columns)
 	for len(keys) > 0 {
+		count := len(keys) / l.columns
 		size := lookupSizes[len(lookupSizes)-1]
 		for _, sz := range lookupSizes {
-			if sz >= len(keys) {
+			if sz >= count {
 				size = sz
 				break
 			}
 		}
-		n := min(size, len(keys))
+		n := min(size, count) * l.columns
 		args = append(args[:0], keys[:n]...)
-		for len(args) < size {
-			args = append(args, keys[n-1])
+		for len(args) < size*l.columns {
+			args = append(args, keys[n-l.columns:n]...)
 		}
 		keys = keys[n:]
-		rows, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(query, size)]).QueryContext(at.ctx, args...)
+		rows, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(l.prefix, size)]).QueryContext(at.ctx, args...)
 		if err != nil {
 			return err
 		}
@@ -683,21 +737,50 @@ func (at *appendTx) lookup(query string, keys []any, scan func(*sql.Rows) error)
 	return nil
 }
 
-// Column lists of the multi-row INSERTs.
-const (
-	recordInsertColumns = `records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta)`
-	bodyInsertColumns   = `bodies (id, hash_key, hash, raw_len, base, data)`
+// A rowInsert is a multi-row INSERT: prefix is completed by rows of
+// columns placeholders each. The INSERTs are OR FAIL (or OR IGNORE): a
+// multi-row statement that may abort (the default conflict resolution)
+// makes SQLite copy every page it touches into a statement journal first,
+// so that the statement alone can be undone. Append never needs that (any
+// error rolls the whole transaction back), and the copies cost about a
+// tenth of Append's CPU.
+type rowInsert struct {
+	prefix  string
+	columns int
+}
+
+// The INSERTs of Append.
+var (
+	insertRecords       = rowInsert{`INSERT OR FAIL INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES `, 13}
+	insertBodies        = rowInsert{`INSERT OR FAIL INTO bodies (id, hash_key, hash, raw_len, base, data) VALUES `, 6}
+	insertObjects       = rowInsert{`INSERT OR FAIL INTO objects (id, cluster, namespace, grp, resource, name) VALUES `, 6}
+	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2}
 )
 
-// flush inserts the queued bodies and records with multi-row INSERTs.
+// text returns the statement for n rows.
+func (ins rowInsert) text(n int) string {
+	row := placeholders(ins.columns)
+	return ins.prefix + row + strings.Repeat(","+row, n-1)
+}
+
+// flush inserts the queued objects, bodies and records with multi-row
+// INSERTs.
 func (at *appendTx) flush() error {
-	if err := at.insertRows(bodyInsertColumns, 6, at.bodyRows); err != nil {
-		return fmt.Errorf("sqlite: append: insert bodies: %w", err)
+	for _, q := range []struct {
+		what string
+		ins  rowInsert
+		rows *[][]any
+	}{
+		{"objects", insertObjects, &at.objectRows},
+		{"stream objects", insertStreamObjects, &at.streamObjectRows},
+		{"bodies", insertBodies, &at.bodyRows},
+		{"records", insertRecords, &at.recordRows},
+	} {
+		if err := at.insertRows(q.ins, *q.rows); err != nil {
+			return fmt.Errorf("sqlite: append: insert %s: %w", q.what, err)
+		}
+		*q.rows = (*q.rows)[:0]
 	}
-	if err := at.insertRows(recordInsertColumns, 13, at.recordRows); err != nil {
-		return fmt.Errorf("sqlite: append: insert records: %w", err)
-	}
-	at.bodyRows, at.recordRows = at.bodyRows[:0], at.recordRows[:0]
 	return nil
 }
 
@@ -705,8 +788,8 @@ func (at *appendTx) flush() error {
 // batch is cut greedily into pieces of these sizes.
 var insertSizes = []int{64, 16, 4, 1}
 
-func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
-	args := make([]any, 0, min(len(rows), insertSizes[0])*columns)
+func (at *appendTx) insertRows(ins rowInsert, rows [][]any) error {
+	args := make([]any, 0, min(len(rows), insertSizes[0])*ins.columns)
 	for len(rows) > 0 {
 		n := 1
 		for _, size := range insertSizes {
@@ -719,7 +802,7 @@ func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
 		for _, row := range rows[:n] {
 			args = append(args, row...)
 		}
-		if _, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(table, n)]).ExecContext(at.ctx, args...); err != nil {
+		if _, err := at.tx.StmtContext(at.ctx, at.s.sized[sizedKey(ins.prefix, n)]).ExecContext(at.ctx, args...); err != nil {
 			return err
 		}
 		rows = rows[n:]
@@ -727,19 +810,15 @@ func (at *appendTx) insertRows(table string, columns int, rows [][]any) error {
 	return nil
 }
 
-// sizedKey names a statement of Store.sized: its text (without the rows
-// or keys) and its row or key count.
-func sizedKey(text string, n int) string { return fmt.Sprintf("%s/%d", text, n) }
+// sizedKey names a statement of Store.sized: its prefix and its row or
+// key count.
+func sizedKey(prefix string, n int) string { return fmt.Sprintf("%s/%d", prefix, n) }
 
 // placeholders returns a list of n placeholders: "(?,?,?)".
 func placeholders(n int) string { return "(?" + strings.Repeat(",?", n-1) + ")" }
 
 // prepareSized prepares the multi-row INSERTs and the lookups on the
-// writer. The INSERTs are OR FAIL: a multi-row statement that may abort
-// (the default conflict resolution) makes SQLite copy every page it
-// touches into a statement journal first, so that the statement alone can
-// be undone. Append never needs that (any error rolls back the whole
-// transaction), and the copies cost about a tenth of Append's CPU.
+// writer.
 func (s *Store) prepareSized(ctx context.Context) error {
 	prepare := func(key, text string) error {
 		st, err := s.w.PrepareContext(ctx, text)
@@ -749,19 +828,16 @@ func (s *Store) prepareSized(ctx context.Context) error {
 		s.sized[key] = st
 		return nil
 	}
-	for _, t := range []struct {
-		table   string
-		columns int
-	}{{recordInsertColumns, 13}, {bodyInsertColumns, 6}} {
+	for _, ins := range []rowInsert{insertRecords, insertBodies, insertObjects, insertStreamObjects} {
 		for _, n := range insertSizes {
-			if err := prepare(sizedKey(t.table, n), "INSERT OR FAIL INTO "+t.table+" VALUES "+placeholders(t.columns)+strings.Repeat(","+placeholders(t.columns), n-1)); err != nil {
+			if err := prepare(sizedKey(ins.prefix, n), ins.text(n)); err != nil {
 				return err
 			}
 		}
 	}
-	for _, q := range []string{idLookup, bodyLookup} {
+	for _, l := range []keyLookup{idLookup, bodyLookup, objectLookup} {
 		for _, n := range lookupSizes {
-			if err := prepare(sizedKey(q, n), q+placeholders(n)); err != nil {
+			if err := prepare(sizedKey(l.prefix, n), l.text(n)); err != nil {
 				return err
 			}
 		}
@@ -792,28 +868,21 @@ func (at *appendTx) stream(streamID, cluster string) (*streamState, error) {
 	return st, nil
 }
 
-func (at *appendTx) object(obj storage.ObjectID) (int64, error) {
+// object returns the row id of obj, which lookupObjects has looked for,
+// and queues a new row when it is not stored.
+func (at *appendTx) object(obj storage.ObjectID) int64 {
 	if id, ok := at.objects[obj]; ok {
-		return id, nil
+		return id
 	}
 	if id, ok := at.s.objectIDs[obj]; ok {
-		return id, nil
+		return id
 	}
-	var id int64
-	err := at.stmts.objectID.QueryRowContext(at.ctx, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		res, err := at.stmts.insertObject.ExecContext(at.ctx, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name)
-		if err != nil {
-			return 0, fmt.Errorf("new object: %w", err)
-		}
-		if id, err = res.LastInsertId(); err != nil {
-			return 0, fmt.Errorf("new object: %w", err)
-		}
-	} else if err != nil {
-		return 0, fmt.Errorf("object: %w", err)
-	}
+	id := at.nextObjectID
+	at.nextObjectID++
+	at.objectRows = append(at.objectRows, []any{id, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name})
+	at.newObjects[id] = true
 	at.objects[obj] = id
-	return id, nil
+	return id
 }
 
 // body stores raw, whose ObjectHash is hashHex, once by hash and returns
@@ -883,6 +952,10 @@ func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey)
 func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
 	if kf, ok := at.keyframes[objRow]; ok {
 		return kf, true, nil
+	}
+	if at.newObjects[objRow] {
+		// No body of a new object is stored yet.
+		return keyframe{}, false, nil
 	}
 	kf, ok := at.s.keyframes.get(objRow)
 	if !ok {

@@ -738,12 +738,14 @@ func (at *appendTx) lookup(l keyLookup, keys []any, scan func(*sql.Rows) error) 
 }
 
 // A rowInsert is a multi-row INSERT: prefix is completed by rows of
-// columns placeholders each. The INSERTs are OR FAIL (or OR IGNORE): a
-// multi-row statement that may abort (the default conflict resolution)
-// makes SQLite copy every page it touches into a statement journal first,
-// so that the statement alone can be undone. Append never needs that (any
-// error rolls the whole transaction back), and the copies cost about a
-// tenth of Append's CPU.
+// columns placeholders each.
+//
+// SQLite runs each of them in a statement journal (a copy of every page
+// it touches, so the statement alone can be undone), about a tenth of
+// Append's CPU: an INSERT that sets an INTEGER PRIMARY KEY from a
+// parameter may abort on a non-integer value, whatever its conflict
+// clause (OR FAIL does not help). Append assigns the keys itself, so that
+// cost stays.
 type rowInsert struct {
 	prefix  string
 	columns int
@@ -751,9 +753,9 @@ type rowInsert struct {
 
 // The INSERTs of Append.
 var (
-	insertRecords       = rowInsert{`INSERT OR FAIL INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES `, 13}
-	insertBodies        = rowInsert{`INSERT OR FAIL INTO bodies (id, hash_key, hash, raw_len, base, data) VALUES `, 6}
-	insertObjects       = rowInsert{`INSERT OR FAIL INTO objects (id, cluster, namespace, grp, resource, name) VALUES `, 6}
+	insertRecords       = rowInsert{`INSERT INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES `, 13}
+	insertBodies        = rowInsert{`INSERT INTO bodies (id, hash_key, hash, raw_len, base, data) VALUES `, 6}
+	insertObjects       = rowInsert{`INSERT INTO objects (id, cluster, namespace, grp, resource, name) VALUES `, 6}
 	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2}
 )
 

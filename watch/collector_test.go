@@ -248,7 +248,10 @@ func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 	if err != nil || !cov.Covered {
 		t.Fatalf("coverage after the relist = %+v, %v; want covered", cov, err)
 	}
-	if watches.count() < 2 || watches.rv(2) != end.Baseline.ResourceVersion {
+	// The second watch opens after the relist's end is durable, so wait
+	// for it rather than sampling the count once.
+	watches.last(t, 2)
+	if watches.rv(2) != end.Baseline.ResourceVersion {
 		t.Fatalf("the second watch started from %q, want the relist's resourceVersion %q", watches.rv(2), end.Baseline.ResourceVersion)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/watch"
 )
 
 // The README's quickstart: record a namespace, then ask what a Deployment
@@ -69,6 +70,11 @@ func Example() {
 	go func() { done <- rec.Start(ctx) }()
 	if err := rec.WaitForSync(ctx); err != nil {
 		panic(err)
+	}
+	// The fake replays no history from the baseline's resourceVersion (a
+	// real apiserver does): change it only once the watches are open.
+	for !watching(rec) {
+		time.Sleep(time.Millisecond)
 	}
 
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -130,6 +136,16 @@ func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructu
 	u.SetNamespace(ns)
 	u.SetName(name)
 	return u
+}
+
+// watching reports whether every stream of c has its watch open.
+func watching(c *watch.Collector) bool {
+	for _, s := range c.Status() {
+		if s.State != watch.StateWatching {
+			return false
+		}
+	}
+	return true
 }
 
 // fakeCluster returns client-go fakes serving ConfigMaps and Pods.

@@ -126,6 +126,7 @@ func TestFakeBaselineThenWatch(t *testing.T) {
 	}
 	stop := run(t, c)
 	waitSync(t, c)
+	waitWatching(t, c)
 	id := cmStreamID("c1")
 
 	recs := streamRecords(t, st, id)

@@ -52,6 +52,11 @@ func ExampleCollector() {
 		fmt.Println(err)
 		return
 	}
+	// The fake replays no history from the baseline's resourceVersion (a
+	// real apiserver does): change it only once the watch is open.
+	for c.Status()[0].State != watch.StateWatching {
+		time.Sleep(time.Millisecond)
+	}
 
 	cm.Object["data"] = map[string]any{"color": "green"}
 	if _, err := dyn.Resource(cms).Namespace("shop").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {

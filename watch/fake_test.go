@@ -101,6 +101,22 @@ func waitSync(t *testing.T, c *Collector) {
 	}
 }
 
+// waitWatching waits until every stream of c has its watch open. The
+// dynamic fake replays no history from the list's resourceVersion: a
+// change made between WaitForSync and the watch's start would come as
+// ADDED, and a deletion not at all (a real apiserver replays both).
+func waitWatching(t *testing.T, c *Collector) {
+	t.Helper()
+	eventually(t, 20*time.Second, "every stream watching", func() bool {
+		for _, s := range c.Status() {
+			if s.State != StateWatching {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // startSynced records dyn with testOpts into a new memory store, runs the
 // Collector until the test ends, and waits until it is in sync.
 func startSynced(t *testing.T, dyn *dynamicfake.FakeDynamicClient) (*memory.Store, *Collector) {

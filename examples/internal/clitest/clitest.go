@@ -66,7 +66,26 @@ func Record(t TB, opts ...krplytest.Option) *Recording {
 	if err := rec.WaitForSync(sctx); err != nil {
 		t.Fatalf("clitest: sync: %v", err)
 	}
+	// The fake replays no history from a baseline's resourceVersion: a
+	// change made before this Collector's watches open would reach the file
+	// as ADDED, or not at all for a deletion.
+	for !watching(rec) {
+		if sctx.Err() != nil {
+			t.Fatalf("clitest: the file's Collector is not watching every stream within 10s")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	return r
+}
+
+// watching reports whether every stream of c has its watch open.
+func watching(c *watch.Collector) bool {
+	for _, s := range c.Status() {
+		if s.State != watch.StateWatching {
+			return false
+		}
+	}
+	return true
 }
 
 // Mark waits until both journals hold every write made so far and returns

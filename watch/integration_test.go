@@ -361,6 +361,9 @@ func TestIntegrationForced410(t *testing.T) {
 	if err != nil || !cov.Covered {
 		t.Fatalf("coverage after the relist = %+v, %v", cov, err)
 	}
+	// The stream marks itself covered once the committer has reported the
+	// relist's end durable, a moment after readers can see the records.
+	eventually(t, 20*time.Second, "the status covered", func() bool { return c.Status()[0].Covered })
 	if s := c.Status()[0]; s.Gaps != 1 || !s.Covered {
 		t.Fatalf("status %+v", s)
 	}

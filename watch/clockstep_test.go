@@ -40,13 +40,13 @@ func TestObservedAtNeverDecreasesWhenTheClockStepsBack(t *testing.T) {
 	first := configMap("a", "keep", "2")
 	first.SetResourceVersion("50")
 	w.Modify(first)
-	eventually(t, 5*time.Second, "the first MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 2 })
+	eventually(t, 30*time.Second, "the first MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 2 })
 
 	clk.offset.Store(int64(-time.Hour))
 	second := configMap("a", "keep", "3")
 	second.SetResourceVersion("51")
 	w.Modify(second)
-	eventually(t, 5*time.Second, "the second MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
+	eventually(t, 30*time.Second, "the second MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
 
 	recs := streamRecords(t, st, id)
 	for i := 1; i < len(recs); i++ {

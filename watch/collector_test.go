@@ -164,7 +164,7 @@ func TestFakeBaselineThenWatch(t *testing.T) {
 	if _, err := dyn.Resource(cmGVR).Namespace("a").Create(ctx, configMap("a", "three", "3"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "three watch events", func() bool {
+	eventually(t, 30*time.Second, "three watch events", func() bool {
 		return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 5
 	})
 	if err := stop(); err != nil {
@@ -201,7 +201,7 @@ func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 	modified := configMap("a", "keep", "1b")
 	modified.SetResourceVersion("50")
 	w1.Modify(modified)
-	eventually(t, 5*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
+	eventually(t, 30*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
 	lastDurable := ofType(streamRecords(t, st, id), event.TypeEvent)[2].ObservedAt
 
 	// The object is deleted while the stream is broken.
@@ -211,7 +211,7 @@ func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	w1.Error(statusErrorObject(apierrors.NewResourceExpired("too old resource version: 50 (60)")))
 
-	eventually(t, 10*time.Second, "the second baseline", func() bool {
+	eventually(t, 30*time.Second, "the second baseline", func() bool {
 		return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4
 	})
 	recs := streamRecords(t, st, id)
@@ -267,7 +267,7 @@ func TestBookmarkIsCheckpointOnly(t *testing.T) {
 	bm.SetKind("ConfigMap")
 	bm.SetResourceVersion("777")
 	watches.last(t, 1).Action(apiwatch.Bookmark, bm)
-	eventually(t, 5*time.Second, "the checkpoint", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCheckpoint)) == 1 })
+	eventually(t, 30*time.Second, "the checkpoint", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCheckpoint)) == 1 })
 	recs := streamRecords(t, st, id)
 	cp := ofType(recs, event.TypeCheckpoint)[0]
 	if cp.Checkpoint.ResourceVersion != "777" || !cp.Checkpoint.Bookmark || cp.Checkpoint.InitialEventsEnd {
@@ -322,7 +322,7 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 	}
 	stop2 := run(t, c2)
 	waitSync(t, c2)
-	eventually(t, 5*time.Second, "the change made while down", func() bool {
+	eventually(t, 30*time.Second, "the change made while down", func() bool {
 		return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3
 	})
 	if err := stop2(); err != nil {
@@ -401,7 +401,7 @@ func TestForbiddenFlapsCoverage(t *testing.T) {
 	c, _ := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
 	run(t, c)
 	id := cmStreamID("c1")
-	eventually(t, 5*time.Second, "unavailable", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCoverageChange)) == 1 })
+	eventually(t, 30*time.Second, "unavailable", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCoverageChange)) == 1 })
 	time.Sleep(100 * time.Millisecond) // several retries, still one record
 	cc := ofType(streamRecords(t, st, id), event.TypeCoverageChange)
 	if len(cc) != 1 || cc[0].Coverage.Available || cc[0].Coverage.Code != 403 {
@@ -426,14 +426,14 @@ func TestForbiddenFlapsCoverage(t *testing.T) {
 	lastDurable := ofType(recs, event.TypeBaseline)[1].ObservedAt
 	deny.Store(true)
 	watches.last(t, 1).Error(statusErrorObject(forbidden))
-	eventually(t, 5*time.Second, "second unavailable", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCoverageChange)) == 3 })
+	eventually(t, 30*time.Second, "second unavailable", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCoverageChange)) == 3 })
 	recs = streamRecords(t, st, id)
 	gaps := ofType(recs, event.TypeGap)
 	if len(gaps) != 1 || !gaps[0].Gap.From.Equal(lastDurable) {
 		t.Fatalf("gaps = %+v, want one from %s", gaps, lastDurable)
 	}
 	deny.Store(false)
-	eventually(t, 5*time.Second, "coverage back", func() bool {
+	eventually(t, 30*time.Second, "coverage back", func() bool {
 		cov, err := storage.CoverageAt(context.Background(), st, id, time.Now())
 		return err == nil && cov.Covered
 	})
@@ -544,7 +544,7 @@ func TestBatchingAndBackpressure(t *testing.T) {
 	}
 	close(st.gate)
 	id := cmStreamID("c1")
-	eventually(t, 10*time.Second, "all events", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 100 })
+	eventually(t, 30*time.Second, "all events", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 100 })
 	if a := st.appends.Load(); a > 2+100/5 {
 		t.Fatalf("%d appends for 100 events; want them grouped", a)
 	}
@@ -650,7 +650,7 @@ func TestWatchListBaseline(t *testing.T) {
 	mod.SetResourceVersion("21")
 	w.Modify(mod)
 	id := cmStreamID("c1")
-	eventually(t, 5*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
+	eventually(t, 30*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
 	if n := dyn.Actions(); len(n) == 0 {
 		t.Fatal("no actions")
 	}
@@ -749,7 +749,7 @@ func TestRediscoveryFindsNewResource(t *testing.T) {
 	}})
 	disc.mu.Unlock()
 	id := event.Stream{ClusterID: "c1", Group: "example.com", Version: "v1", Resource: "widgets"}.ID()
-	eventually(t, 5*time.Second, "the widgets baseline", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 2 })
+	eventually(t, 30*time.Second, "the widgets baseline", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 2 })
 	cc := ofType(streamRecords(t, st, id), event.TypeCoverageChange)
 	if len(cc) != 1 || !cc[0].Coverage.Available || cc[0].Coverage.Reason != "discovered" {
 		t.Fatalf("coverage changes %+v, want one 'discovered'", cc)

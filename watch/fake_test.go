@@ -212,7 +212,7 @@ func (cw *controlledWatches) count() int {
 
 func (cw *controlledWatches) last(t *testing.T, n int) *apiwatch.FakeWatcher {
 	t.Helper()
-	eventually(t, 10*time.Second, fmt.Sprintf("watch #%d", n), func() bool { return cw.count() >= n })
+	eventually(t, 30*time.Second, fmt.Sprintf("watch #%d", n), func() bool { return cw.count() >= n })
 	cw.mu.Lock()
 	defer cw.mu.Unlock()
 	return cw.watches[n-1]

@@ -41,9 +41,9 @@ func TestEmptyInitialBaselineThenWatchEventInfersDeletion(t *testing.T) {
 	doomed := configMap("a", "doomed", "1")
 	doomed.SetResourceVersion("10")
 	watches.last(t, 1).Add(doomed) // never in the fake's tracker: absent from the relist
-	eventually(t, 5*time.Second, "the ADDED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 1 })
+	eventually(t, 30*time.Second, "the ADDED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 1 })
 	watches.last(t, 1).Error(statusErrorObject(gone410()))
-	eventually(t, 10*time.Second, "the relist", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4 })
+	eventually(t, 30*time.Second, "the relist", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4 })
 
 	recs := streamRecords(t, st, id)
 	gaps := ofType(recs, event.TypeGap)
@@ -88,7 +88,7 @@ func TestRelistInfersDeletionOfReplacedUID(t *testing.T) {
 	modified := configMap("a", "same", "old-2")
 	modified.SetResourceVersion("10")
 	w1.Modify(modified)
-	eventually(t, 5*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
+	eventually(t, 30*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
 
 	if err := dyn.Tracker().Delete(cmGVR, "a", "same"); err != nil {
 		t.Fatal(err)
@@ -99,7 +99,7 @@ func TestRelistInfersDeletionOfReplacedUID(t *testing.T) {
 		t.Fatal(err)
 	}
 	w1.Error(statusErrorObject(gone410()))
-	eventually(t, 10*time.Second, "the relist", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4 })
+	eventually(t, 30*time.Second, "the relist", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4 })
 
 	recs := streamRecords(t, st, id)
 	gap := ofType(recs, event.TypeGap)[0]

@@ -130,6 +130,7 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() }) // after the Collector stopped (cleanups run last first)
 	stop := runSynced(t, configMapCollector(t, env.Config(), st, ns))
 	time.Sleep(11 * time.Second)
+	before := st.appends.Load()
 	cm := workloadKinds()[0]
 	rnd := rand.New(rand.NewSource(1))
 	for i := 0; i < 20; i++ {
@@ -137,7 +138,8 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // the watch received some; the slow store committed few
+	// The watch received some, and the slow store is committing them.
+	eventually(t, "an Append of the new events", func() bool { return st.appends.Load() > before })
 	if err := stop(); err != nil {
 		t.Fatalf("clean stop %v after Start: %v", 11*time.Second, err)
 	}

@@ -418,6 +418,12 @@ func (c *Collector) ClusterID() string {
 // (or "collector stopped") if Start returns first. Streams discovered later
 // do not hold it up; a stream the server keeps denying (403) does, so give
 // ctx a deadline and look at Status to see which.
+//
+// A synced stream opens its watch a moment later. A real apiserver replays
+// what changed in between; client-go's dynamic fake does not (it sends the
+// changed objects as ADDED and loses deletions), so a test on the fake
+// should also wait until Status shows every stream StateWatching before it
+// changes the fake, as krplytest does.
 func (c *Collector) WaitForSync(ctx context.Context) error {
 	select {
 	case <-c.syncCh:

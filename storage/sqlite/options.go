@@ -65,7 +65,7 @@ func defaultConfig() config {
 		readers:       4,
 		cacheKiB:      16 << 10,
 		keyframeCache: 1 << 17,
-		mmapBytes:     1 << 30,
+		mmapBytes:     0,
 	}
 }
 
@@ -122,9 +122,13 @@ func WithLogger(l logr.Logger) Option {
 }
 
 // WithMmapSize sets how many bytes of the file each read connection maps
-// into memory (SQLite's mmap_size; default 1 GiB of address space, 0 turns
-// it off). Mapped pages are read without a system call; the memory is the
-// operating system's page cache, shared by all connections.
+// into memory (SQLite's mmap_size; default 0, off). Mapped pages are read
+// without a system call, but SQLite parses a mapped page again on every
+// visit instead of keeping it in its page cache: on a 1M-event journal a
+// 1 GiB map made ObjectAt's p50 101 µs and p99 2.9 ms against 84 µs and
+// 0.8 ms without one, while whole-scope Snapshot and Diff moved by less
+// than 20% either way. Consider it for scans of journals much larger
+// than the page cache.
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

@@ -64,7 +64,7 @@ func defaultConfig() config {
 		synchronous:   SyncNormal,
 		readers:       4,
 		cacheKiB:      16 << 10,
-		keyframeCache: 1 << 17,
+		keyframeCache: 1 << 15,
 		mmapBytes:     0,
 	}
 }
@@ -108,9 +108,12 @@ func WithCacheSize(kib int) Option {
 
 // WithKeyframeCache sets for how many objects the writer remembers which
 // body their next version is delta-encoded against, and the hash of their
-// latest body, to store a new version without reading (default 131072,
-// about 100 bytes each; 0 disables the cache). Decoded keyframes are kept
-// separately, at most 1024 of them.
+// latest body, to store a new version without reading (default 32768,
+// about 380 bytes each with their bookkeeping; 0 disables the cache). An
+// object changed after it fell out of the cache costs one indexed read.
+// Recording 150,000 objects, the default of 131072 before took the
+// Collector's RSS from 128 to 168 MiB for no faster relist. Decoded
+// keyframes are kept separately, at most 1024 of them.
 func WithKeyframeCache(objects int) Option {
 	return optionFunc(func(c *config) { c.keyframeCache = objects })
 }

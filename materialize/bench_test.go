@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -221,7 +222,7 @@ func benchObjectAt(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	span := benchEnd.Sub(benchStart)
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	for n := 0; n < b.N; n++ {
 		id := storage.ObjectID{ClusterID: "bench", Resource: "configmaps", Namespace: "bench", Name: fmt.Sprintf("cm-%05d", rng.IntN(benchObjects))}
 		at := benchStart.Add(time.Duration(rng.Int64N(int64(span))))
@@ -242,7 +243,7 @@ func benchObjectAt(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 // than wall time does.
 func reportCPU(b *testing.B, start time.Duration) {
 	if start >= 0 {
-		b.ReportMetric(float64((cpuTime()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 }
 
@@ -256,7 +257,7 @@ func BenchmarkCoverageAt(b *testing.B) {
 		span := benchEnd.Sub(benchStart)
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
-		cpu := cpuTime()
+		cpu := cputime.Process()
 		for n := 0; n < b.N; n++ {
 			_ = rng.IntN(benchObjects) // the same random sequence as BenchmarkObjectAt
 			at := benchStart.Add(time.Duration(rng.Int64N(int64(span))))
@@ -288,7 +289,7 @@ func benchSnapshot(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	at := benchStart.Add(benchEnd.Sub(benchStart) / 2)
 	scope := materialize.Scope{ClusterID: "bench", Namespaces: []string{"bench"}}
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	defer reportCPU(b, cpu)
 	for n := 0; n < b.N; n++ {
 		snap, err := m.Snapshot(ctx, scope, at, "bench")
@@ -310,7 +311,7 @@ func benchDiff(b *testing.B, m *materialize.Materializer, _ storage.Store) {
 	to := from.Add(time.Hour)
 	scope := materialize.Scope{ClusterID: "bench", Namespaces: []string{"bench"}}
 	b.ResetTimer()
-	cpu := cpuTime()
+	cpu := cputime.Process()
 	defer reportCPU(b, cpu)
 	for n := 0; n < b.N; n++ {
 		d, err := m.Diff(ctx, scope, from, to)

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage/memory"
@@ -45,7 +46,7 @@ func BenchmarkPlan(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			cpu := processCPU()
+			cpu := cputime.Process()
 			for b.Loop() {
 				plan, err := p.Plan(ctx, replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(time.Minute)},
 					replay.Target{Namespaces: map[string]string{"shop": "sandbox"}})
@@ -58,7 +59,7 @@ func BenchmarkPlan(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(n), "µs/object")
 			// CPU time includes the garbage collector's background work.
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N)/float64(n), "cpu-µs/object")
+			b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N)/float64(n), "cpu-µs/object")
 		})
 	}
 }

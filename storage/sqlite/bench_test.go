@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
 )
@@ -124,18 +125,18 @@ func appendAgainstRaw(b *testing.B, batch int, next func(n int) []event.Record) 
 	for done := 0; done < b.N; {
 		n := min(batch, b.N-done)
 		recs := next(n)
-		start, startCPU := time.Now(), processCPU()
+		start, startCPU := time.Now(), cputime.Process()
 		if _, err := s.Append(ctx, recs); err != nil {
 			b.Fatal(err)
 		}
-		mid, midCPU := time.Now(), processCPU()
+		mid, midCPU := time.Now(), cputime.Process()
 		if err := raw.append(ctx, recs); err != nil {
 			b.Fatal(err)
 		}
 		krplyTime += mid.Sub(start)
 		rawTime += time.Since(mid)
 		krplyCPU += midCPU - startCPU
-		rawCPU += processCPU() - midCPU
+		rawCPU += cputime.Process() - midCPU
 		done += n
 	}
 	b.StopTimer()

@@ -47,7 +47,10 @@ const drainTimeout = 10 * time.Second
 // storage.Store. Make one with NewCollector or NewCollectorForConfig and run
 // it with Start.
 type Collector struct {
-	dyn   dynamic.Interface
+	dyn dynamic.Interface
+	// raw, when set (NewCollectorForConfig), lists and watches instead of
+	// dyn, keeping the bodies the server sent.
+	raw   rest.Interface
 	disc  discovery.DiscoveryInterface
 	store storage.Store
 	cfg   config
@@ -141,11 +144,16 @@ func NewCollectorForConfig(cfg *rest.Config, store storage.Store, opts ...Option
 	if err != nil {
 		return nil, fmt.Errorf("watch: discovery client: %w", err)
 	}
+	raw, err := newRawClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch: REST client: %w", err)
+	}
 	c, err := NewCollector(dyn, disc, store, opts...)
 	if err != nil {
 		return nil, err
 	}
 	c.host = cfg.Host
+	c.raw = raw
 	return c, nil
 }
 

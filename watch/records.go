@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/krply/krply/event"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // RedactedValue replaces the values of a recorded Secret's stringData and
@@ -42,31 +43,22 @@ func redactSecret(u *unstructured.Unstructured) {
 	}
 }
 
-// objectRecord makes the event record of one object. baselineID is set for
-// baseline items.
-func (s *stream) objectRecord(u *unstructured.Unstructured, wt event.WatchType, observedAt time.Time, baselineID string) (event.Record, error) {
-	if s.redact {
-		redactSecret(u)
-	}
-	if u.GetKind() == "" {
-		u.SetKind(s.res.Kind)
-	}
-	if u.GetAPIVersion() == "" {
-		u.SetAPIVersion(s.res.GVR().GroupVersion().String())
-	}
-	raw, err := u.MarshalJSON()
+// objectRecord makes the event record of one object (see body).
+// baselineID is set for baseline items.
+func (s *stream) objectRecord(obj runtime.Object, wt event.WatchType, observedAt time.Time, baselineID string) (event.Record, error) {
+	raw, m, err := s.body(obj, s.redact)
 	if err != nil {
-		return event.Record{}, fmt.Errorf("encode %s %s/%s: %w", s.res, u.GetNamespace(), u.GetName(), err)
+		return event.Record{}, fmt.Errorf("encode %s %s/%s: %w", s.res, m.namespace, m.name, err)
 	}
 	ref := event.ResourceRef{
 		Group:           s.res.Group,
 		Version:         s.res.Version,
-		Kind:            u.GetKind(),
+		Kind:            m.kind,
 		Resource:        s.res.Resource,
-		Namespace:       u.GetNamespace(),
-		Name:            u.GetName(),
-		UID:             string(u.GetUID()),
-		ResourceVersion: u.GetResourceVersion(),
+		Namespace:       m.namespace,
+		Name:            m.name,
+		UID:             m.uid,
+		ResourceVersion: m.resourceVersion,
 	}
 	hash := event.ObjectHash(raw)
 	var extra []string

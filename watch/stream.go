@@ -12,11 +12,9 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -51,7 +49,7 @@ type stream struct {
 	discovered bool // found by rediscovery after Start
 	redact     bool
 	log        logr.Logger
-	ri         dynamic.ResourceInterface
+	src        source
 	clock      clock.WithTicker
 	backoff    *backoff
 	m          streamMetrics
@@ -121,16 +119,23 @@ func newStream(c *Collector, r Resource, st event.Stream, discovered bool) *stre
 	}
 	s.log = c.log.WithValues("stream", s.id)
 	s.m = newStreamMetrics(c.cfg.metrics, s.id)
-	if r.Namespaced && st.Namespace != "" {
-		s.ri = c.dyn.Resource(r.GVR()).Namespace(st.Namespace)
-	} else {
-		s.ri = c.dyn.Resource(r.GVR())
+	ns := ""
+	if r.Namespaced {
+		ns = st.Namespace
+	}
+	switch {
+	case c.raw != nil:
+		s.src = newRawSource(c.raw, r.GVR(), ns)
+	case ns != "":
+		s.src = dynamicSource{ri: c.dyn.Resource(r.GVR()).Namespace(ns)}
+	default:
+		s.src = dynamicSource{ri: c.dyn.Resource(r.GVR())}
 	}
 	switch c.cfg.watchList {
 	case WatchListOn:
 		s.useWatchList = true
 	case WatchListAuto:
-		s.useWatchList = !watchlist.DoesClientNotSupportWatchListSemantics(c.dyn)
+		s.useWatchList = c.raw != nil || !watchlist.DoesClientNotSupportWatchListSemantics(c.dyn)
 	}
 	return s
 }
@@ -482,7 +487,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 	)
 	pipe := pipeline{c: s.c.committer}
 	for page := 0; ; page++ {
-		list, err := s.ri.List(ctx, opts)
+		list, err := s.src.list(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && isGone(err) {
 				return fmt.Errorf("%w: %w", errContinueExpired, err)
@@ -492,16 +497,16 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 		var recs []event.Record
 		if page == 0 {
 			observedAt = s.observedNow()
-			listRV = list.GetResourceVersion()
+			listRV = list.resourceVersion
 			recs = s.baselineHead(id, reason, observedAt)
 		}
-		recs, bytes, err := s.appendItems(ctx, recs, list.Items, observedAt, id)
+		recs, bytes, err := s.appendItems(ctx, recs, list.items, observedAt, id)
 		if err != nil {
 			return err
 		}
-		items += len(list.Items)
-		opts.Continue = list.GetContinue()
-		list = nil
+		items += len(list.items)
+		opts.Continue = list.continueToken
+		list.items = nil
 		if err := pipe.submit(ctx, writeItem{stream: s, recs: recs, bytes: bytes}); err != nil {
 			return err
 		}
@@ -537,11 +542,11 @@ func (s *stream) baselineHead(id, reason string, at time.Time) []event.Record {
 	return append(recs, s.baselineRecord(id, event.BaselineBegin, reason, "", 0, at))
 }
 
-func (s *stream) appendItems(ctx context.Context, recs []event.Record, items []unstructured.Unstructured, at time.Time, id string) ([]event.Record, int, error) {
+func (s *stream) appendItems(ctx context.Context, recs []event.Record, items []runtime.Object, at time.Time, id string) ([]event.Record, int, error) {
 	bytes := 0
-	for i := range items {
+	for _, item := range items {
 		var err error
-		recs, bytes, err = s.appendItem(ctx, recs, bytes, &items[i], at, id)
+		recs, bytes, err = s.appendItem(ctx, recs, bytes, item, at, id)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -551,8 +556,8 @@ func (s *stream) appendItems(ctx context.Context, recs []event.Record, items []u
 
 // appendItem appends the record of one baseline item, preceded by the
 // inferred deletion of the object it replaced, if any.
-func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int, u *unstructured.Unstructured, at time.Time, id string) ([]event.Record, int, error) {
-	rec, err := s.objectRecord(u, event.Added, at, id)
+func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int, obj runtime.Object, at time.Time, id string) ([]event.Record, int, error) {
+	rec, err := s.objectRecord(obj, event.Added, at, id)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -644,7 +649,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
 		AllowWatchBookmarks:  true,
 	}
-	w, err := s.ri.Watch(ctx, opts)
+	w, err := s.src.watch(ctx, opts)
 	if err != nil {
 		if s.c.cfg.watchList == WatchListAuto && (apierrors.IsBadRequest(err) || apierrors.IsInvalid(err)) {
 			return fmt.Errorf("%w: %w", errWatchListUnsupported, err)
@@ -692,11 +697,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 			idle.reset()
 			switch ev.Type {
 			case apiwatch.Added:
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					return fmt.Errorf("watchlist %s: unexpected object %T", s.res, ev.Object)
-				}
-				recs, bytes, err = s.appendItem(ctx, recs, bytes, u, observedAt, id)
+				recs, bytes, err = s.appendItem(ctx, recs, bytes, ev.Object, observedAt, id)
 				if err != nil {
 					return err
 				}
@@ -707,11 +708,11 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 					}
 				}
 			case apiwatch.Bookmark:
-				m, err := meta.Accessor(ev.Object)
+				rv, end, err := bookmarkOf(ev.Object)
 				if err != nil {
 					return fmt.Errorf("watchlist %s: bookmark: %w", s.res, err)
 				}
-				if m.GetAnnotations()[initialEventsEndAnnotation] != "true" {
+				if !end {
 					continue
 				}
 				if err := flush(); err != nil {
@@ -720,7 +721,6 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 				if err := pipe.wait(ctx); err != nil {
 					return err
 				}
-				rv := m.GetResourceVersion()
 				checkpoint := func(endAt time.Time) []event.Record {
 					return []event.Record{s.checkpointRecord(rv, true, true, endAt)}
 				}
@@ -743,7 +743,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 	if w == nil {
 		var err error
-		w, err = s.ri.Watch(ctx, metav1.ListOptions{
+		w, err = s.src.watch(ctx, metav1.ListOptions{
 			ResourceVersion:     s.rv,
 			AllowWatchBookmarks: s.c.cfg.bookmarks,
 			LabelSelector:       s.c.cfg.labelSelector,
@@ -780,12 +780,8 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 			idle.reset()
 			switch ev.Type {
 			case apiwatch.Added, apiwatch.Modified, apiwatch.Deleted:
-				u, ok := ev.Object.(*unstructured.Unstructured)
-				if !ok {
-					return fmt.Errorf("watch %s: unexpected object %T", s.res, ev.Object)
-				}
 				now := s.observedNow()
-				rec, err := s.objectRecord(u, event.WatchType(ev.Type), now, "")
+				rec, err := s.objectRecord(ev.Object, event.WatchType(ev.Type), now, "")
 				if err != nil {
 					return err
 				}
@@ -797,16 +793,15 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 				}
 				s.lastAt = now
 			case apiwatch.Bookmark:
-				m, err := meta.Accessor(ev.Object)
+				rv, initialEventsEnd, err := bookmarkOf(ev.Object)
 				if err != nil {
 					return fmt.Errorf("watch %s: bookmark: %w", s.res, err)
 				}
-				rv := m.GetResourceVersion()
 				if rv == "" || rv == s.rv {
 					break
 				}
 				now := s.observedNow()
-				rec := s.checkpointRecord(rv, true, m.GetAnnotations()[initialEventsEndAnnotation] == "true", now)
+				rec := s.checkpointRecord(rv, true, initialEventsEnd, now)
 				if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
 					return err
 				}

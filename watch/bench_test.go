@@ -18,7 +18,6 @@ import (
 	"github.com/krply/krply/storage/sqlite"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -38,13 +37,11 @@ func openSQLite(tb testing.TB, dir string) *sqlite.Store {
 	return st
 }
 
+// synthCollector returns a Collector for srv made as users make one, with
+// NewCollectorForConfig.
 func synthCollector(tb testing.TB, srv *synthServer, st *sqlite.Store, opts ...Option) *Collector {
 	tb.Helper()
-	dyn, err := dynamic.NewForConfig(srv.Config())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := NewCollector(dyn, fakeDiscovery(), st, append([]Option{
+	c, err := NewCollectorForConfig(srv.Config(), st, append([]Option{
 		WithClusterID("bench"), WithResources("cm"), WithLogger(logr.Discard()), WithRediscoveryInterval(0),
 	}, opts...)...)
 	if err != nil {
@@ -196,13 +193,7 @@ func runRSSChild(role string) int {
 			return 1
 		}
 		defer st.Close()
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		// The synthetic server serves no discovery; the fake's says the same.
-		c, err := NewCollector(dyn, fakeDiscovery(), st, WithClusterID("rss"), WithResources("cm"), WithRediscoveryInterval(0))
+		c, err := NewCollectorForConfig(cfg, st, WithClusterID("rss"), WithResources("cm"), WithRediscoveryInterval(0))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

@@ -12,7 +12,7 @@ import (
 )
 
 // synthServer is a local HTTP server that speaks just enough of the
-// Kubernetes API for configmaps across all namespaces: paginated lists,
+// Kubernetes API for configmaps across all namespaces: discovery, paginated lists,
 // WatchList (sendInitialEvents) and watches, with realistic ~1.7 KB bodies
 // (labels, annotations, managedFields, data). The benchmarks use it as the
 // list/watch source for the Collector and for a client-go informer alike.
@@ -51,7 +51,20 @@ func synthBody(i, rv int) string {
 		`"data":{"log-level":"info-` + strconv.Itoa(rv) + `","feature-flags":"checkout=true,recommendations=false,search-v2=true,new-cart=false","application.yaml":"server:\n  port: 8080\n  shutdownGracePeriod: 30s\ndatabase:\n  host: postgres.storefront.svc.cluster.local\n  port: 5432\n  pool:\n    min: 4\n    max: 32\ncache:\n  ttl: 300s\n  size: 10000\n"}}`
 }
 
+// synthDiscovery is the legacy discovery the server answers: configmaps
+// in the core group, nothing else.
+var synthDiscovery = map[string]string{
+	"/api":    `{"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"127.0.0.1"}]}`,
+	"/apis":   `{"kind":"APIGroupList","apiVersion":"v1","groups":[]}`,
+	"/api/v1": `{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap","verbs":["get","list","watch"],"shortNames":["cm"]}]}`,
+}
+
 func (s *synthServer) serve(w http.ResponseWriter, r *http.Request) {
+	if d, ok := synthDiscovery[r.URL.Path]; ok {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(d))
+		return
+	}
 	if r.URL.Path != "/api/v1/configmaps" {
 		http.NotFound(w, r)
 		return

@@ -1,0 +1,138 @@
+package watch
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+var rawJSONSeeds = []string{
+	synthBody(7, 8),
+	`{}`,
+	` { "kind" : "ConfigMap" , "metadata" : { "name" : "a\u0062c" } } `,
+	`{"kind":"","apiVersion":null,"metadata":{"name":5,"uid":"u"}}`,
+	`{"metadata":"nope","items":[{"a":[1,-2.5e+3,true,false,null,{}]}]}`,
+	`{"\u006bind":"Widget","metadata":{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}`,
+	`{"type":"ADDED","object":{"kind":"ConfigMap","metadata":{"name":"x"}}}`,
+	`{"metadata":{"resourceVersion":"9","continue":"abc"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}`,
+	`{"a":1,}`, `{"a" 1}`, `[1,2]`, `{"a":01}`, `{"a":1.}`, `{"a":"\x"}`, `{"a":tru}`, `{"a":"` + "\x01" + `"}`,
+	`{"a":1} x`, `{"a":[1,]}`, `{"a":-}`, `{"a":"\u12"}`, `{`, `{"a":{"b":[`, ``, `{"a":1e}`,
+}
+
+// FuzzReadObjectMeta checks the scanner against encoding/json: it accepts
+// exactly the single JSON objects encoding/json accepts, and reads the same
+// fields as unstructured.Unstructured's getters (keys match exactly, the
+// last of duplicates wins).
+func FuzzReadObjectMeta(f *testing.F) {
+	for _, s := range rawJSONSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := readObjectMeta(data)
+		trimmed := bytes.TrimSpace(data)
+		valid := json.Valid(data) && len(trimmed) > 0 && trimmed[0] == '{'
+		if (err == nil) != valid {
+			t.Fatalf("readObjectMeta(%q): error %v, but encoding/json says valid object = %v", data, err, valid)
+		}
+		if err != nil {
+			return
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(data, &obj); err != nil {
+			t.Fatal(err)
+		}
+		if !utf8.Valid(data) {
+			return // encoding/json replaces invalid UTF-8; the server sends none
+		}
+		u := unstructured.Unstructured{Object: obj}
+		want := [6]string{u.GetKind(), u.GetAPIVersion(), u.GetName(), u.GetNamespace(), string(u.GetUID()), u.GetResourceVersion()}
+		got := [6]string{m.kind, m.apiVersion, m.name, m.namespace, m.uid, m.resourceVersion}
+		if got != want {
+			t.Fatalf("readObjectMeta(%q) = %q, want %q", data, got, want)
+		}
+		_, hasKind := obj["kind"]
+		_, hasAPIVersion := obj["apiVersion"]
+		if m.hasKind != hasKind || m.hasAPIVersion != hasAPIVersion {
+			t.Fatalf("readObjectMeta(%q): presence kind %v apiVersion %v, want %v %v", data, m.hasKind, m.hasAPIVersion, hasKind, hasAPIVersion)
+		}
+	})
+}
+
+func TestReadListPage(t *testing.T) {
+	body := []byte(`{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"42","continue":"tok"},"items":[` +
+		`{"metadata":{"name":"a","namespace":"n","uid":"u1","resourceVersion":"7"},"data":{"k":"v"}}, ` + synthBody(3, 4) + `]}`)
+	p, err := readListPage(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.resourceVersion != "42" || p.continueToken != "tok" || len(p.items) != 2 {
+		t.Fatalf("page = %q %q %d items", p.resourceVersion, p.continueToken, len(p.items))
+	}
+	if got := string(p.items[1]); got != synthBody(3, 4) {
+		t.Errorf("item 1 = %s, want the bytes as sent", got)
+	}
+	m, err := readObjectMeta(p.items[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := withTypeMeta(p.items[0], m, "ConfigMap", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","uid":"u1","resourceVersion":"7"},"data":{"k":"v"}}`; string(raw) != want {
+		t.Errorf("withTypeMeta = %s, want %s", raw, want)
+	}
+	// Appending to an item must not overwrite the next one.
+	_ = append(p.items[0], 'x')
+	if string(p.items[1]) != synthBody(3, 4) {
+		t.Error("appending to an item changed the next")
+	}
+	for _, bad := range []string{`{"items":[1]}`, `{"items":[{}`, `{"metadata":{"resourceVersion":"1"}}x`} {
+		if _, err := readListPage([]byte(bad)); err == nil {
+			t.Errorf("readListPage(%s) succeeded", bad)
+		}
+	}
+}
+
+func TestWithTypeMeta(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{}`, `{"kind":"K","apiVersion":"g/v1"}`},
+		{`{ }`, `{"kind":"K","apiVersion":"g/v1" }`},
+		{`{"kind":"K","metadata":{}}`, `{"apiVersion":"g/v1","kind":"K","metadata":{}}`},
+		{`{"apiVersion":"x/v2","kind":"Other"}`, `{"apiVersion":"x/v2","kind":"Other"}`},
+	} {
+		m, err := readObjectMeta([]byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := withTypeMeta([]byte(tc.in), m, "K", "g/v1")
+		if err != nil || string(got) != tc.want {
+			t.Errorf("withTypeMeta(%s) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestReadWatchEvent(t *testing.T) {
+	obj := synthBody(1, 2)
+	typ, raw, err := readWatchEvent([]byte(`{"type":"MODIFIED","object":` + obj + "}\n"))
+	if err != nil || typ != "MODIFIED" || string(raw) != obj {
+		t.Fatalf("readWatchEvent = %q, %.40q, %v", typ, raw, err)
+	}
+	if _, _, err := readWatchEvent([]byte(`{"type":"ADDED","object":{}`)); err == nil {
+		t.Error("a truncated event was accepted")
+	}
+}
+
+func TestRawObjectDecoderStatus(t *testing.T) {
+	obj, _, err := rawObjectDecoder{}.Decode([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"too old"}`), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apierrors.FromObject(obj); !isGone(err) {
+		t.Errorf("status decoded to %T %v, want a 410", obj, err)
+	}
+}

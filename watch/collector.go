@@ -77,6 +77,11 @@ type Collector struct {
 // resolves resource names through disc, and appends to store. It does no
 // I/O and starts nothing; Start does. The caller keeps ownership of store
 // and closes it after Start returned.
+//
+// Objects read through dyn are decoded by client-go and recorded as their
+// re-encoding (same content, keys sorted). NewCollectorForConfig records
+// the bodies as the server sent them, with less CPU per object; use
+// NewCollector for client-go fakes and clients made by the caller.
 func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, store storage.Store, opts ...Option) (*Collector, error) {
 	if isNil(dyn) || isNil(disc) || isNil(store) {
 		return nil, fmt.Errorf("%w: the dynamic client, discovery client and store are required", ErrInvalidOption)
@@ -128,6 +133,14 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 // It copies cfg; when cfg sets no rate limit (QPS 0) it allows 50 requests
 // per second with bursts of 100, since a baseline of a large cluster is
 // many list pages.
+//
+// It lists and watches with a JSON REST client that keeps each object's
+// body byte for byte as the server sent it, reading only the fields the
+// Collector needs (kind, apiVersion, name, namespace, uid,
+// resourceVersion) instead of decoding whole objects. List items of
+// built-in types come without kind and apiVersion; they are inserted first,
+// so the body is what a GET of the object returns. Secrets whose values are
+// redacted are decoded and re-encoded.
 func NewCollectorForConfig(cfg *rest.Config, store storage.Store, opts ...Option) (*Collector, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("%w: nil rest config", ErrInvalidOption)

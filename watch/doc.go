@@ -42,6 +42,19 @@
 // records; a BOOKMARK becomes a checkpoint record only, never an object
 // change.
 //
+// # Bodies
+//
+// A Collector made by NewCollectorForConfig records every object's body as
+// the API server sent it (JSON, byte for byte: the server's key order and
+// escaping, unknown fields kept), reading only kind, apiVersion and the
+// identifying metadata; the items of a built-in type's list, which the
+// server sends without kind and apiVersion, get them inserted first, as a
+// GET returns them. A body that is not valid JSON is an error of the list or
+// watch, never a record. A Collector made by NewCollector from a
+// dynamic.Interface (such as client-go's fake) records client-go's
+// re-encoding of the decoded object: the same content with keys sorted.
+// Redacted Secrets are re-encoded on both paths.
+//
 // # Guarantees
 //
 //   - Truthful gaps: when continuity is lost (410, a restart without a

@@ -330,7 +330,7 @@ func readObjectMeta(data []byte) (objectMeta, error) {
 		case keyIs(key, "apiVersion"):
 			m.hasAPIVersion = true
 			return stringMember(data, start, depth, &m.apiVersion)
-		case keyIs(key, "metadata") && data[start] == '{':
+		case keyIs(key, "metadata") && at(data, start) == '{':
 			m.name, m.namespace, m.uid, m.resourceVersion, m.annotations = "", "", "", "", nil
 			return scanObject(data, start, depth+1, func(key []byte, start, depth int) (int, error) {
 				switch {
@@ -387,7 +387,7 @@ func readListPage(body []byte) (listPage, error) {
 	var p listPage
 	err := scanTopObject(body, func(key []byte, start, depth int) (int, error) {
 		switch {
-		case keyIs(key, "metadata") && body[start] == '{':
+		case keyIs(key, "metadata") && at(body, start) == '{':
 			p.resourceVersion, p.continueToken = "", ""
 			return scanObject(body, start, depth+1, func(key []byte, start, depth int) (int, error) {
 				switch {
@@ -400,7 +400,7 @@ func readListPage(body []byte) (listPage, error) {
 			})
 		case keyIs(key, "metadata"):
 			p.resourceVersion, p.continueToken = "", ""
-		case keyIs(key, "items") && body[start] == '[':
+		case keyIs(key, "items") && at(body, start) == '[':
 			spans, end, err := scanArray(body, start, depth+1, true)
 			if err != nil {
 				return 0, err
@@ -473,4 +473,12 @@ func withTypeMeta(obj []byte, m objectMeta, kind, apiVersion string) ([]byte, er
 	}
 	head.Write(rest)
 	return head.Bytes(), nil
+}
+
+// at returns data[i], or 0 past the end of data.
+func at(data []byte, i int) byte {
+	if i < len(data) {
+		return data[i]
+	}
+	return 0
 }

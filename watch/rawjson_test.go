@@ -23,7 +23,8 @@ var rawJSONSeeds = []string{
 	`{"a":1} x`, `{"a":[1,]}`, `{"a":-}`, `{"a":"\u12"}`, `{`, `{"a":{"b":[`, ``, `{"a":1e}`,
 }
 
-// FuzzReadObjectMeta checks the scanner against encoding/json: it accepts
+// FuzzReadObjectMeta checks the scanner against encoding/json (the list
+// and watch event readers too): it accepts
 // exactly the single JSON objects encoding/json accepts, and reads the same
 // fields as unstructured.Unstructured's getters (keys match exactly, the
 // last of duplicates wins).
@@ -32,6 +33,12 @@ func FuzzReadObjectMeta(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if _, err := readListPage(data); err == nil && !json.Valid(data) {
+			t.Fatalf("readListPage accepted invalid JSON %q", data)
+		}
+		if _, _, err := readWatchEvent(data); err == nil && !json.Valid(data) {
+			t.Fatalf("readWatchEvent accepted invalid JSON %q", data)
+		}
 		m, err := readObjectMeta(data)
 		trimmed := bytes.TrimSpace(data)
 		valid := json.Valid(data) && len(trimmed) > 0 && trimmed[0] == '{'

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // This file reads the few fields the Collector needs from JSON bodies as the
@@ -75,6 +76,11 @@ func skipValue(data []byte, i, depth int) (int, error) {
 
 func skipLiteral(data []byte, i int, lit string) (int, error) {
 	if !bytes.HasPrefix(data[i:], []byte(lit)) {
+		if bytes.HasPrefix([]byte(lit), data[i:]) {
+			// Cut short: the error is at the end, like every other
+			// error of a truncated value (see rawFrameReader).
+			return 0, syntaxErr(data, len(data), lit)
+		}
 		return 0, syntaxErr(data, i, lit)
 	}
 	return i + len(lit), nil
@@ -482,3 +488,93 @@ func at(data []byte, i int) byte {
 	}
 	return 0
 }
+
+// rawFramer frames a JSON watch stream into events with the scanner above:
+// each frame is one JSON object, checked but not decoded. It replaces
+// client-go's JSON framer, which runs encoding/json's scanner twice over
+// every event.
+type rawFramer struct{}
+
+// NewFrameWriter implements runtime.Framer; JSON values frame themselves.
+func (rawFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
+
+// NewFrameReader implements runtime.Framer.
+func (rawFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &rawFrameReader{r: r} }
+
+// rawFrameMinRead is the least free space a read from the stream gets.
+const rawFrameMinRead = 32 << 10
+
+// rawFrameReader returns one frame per Read, as client-go's JSON frame
+// reader does: a frame longer than the caller's buffer is returned in
+// parts, each but the last with io.ErrShortBuffer. At the end of the stream
+// it returns io.EOF between frames and io.ErrUnexpectedEOF inside one.
+type rawFrameReader struct {
+	r         io.ReadCloser
+	buf       []byte // buf[start:] is read from r and not returned yet
+	start     int
+	readErr   error  // the error r returned, once buf holds no frame
+	remaining []byte // the rest of a frame the caller's buffer could not hold
+}
+
+func (f *rawFrameReader) Read(data []byte) (int, error) {
+	frame := f.remaining
+	if len(frame) == 0 {
+		var err error
+		if frame, err = f.next(); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(data, frame)
+	if n < len(frame) {
+		f.remaining = append(f.remaining[:0:0], frame[n:]...)
+		return n, io.ErrShortBuffer
+	}
+	f.remaining = nil
+	return n, nil
+}
+
+// next returns the next frame; it is valid until the next call.
+func (f *rawFrameReader) next() ([]byte, error) {
+	for {
+		i := skipSpace(f.buf, f.start)
+		f.start = i
+		if i < len(f.buf) {
+			if f.buf[i] != '{' {
+				return nil, fmt.Errorf("watch stream: %w", syntaxErr(f.buf, i, "a JSON object"))
+			}
+			end, err := skipValue(f.buf, i, 0)
+			if err == nil {
+				f.start = end
+				return f.buf[i:end], nil
+			}
+			var se *jsonSyntaxError
+			if !errors.As(err, &se) || se.offset < len(f.buf) {
+				return nil, fmt.Errorf("watch stream: %w", err)
+			}
+			// The frame is cut short: read more, unless the stream ended.
+			if f.readErr == io.EOF {
+				return nil, io.ErrUnexpectedEOF
+			}
+		}
+		if f.readErr != nil {
+			return nil, f.readErr
+		}
+		// Keep the unreturned bytes and make room for at least as many
+		// again, so that a long frame is scanned a bounded number of times.
+		n := copy(f.buf, f.buf[f.start:])
+		f.buf, f.start = f.buf[:n], 0
+		if want := max(rawFrameMinRead, n); cap(f.buf)-n < want {
+			grown := make([]byte, n, n+want)
+			copy(grown, f.buf)
+			f.buf = grown
+		}
+		m, err := f.r.Read(f.buf[n:cap(f.buf)])
+		f.buf = f.buf[:n+m]
+		if err != nil {
+			f.readErr = err
+		}
+	}
+}
+
+// Close closes the stream.
+func (f *rawFrameReader) Close() error { return f.r.Close() }

@@ -3,11 +3,16 @@ package watch
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 )
 
 var rawJSONSeeds = []string{
@@ -141,5 +146,55 @@ func TestRawObjectDecoderStatus(t *testing.T) {
 	}
 	if err := apierrors.FromObject(obj); !isGone(err) {
 		t.Errorf("status decoded to %T %v, want a 410", obj, err)
+	}
+}
+
+func TestRawFrameReader(t *testing.T) {
+	big := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"big","resourceVersion":"9"},"data":{"k":"` + strings.Repeat("x\\\"y", 40000) + `"}}`
+	objects := []string{synthBody(1, 2), `{"metadata":{"name":"a b"},"v":[1,-2.5e3,true,false,null]}`, big, synthBody(3, 4)}
+	var stream strings.Builder
+	for i, o := range objects {
+		stream.WriteString([]string{"", " \n", "\r\n\t"}[i%3])
+		stream.WriteString(`{"type":"MODIFIED","object":` + o + `}`)
+		stream.WriteString("\n")
+	}
+	for name, wrap := range map[string]func(io.Reader) io.Reader{
+		"whole": func(r io.Reader) io.Reader { return r }, "onebyte": iotest.OneByteReader, "half": iotest.HalfReader,
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := io.NopCloser(wrap(strings.NewReader(stream.String())))
+			dec := streaming.NewDecoder(rawFramer{}.NewFrameReader(r), rawEventDecoder{})
+			for i, want := range objects {
+				var ev metav1.WatchEvent
+				if _, _, err := dec.Decode(nil, &ev); err != nil {
+					t.Fatalf("event %d: %v", i, err)
+				}
+				if ev.Type != "MODIFIED" || string(ev.Object.Raw) != want {
+					t.Fatalf("event %d: %s %.60s, want the object as sent", i, ev.Type, ev.Object.Raw)
+				}
+			}
+			if _, _, err := dec.Decode(nil, &metav1.WatchEvent{}); err != io.EOF {
+				t.Fatalf("after the last event: %v, want io.EOF", err)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		stream string
+		want   error
+	}{
+		{`{"type":"ADDED","object":{"a":tr`, io.ErrUnexpectedEOF},
+		{`{"type":"ADDED","object":{}} {"type":`, io.ErrUnexpectedEOF},
+		{`{"type":"ADDED","object":{}} {"type":x}`, nil},
+		{`[1]`, nil},
+	} {
+		fr := rawFramer{}.NewFrameReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(tc.stream))))
+		var err error
+		buf := make([]byte, 1<<10)
+		for err == nil {
+			_, err = fr.Read(buf)
+		}
+		if tc.want != nil && err != tc.want || tc.want == nil && (err == io.EOF || err == io.ErrUnexpectedEOF) {
+			t.Errorf("stream %q ended with %v, want %v (nil: a syntax error)", tc.stream, err, tc.want)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	serializerjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -163,7 +162,7 @@ func (rawSerializers) SupportedMediaTypes() []runtime.SerializerInfo {
 		StreamSerializer: &runtime.StreamSerializerInfo{
 			EncodesAsText: true,
 			Serializer:    rawEventDecoder{},
-			Framer:        serializerjson.Framer,
+			Framer:        rawFramer{},
 		},
 	}}
 }

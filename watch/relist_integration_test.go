@@ -61,18 +61,5 @@ func TestIntegrationReplacedDuringGap(t *testing.T) {
 	if !state.Exists || !state.Covered || state.Record.Resource.UID != string(fresh.GetUID()) {
 		t.Fatalf("ObjectAt after the relist: exists=%v covered=%v record=%+v; want the new UID %s", state.Exists, state.Covered, state.Record, fresh.GetUID())
 	}
-	h, err := m.History(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range h.Entries {
-		if e.Kind == materialize.EntryVersion {
-			got = append(got, string(e.Version.WatchType)+" "+e.Version.Ref.UID)
-		}
-	}
-	want := []string{"ADDED " + string(old.GetUID()), "DELETED " + string(old.GetUID()), "ADDED " + string(fresh.GetUID())}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-		t.Fatalf("history versions = %q, want %q", got, want)
-	}
+	assertVersions(t, m, key, false, "ADDED "+string(old.GetUID()), "DELETED "+string(old.GetUID()), "ADDED "+string(fresh.GetUID()))
 }

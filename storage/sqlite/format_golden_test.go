@@ -117,12 +117,12 @@ func lineDiff(a, b string) string {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			ops = append(ops, op{' ', x[i], i + 1})
 			i, j = i+1, j+1
-		case j < len(y) && (i == len(x) || lcs[i][j+1] >= lcs[i+1][j]):
-			ops = append(ops, op{'+', y[j], j + 1})
-			j++
-		default:
+		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
 			ops = append(ops, op{'-', x[i], i + 1})
 			i++
+		default:
+			ops = append(ops, op{'+', y[j], j + 1})
+			j++
 		}
 	}
 	var out []string

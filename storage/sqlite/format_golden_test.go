@@ -20,7 +20,7 @@ import (
 // and, to rebuild the journal of the current schema version with today's
 // writer (older versions' journals are never rebuilt),
 //
-//	go test ./storage/sqlite -run TestFormatFixtureGenerate -regenerate-fixtures
+//	go test ./storage/sqlite -run TestFormatFixtures -regenerate-fixtures
 var (
 	updateGolden       = flag.Bool("update", false, "rewrite the golden files under testdata/format from today's code")
 	regenerateFixtures = flag.Bool("regenerate-fixtures", false, "rebuild testdata/format/v<SchemaVersion>.db with today's writer")
@@ -74,15 +74,20 @@ func window(b []byte, at int) []byte {
 	return b[max(at-8, 0):min(at+16, len(b))]
 }
 
+// writeGolden writes a golden file, and says so when its content changed
+// (review those with git diff before committing).
 func writeGolden(t *testing.T, path string, data []byte) {
 	t.Helper()
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s (%d bytes)", path, len(data))
+	t.Logf("CHANGED %s (%d bytes): review it with git diff", path, len(data))
 }
 
 // lineDiff returns a unified-style diff of two texts: changed lines with

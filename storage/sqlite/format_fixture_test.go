@@ -45,7 +45,13 @@ func TestFormatFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeGolden(t, filepath.Join(formatDir, currentName), data)
+		dst := filepath.Join(formatDir, currentName)
+		if old, err := os.ReadFile(dst); err == nil && !bytes.Equal(old, data) {
+			t.Fatalf("%s exists and today's writer writes other bytes: the format, the fixture's history or the SQLite library changed.\n"+
+				"A format change is a new schema version (SchemaVersion, a migration); its fixture is then written next to this one.\n"+
+				"To replace the fixture of a version no journal was ever written with, delete %s first.", dst, dst)
+		}
+		writeGolden(t, dst, data)
 	}
 	fixtures, err := filepath.Glob(filepath.Join(formatDir, "v*.db"))
 	if err != nil {

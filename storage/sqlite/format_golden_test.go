@@ -33,15 +33,7 @@ const formatDir = "testdata/format"
 // -update. A difference fails with a line diff.
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *updateGolden {
-		writeGolden(t, path, got)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
+	if want, ok := golden(t, path, got); ok && !bytes.Equal(got, want) {
 		t.Errorf("%s differs from today's answer (- golden, + today); if the change is deliberate, rerun with -update:\n%s",
 			path, lineDiff(string(want), string(got)))
 	}
@@ -51,15 +43,8 @@ func checkGolden(t *testing.T, path string, got []byte) {
 // under -update. A difference fails naming the first differing offset.
 func checkGoldenBytes(t *testing.T, path string, got []byte, hint string) {
 	t.Helper()
-	if *updateGolden {
-		writeGolden(t, path, got)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file: %v (run with -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
+	want, ok := golden(t, path, got)
+	if !ok || bytes.Equal(got, want) {
 		return
 	}
 	i := 0
@@ -68,6 +53,21 @@ func checkGoldenBytes(t *testing.T, path string, got []byte, hint string) {
 	}
 	t.Errorf("%s: %d bytes, today's encoding %d bytes; first difference at offset %d:\n golden % x\n  today % x\n%s",
 		path, len(want), len(got), i, window(want, i), window(got, i), hint)
+}
+
+// golden returns the content of the golden file at path to compare got
+// with; under -update it writes got there instead and returns false.
+func golden(t *testing.T, path string, got []byte) ([]byte, bool) {
+	t.Helper()
+	if *updateGolden {
+		writeGolden(t, path, got)
+		return nil, false
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file: %v (run with -update to create it)", err)
+	}
+	return want, true
 }
 
 func window(b []byte, at int) []byte {

@@ -7,18 +7,11 @@ import (
 	"testing"
 
 	"github.com/krply/krply/examples/internal/clitest"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 func records(t *testing.T, path string) int64 {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	stats, err := store.Stats(ctx)
+	stats, err := clitest.Open(t, path).Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 // Planning and -o yaml need no target cluster; the dry run and apply are
@@ -70,13 +69,7 @@ func TestReplayWritesAPlanFile(t *testing.T) {
 // savedPlans returns the IDs of the plans saved in a journal file.
 func savedPlans(t *testing.T, path string) []string {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	page, err := store.Records(ctx, storage.Query{Types: []event.RecordType{event.TypePlan}})
+	page, err := clitest.Open(t, path).Records(context.Background(), storage.Query{Types: []event.RecordType{event.TypePlan}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/krply/krply/examples/internal/clitest"
 	"github.com/krply/krply/materialize"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 func TestSnapshot(t *testing.T) {
@@ -62,11 +61,7 @@ func TestSnapshot(t *testing.T) {
 func snapshots(t *testing.T, path string) ([]materialize.Snapshot, int64) {
 	t.Helper()
 	ctx := context.Background()
-	store, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := clitest.Open(t, path)
 	m, err := materialize.New(store)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,98 @@
+// Command apicheck keeps krply's exported API deliberate.
+//
+// It lists the exported API of every public package of the module (all
+// packages but internal/, examples/ and commands) in the manner of Go's
+// api/*.txt: one line per exported identifier with its full signature,
+// struct fields with their tags (the JSON wire schema is part of the
+// promise), interface methods, constants with their values. The record is
+// checked in at api/krply.txt.
+//
+//	go run ./internal/apicheck        # check: the API matches the record, every option is exercised
+//	go run ./internal/apicheck -w     # write the record (make api)
+//
+// The check fails when the API differs from the record, printing the lines
+// removed (-) and added (+) and the command that updates the record, and
+// when an option constructor (an exported With* function, a function
+// returning an option type, a type that is an option by conversion such as
+// replay.FieldManager) is referenced by no _test.go file and no example.
+//
+// Types come from the export data the go command writes to its build cache
+// (go list -export), read with go/importer: the standard library only, and
+// no type checking of client-go and apimachinery from source on every run.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run is main without the exit, for tests.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apicheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("C", ".", "the module's root `directory`")
+	record := fs.String("record", "api/krply.txt", "the record's `path`, relative to the module root")
+	write := fs.Bool("w", false, "write the record instead of checking it")
+	overlay := fs.String("overlay", "", "a go build -overlay `file` (tests add files with it)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: apicheck [-C dir] [-record file] [-w] [-overlay file]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "apicheck: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	mod, err := load(*dir, *overlay)
+	if err != nil {
+		fmt.Fprintln(stderr, "apicheck:", err)
+		return 2
+	}
+	lines := mod.apiLines()
+	if *write {
+		if err := writeRecord(*dir, *record, lines); err != nil {
+			fmt.Fprintln(stderr, "apicheck:", err)
+			return 2
+		}
+		fmt.Fprintf(stdout, "apicheck: wrote %d lines of API of %d packages to %s\n", len(lines), len(mod.pkgs), *record)
+		return 0
+	}
+
+	status := 0
+	want, err := readRecord(*dir, *record)
+	if err != nil {
+		fmt.Fprintf(stderr, "apicheck: %v\nCreate it with: make api\n", err)
+		status = 1
+	} else if d := diff(want, lines); len(d) > 0 {
+		fmt.Fprintf(stderr, "apicheck: the exported API differs from %s (- only in the record, + only in the code):\n", *record)
+		for _, l := range d {
+			fmt.Fprintln(stderr, l)
+		}
+		fmt.Fprintf(stderr, "If the change is deliberate, update the record in the same commit: make api (go run ./internal/apicheck -w)\n")
+		status = 1
+	}
+
+	unused, err := mod.unexercisedOptions()
+	if err != nil {
+		fmt.Fprintln(stderr, "apicheck:", err)
+		return 2
+	}
+	if len(unused) > 0 {
+		fmt.Fprintln(stderr, "apicheck: option constructors that no _test.go file and no example references:")
+		for _, u := range unused {
+			fmt.Fprintln(stderr, "\t"+u)
+		}
+		fmt.Fprintln(stderr, "Every public option is exercised by a test that asserts its effect: add one (options_exercised_test.go in its package).")
+		status = 1
+	}
+	if status == 0 {
+		fmt.Fprintf(stdout, "apicheck: the API of %d packages matches %s; every option is exercised\n", len(mod.pkgs), *record)
+	}
+	return status
+}

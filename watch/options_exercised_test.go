@@ -10,14 +10,27 @@ import (
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
 
 // Tests of the options no other test exercises, each asserting its effect.
 
-// requestOptions returns the options of the fake's list and watch calls
-// on configmaps, in order.
-func requestOptions(dyn interface{ Actions() []clienttesting.Action }) (lists, watches []metav1.ListOptions) {
+// recordUntilWatching records dyn's ConfigMaps with paginated lists until
+// the watch is open, stops, and returns the options of the fake's list and
+// watch calls on configmaps, in order, and the stream's ID.
+func recordUntilWatching(t *testing.T, dyn *dynamicfake.FakeDynamicClient, opts ...Option) (lists, watches []metav1.ListOptions, streamID string) {
+	t.Helper()
+	c, err := NewCollector(dyn, fakeDiscovery(), newMemory(t), testOpts(t, append(opts, WithWatchList(WatchListOff))...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	waitSync(t, c)
+	waitWatching(t, c)
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
 	for _, a := range dyn.Actions() {
 		if a.GetResource().Resource != "configmaps" {
 			continue
@@ -29,7 +42,7 @@ func requestOptions(dyn interface{ Actions() []clienttesting.Action }) (lists, w
 			watches = append(watches, a.ListOptions)
 		}
 	}
-	return lists, watches
+	return lists, watches, c.Status()[0].StreamID
 }
 
 // WithBookmarks(false) turns allowWatchBookmarks off in the watch requests;
@@ -45,18 +58,7 @@ func TestWithBookmarksInWatchRequests(t *testing.T) {
 		{"off", []Option{WithBookmarks(false)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dyn := fakeDynamic(configMap("a", "one", "1"))
-			c, err := NewCollector(dyn, fakeDiscovery(), newMemory(t), testOpts(t, append(tc.opts, WithWatchList(WatchListOff))...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := run(t, c)
-			waitSync(t, c)
-			waitWatching(t, c)
-			if err := stop(); err != nil {
-				t.Fatal(err)
-			}
-			_, watches := requestOptions(dyn)
+			_, watches, _ := recordUntilWatching(t, fakeDynamic(configMap("a", "one", "1")), tc.opts...)
 			if len(watches) == 0 {
 				t.Fatal("no watch request")
 			}
@@ -72,19 +74,8 @@ func TestWithBookmarksInWatchRequests(t *testing.T) {
 // WithFieldSelector goes into every list and watch request and into the
 // stream's identity.
 func TestWithFieldSelectorInRequests(t *testing.T) {
-	dyn := fakeDynamic(configMap("a", "keep", "1"), configMap("a", "drop", "1"))
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithWatchList(WatchListOff), WithFieldSelector("metadata.name=keep"))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
-	waitWatching(t, c)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	lists, watches := requestOptions(dyn)
+	lists, watches, streamID := recordUntilWatching(t, fakeDynamic(configMap("a", "keep", "1"), configMap("a", "drop", "1")),
+		WithFieldSelector("metadata.name=keep"))
 	if len(lists) == 0 || len(watches) == 0 {
 		t.Fatalf("%d lists, %d watches: want both", len(lists), len(watches))
 	}
@@ -94,8 +85,8 @@ func TestWithFieldSelectorInRequests(t *testing.T) {
 		}
 	}
 	want := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Selector: "labels:;fields:metadata.name=keep"}.ID()
-	if got := c.Status()[0].StreamID; got != want {
-		t.Errorf("stream %q, want %q", got, want)
+	if streamID != want {
+		t.Errorf("stream %q, want %q", streamID, want)
 	}
 }
 

@@ -47,6 +47,9 @@ func TestWithAPIResourcesAndClusterID(t *testing.T) {
 		}
 		if r.Type == event.TypeEvent && r.Resource.Group == "example.com" && r.Resource.Resource == "widgets" && r.Resource.Kind == "Widget" {
 			widgets++
+			if !strings.Contains(string(r.Object), `"unknownField":"kept"`) {
+				t.Errorf("widget body %s lost its unknown field", r.Object)
+			}
 		}
 	}
 	if widgets != 2 {

@@ -20,11 +20,14 @@ func TestWithLogger(t *testing.T) {
 	var lines []string
 	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{Verbosity: 1})
 	m := j.materializer(materialize.WithLogger(log), materialize.WithIDGenerator(func() string { return "snap-1" }))
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(4.5), "before outage")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(4.5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `"msg"="snapshot saved" "id"="snap-1" "cluster"="c1"`
+	if err := m.SaveSnapshot(context.Background(), snap, "before outage"); err != nil {
+		t.Fatal(err)
+	}
+	want := `"msg"="snapshot saved" "id"="snap-1" "name"="before outage" "cluster"="c1"`
 	if len(lines) != 1 || !strings.Contains(lines[0], want) ||
 		!strings.Contains(lines[0], fmt.Sprintf(`"objects"=%d "complete"=true`, len(snap.Objects))) {
 		t.Errorf("the logger got %q, want one line with %s, %d objects, complete", lines, want, len(snap.Objects))

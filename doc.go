@@ -47,16 +47,16 @@
 //
 // # This package
 //
-// Journal bundles a store with the Materializer's queries and the Planner,
-// and Record makes a Collector writing to it, all configured by one set of
-// Options:
+// Journal bundles a store with the queries and the replay planner, and
+// makes Collectors writing to it, all configured by one set of Options.
+// Embedding a Collector and querying the journal takes this package alone:
 //
-//	j, err := krply.Open(ctx, "krply.db", krply.WithResources("deploy", "cm", "svc"), krply.WithNamespaces("shop"))
+//	j, err := krply.Open(ctx, "krply.db", krply.WithResources("deploy", "cm"), krply.WithNamespaces("shop"))
 //	if err != nil {
 //		return err
 //	}
-//	defer j.Close()
-//	rec, err := j.Record(restConfig)
+//	defer j.Close() // after the Collector's Start has returned
+//	rec, err := j.NewCollectorForConfig(restConfig) // j.NewCollector(dyn, disc) for clients you made
 //	if err != nil {
 //		return err
 //	}
@@ -65,12 +65,23 @@
 //		return err
 //	}
 //	hist, err := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
+//	snap, err := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), time.Now())
+//
+// Example runs exactly this on a client-go fake. Replaying needs no other
+// import either: the package has an alias for every type its API names
+// (Cluster, Confirmation, DryRunReport, …):
+//
 //	plan, err := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: t},
 //		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
 //	err = j.SavePlan(ctx, plan) // a plan is a preview until saved; DryRun and Apply take saved plans
+//	sandbox, err := krply.NewClusterForConfig(sandboxConfig)
+//	report, err := j.DryRun(ctx, plan, sandbox)
+//	applied, err := j.Apply(ctx, plan, sandbox, krply.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
 //
-// The subpackages never import this one; use them directly for anything
-// beyond these shortcuts.
+// The Journal's methods forward to a materialize.Materializer and a
+// replay.Planner (Materializer and Planner return them). The subpackages
+// never import this one; use them directly for anything beyond these
+// shortcuts.
 //
 // # Guarantees and limits
 //
@@ -81,8 +92,8 @@
 //
 // # Concurrency and Close
 //
-// A Journal is safe for concurrent use. Close it after every Collector made
-// by Record has returned from Start; it closes the store only when Open
+// A Journal is safe for concurrent use. Close it after every Collector it
+// made has returned from Start; it closes the store only when Open
 // opened it — a store passed to NewJournal stays the caller's to close.
 //
 // # Where to go next

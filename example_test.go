@@ -3,6 +3,8 @@ package krply_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,7 +33,7 @@ func Example_quickstart() {
 		panic(err)
 	}
 	defer j.Close()
-	rec, err := j.Record(cfg) // a watch.Collector: list, watch, gaps, coverage
+	rec, err := j.NewCollectorForConfig(cfg) // list, watch, gaps, coverage
 	if err != nil {
 		panic(err)
 	}
@@ -46,10 +48,61 @@ func Example_quickstart() {
 	fmt.Println(len(hist.Versions()), "versions;", len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
 }
 
+// Embed a Collector and query the journal with this package alone: record
+// a cluster (here a client-go fake), wait for its baseline, and ask what an
+// object and a namespace looked like. Every wait is bounded.
+func Example() {
+	dir, err := os.MkdirTemp("", "krply-example")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	dyn, disc := fakeCluster(
+		object("v1", "ConfigMap", "shop", "settings", map[string]any{"data": map[string]any{"color": "blue"}}),
+		object("v1", "Pod", "shop", "web-1", nil),
+	)
+
+	j, err := krply.Open(ctx, filepath.Join(dir, "krply.db"), krply.WithResources("cm", "pods"), krply.WithClusterID("demo"))
+	if err != nil {
+		panic(err)
+	}
+	defer j.Close()
+	rec, err := j.NewCollector(dyn, disc) // krply.NewCollectorForConfig(restConfig) for a real cluster
+	if err != nil {
+		panic(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.Start(ctx) }() // or mgr.Add(rec) in a controller manager
+	if err := rec.WaitForSync(ctx); err != nil {
+		fmt.Println("not in sync:", err)
+		return
+	}
+	hist, err := j.History(ctx, krply.Object("demo", "configmaps", "shop", "settings"))
+	if err != nil {
+		panic(err)
+	}
+	snap, err := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now())
+	if err != nil {
+		panic(err)
+	}
+
+	fmt.Println("settings:", len(hist.Versions()), "version, from", hist.Versions()[0].Origin)
+	fmt.Println("shop: complete", snap.Complete, "with", len(snap.Objects), "objects")
+	cancel() // stops the Collector; close the journal after Start returns
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	// Output:
+	// settings: 1 version, from baseline
+	// shop: complete true with 2 objects
+}
+
 // Record a client-go fake into an in-memory journal, change it, and ask the
 // journal what happened. Every wait is bounded: a regression fails the
 // output check with what was awaited instead of hanging go test.
-func Example() {
+func Example_changes() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -63,7 +116,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	rec, err := j.RecordClients(dyn, disc)
+	rec, err := j.NewCollector(dyn, disc)
 	if err != nil {
 		panic(err)
 	}

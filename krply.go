@@ -24,12 +24,17 @@ const Version = "0.1.0"
 // ErrInvalidArgument: an argument of a root-package function is unusable.
 var ErrInvalidArgument = errors.New("krply: invalid argument")
 
-// Aliases of the types a newcomer meets first; each package documents them.
+// Aliases of every krply type the exported API of this package names, so
+// that recording, querying, planning, dry-running and applying need no
+// other import; each package documents its own. TestRootSignaturesUseAliases
+// keeps the set complete.
 type (
 	// Store is a journal backend (storage.Store).
 	Store = storage.Store
 	// ObjectID names an object across API versions and UIDs.
 	ObjectID = storage.ObjectID
+	// ObjectState is an object at a time, with its coverage.
+	ObjectState = materialize.ObjectState
 	// Scope selects the objects of a snapshot or a diff.
 	Scope = materialize.Scope
 	// Snapshot is the state of a scope at a time, with its completeness.
@@ -38,6 +43,10 @@ type (
 	History = materialize.History
 	// Diff is what changed in a scope between two times.
 	Diff = materialize.Diff
+	// QueryOption adjusts a History or Diff call (materialize.QueryOption).
+	QueryOption = materialize.QueryOption
+	// Materializer answers the queries (materialize.Materializer).
+	Materializer = materialize.Materializer
 	// Plan is a reviewed-before-applied replay.
 	Plan = replay.Plan
 	// Policy decides what a replay plan may contain.
@@ -45,6 +54,25 @@ type (
 	// Source and Target say what a plan rebuilds and where.
 	Source = replay.Source
 	Target = replay.Target
+	// Cluster is the target cluster DryRun and Apply write through; make
+	// one with NewCluster or NewClusterForConfig.
+	Cluster = replay.Cluster
+	// ClusterOption configures a Cluster (replay.ClusterOption).
+	ClusterOption = replay.ClusterOption
+	// Confirmation names the saved plan and hash Apply may write.
+	Confirmation = replay.Confirmation
+	// DryRunReport is what a server-side dry run of a plan found.
+	DryRunReport = replay.DryRunReport
+	// ApplyReport is what Apply wrote, per object.
+	ApplyReport = replay.ApplyReport
+	// Planner makes, saves, dry-runs and applies plans (replay.Planner).
+	Planner = replay.Planner
+	// Collector records a cluster into the journal (watch.Collector).
+	Collector = watch.Collector
+	// CollectorOption configures a Collector (watch.Option).
+	CollectorOption = watch.Option
+	// SQLiteOption configures the SQLite journal Open opens (sqlite.Option).
+	SQLiteOption = sqlite.Option
 )
 
 // Option configures a Journal and the Collectors it makes: one set of
@@ -62,7 +90,7 @@ type config struct {
 	sqlite    []sqlite.Option
 }
 
-// WithResources sets what Record records (see watch.WithResources):
+// WithResources sets what the Journal's Collectors record (see watch.WithResources):
 // aliases such as "deploy" and "cm", plurals, "resource.group".
 func WithResources(specs ...string) Option {
 	o := watch.WithResources(specs...)
@@ -83,9 +111,10 @@ func WithClusterID(id string) Option {
 	return optionFunc(func(c *config) { c.collector = append(c.collector, o) })
 }
 
-// WithCollectorOptions passes any other watch options to Record.
-func WithCollectorOptions(opts ...watch.Option) Option {
-	opts = append([]watch.Option(nil), opts...)
+// WithCollectorOptions passes any other watch options to the Journal's
+// Collectors.
+func WithCollectorOptions(opts ...CollectorOption) Option {
+	opts = append([]CollectorOption(nil), opts...)
 	return optionFunc(func(c *config) { c.collector = append(c.collector, opts...) })
 }
 
@@ -96,31 +125,33 @@ func WithPolicy(p Policy) Option {
 }
 
 // WithLogger sets the logger of the journal, its queries, its planner and
-// the Collectors Record makes. The default discards everything; Collectors
+// the Collectors it makes. The default discards everything; Collectors
 // then log to logr.FromContextOrDiscard of Start's context.
 func WithLogger(l logr.Logger) Option {
 	return optionFunc(func(c *config) { c.log = &l })
 }
 
 // WithSQLiteOptions passes options to sqlite.Open (Open only).
-func WithSQLiteOptions(opts ...sqlite.Option) Option {
-	opts = append([]sqlite.Option(nil), opts...)
+func WithSQLiteOptions(opts ...SQLiteOption) Option {
+	opts = append([]SQLiteOption(nil), opts...)
 	return optionFunc(func(c *config) { c.sqlite = append(c.sqlite, opts...) })
 }
 
-// Journal is a krply journal with everything that reads and writes it:
-// the queries of materialize.Materializer (ObjectAt, History, Snapshot,
-// Diff, …), the replay.Planner (Plan, LoadPlan, SavePlan, DryRun, Apply),
-// and Record, which makes a Collector appending to it. Queries only read;
-// SaveSnapshot, SavePlan, DryRun, Apply and Record's Collector write. It is
-// safe for concurrent use.
+// Journal is a krply journal with everything that reads and writes it: the
+// queries (ObjectAt, History, Snapshot, Diff, GetSnapshot, ListSnapshots),
+// replay planning (Plan, LoadPlan), the explicit writes (SaveSnapshot,
+// SavePlan, DryRun, Apply), and NewCollector, which makes a Collector
+// appending to it. Queries only read. It is safe for concurrent use.
+//
+// Its methods forward to a materialize.Materializer and a replay.Planner on
+// the journal's store, which Materializer and Planner return for APIs that
+// take them.
 type Journal struct {
-	*materialize.Materializer
-	*replay.Planner
-
-	store Store
-	owned bool
-	cfg   config
+	mat     *materialize.Materializer
+	planner *replay.Planner
+	store   Store
+	owned   bool
+	cfg     config
 }
 
 // Open opens the durable SQLite journal at path, creating it if needed.
@@ -175,7 +206,7 @@ func newJournal(store Store, cfg config) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("krply: %w", err)
 	}
-	return &Journal{Materializer: mat, Planner: planner, store: store, cfg: cfg}, nil
+	return &Journal{mat: mat, planner: planner, store: store, cfg: cfg}, nil
 }
 
 // Store returns the journal's store, for the lower-level queries of
@@ -191,21 +222,24 @@ func (j *Journal) Close() error {
 	return j.store.Close()
 }
 
-// Record returns a Collector that records the cluster cfg points at into
-// the journal, configured by the Journal's options and then by extra. Run
-// it with Start (it blocks until its context ends) and WaitForSync.
-func (j *Journal) Record(cfg *rest.Config, extra ...watch.Option) (*watch.Collector, error) {
-	return watch.NewCollectorForConfig(cfg, j.store, j.collectorOptions(extra)...)
-}
-
-// RecordClients is Record for clients the caller made, such as client-go
-// fakes in a test.
-func (j *Journal) RecordClients(dyn dynamic.Interface, disc discovery.DiscoveryInterface, extra ...watch.Option) (*watch.Collector, error) {
+// NewCollector returns a Collector that records into the journal through
+// clients the caller made, such as client-go fakes in a test (see
+// watch.NewCollector), configured by the Journal's options and then by
+// extra. Run it with Start (it blocks until its context ends) and
+// WaitForSync.
+func (j *Journal) NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, extra ...CollectorOption) (*Collector, error) {
 	return watch.NewCollector(dyn, disc, j.store, j.collectorOptions(extra)...)
 }
 
-func (j *Journal) collectorOptions(extra []watch.Option) []watch.Option {
-	var opts []watch.Option
+// NewCollectorForConfig returns a Collector that records the cluster cfg
+// points at into the journal (see watch.NewCollectorForConfig), configured
+// by the Journal's options and then by extra.
+func (j *Journal) NewCollectorForConfig(cfg *rest.Config, extra ...CollectorOption) (*Collector, error) {
+	return watch.NewCollectorForConfig(cfg, j.store, j.collectorOptions(extra)...)
+}
+
+func (j *Journal) collectorOptions(extra []CollectorOption) []CollectorOption {
+	var opts []CollectorOption
 	if j.cfg.log != nil {
 		opts = append(opts, watch.WithLogger(*j.cfg.log))
 	}
@@ -226,4 +260,16 @@ func Object(clusterID, resource, namespace, name string) ObjectID {
 // whole cluster when none is given.
 func Namespaces(clusterID string, namespaces ...string) Scope {
 	return Scope{ClusterID: clusterID, Namespaces: append([]string(nil), namespaces...)}
+}
+
+// NewCluster returns the target cluster reached through dyn that DryRun and
+// Apply write to (see replay.NewCluster).
+func NewCluster(dyn dynamic.Interface, opts ...ClusterOption) (*Cluster, error) {
+	return replay.NewCluster(dyn, opts...)
+}
+
+// NewClusterForConfig returns the target cluster cfg points at (see
+// replay.NewClusterForConfig).
+func NewClusterForConfig(cfg *rest.Config, opts ...ClusterOption) (*Cluster, error) {
+	return replay.NewClusterForConfig(cfg, opts...)
 }

@@ -7,7 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/krply/krply"
+	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 )
@@ -75,5 +79,54 @@ func TestOpenOwnsTheFile(t *testing.T) {
 	}
 	if _, err := krply.Open(ctx, notAJournal); !errors.Is(err, storage.ErrIncompatible) {
 		t.Errorf("Open(a text file) = %v, want storage.ErrIncompatible", err)
+	}
+}
+
+// Replaying through the Journal takes the root package's names alone:
+// NewCluster, Plan, SavePlan, DryRun and Apply with a Confirmation reach
+// the Planner, whose refusals come back as they are.
+func TestJournalReplaysWithRootNames(t *testing.T) {
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}
+	system := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kube-system", "uid": "cluster-uid"}}}
+	c := krplytest.NewCluster(t, krplytest.WithResources("cm", "ns"), krplytest.WithObjects(ns, system, configMapObject("shop", "settings", "blue")))
+	at := c.Mark()
+	c.Stop()
+	ctx := context.Background()
+
+	j, err := krply.NewJournal(c.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Materializer() == nil || j.Planner() == nil {
+		t.Fatal("Materializer() or Planner() is nil")
+	}
+	var sandbox *krply.Cluster
+	if sandbox, err = krply.NewCluster(c.Dynamic, replay.WithClusterID(c.ClusterID)); err != nil {
+		t.Fatal(err)
+	}
+	var plan *krply.Plan
+	plan, err = j.Plan(ctx, krply.Source{ClusterID: c.ClusterID, Namespaces: []string{"shop"}, At: at},
+		krply.Target{Namespaces: map[string]string{"shop": "shop-copy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unsaved *replay.UnsavedPlanError
+	if _, err := j.DryRun(ctx, plan, sandbox); !errors.As(err, &unsaved) {
+		t.Errorf("DryRun of a plan preview = %v, want *replay.UnsavedPlanError", err)
+	}
+	if err := j.SavePlan(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := j.LoadPlan(ctx, plan.ID)
+	if err != nil || loaded.Hash != plan.Hash {
+		t.Fatalf("LoadPlan = %v, %v; want the saved plan with hash %s", loaded, err, plan.Hash)
+	}
+	var confirm *replay.ConfirmationRequiredError
+	if _, err := j.Apply(ctx, loaded, sandbox, krply.Confirmation{}); !errors.As(err, &confirm) {
+		t.Errorf("Apply without confirmation = %v, want *replay.ConfirmationRequiredError", err)
+	}
+	var source *replay.SourceClusterError
+	if _, err := j.DryRun(ctx, loaded, sandbox); !errors.As(err, &source) {
+		t.Errorf("DryRun into the source cluster = %v, want *replay.SourceClusterError", err)
 	}
 }

@@ -62,7 +62,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer j.Close()
-	rec, err := j.Record(mgr.GetConfig())
+	rec, err := j.NewCollectorForConfig(mgr.GetConfig())
 	if err != nil {
 		log.Error(err, "collector")
 		os.Exit(1)

@@ -232,7 +232,7 @@ func all(ops []func() error) error {
 
 // startRecorder starts a Collector on the journal and waits for its sync.
 func (d *demo) startRecorder(ctx context.Context) error {
-	rec, err := d.j.Record(d.source)
+	rec, err := d.j.NewCollectorForConfig(d.source)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 		return err
 	}
 	defer j.Close()
-	rec, err := j.Record(cfg)
+	rec, err := j.NewCollectorForConfig(cfg)
 	if err != nil {
 		return err
 	}

@@ -43,7 +43,7 @@ func Record(t TB, opts ...krplytest.Option) *Recording {
 		t.Fatalf("clitest: %v", err)
 		return nil
 	}
-	rec, err := j.RecordClients(c.Dynamic, c.Discovery, watch.WithClusterID(c.ClusterID), watch.WithResources("cm", "deploy", "svc", "ns", "pods"),
+	rec, err := j.NewCollector(c.Dynamic, c.Discovery, watch.WithClusterID(c.ClusterID), watch.WithResources("cm", "deploy", "svc", "ns", "pods"),
 		watch.WithBackoff(5*time.Millisecond, 100*time.Millisecond), watch.WithBatching(256, 4<<20, time.Millisecond), watch.WithRediscoveryInterval(0))
 	if err != nil {
 		cancel()

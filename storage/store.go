@@ -26,8 +26,12 @@ var (
 	ErrIncompatible = errors.New("storage: incompatible journal file")
 )
 
-// Store is a journal backend. Implementations are safe for concurrent use by
-// one writer and any number of readers.
+// Store is a journal backend. Implementations are safe for concurrent use
+// by any number of goroutines: writes (Append, Compact) are serialized and
+// readers see whole batches. A durable backend may also let several
+// processes share one journal, each process's writes serialized with the
+// others' and never colliding (storage/sqlite does); each backend
+// documents its contract.
 type Store interface {
 	Reader
 	Writer

@@ -22,6 +22,12 @@ import (
 
 const driverName = "sqlite"
 
+// writeBusyTimeout is how long a write waits for another process's write
+// transaction to end before it fails with SQLITE_BUSY. A Compact holds the
+// write lock for its whole run, seconds on a large journal: a recorder in
+// another process waits rather than fails.
+const writeBusyTimeout = time.Minute
+
 // Store is a krply journal in one SQLite file. It implements storage.Store.
 type Store struct {
 	path string
@@ -40,11 +46,17 @@ type Store struct {
 	r *sql.DB // the read pool, query_only
 
 	// writeMu serializes Append and Compact; the fields below belong to
-	// the writer.
+	// the writer. Other processes may write the journal too: every write
+	// transaction first catches up with them (see catchUp), so the next
+	// IDs are read afresh and the caches below hold only what no other
+	// process can invalidate but a compaction.
 	writeMu      sync.Mutex
 	nextSeq      int64
 	nextBodyID   int64
 	nextObjectID int64
+	// seqFloor is the journal's seq floor as of this Store's last write
+	// transaction: it grows with every compaction, by any process.
+	seqFloor int64
 	// sized holds the multi-row INSERTs and the IN (...) lookups, by
 	// their text and row (key) count; see sizedKey.
 	sized     map[string]*sql.Stmt
@@ -135,8 +147,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
+	// Every write transaction takes the write lock at BEGIN (IMMEDIATE),
+	// so writes of several processes queue up and never need to retry; a
+	// write waits up to writeBusyTimeout for the one in progress.
 	writerDSN := fileURL(path) + "?_txlock=immediate" +
-		"&_pragma=busy_timeout(10000)" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", writeBusyTimeout.Milliseconds()) +
 		"&_pragma=synchronous(" + syncMode + ")" +
 		fmt.Sprintf("&_pragma=cache_size(-%d)", cfg.cacheKiB) +
 		"&_pragma=temp_store(MEMORY)"
@@ -189,23 +204,23 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
 	}
-	var maxSeq, floor, maxBody, maxObject sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies), (SELECT max(id) FROM objects) FROM totals`).Scan(&maxSeq, &floor, &maxBody, &maxObject); err != nil {
+	if err := s.readCounters(ctx, s.stmts.counters); err != nil {
 		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
 	}
-	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
-	s.nextBodyID = maxBody.Int64 + 1
-	s.nextObjectID = maxObject.Int64 + 1
 	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
 	return s, nil
 }
 
 // create makes a new, empty journal at path. It builds the file under a
-// temporary name and renames it into place, so a crash during creation
-// never leaves a half-made journal at path.
+// temporary name of its own and links it into place, so a crash during
+// creation never leaves a half-made journal at path, and of processes
+// creating the same journal at once one wins and the others open its
+// file (a rename would replace a journal another process already
+// writes).
 func create(ctx context.Context, path string) error {
-	tmp := path + ".creating"
+	tmp := fmt.Sprintf("%s.creating-%d", path, os.Getpid())
 	for _, f := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
+		// Left by a crash of an earlier process with this pid.
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("sqlite: create %s: %w", path, err)
 		}
@@ -229,16 +244,32 @@ func create(ctx context.Context, path string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = place(tmp, path)
 	}
+	os.Remove(tmp)
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	if dir, err := os.Open(filepath.Dir(path)); err == nil {
 		// Make the rename durable; not every platform can sync a directory.
 		_ = dir.Sync()
 		dir.Close()
+	}
+	return nil
+}
+
+// place puts the new journal tmp at path unless another process put one
+// there first. An empty file at path (made by touch, say) is replaced.
+func place(tmp, path string) error {
+	err := os.Link(tmp, path)
+	if errors.Is(err, os.ErrExist) {
+		if fi, serr := os.Stat(path); serr != nil || fi.Size() > 0 {
+			return nil // another process created it: open that one
+		}
+	}
+	if err != nil {
+		// Empty, or a file system without hard links.
+		return os.Rename(tmp, path)
 	}
 	return nil
 }
@@ -292,7 +323,58 @@ func (s *Store) exit() {
 type writerStmts struct {
 	bodyRow                               *sql.Stmt
 	streamRow, insertStream, updateStream *sql.Stmt
-	latestBody, updateTotals              *sql.Stmt
+	latestBody, updateTotals, counters    *sql.Stmt
+}
+
+// countersQuery reads what the next IDs follow from: the newest seq, the
+// seq floor, the newest body and object IDs. Each is one seek.
+const countersQuery = `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies), (SELECT max(id) FROM objects) FROM totals WHERE id = 1`
+
+// readCounters sets the next IDs and the seq floor from countersQuery
+// run by st.
+func (s *Store) readCounters(ctx context.Context, st *sql.Stmt) error {
+	var maxSeq, maxBody, maxObject sql.NullInt64
+	var floor int64
+	if err := st.QueryRowContext(ctx).Scan(&maxSeq, &floor, &maxBody, &maxObject); err != nil {
+		return err
+	}
+	s.nextSeq = max(maxSeq.Int64, floor) + 1
+	s.nextBodyID = maxBody.Int64 + 1
+	s.nextObjectID = maxObject.Int64 + 1
+	s.seqFloor = floor
+	return nil
+}
+
+// catchUp is the first step of every write transaction, which holds the
+// journal's write lock (BEGIN IMMEDIATE): other processes may have
+// written since this Store's last write. Their appends only move the
+// next IDs, which it reads again; the caches stay true, since a stored
+// object, body or stream_objects row never changes and is removed only
+// by a compaction. A compaction by another process — the seq floor grew
+// — empties the caches that point at bodies and stream_objects rows.
+// Body IDs are never reused (see Compact), so the readers' decoded
+// keyframes stay true even then.
+func (s *Store) catchUp(ctx context.Context, tx *sql.Tx) error {
+	seq, body, object, floor := s.nextSeq, s.nextBodyID, s.nextObjectID, s.seqFloor
+	if err := s.readCounters(ctx, tx.StmtContext(ctx, s.stmts.counters)); err != nil {
+		return fmt.Errorf("read sequence: %w", err)
+	}
+	if s.seqFloor != floor {
+		s.forgetBodies()
+	}
+	if seq != s.nextSeq || body != s.nextBodyID || object != s.nextObjectID || floor != s.seqFloor {
+		s.log.V(1).Info("another process wrote the journal", "nextSeq", s.nextSeq, "compacted", floor != s.seqFloor)
+	}
+	return nil
+}
+
+// forgetBodies empties the writer's caches of bodies and stream_objects
+// rows after a compaction.
+func (s *Store) forgetBodies() {
+	s.keyframes.clear()
+	s.keyframeRaw.clear()
+	clear(s.streamObjects)
+	clear(s.kindKeyframes)
 }
 
 func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -306,6 +388,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&ws.updateStream, `UPDATE streams SET checkpoint_rv=?, checkpoint_at=?, available=?, availability_reason=?, last_baseline_id=?, last_baseline_end_at=?, open_baseline_id=?, gaps=?, last_gap_at=?, first_observed_at=?, last_observed_at=?, records=?, last_seq=? WHERE id=?`},
 		{&ws.latestBody, `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`},
 		{&ws.updateTotals, `UPDATE totals SET records=records+?, events=events+?, bodies=bodies+?, body_bytes=body_bytes+?, raw_bytes=raw_bytes+? WHERE id=1`},
+		{&ws.counters, countersQuery},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -319,7 +402,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (ws *writerStmts) close() {
 	for _, st := range []*sql.Stmt{ws.bodyRow, ws.streamRow, ws.insertStream, ws.updateStream,
-		ws.latestBody, ws.updateTotals} {
+		ws.latestBody, ws.updateTotals, ws.counters} {
 		if st != nil {
 			st.Close()
 		}
@@ -417,6 +500,9 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		return storage.AppendResult{}, fmt.Errorf("sqlite: append: begin: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.catchUp(ctx, tx); err != nil {
+		return storage.AppendResult{}, fmt.Errorf("sqlite: append: %w", err)
+	}
 	at := s.newAppendTx(ctx, tx)
 	res := storage.AppendResult{Seqs: make([]int64, len(records))}
 	ids := make([]any, len(records))

@@ -24,6 +24,9 @@ var (
 	// ErrIncompatible: the file was written by a newer krply, is not a krply
 	// journal, or is corrupt. The store leaves such a file untouched.
 	ErrIncompatible = errors.New("storage: incompatible journal file")
+	// ErrReadOnly: the store was opened read-only, so Append and Compact
+	// are refused; or a writable open found a journal it cannot write.
+	ErrReadOnly = errors.New("storage: read-only journal")
 )
 
 // Store is a journal backend. Implementations are safe for concurrent use

@@ -23,7 +23,7 @@ import (
 // VACUUM. Every compaction raises the journal's seq floor, which tells
 // other processes to drop their caches.
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
-	done, err := s.enter()
+	done, err := s.enterWrite("compact")
 	if err != nil {
 		return storage.CompactResult{}, err
 	}

@@ -72,6 +72,25 @@
 // those, or who need each commit on disk before they proceed, choose
 // WithSynchronous(SyncFull), at the cost of one fsync per Append.
 //
+// # Read-only
+//
+// A process that only queries opens the journal WithReadOnly: it never
+// creates, migrates or writes the file, answers every query, sees what
+// writers commit as they commit it, and refuses Append and Compact with
+// storage.ErrReadOnly. SQLite shares the write-ahead log with writers
+// through the journal's -shm file, which it creates (with an empty -wal
+// file) where the folder allows and leaves there; in a folder this
+// process may not write, and with no -shm file, the journal is read as
+// immutable, and a write by another process after all makes every call
+// fail rather than answer from a changing file (see WithReadOnly).
+//
+// A writable Open of a journal this process may not write — a read-only
+// file, -wal or -shm file, or a read-only folder, where SQLite could not
+// create them — fails at once with an error that wraps storage.ErrReadOnly
+// and the operating system's, names what cannot be written and says to
+// open it WithReadOnly or fix the permissions; SQLite never touches the
+// file, so no -wal or -shm file is left behind.
+//
 // # Several processes
 //
 // Any number of processes may open one journal and read and write it at

@@ -204,6 +204,9 @@ func checkVersion(ctx context.Context, path string) (int, error) {
 	if err == nil {
 		err = db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
 	}
+	if err != nil && cannotShare(err) && !exists(path+"-shm") {
+		return 0, walNeedsShm(path, err)
+	}
 	if err != nil {
 		return 0, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: "cannot read the schema version (corrupt file?)", Err: err}
 	}

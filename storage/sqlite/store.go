@@ -42,8 +42,11 @@ type Store struct {
 	closed    bool
 	inFlight  int
 
-	w *sql.DB // exactly one connection: the only writer
+	w *sql.DB // exactly one connection: the only writer; nil when read-only
 	r *sql.DB // the read pool, query_only
+	// immutable is set when a read-only Store reads the file as
+	// immutable; it notices when the file changes after all.
+	immutable *immutableFile
 
 	// writeMu serializes Append and Compact; the fields below belong to
 	// the writer. Other processes may write the journal too: every write
@@ -106,7 +109,10 @@ var _ storage.Store = (*Store)(nil)
 // migrating an older schema forward. A file that is not a krply journal,
 // is corrupt, or was written by a newer krply yields an error wrapping
 // storage.ErrIncompatible (an *IncompatibleError), and the file is left
-// untouched. The caller must Close the store.
+// untouched. A journal this process cannot write (the file, its folder,
+// or its -wal and -shm files are read-only) is refused before SQLite
+// touches it, with an error wrapping storage.ErrReadOnly: open it with
+// WithReadOnly instead. The caller must Close the store.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -118,11 +124,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if !cfg.loggerSet {
 		cfg.logger = logr.FromContextOrDiscard(ctx)
 	}
-	syncMode, _ := cfg.synchronous.pragma()
 
 	isNew, err := inspectFile(path)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.readOnly && isNew:
+		return nil, noJournal(path)
+	case !cfg.readOnly:
+		if err := checkWritable(path, isNew); err != nil {
+			return nil, err
+		}
 	}
 	if isNew {
 		if err := create(ctx, path); err != nil {
@@ -132,6 +145,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	version, err := checkVersion(ctx, path)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.readOnly && version != SchemaVersion {
+		return nil, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion,
+			Reason: fmt.Sprintf("schema version %d, which a read-only open does not migrate to %d: open it once without WithReadOnly", version, SchemaVersion)}
 	}
 
 	s := &Store{
@@ -147,68 +164,122 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
+	if !cfg.readOnly {
+		if err := s.openWriter(ctx, version); err != nil {
+			s.closeDBs()
+			return nil, err
+		}
+	}
+	if err := s.openReaders(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	syncMode, _ := cfg.synchronous.pragma()
+	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode,
+		"readOnly", cfg.readOnly, "immutable", s.immutable != nil)
+	return s, nil
+}
+
+// openWriter opens the writer's connection, migrates the schema from
+// version and prepares the writer's statements.
+func (s *Store) openWriter(ctx context.Context, version int) error {
+	syncMode, _ := s.cfg.synchronous.pragma()
 	// Every write transaction takes the write lock at BEGIN (IMMEDIATE),
 	// so writes of several processes queue up and never need to retry; a
 	// write waits up to writeBusyTimeout for the one in progress.
-	writerDSN := fileURL(path) + "?_txlock=immediate" +
+	writerDSN := fileURL(s.path) + "?_txlock=immediate" +
 		fmt.Sprintf("&_pragma=busy_timeout(%d)", writeBusyTimeout.Milliseconds()) +
 		"&_pragma=synchronous(" + syncMode + ")" +
-		fmt.Sprintf("&_pragma=cache_size(-%d)", cfg.cacheKiB) +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", s.cfg.cacheKiB) +
 		"&_pragma=temp_store(MEMORY)"
+	var err error
 	if s.w, err = sql.Open(driverName, writerDSN); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	fail := func(err error) (*Store, error) {
-		s.w.Close()
-		if s.r != nil {
-			s.r.Close()
-		}
-		return nil, err
-	}
 	if err := migrate(ctx, s.w, version); err != nil {
-		return fail(fmt.Errorf("%w (%s)", err, path))
+		return fmt.Errorf("%w (%s)", err, s.path)
 	}
 	var mode string
 	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
-		return fail(fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", path, mode, err))
+		return fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", s.path, mode, err)
 	}
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 4000`); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
-
-	// Readers map the file: a page read is a memory access, not a
-	// pread system call per page (the bulk of LatestAt's time without it).
-	readerDSN := fileURL(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
-		fmt.Sprintf("&_pragma=mmap_size(%d)", cfg.mmapBytes) +
-		fmt.Sprintf("&_pragma=cache_size(-%d)", max(cfg.cacheKiB/4, 1024)) +
-		"&_pragma=temp_store(MEMORY)"
-	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
-		return fail(fmt.Errorf("sqlite: open %s for reading: %w", path, err))
-	}
-	s.r.SetMaxOpenConns(cfg.readers)
-	s.r.SetMaxIdleConns(cfg.readers)
-
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
 	if err := s.prepareSized(ctx); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
-	}
-	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
-	}
-	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
 	if err := s.readCounters(ctx, s.stmts.counters); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
+		return fmt.Errorf("sqlite: %s: read sequence: %w", s.path, err)
 	}
-	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
-	return s, nil
+	return nil
+}
+
+// openReaders opens the read pool and prepares the hot read statements.
+// A read-only Store's pool opens the file read-only (mode=ro), sharing
+// the write-ahead log with writers through the -shm file, which SQLite
+// creates when it is missing. Where it cannot (a folder this process may
+// not write), and no write-ahead log holds commits, the pool reads the
+// file as immutable; see WithReadOnly.
+func (s *Store) openReaders(ctx context.Context) error {
+	err := s.openPool(ctx, "")
+	if err != nil && s.cfg.readOnly && cannotShare(err) && !exists(s.path+"-shm") {
+		if nonEmpty(s.path + "-wal") {
+			return walNeedsShm(s.path, err)
+		}
+		var imm *immutableFile
+		if imm, err = watchImmutable(s.path); err != nil {
+			return err
+		}
+		s.r.Close()
+		if err = s.openPool(ctx, "&immutable=1"); err == nil {
+			s.immutable = imm
+		}
+	}
+	return err
+}
+
+// openPool opens the read pool with the extra URI parameters and prepares
+// its statements.
+func (s *Store) openPool(ctx context.Context, extra string) error {
+	// Readers map the file: a page read is a memory access, not a
+	// pread system call per page (the bulk of LatestAt's time without it).
+	readerDSN := fileURL(s.path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
+		fmt.Sprintf("&_pragma=mmap_size(%d)", s.cfg.mmapBytes) +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", max(s.cfg.cacheKiB/4, 1024)) +
+		"&_pragma=temp_store(MEMORY)"
+	if s.cfg.readOnly {
+		readerDSN += "&mode=ro" + extra
+	}
+	var err error
+	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
+		return fmt.Errorf("sqlite: open %s for reading: %w", s.path, err)
+	}
+	s.r.SetMaxOpenConns(s.cfg.readers)
+	s.r.SetMaxIdleConns(s.cfg.readers)
+	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
+		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
+	}
+	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
+		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
+	}
+	return nil
+}
+
+// closeDBs closes the connections of a Store that failed to open.
+func (s *Store) closeDBs() {
+	for _, db := range []*sql.DB{s.w, s.r} {
+		if db != nil {
+			db.Close()
+		}
+	}
 }
 
 // create makes a new, empty journal at path. It builds the file under a
@@ -297,7 +368,11 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	var werr error
+	if s.w != nil {
+		werr = s.w.Close()
+	}
+	return errors.Join(s.r.Close(), werr)
 }
 
 // enter starts an operation; the returned func ends it.
@@ -307,8 +382,27 @@ func (s *Store) enter() (func(), error) {
 	if s.closed {
 		return nil, fmt.Errorf("sqlite: %s: %w", s.path, storage.ErrClosed)
 	}
+	if s.immutable != nil {
+		if err := s.immutable.check(); err != nil {
+			return nil, err
+		}
+	}
 	s.inFlight++
 	return s.exit, nil
+}
+
+// enterWrite is enter for Append and Compact, which a read-only Store
+// refuses.
+func (s *Store) enterWrite(op string) (func(), error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.readOnly {
+		done()
+		return nil, fmt.Errorf("sqlite: %s %s: %w (opened with WithReadOnly)", op, s.path, storage.ErrReadOnly)
+	}
+	return done, nil
 }
 
 func (s *Store) exit() {
@@ -479,7 +573,7 @@ type appendTx struct {
 
 // Append implements storage.Writer.
 func (s *Store) Append(ctx context.Context, records []event.Record) (storage.AppendResult, error) {
-	done, err := s.enter()
+	done, err := s.enterWrite("append to")
 	if err != nil {
 		return storage.AppendResult{}, err
 	}

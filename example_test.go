@@ -98,7 +98,7 @@ func Example() {
 		fmt.Println()
 	}
 
-	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now(), "")
+	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now())
 	fmt.Println("snapshot complete:", snap.Complete, "objects:", len(snap.Objects))
 
 	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: time.Now()},

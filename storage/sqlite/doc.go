@@ -139,6 +139,40 @@
 // connections (WithReadConnections) and, thanks to WAL, never wait for a
 // write and always see whole batches, from this process or another.
 //
+// # File format
+//
+// A journal file is read by every later krply, so its format is fixed:
+//
+//   - the SQL schema of schema.go, versioned by PRAGMA user_version
+//     (SchemaVersion) and marked by application_id "krpl";
+//   - record types as integers (event 1, baseline 2, gap 3,
+//     coverage_change 4, audit_correlation 5, snapshot 6, checkpoint 7,
+//     replay_plan 8) and watch types too (none 0, ADDED 1, MODIFIED 2,
+//     DELETED 3, BOOKMARK 4, ERROR 5);
+//   - times as Unix nanoseconds, the zero time as the smallest int64;
+//   - an EventID of 32 lowercase hex digits as its 16 bytes, any other as
+//     text, indexed by a 64-bit key: the first 8 bytes (big-endian) of the
+//     bytes, or of the SHA-256 of the text; body hashes likewise;
+//   - the meta column: JSON with short keys for what has no column, with
+//     the payloads (event.Gap, event.Baseline, ...) in their own JSON, so
+//     their field names are part of the format;
+//   - bodies: a keyframe (base NULL) is raw deflate (RFC 1951) with the
+//     preset dictionary format_dictionary.json; a delta is instructions
+//     against a keyframe (never another delta), each a uvarint header h:
+//     h&1 == 1 copies h>>1 bytes of the keyframe from the uvarint offset
+//     that follows, h&1 == 0 inserts the h>>1 bytes that follow.
+//
+// testdata/format holds a journal written by each schema version's own
+// writer (vN.db: every record type, a compaction, an interrupted baseline,
+// inferred deletions, both kinds of delta) and its answers to every query
+// of the store (vN.answers.json); golden bytes pin the body codec and the
+// dictionary's SHA-256. The rule: every change to the format is a new
+// schema version with a migration, proven against these fixtures. The
+// journals of older versions stay; a new version adds its own
+// (-regenerate-fixtures). Opening each with the current code must migrate
+// a copy to exactly the schema of a new journal and answer as its golden
+// file says (TestFormatFixtures).
+//
 // # Close
 //
 // Whoever calls Open must call Close. Close waits for calls in flight,

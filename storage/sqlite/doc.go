@@ -106,7 +106,7 @@
 //   - Nothing a Store remembers is trusted across another process's
 //     write. Each write transaction first reads, under the lock, the
 //     newest sequence number and body and object IDs (one query of three
-//     index seeks, about 5 µs against the 4 ms of CPU an Append of 100
+//     index seeks, 5–10 µs against the 4 ms of CPU an Append of 100
 //     events takes). Appends by others change nothing else the writer
 //     keeps: a stored body, object or stream membership never changes.
 //     A compaction, by any process, raises the journal's seq floor; a

@@ -412,7 +412,6 @@ func serveChild(path, _ string) error {
 // served is a "serve" child.
 type served struct {
 	name string
-	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Scanner
 	mu   sync.Mutex
@@ -420,7 +419,14 @@ type served struct {
 
 func startServed(t *testing.T, name, path string) *served {
 	t.Helper()
-	cmd := childCmd("serve", path, "")
+	in, out := startChild(t, name, childCmd("serve", path, ""))
+	return &served{name: name, in: in, out: out}
+}
+
+// startChild starts cmd with pipes to its stdin and stdout; at the end of
+// the test it closes stdin and waits for the child, which must succeed.
+func startChild(t *testing.T, name string, cmd *exec.Cmd) (io.WriteCloser, *bufio.Scanner) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -433,14 +439,15 @@ func startServed(t *testing.T, name, path string) *served {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &served{name: name, cmd: cmd, in: in, out: bufio.NewScanner(out)}
 	t.Cleanup(func() {
-		p.in.Close()
-		if err := p.cmd.Wait(); err != nil {
+		in.Close()
+		if err := cmd.Wait(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	})
-	return p
+	sc := bufio.NewScanner(out)
+	sc.Buffer(nil, 64<<20)
+	return in, sc
 }
 
 // do sends one request and returns the response; an error of the child's

@@ -340,26 +340,8 @@ type reader struct {
 
 func startReader(t *testing.T, u *unprivileged, path string) *reader {
 	t.Helper()
-	cmd := u.cmd("perm-ro", path)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		in.Close()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("perm-ro child: %v", err)
-		}
-	})
-	return &reader{in: in, out: bufio.NewScanner(out)}
+	in, out := startChild(t, "perm-ro child", u.cmd("perm-ro", path))
+	return &reader{in: in, out: out}
 }
 
 // next reads the child's next report.

@@ -25,7 +25,7 @@ func (j *Journal) ObjectAt(ctx context.Context, obj ObjectID, at time.Time) (*Ob
 
 // History returns an object's versions with their field changes, gaps and
 // provenance (see materialize.Materializer.History).
-func (j *Journal) History(ctx context.Context, obj ObjectID, opts ...QueryOption) (*History, error) {
+func (j *Journal) History(ctx context.Context, obj ObjectID, opts ...HistoryOption) (*History, error) {
 	return j.mat.History(ctx, obj, opts...)
 }
 
@@ -55,7 +55,7 @@ func (j *Journal) ListSnapshots(ctx context.Context, clusterID string) ([]Snapsh
 
 // Diff returns what changed in a scope between two times (see
 // materialize.Materializer.Diff).
-func (j *Journal) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...QueryOption) (*Diff, error) {
+func (j *Journal) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...CompareOption) (*Diff, error) {
 	return j.mat.Diff(ctx, scope, from, to, opts...)
 }
 

@@ -21,8 +21,16 @@ import (
 // Version is the version of this module.
 const Version = "0.1.0"
 
-// ErrInvalidArgument: an argument of a root-package function is unusable.
-var ErrInvalidArgument = errors.New("krply: invalid argument")
+// Sentinel errors, the same values as storage's: errors.Is(err,
+// ErrInvalidArgument) and errors.Is(err, ErrNotFound) hold for the errors
+// of every krply package, whichever of them returned it.
+var (
+	// ErrInvalidArgument: an argument or an option cannot be used, or an
+	// option was given to a call that does not take it.
+	ErrInvalidArgument = storage.ErrInvalidArgument
+	// ErrNotFound: no saved plan, snapshot, record or object by that name.
+	ErrNotFound = storage.ErrNotFound
+)
 
 // Aliases of every krply type the exported API of this package names, so
 // that recording, querying, planning, dry-running and applying need no
@@ -43,8 +51,11 @@ type (
 	History = materialize.History
 	// Diff is what changed in a scope between two times.
 	Diff = materialize.Diff
-	// QueryOption adjusts a History or Diff call (materialize.QueryOption).
-	QueryOption = materialize.QueryOption
+	// HistoryOption adjusts a History call (materialize.HistoryOption).
+	HistoryOption = materialize.HistoryOption
+	// CompareOption says how History and Diff compare versions; every
+	// CompareOption is a HistoryOption (materialize.CompareOption).
+	CompareOption = materialize.CompareOption
 	// Materializer answers the queries (materialize.Materializer).
 	Materializer = materialize.Materializer
 	// Plan is a reviewed-before-applied replay.
@@ -89,6 +100,7 @@ type config struct {
 	collector []watch.Option
 	sqlite    []sqlite.Option
 	readOnly  bool
+	openOnly  []string // the options given that only Open takes
 }
 
 // WithResources sets what the Journal's Collectors record (see watch.WithResources):
@@ -132,23 +144,25 @@ func WithLogger(l logr.Logger) Option {
 	return optionFunc(func(c *config) { c.log = &l })
 }
 
-// WithSQLiteOptions passes options to sqlite.Open (Open only).
+// WithSQLiteOptions passes options to sqlite.Open. Only Open takes it:
+// NewJournal, whose store the caller opened, returns ErrInvalidArgument.
 func WithSQLiteOptions(opts ...SQLiteOption) Option {
 	opts = append([]SQLiteOption(nil), opts...)
-	return optionFunc(func(c *config) { c.sqlite = append(c.sqlite, opts...) })
+	return optionFunc(func(c *config) {
+		c.sqlite, c.openOnly = append(c.sqlite, opts...), append(c.openOnly, "WithSQLiteOptions")
+	})
 }
 
-// WithReadOnly opens the journal read-only (Open only; see
-// sqlite.WithReadOnly), for a process that only queries it: Open never
-// creates, migrates or writes the file, and every query answers, seeing
-// what recorders commit meanwhile. What writes — a Collector (NewCollector
-// refuses), saving a snapshot, a plan or audit correlations, Compact —
-// fails with an error
+// WithReadOnly opens the journal read-only (see sqlite.WithReadOnly), for
+// a process that only queries it: Open never creates, migrates or writes
+// the file, and every query answers, seeing what recorders commit
+// meanwhile. What writes — a Collector (NewCollector refuses), saving a
+// snapshot, a plan or audit correlations, Compact — fails with an error
 // wrapping storage.ErrReadOnly. Without it, Open of a journal this process
 // may not write fails at once, wrapping storage.ErrReadOnly and saying to
-// use it.
+// use it. Only Open takes it: NewJournal returns ErrInvalidArgument.
 func WithReadOnly() Option {
-	return optionFunc(func(c *config) { c.readOnly = true })
+	return optionFunc(func(c *config) { c.readOnly, c.openOnly = true, append(c.openOnly, "WithReadOnly") })
 }
 
 // Journal is a krply journal with everything that reads and writes it: the
@@ -194,12 +208,19 @@ func Open(ctx context.Context, path string, opts ...Option) (*Journal, error) {
 }
 
 // NewJournal wraps a store the caller opened (for example memory.New()).
-// The caller keeps ownership: Journal.Close does not close it.
+// The caller keeps ownership: Journal.Close does not close it. The options
+// of the store's own opening (WithSQLiteOptions, WithReadOnly) are Open's;
+// given here they are an ErrInvalidArgument.
 func NewJournal(store Store, opts ...Option) (*Journal, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
+		return nil, fmt.Errorf("krply: %w: nil store", ErrInvalidArgument)
 	}
-	return newJournal(store, newConfig(opts))
+	cfg := newConfig(opts)
+	if len(cfg.openOnly) > 0 {
+		return nil, fmt.Errorf("krply: %w: NewJournal takes a store already open, so %s (options of Open) cannot apply; give them to the store's own constructor, such as sqlite.Open",
+			ErrInvalidArgument, strings.Join(cfg.openOnly, ", "))
+	}
+	return newJournal(store, cfg)
 }
 
 func newConfig(opts []Option) config {

@@ -136,10 +136,10 @@ type Correlator struct {
 // with, the cluster whose API server wrote the audit events.
 func NewCorrelator(j Journal, clusterID string, opts ...Option) (*Correlator, error) {
 	if j == nil {
-		return nil, fmt.Errorf("%w: nil journal", ErrInvalidOption)
+		return nil, fmt.Errorf("audit: %w: nil journal", ErrInvalidArgument)
 	}
 	if clusterID == "" {
-		return nil, fmt.Errorf("%w: empty cluster ID", ErrInvalidOption)
+		return nil, fmt.Errorf("audit: %w: empty cluster ID", ErrInvalidArgument)
 	}
 	cfg := config{clockSkew: DefaultClockSkew, window: DefaultMatchWindow, batchSize: DefaultBatchSize, maxProblems: DefaultMaxProblems}
 	for _, o := range opts {
@@ -149,13 +149,13 @@ func NewCorrelator(j Journal, clusterID string, opts ...Option) (*Correlator, er
 	}
 	switch {
 	case cfg.clockSkew < 0:
-		return nil, fmt.Errorf("%w: clock skew %s, want >= 0", ErrInvalidOption, cfg.clockSkew)
+		return nil, fmt.Errorf("audit: %w: clock skew %s, want >= 0", ErrInvalidArgument, cfg.clockSkew)
 	case cfg.window < 0:
-		return nil, fmt.Errorf("%w: match window %s, want >= 0", ErrInvalidOption, cfg.window)
+		return nil, fmt.Errorf("audit: %w: match window %s, want >= 0", ErrInvalidArgument, cfg.window)
 	case cfg.batchSize <= 0:
-		return nil, fmt.Errorf("%w: batch size %d, want > 0", ErrInvalidOption, cfg.batchSize)
+		return nil, fmt.Errorf("audit: %w: batch size %d, want > 0", ErrInvalidArgument, cfg.batchSize)
 	case cfg.maxProblems < 0:
-		return nil, fmt.Errorf("%w: max problems %d, want >= 0", ErrInvalidOption, cfg.maxProblems)
+		return nil, fmt.Errorf("audit: %w: max problems %d, want >= 0", ErrInvalidArgument, cfg.maxProblems)
 	}
 	return &Correlator{journal: j, cluster: clusterID, cfg: cfg}, nil
 }

@@ -521,8 +521,8 @@ func TestNewCorrelatorValidates(t *testing.T) {
 		"zero batch":      {st, cluster, []Option{WithBatchSize(0)}},
 		"negative cap":    {st, cluster, []Option{WithMaxProblems(-1)}},
 	} {
-		if _, err := NewCorrelator(tc.j, tc.cluster, tc.opts...); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
+		if _, err := NewCorrelator(tc.j, tc.cluster, tc.opts...); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: err = %v, want ErrInvalidArgument", name, err)
 		}
 	}
 }

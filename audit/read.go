@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/krply/krply/storage"
 )
 
 // Sentinel errors of the readers. A *LineError wraps ErrMalformed or
@@ -26,8 +28,10 @@ var (
 	// ErrTooLarge: a line (or EventList item) is longer than the maximum
 	// event size (WithMaxEventBytes).
 	ErrTooLarge = errors.New("audit: event too large")
-	// ErrInvalidOption: an option has a value that cannot work.
-	ErrInvalidOption = errors.New("audit: invalid option")
+	// ErrInvalidArgument: an argument or option has a value that cannot
+	// work. It is storage.ErrInvalidArgument, the sentinel of every krply
+	// package.
+	ErrInvalidArgument = storage.ErrInvalidArgument
 )
 
 // DefaultMaxEventBytes is the default of WithMaxEventBytes: 4 MiB, room for
@@ -122,7 +126,7 @@ func newReadConfig(opts []ReadOption) (readConfig, error) {
 		}
 	}
 	if c.maxEventBytes <= 0 {
-		return c, fmt.Errorf("%w: max event size %d, want > 0", ErrInvalidOption, c.maxEventBytes)
+		return c, fmt.Errorf("audit: %w: max event size %d, want > 0", ErrInvalidArgument, c.maxEventBytes)
 	}
 	return c, nil
 }

@@ -250,8 +250,8 @@ func TestReaderOversizedLines(t *testing.T) {
 		t.Errorf("line buffer grew to %d bytes, the limit is %d", cap(r.buf), max)
 	}
 
-	if _, err := NewReader(bytes.NewReader(nil), "x", WithMaxEventBytes(0)); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("max 0: err = %v, want ErrInvalidOption", err)
+	if _, err := NewReader(bytes.NewReader(nil), "x", WithMaxEventBytes(0)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("max 0: err = %v, want ErrInvalidArgument", err)
 	}
 }
 

@@ -52,9 +52,9 @@ func WithSettleDelay(d time.Duration) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.settle = d })
 }
 
-// WithHandlerClock sets the clock the settle delay is measured with
-// (default the real clock).
-func WithHandlerClock(clk clock.Clock) HandlerOption {
+// WithClock sets the clock the settle delay is measured with (default the
+// real clock).
+func WithClock(clk clock.Clock) HandlerOption {
 	return handlerOptionFunc(func(c *handlerConfig) { c.clock = clk })
 }
 
@@ -90,7 +90,7 @@ type WebhookHandler struct {
 // NewWebhookHandler returns a WebhookHandler that ingests with c.
 func NewWebhookHandler(c *Correlator, opts ...HandlerOption) (*WebhookHandler, error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil correlator", ErrInvalidOption)
+		return nil, fmt.Errorf("audit: %w: nil correlator", ErrInvalidArgument)
 	}
 	cfg := handlerConfig{maxBody: DefaultMaxBodyBytes, settle: DefaultSettleDelay, clock: clock.RealClock{}}
 	for _, o := range opts {
@@ -100,11 +100,11 @@ func NewWebhookHandler(c *Correlator, opts ...HandlerOption) (*WebhookHandler, e
 	}
 	switch {
 	case cfg.maxBody <= 0:
-		return nil, fmt.Errorf("%w: max body size %d, want > 0", ErrInvalidOption, cfg.maxBody)
+		return nil, fmt.Errorf("audit: %w: max body size %d, want > 0", ErrInvalidArgument, cfg.maxBody)
 	case cfg.settle < 0:
-		return nil, fmt.Errorf("%w: settle delay %s, want >= 0", ErrInvalidOption, cfg.settle)
+		return nil, fmt.Errorf("audit: %w: settle delay %s, want >= 0", ErrInvalidArgument, cfg.settle)
 	case cfg.clock == nil:
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		return nil, fmt.Errorf("audit: %w: nil clock", ErrInvalidArgument)
 	}
 	if _, err := newReadConfig(cfg.readOpts); err != nil {
 		return nil, err

@@ -124,14 +124,14 @@ func TestWebhookHandlerLimitsAndFailures(t *testing.T) {
 	for name, opts := range map[string][]HandlerOption{
 		"zero body":      {WithMaxBodyBytes(0)},
 		"negative delay": {WithSettleDelay(-time.Second)},
-		"nil clock":      {WithHandlerClock(nil)},
+		"nil clock":      {WithClock(nil)},
 		"bad read opts":  {WithReadOptions(WithMaxEventBytes(-1))},
 	} {
-		if _, err := NewWebhookHandler(c, opts...); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%s: err = %v, want ErrInvalidOption", name, err)
+		if _, err := NewWebhookHandler(c, opts...); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: err = %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, err := NewWebhookHandler(nil); !errors.Is(err, ErrInvalidOption) {
+	if _, err := NewWebhookHandler(nil); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("nil correlator: err = %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestWebhookHandlerLimitsAndFailures(t *testing.T) {
 func TestWebhookHandlerWaitsForTheJournal(t *testing.T) {
 	st := newJournal(t, storagetest.Baseline(cmStream, "b1", at(-30, 0), "900", nil)...)
 	clk := clocktesting.NewFakeClock(time.Now())
-	h, err := NewWebhookHandler(newCorrelator(t, st), WithSettleDelay(3*time.Second), WithHandlerClock(clk))
+	h, err := NewWebhookHandler(newCorrelator(t, st), WithSettleDelay(3*time.Second), WithClock(clk))
 	if err != nil {
 		t.Fatal(err)
 	}

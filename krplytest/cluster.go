@@ -627,7 +627,7 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 }
 
 // History returns the history of one object, after Sync.
-func (c *Cluster) History(resource, namespace, name string, opts ...materialize.QueryOption) *materialize.History {
+func (c *Cluster) History(resource, namespace, name string, opts ...materialize.HistoryOption) *materialize.History {
 	c.t.Helper()
 	c.Sync()
 	h, err := c.Materializer.History(context.Background(), c.ObjectID(resource, namespace, name), opts...)

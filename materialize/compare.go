@@ -88,14 +88,14 @@ type pointer []string
 
 func parsePointer(p string) (pointer, error) {
 	if p == "" || p[0] != '/' {
-		return nil, fmt.Errorf("%w: JSON pointer %q must start with '/'", ErrInvalidArgument, p)
+		return nil, fmt.Errorf("materialize: %w: JSON pointer %q must start with '/'", ErrInvalidArgument, p)
 	}
 	parts := strings.Split(p[1:], "/")
 	for i, s := range parts {
 		if strings.Contains(s, "~") {
 			for j := 0; j < len(s); j++ {
 				if s[j] == '~' && (j+1 == len(s) || s[j+1] != '0' && s[j+1] != '1') {
-					return nil, fmt.Errorf("%w: JSON pointer %q: bad escape", ErrInvalidArgument, p)
+					return nil, fmt.Errorf("materialize: %w: JSON pointer %q: bad escape", ErrInvalidArgument, p)
 				}
 			}
 			s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")

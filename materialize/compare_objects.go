@@ -12,8 +12,8 @@ import (
 // otherwise, and list items are matched by merge key. ref identifies the
 // object for ignore rules. The replay package uses it to report what a dry
 // run would change.
-func CompareObjects(ref event.ResourceRef, before, after json.RawMessage, opts ...QueryOption) ([]FieldChange, error) {
-	_, cc, err := newQueryConfig(false, opts)
+func CompareObjects(ref event.ResourceRef, before, after json.RawMessage, opts ...CompareOption) ([]FieldChange, error) {
+	cc, err := newCompareConfig(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func TestCompareValues(t *testing.T) {
 	tests := []struct {
 		name          string
 		before, after string
-		opts          []QueryOption
+		opts          []CompareOption
 		want          []string
 	}{
 		{name: "equal", before: `{"a":1}`, after: `{"a":1}`},
@@ -75,24 +75,24 @@ func TestCompareValues(t *testing.T) {
 			before: `{"metadata":{"resourceVersion":"1","uid":"u","generation":1,"managedFields":[],"creationTimestamp":"x","annotations":{"deployment.kubernetes.io/revision":"1","kubectl.kubernetes.io/last-applied-configuration":"{}"}}}`,
 			after:  `{"metadata":{"resourceVersion":"2","uid":"v","generation":2,"managedFields":[{}],"creationTimestamp":"y","annotations":{"deployment.kubernetes.io/revision":"2","kubectl.kubernetes.io/last-applied-configuration":"{\"a\":1}"}}}`},
 		{name: "status ignored by default", before: `{"status":{"ready":1}}`, after: `{"status":{"ready":2}}`},
-		{name: "status on request", before: `{"status":{"ready":1}}`, after: `{"status":{"ready":2}}`, opts: []QueryOption{IncludeStatus(true)},
+		{name: "status on request", before: `{"status":{"ready":1}}`, after: `{"status":{"ready":2}}`, opts: []CompareOption{IncludeStatus(true)},
 			want: []string{"replace status.ready 1→2"}},
-		{name: "defaults off", before: `{"metadata":{"resourceVersion":"1"}}`, after: `{"metadata":{"resourceVersion":"2"}}`, opts: []QueryOption{WithoutDefaultIgnores()},
+		{name: "defaults off", before: `{"metadata":{"resourceVersion":"1"}}`, after: `{"metadata":{"resourceVersion":"2"}}`, opts: []CompareOption{WithoutDefaultIgnores()},
 			want: []string{`replace metadata.resourceVersion "1"→"2"`}},
 		{name: "custom pointer for the kind",
 			before: `{"kind":"Deployment","spec":{"replicas":1,"paused":false}}`, after: `{"kind":"Deployment","spec":{"replicas":3,"paused":true}}`,
-			opts: []QueryOption{WithIgnoreRules(IgnoreRule{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}})},
+			opts: []CompareOption{WithIgnoreRules(IgnoreRule{Group: "apps", Kind: "Deployment", JSONPointers: []string{"/spec/replicas"}})},
 			want: []string{"replace spec.paused false→true"}},
 		{name: "custom pointer for another kind does not apply",
 			before: `{"kind":"Deployment","spec":{"replicas":1}}`, after: `{"kind":"Deployment","spec":{"replicas":3}}`,
-			opts: []QueryOption{WithIgnoreRules(IgnoreRule{Kind: "StatefulSet", JSONPointers: []string{"/spec/replicas"}})},
+			opts: []CompareOption{WithIgnoreRules(IgnoreRule{Kind: "StatefulSet", JSONPointers: []string{"/spec/replicas"}})},
 			want: []string{"replace spec.replicas 1→3"}},
 		{name: "pointer into a keyed list by position and wildcard",
 			before: `{"containers":[{"name":"a","image":"1"},{"name":"b","image":"1","args":["x"]}]}`,
 			after:  `{"containers":[{"name":"a","image":"2"},{"name":"b","image":"2","args":["y"]}]}`,
-			opts:   []QueryOption{WithIgnoreRules(IgnoreRule{JSONPointers: []string{"/containers/*/image", "/containers/1/args"}})}},
+			opts:   []CompareOption{WithIgnoreRules(IgnoreRule{JSONPointers: []string{"/containers/*/image", "/containers/1/args"}})}},
 		{name: "custom merge key", before: `{"rules":[{"id":"x","v":1},{"id":"y","v":1}]}`, after: `{"rules":[{"id":"y","v":1},{"id":"x","v":2}]}`,
-			opts: []QueryOption{WithMergeKeys("rules", "id")}, want: []string{"replace rules[id=x].v 1→2"}},
+			opts: []CompareOption{WithMergeKeys("rules", "id")}, want: []string{"replace rules[id=x].v 1→2"}},
 		{name: "root type change", before: `[1]`, after: `{"a":1}`, want: []string{`replace  [1]→{"a":1}`}},
 	}
 	for _, tc := range tests {
@@ -169,8 +169,8 @@ func FuzzCompare(f *testing.F) {
 
 // checkApply applies changes to before and checks the result equals after
 // once ignored fields are stripped and keyed lists put in key order.
-func checkApply(before, after string, opts []QueryOption, changes []FieldChange) error {
-	_, cc, err := newQueryConfig(false, opts)
+func checkApply(before, after string, opts []CompareOption, changes []FieldChange) error {
+	cc, err := newCompareConfig(opts)
 	if err != nil {
 		return err
 	}

@@ -90,11 +90,11 @@ type Diff struct {
 // owned metadata and status are ignored unless options say otherwise (see
 // DefaultIgnorePointers, IncludeStatus, WithIgnoreRules,
 // WithoutDefaultIgnores); list items with a merge key are matched by it.
-func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...QueryOption) (*Diff, error) {
+func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...CompareOption) (*Diff, error) {
 	if to.Before(from) {
-		return nil, fmt.Errorf("%w: diff from %s to the earlier %s", ErrInvalidArgument, from, to)
+		return nil, fmt.Errorf("materialize: %w: diff from %s to the earlier %s", ErrInvalidArgument, from, to)
 	}
-	_, cc, err := newQueryConfig(false, opts)
+	cc, err := newCompareConfig(opts)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,10 @@
 //     (DefaultIgnorePointers); Diff ignores status unless IncludeStatus(true),
 //     History includes it unless IncludeStatus(false). WithIgnoreRules adds
 //     JSON-pointer rules per group/kind/namespace/name, like Argo CD's
-//     ignoreDifferences.
+//     ignoreDifferences. These are CompareOptions, which History, Diff and
+//     CompareObjects take; Since, Until, FromStream and Limit select
+//     History's versions and are HistoryOptions only, so Diff does not
+//     compile with them.
 //   - Diff sets HasGaps, and says why in Warnings, when a contributing
 //     stream is not covered at either end, a gap or loss of availability
 //     intersects the window, or a requested part of the scope is not

@@ -113,11 +113,11 @@ type Version struct {
 //
 // When two streams record the same version (the same UID, resourceVersion
 // and watch type), it appears once.
-func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts ...QueryOption) (*History, error) {
+func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts ...HistoryOption) (*History, error) {
 	if obj.ClusterID == "" || obj.Resource == "" || obj.Name == "" {
-		return nil, fmt.Errorf("%w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
+		return nil, fmt.Errorf("materialize: %w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
 	}
-	qc, cc, err := newQueryConfig(true, opts)
+	qc, cc, err := newHistoryConfig(opts)
 	if err != nil {
 		return nil, err
 	}

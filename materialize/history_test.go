@@ -56,7 +56,7 @@ func TestHistory(t *testing.T) {
 	m := j.materializer()
 	tests := []struct {
 		object string
-		opts   []materialize.QueryOption
+		opts   []materialize.HistoryOption
 		want   []string
 	}{
 		{object: "a", want: []string{
@@ -71,18 +71,18 @@ func TestHistory(t *testing.T) {
 			"gap from 5m0s",
 			"DELETED inferred/c",
 		}},
-		{object: "c", opts: []materialize.QueryOption{materialize.Since(at(5))}, want: []string{
+		{object: "c", opts: []materialize.HistoryOption{materialize.Since(at(5))}, want: []string{
 			"MODIFIED watch/c data.v:1→2",
 			"gap from 5m0s",
 			"DELETED inferred/c",
 		}},
-		{object: "c", opts: []materialize.QueryOption{materialize.Until(at(4))}, want: []string{
+		{object: "c", opts: []materialize.HistoryOption{materialize.Until(at(4))}, want: []string{
 			"ADDED watch/c",
 		}},
-		{object: "b", opts: []materialize.QueryOption{materialize.Limit(1)}, want: []string{
+		{object: "b", opts: []materialize.HistoryOption{materialize.Limit(1)}, want: []string{
 			"ADDED baseline/b",
 		}},
-		{object: "c", opts: []materialize.QueryOption{materialize.Limit(2)}, want: []string{
+		{object: "c", opts: []materialize.HistoryOption{materialize.Limit(2)}, want: []string{
 			"ADDED watch/c",
 			"MODIFIED watch/c data.v:1→2",
 		}},

@@ -12,13 +12,15 @@ import (
 
 // Sentinel errors of this package. Check them with errors.Is.
 var (
-	// ErrInvalidArgument: a call or constructor argument is unusable.
-	ErrInvalidArgument = errors.New("materialize: invalid argument")
+	// ErrInvalidArgument: a call or constructor argument or option is
+	// unusable. It is storage.ErrInvalidArgument, the sentinel of every
+	// krply package.
+	ErrInvalidArgument = storage.ErrInvalidArgument
 	// ErrReadOnly: the store cannot save snapshots (it is not a
 	// storage.Writer).
 	ErrReadOnly = errors.New("materialize: store cannot save snapshots")
-	// ErrNotFound: no snapshot with that ID.
-	ErrNotFound = errors.New("materialize: not found")
+	// ErrNotFound: no snapshot with that ID. It is storage.ErrNotFound.
+	ErrNotFound = storage.ErrNotFound
 )
 
 // Materializer answers questions about the past from a journal: an object at
@@ -71,7 +73,7 @@ func WithIDGenerator(newID func() string) Option {
 // no goroutines and does no I/O.
 func New(store storage.Reader, opts ...Option) (*Materializer, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
+		return nil, fmt.Errorf("materialize: %w: nil store", ErrInvalidArgument)
 	}
 	cfg := config{log: logr.Discard(), clock: clock.RealClock{}, newID: newUUID}
 	for _, o := range opts {
@@ -80,10 +82,10 @@ func New(store storage.Reader, opts ...Option) (*Materializer, error) {
 		}
 	}
 	if cfg.clock == nil {
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalidArgument)
+		return nil, fmt.Errorf("materialize: %w: nil clock", ErrInvalidArgument)
 	}
 	if cfg.newID == nil {
-		return nil, fmt.Errorf("%w: nil ID generator", ErrInvalidArgument)
+		return nil, fmt.Errorf("materialize: %w: nil ID generator", ErrInvalidArgument)
 	}
 	m := &Materializer{reader: store, log: cfg.log, clock: cfg.clock, newID: cfg.newID}
 	if w, ok := store.(storage.Writer); ok {

@@ -54,7 +54,7 @@ type ObjectState struct {
 // by the baseline coverage rests on counts from that baseline's end.
 func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*ObjectState, error) {
 	if obj.ClusterID == "" || obj.Resource == "" || obj.Name == "" {
-		return nil, fmt.Errorf("%w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
+		return nil, fmt.Errorf("materialize: %w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
 	}
 	st := &ObjectState{ID: obj, At: at}
 	rec, err := m.reader.LatestAt(ctx, obj, at)

@@ -6,13 +6,31 @@ import (
 	"time"
 )
 
-// QueryOption adjusts one ObjectAt, History or Diff call. Options that do
-// not concern a call are ignored by it.
-type QueryOption interface{ applyQuery(*queryConfig) }
+// CompareOption says how versions of an object are compared: which fields
+// count (IncludeStatus, WithIgnoreRules, WithoutDefaultIgnores) and how list
+// items are matched (WithMergeKeys). History, Diff and CompareObjects take
+// it; every CompareOption is a HistoryOption.
+type CompareOption interface {
+	HistoryOption
+	applyCompare(*queryConfig)
+}
 
-type queryOptionFunc func(*queryConfig)
+// HistoryOption adjusts a History call: which versions it returns (Since,
+// Until, FromStream, Limit) and, as a CompareOption, how it compares them.
+// Diff and CompareObjects do not take the options that select versions:
+// passing one of them does not compile.
+type HistoryOption interface{ applyHistory(*queryConfig) }
 
-func (f queryOptionFunc) applyQuery(c *queryConfig) { f(c) }
+// compareOption is an option of every call that compares.
+type compareOption func(*queryConfig)
+
+func (f compareOption) applyHistory(c *queryConfig) { f(c) }
+func (f compareOption) applyCompare(c *queryConfig) { f(c) }
+
+// historyOption is an option of History alone.
+type historyOption func(*queryConfig)
+
+func (f historyOption) applyHistory(c *queryConfig) { f(c) }
 
 type queryConfig struct {
 	includeStatus  *bool
@@ -26,72 +44,96 @@ type queryConfig struct {
 
 // IncludeStatus says whether comparisons include the status field. The
 // default is false for Diff (a diff of spec) and true for History.
-func IncludeStatus(include bool) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.includeStatus = &include })
+func IncludeStatus(include bool) CompareOption {
+	return compareOption(func(c *queryConfig) { c.includeStatus = &include })
 }
 
 // WithIgnoreRules adds ignore rules to comparisons.
-func WithIgnoreRules(rules ...IgnoreRule) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.rules = append(c.rules, rules...) })
+func WithIgnoreRules(rules ...IgnoreRule) CompareOption {
+	return compareOption(func(c *queryConfig) { c.rules = append(c.rules, rules...) })
 }
 
 // WithoutDefaultIgnores compares the server-owned fields too (see
 // DefaultIgnorePointers).
-func WithoutDefaultIgnores() QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.defaultIgnores = false })
+func WithoutDefaultIgnores() CompareOption {
+	return compareOption(func(c *queryConfig) { c.defaultIgnores = false })
 }
 
 // WithMergeKeys matches the items of lists held in fields named field by the
 // given item fields, tried in order, before the default merge keys.
-func WithMergeKeys(field string, keys ...string) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) {
+func WithMergeKeys(field string, keys ...string) CompareOption {
+	return compareOption(func(c *queryConfig) {
 		c.mergeKeys[field] = append(slices.Clone(keys), c.mergeKeys[field]...)
 	})
 }
 
 // Since restricts History to versions observed at or after t.
-func Since(t time.Time) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.since = t })
+func Since(t time.Time) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.since = t })
 }
 
 // Until restricts History to versions observed at or before t.
-func Until(t time.Time) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.until = t })
+func Until(t time.Time) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.until = t })
 }
 
 // FromStream restricts History to the versions recorded by one stream.
-func FromStream(streamID string) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.streamID = streamID })
+func FromStream(streamID string) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.streamID = streamID })
 }
 
 // Limit caps the number of versions History returns (the oldest first);
 // 0 means no cap.
-func Limit(n int) QueryOption {
-	return queryOptionFunc(func(c *queryConfig) { c.limit = n })
+func Limit(n int) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.limit = n })
 }
 
-// newQueryConfig applies opts over the defaults; statusDefault is whether
-// status is compared unless IncludeStatus says otherwise.
-func newQueryConfig(statusDefault bool, opts []QueryOption) (queryConfig, compareConfig, error) {
-	qc := queryConfig{defaultIgnores: true, mergeKeys: DefaultMergeKeys()}
+// newHistoryConfig applies the options of a History call over the
+// defaults; History compares status unless IncludeStatus says otherwise.
+func newHistoryConfig(opts []HistoryOption) (queryConfig, compareConfig, error) {
+	qc := defaultQueryConfig()
 	for _, o := range opts {
 		if o != nil {
-			o.applyQuery(&qc)
+			o.applyHistory(&qc)
 		}
 	}
 	if qc.limit < 0 {
-		return qc, compareConfig{}, fmt.Errorf("%w: negative limit %d", ErrInvalidArgument, qc.limit)
+		return qc, compareConfig{}, fmt.Errorf("materialize: %w: negative limit %d", ErrInvalidArgument, qc.limit)
 	}
 	if !qc.since.IsZero() && !qc.until.IsZero() && qc.until.Before(qc.since) {
-		return qc, compareConfig{}, fmt.Errorf("%w: until %s is before since %s", ErrInvalidArgument, qc.until, qc.since)
+		return qc, compareConfig{}, fmt.Errorf("materialize: %w: until %s is before since %s", ErrInvalidArgument, qc.until, qc.since)
 	}
+	cc, err := qc.compareConfig(true)
+	return qc, cc, err
+}
+
+// newCompareConfig applies the options of a Diff or CompareObjects call
+// over the defaults; they leave status out unless IncludeStatus says
+// otherwise.
+func newCompareConfig(opts []CompareOption) (compareConfig, error) {
+	qc := defaultQueryConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.applyCompare(&qc)
+		}
+	}
+	return qc.compareConfig(false)
+}
+
+func defaultQueryConfig() queryConfig {
+	return queryConfig{defaultIgnores: true, mergeKeys: DefaultMergeKeys()}
+}
+
+// compareConfig compiles the comparison the options ask for;
+// statusDefault is whether status is compared unless IncludeStatus says.
+func (qc queryConfig) compareConfig(statusDefault bool) (compareConfig, error) {
 	rules, err := compileRules(qc.rules)
 	if err != nil {
-		return qc, compareConfig{}, err
+		return compareConfig{}, err
 	}
 	cc := compareConfig{includeStatus: statusDefault, defaultIgnores: qc.defaultIgnores, rules: rules, mergeKeys: qc.mergeKeys}
 	if qc.includeStatus != nil {
 		cc.includeStatus = *qc.includeStatus
 	}
-	return qc, cc, nil
+	return cc, nil
 }

@@ -21,7 +21,7 @@ func newUUID() string { return uuid.NewString() }
 // stores it. The store may be a plain storage.Reader.
 func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) (*Snapshot, error) {
 	if at.IsZero() {
-		return nil, fmt.Errorf("%w: snapshot without a time", ErrInvalidArgument)
+		return nil, fmt.Errorf("materialize: %w: snapshot without a time", ErrInvalidArgument)
 	}
 	st, err := m.stateAt(ctx, scope, at, true)
 	if err != nil {
@@ -57,11 +57,11 @@ func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name st
 	case m.writer == nil:
 		return fmt.Errorf("%w: the store given to New is not a storage.Writer", ErrReadOnly)
 	case snap == nil:
-		return fmt.Errorf("%w: nil snapshot", ErrInvalidArgument)
+		return fmt.Errorf("materialize: %w: nil snapshot", ErrInvalidArgument)
 	case snap.ID != "":
-		return fmt.Errorf("%w: snapshot is already saved as %q", ErrInvalidArgument, snap.ID)
+		return fmt.Errorf("materialize: %w: snapshot is already saved as %q", ErrInvalidArgument, snap.ID)
 	case snap.Scope.ClusterID == "" || snap.At.IsZero():
-		return fmt.Errorf("%w: snapshot without a cluster or a time", ErrInvalidArgument)
+		return fmt.Errorf("materialize: %w: snapshot without a cluster or a time", ErrInvalidArgument)
 	}
 	saved := *snap
 	saved.ID, saved.Name = m.newID(), name
@@ -96,13 +96,13 @@ func snapshotObject(rec event.Record) SnapshotObject {
 func (m *Materializer) GetSnapshot(ctx context.Context, id string) (*Snapshot, error) {
 	rec, err := m.reader.Get(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return nil, fmt.Errorf("%w: snapshot %q (%w)", ErrNotFound, id, err)
+		return nil, fmt.Errorf("materialize: snapshot %q: %w", id, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("snapshot %q: %w", id, err)
 	}
 	if rec.Type != event.TypeSnapshot {
-		return nil, fmt.Errorf("%w: snapshot %q: record is a %s", ErrNotFound, id, rec.Type)
+		return nil, fmt.Errorf("materialize: snapshot %q: the record with this ID is a %s record: %w", id, rec.Type, ErrNotFound)
 	}
 	var snap Snapshot
 	if err := json.Unmarshal(rec.Object, &snap); err != nil {

@@ -57,7 +57,7 @@ func (s *scopeState) watermarks() []Watermark {
 
 func validateScope(scope Scope) error {
 	if scope.ClusterID == "" {
-		return fmt.Errorf("%w: scope without cluster ID", ErrInvalidArgument)
+		return fmt.Errorf("materialize: %w: scope without cluster ID", ErrInvalidArgument)
 	}
 	return nil
 }

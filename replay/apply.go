@@ -101,7 +101,7 @@ type ApplyReport struct {
 // was written; applying the same plan again is safe.
 func (p *Planner) Apply(ctx context.Context, plan *Plan, c *Cluster, confirm Confirmation) (*ApplyReport, error) {
 	if plan == nil || c == nil {
-		return nil, fmt.Errorf("%w: nil plan or cluster", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
 	}
 	if err := plan.verifyHash(); err != nil {
 		return nil, err

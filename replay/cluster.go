@@ -44,17 +44,17 @@ type clusterConfig struct {
 // ClusterOption configures a Cluster.
 type ClusterOption interface{ applyCluster(*clusterConfig) }
 
-// FieldManager sets the server-side apply field manager, e.g.
-// replay.FieldManager("sandbox-restore"). The default is
-// DefaultFieldManager. Keep it stable per target: a different manager
-// conflicts with the fields an earlier replay set.
-type FieldManager string
-
-func (f FieldManager) applyCluster(c *clusterConfig) { c.fieldManager = string(f) }
-
 type clusterOptionFunc func(*clusterConfig)
 
 func (f clusterOptionFunc) applyCluster(c *clusterConfig) { f(c) }
+
+// WithFieldManager sets the server-side apply field manager, e.g.
+// "sandbox-restore" (at most 128 characters). The default is
+// DefaultFieldManager. Keep it stable per target: a different manager
+// conflicts with the fields an earlier replay set.
+func WithFieldManager(name string) ClusterOption {
+	return clusterOptionFunc(func(c *clusterConfig) { c.fieldManager = name })
+}
 
 // WithPerPlanFieldManager makes every plan write as its own field manager,
 // PlanFieldManagerPrefix + plan ID. A later plan then conflicts with fields
@@ -74,7 +74,7 @@ func WithClusterID(id string) ClusterOption {
 // NewCluster returns a target cluster reached through dyn. It does no I/O.
 func NewCluster(dyn dynamic.Interface, opts ...ClusterOption) (*Cluster, error) {
 	if dyn == nil {
-		return nil, fmt.Errorf("%w: nil dynamic client", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil dynamic client", ErrInvalidArgument)
 	}
 	cfg := clusterConfig{fieldManager: DefaultFieldManager, log: logr.Discard()}
 	for _, o := range opts {
@@ -83,10 +83,10 @@ func NewCluster(dyn dynamic.Interface, opts ...ClusterOption) (*Cluster, error) 
 		}
 	}
 	if cfg.fieldManager == "" {
-		return nil, fmt.Errorf("%w: empty field manager", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: empty field manager", ErrInvalidArgument)
 	}
 	if len(cfg.fieldManager) > 128 {
-		return nil, fmt.Errorf("%w: field manager %q is longer than 128 characters", ErrInvalidArgument, cfg.fieldManager)
+		return nil, fmt.Errorf("replay: %w: field manager %q is longer than 128 characters", ErrInvalidArgument, cfg.fieldManager)
 	}
 	return &Cluster{dyn: dyn, fieldManager: cfg.fieldManager, perPlanManager: cfg.perPlanManager, clusterID: cfg.clusterID, log: cfg.log}, nil
 }
@@ -95,7 +95,7 @@ func NewCluster(dyn dynamic.Interface, opts ...ClusterOption) (*Cluster, error) 
 // no I/O.
 func NewClusterForConfig(cfg *rest.Config, opts ...ClusterOption) (*Cluster, error) {
 	if cfg == nil {
-		return nil, fmt.Errorf("%w: nil rest.Config", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil rest.Config", ErrInvalidArgument)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {

@@ -164,7 +164,7 @@ func (p *Planner) DryRun(ctx context.Context, plan *Plan, c *Cluster) (*DryRunRe
 // cluster's identity and the field manager to use.
 func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Identity, string, error) {
 	if plan == nil || c == nil {
-		return Identity{}, "", fmt.Errorf("%w: nil plan or cluster", ErrInvalidArgument)
+		return Identity{}, "", fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
 	}
 	if p.writer == nil {
 		return Identity{}, "", fmt.Errorf("%w: dry runs and applies save reports in the journal; the store given to NewPlanner is not a storage.Writer", ErrReadOnly)

@@ -6,18 +6,22 @@ import (
 	"strings"
 
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
 )
 
 // Sentinel errors of this package. Check them with errors.Is.
 var (
-	// ErrInvalidArgument: a constructor or call argument is unusable.
-	ErrInvalidArgument = errors.New("replay: invalid argument")
-	// ErrInvalidPolicy: a Policy field is malformed (a bad pattern or path).
-	ErrInvalidPolicy = errors.New("replay: invalid policy")
+	// ErrInvalidArgument: a constructor or call argument or option is
+	// unusable. It is storage.ErrInvalidArgument, the sentinel of every
+	// krply package.
+	ErrInvalidArgument = storage.ErrInvalidArgument
+	// ErrInvalidPolicy: a Policy field is malformed (a bad pattern or
+	// path). It is an ErrInvalidArgument too.
+	ErrInvalidPolicy = fmt.Errorf("replay: invalid policy: %w", ErrInvalidArgument)
 	// ErrInvalidPlan: a saved plan cannot be decoded.
 	ErrInvalidPlan = errors.New("replay: invalid plan")
-	// ErrNotFound: no saved plan with that ID.
-	ErrNotFound = errors.New("replay: plan not found")
+	// ErrNotFound: no saved plan with that ID. It is storage.ErrNotFound.
+	ErrNotFound = storage.ErrNotFound
 	// ErrReadOnly: the store cannot save plans or reports (it is not a
 	// storage.Writer), so SavePlan, DryRun and Apply cannot run.
 	ErrReadOnly = errors.New("replay: store cannot save plans or reports")

@@ -59,7 +59,7 @@ func TestFieldManagerAndWithLogger(t *testing.T) {
 	}
 	plan := planNow(t, ctx, p, j, ns, target)
 	proxy := faultproxy.Start(t, env.Config())
-	c := clusterOf(t, proxy.Config(), replay.FieldManager("sandbox-restore"), replay.WithLogger(clusterLog))
+	c := clusterOf(t, proxy.Config(), replay.WithFieldManager("sandbox-restore"), replay.WithLogger(clusterLog))
 	if got := c.FieldManagerFor(plan); got != "sandbox-restore" {
 		t.Errorf("FieldManagerFor = %q, want sandbox-restore", got)
 	}

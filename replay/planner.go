@@ -86,15 +86,21 @@ func WithMaxDryRunAge(d time.Duration) Option {
 	return plannerOptionFunc(func(c *plannerConfig) { c.maxDryRunAge = d })
 }
 
-// LoggerOption is both an Option and a ClusterOption.
-type LoggerOption struct{ logr.Logger }
+// LoggerOption is an option both NewPlanner and NewCluster take: it is an
+// Option and a ClusterOption.
+type LoggerOption interface {
+	Option
+	ClusterOption
+}
 
-func (l LoggerOption) applyPlanner(c *plannerConfig) { c.log = l.Logger }
-func (l LoggerOption) applyCluster(c *clusterConfig) { c.log = l.Logger }
+type loggerOption struct{ log logr.Logger }
+
+func (l loggerOption) applyPlanner(c *plannerConfig) { c.log = l.log }
+func (l loggerOption) applyCluster(c *clusterConfig) { c.log = l.log }
 
 // WithLogger sets the logger of a Planner or a Cluster. The default discards
 // everything.
-func WithLogger(log logr.Logger) LoggerOption { return LoggerOption{log} }
+func WithLogger(log logr.Logger) LoggerOption { return loggerOption{log} }
 
 // NewPlanner returns a Planner on store. Plan and LoadPlan only read, so
 // store may be a plain storage.Reader, e.g. a journal opened read-only;
@@ -103,7 +109,7 @@ func WithLogger(log logr.Logger) LoggerOption { return LoggerOption{log} }
 // no goroutines and does no I/O.
 func NewPlanner(store storage.Reader, opts ...Option) (*Planner, error) {
 	if store == nil {
-		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil store", ErrInvalidArgument)
 	}
 	cfg := plannerConfig{log: logr.Discard(), clock: clock.RealClock{}, newID: uuid.NewString, maxDryRunAge: DefaultMaxDryRunAge}
 	for _, o := range opts {
@@ -117,11 +123,11 @@ func NewPlanner(store storage.Reader, opts ...Option) (*Planner, error) {
 	}
 	switch {
 	case cfg.clock == nil:
-		return nil, fmt.Errorf("%w: nil clock", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil clock", ErrInvalidArgument)
 	case cfg.newID == nil:
-		return nil, fmt.Errorf("%w: nil ID generator", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: nil ID generator", ErrInvalidArgument)
 	case cfg.maxDryRunAge <= 0:
-		return nil, fmt.Errorf("%w: max dry run age %s must be positive", ErrInvalidArgument, cfg.maxDryRunAge)
+		return nil, fmt.Errorf("replay: %w: max dry run age %s must be positive", ErrInvalidArgument, cfg.maxDryRunAge)
 	}
 	mat, err := materialize.New(store, materialize.WithLogger(cfg.log), materialize.WithClock(cfg.clock), materialize.WithIDGenerator(cfg.newID))
 	if err != nil {
@@ -148,17 +154,17 @@ func clonePolicy(p Policy) Policy {
 // saves it, and DryRun and Apply accept only a saved plan.
 func (p *Planner) Plan(ctx context.Context, src Source, tgt Target) (*Plan, error) {
 	if src.SnapshotID == "" && (src.ClusterID == "" || src.At.IsZero()) {
-		return nil, fmt.Errorf("%w: source needs a snapshot ID, or a cluster ID and a time", ErrInvalidArgument)
+		return nil, fmt.Errorf("replay: %w: source needs a snapshot ID, or a cluster ID and a time", ErrInvalidArgument)
 	}
 	for from, to := range tgt.Namespaces {
 		if from == "" || to == "" {
-			return nil, fmt.Errorf("%w: empty namespace in target mapping %q -> %q", ErrInvalidArgument, from, to)
+			return nil, fmt.Errorf("replay: %w: empty namespace in target mapping %q -> %q", ErrInvalidArgument, from, to)
 		}
 	}
 	for from, to := range tgt.Names {
 		kind, name, ok := strings.Cut(from, "/")
 		if !ok || kind == "" || name == "" || to == "" {
-			return nil, fmt.Errorf("%w: target name mapping %q -> %q: want \"Kind/name\" -> \"new-name\"", ErrInvalidArgument, from, to)
+			return nil, fmt.Errorf("replay: %w: target name mapping %q -> %q: want \"Kind/name\" -> \"new-name\"", ErrInvalidArgument, from, to)
 		}
 	}
 
@@ -217,7 +223,7 @@ func (p *Planner) SavePlan(ctx context.Context, plan *Plan) error {
 	case p.writer == nil:
 		return fmt.Errorf("%w: the store given to NewPlanner is not a storage.Writer", ErrReadOnly)
 	case plan == nil:
-		return fmt.Errorf("%w: nil plan", ErrInvalidArgument)
+		return fmt.Errorf("replay: %w: nil plan", ErrInvalidArgument)
 	}
 	if err := plan.verifyHash(); err != nil {
 		return err
@@ -417,13 +423,10 @@ func (p *Planner) save(ctx context.Context, clusterID, kind, planID, id string, 
 func (p *Planner) LoadPlan(ctx context.Context, id string) (*Plan, error) {
 	rec, err := p.store.Get(ctx, id)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-		}
 		return nil, fmt.Errorf("replay: load plan %s: %w", id, err)
 	}
 	if rec.Type != event.TypePlan || rec.Resource.Kind != recordKindPlan {
-		return nil, fmt.Errorf("%w: %s is a %s record, not a replay plan", ErrNotFound, id, rec.Type)
+		return nil, fmt.Errorf("replay: load plan %s: the record with this ID is a %s record, not a replay plan: %w", id, rec.Type, ErrNotFound)
 	}
 	plan, err := ParsePlan(rec.Object)
 	if err != nil {
@@ -623,7 +626,7 @@ func (b *builder) finish(snap *materialize.Snapshot) error {
 	for i := 1; i < len(plan.Objects); i++ {
 		a, c := plan.Objects[i-1].Ref, plan.Objects[i].Ref
 		if a.Group == c.Group && a.Resource == c.Resource && a.Namespace == c.Namespace && a.Name == c.Name {
-			return fmt.Errorf("%w: %s and %s both map to %s", ErrInvalidArgument, plan.Objects[i-1].Source, plan.Objects[i].Source, c)
+			return fmt.Errorf("replay: %w: %s and %s both map to %s", ErrInvalidArgument, plan.Objects[i-1].Source, plan.Objects[i].Source, c)
 		}
 	}
 	if !snap.Complete {

@@ -27,6 +27,14 @@ var (
 	// ErrReadOnly: the store was opened read-only, so Append and Compact
 	// are refused; or a writable open found a journal it cannot write.
 	ErrReadOnly = errors.New("storage: read-only journal")
+	// ErrInvalidArgument: an argument or an option of a call or a
+	// constructor cannot be used: a nil store, a negative limit, an option
+	// value out of range, an option the call does not take. It is the one
+	// sentinel for this across krply: krply, watch, materialize, replay,
+	// audit and storage/sqlite export it as their ErrInvalidArgument (the
+	// same value), and their errors name the package, the argument and
+	// what would work.
+	ErrInvalidArgument = errors.New("invalid argument")
 )
 
 // Store is a journal backend. Implementations are safe for concurrent use

@@ -25,8 +25,10 @@ import (
 
 // Sentinel errors of the package. Check them with errors.Is.
 var (
-	// ErrInvalidOption: an option has a value the Collector cannot use.
-	ErrInvalidOption = errors.New("watch: invalid option")
+	// ErrInvalidArgument: an argument or option has a value the Collector
+	// cannot use. It is storage.ErrInvalidArgument, the sentinel of every
+	// krply package.
+	ErrInvalidArgument = storage.ErrInvalidArgument
 	// ErrUnknownResource: a resource name matches nothing the server
 	// serves. The error is an *UnknownResourceError with close matches.
 	ErrUnknownResource = errors.New("watch: unknown resource")
@@ -84,7 +86,7 @@ type Collector struct {
 // NewCollector for client-go fakes and clients made by the caller.
 func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, store storage.Store, opts ...Option) (*Collector, error) {
 	if isNil(dyn) || isNil(disc) || isNil(store) {
-		return nil, fmt.Errorf("%w: the dynamic client, discovery client and store are required", ErrInvalidOption)
+		return nil, fmt.Errorf("watch: %w: the dynamic client, discovery client and store are required", ErrInvalidArgument)
 	}
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -143,7 +145,7 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 // redacted are decoded and re-encoded.
 func NewCollectorForConfig(cfg *rest.Config, store storage.Store, opts ...Option) (*Collector, error) {
 	if cfg == nil {
-		return nil, fmt.Errorf("%w: nil rest config", ErrInvalidOption)
+		return nil, fmt.Errorf("watch: %w: nil rest config", ErrInvalidArgument)
 	}
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
@@ -411,7 +413,7 @@ func (c *Collector) deriveClusterID(ctx context.Context) (string, error) {
 		}
 		if err == nil || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsUnauthorized(err) {
 			if c.host == "" {
-				return "", fmt.Errorf("%w: cannot derive a cluster ID (kube-system unreadable: %v, server URL unknown); use WithClusterID", ErrInvalidOption, err)
+				return "", fmt.Errorf("watch: %w: cannot derive a cluster ID (kube-system unreadable: %v, server URL unknown); use WithClusterID", ErrInvalidArgument, err)
 			}
 			sum := sha256.Sum256([]byte(strings.TrimRight(c.host, "/")))
 			id := "url-" + hex.EncodeToString(sum[:8])

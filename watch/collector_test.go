@@ -94,8 +94,8 @@ func TestNewCollectorValidates(t *testing.T) {
 	if _, err := NewCollector(dyn, disc, st, WithResources("secrets")); !errors.Is(err, ErrSecretsNotAllowed) {
 		t.Errorf("secrets: %v, want ErrSecretsNotAllowed", err)
 	}
-	if _, err := NewCollector(nil, disc, st); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("nil client: %v, want ErrInvalidOption", err)
+	if _, err := NewCollector(nil, disc, st); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("nil client: %v, want ErrInvalidArgument", err)
 	}
 }
 

@@ -93,7 +93,7 @@ func defaultConfig() config {
 
 func (c *config) validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+		return fmt.Errorf("watch: %w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
 	if len(c.resources) == 0 {
 		return bad("no resources")

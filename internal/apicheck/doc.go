@@ -14,7 +14,8 @@
 // removed (-) and added (+) and the command that updates the record, and
 // when an option constructor (an exported With* function, a function
 // returning an option type, a type that is an option by conversion such as
-// replay.FieldManager) is referenced by no _test.go file and no example.
+// a string type with an apply method) is referenced by no _test.go file and
+// no example.
 //
 // Types come from the export data the go command writes to its build cache
 // (go list -export), read with go/importer: the standard library only, and

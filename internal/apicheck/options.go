@@ -16,7 +16,7 @@ import (
 // constructors: exported functions named With*, exported functions whose
 // result is an option type (a type of the package named *Option, or one that
 // implements an option interface), and exported types that are options by
-// conversion, such as replay.FieldManager("x"). Option types named *Option
+// conversion, such as a FieldManager string type with an apply method. Option types named *Option
 // themselves are the kinds of option, not constructors.
 func (m *module) optionConstructors() map[*types.Package][]string {
 	out := map[*types.Package][]string{}

@@ -4,7 +4,13 @@ import (
 	"fmt"
 
 	"github.com/go-logr/logr"
+
+	"github.com/krply/krply/storage"
 )
+
+// ErrInvalidArgument: an option of Open has a value that cannot work. It is
+// storage.ErrInvalidArgument, the sentinel of every krply package.
+var ErrInvalidArgument = storage.ErrInvalidArgument
 
 // Synchronous is SQLite's synchronous setting for the journal's writes.
 type Synchronous int
@@ -28,7 +34,7 @@ func (s Synchronous) pragma() (string, error) {
 	case SyncFull:
 		return "FULL", nil
 	}
-	return "", fmt.Errorf("sqlite: unknown synchronous setting %d", int(s))
+	return "", fmt.Errorf("sqlite: %w: unknown synchronous setting %d (use SyncNormal or SyncFull)", ErrInvalidArgument, int(s))
 }
 
 // String returns the SQLite name of the setting.
@@ -75,16 +81,16 @@ func (c *config) validate() error {
 		return err
 	}
 	if c.readers < 1 {
-		return fmt.Errorf("sqlite: at least one read connection is needed, got %d", c.readers)
+		return fmt.Errorf("sqlite: %w: at least one read connection is needed, got %d", ErrInvalidArgument, c.readers)
 	}
 	if c.cacheKiB < 0 {
-		return fmt.Errorf("sqlite: negative cache size %d KiB", c.cacheKiB)
+		return fmt.Errorf("sqlite: %w: negative cache size %d KiB", ErrInvalidArgument, c.cacheKiB)
 	}
 	if c.mmapBytes < 0 {
-		return fmt.Errorf("sqlite: negative mmap size %d", c.mmapBytes)
+		return fmt.Errorf("sqlite: %w: negative mmap size %d", ErrInvalidArgument, c.mmapBytes)
 	}
 	if c.keyframeCache < 0 {
-		return fmt.Errorf("sqlite: negative keyframe cache size %d", c.keyframeCache)
+		return fmt.Errorf("sqlite: %w: negative keyframe cache size %d", ErrInvalidArgument, c.keyframeCache)
 	}
 	return nil
 }

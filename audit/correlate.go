@@ -406,7 +406,7 @@ func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summar
 // CorrelationID returns the EventID of the audit_correlation record that
 // links the audit event auditID to the journal event target.
 func CorrelationID(auditID string, target event.Record) string {
-	return event.EventID("", event.TypeAuditCorrelation, target.Resource, "", auditID, target.EventID)
+	return event.RecordID(event.TypeAuditCorrelation, target.Resource, auditID, target.EventID)
 }
 
 func (c *Correlator) record(evt Event, m correlation) event.Record {

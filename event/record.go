@@ -57,7 +57,7 @@ const (
 //
 // Every record belongs to a cluster; all but snapshots, plans and audit
 // correlations belong to a stream. The payload fields (Gap, Coverage,
-// Baseline, Checkpoint, Snapshot, Audit, Inferred) are set according to Type.
+// Baseline, Checkpoint, Saved, Audit, Inferred) are set according to Type.
 type Record struct {
 	// Type says what the record means.
 	Type RecordType `json:"type"`
@@ -91,13 +91,16 @@ type Record struct {
 	// BaselineID is set on the items of a baseline and on its markers.
 	BaselineID string `json:"baselineID,omitempty"`
 
-	Gap        *Gap              `json:"gap,omitempty"`
-	Coverage   *CoverageChange   `json:"coverage,omitempty"`
-	Baseline   *Baseline         `json:"baseline,omitempty"`
-	Checkpoint *Checkpoint       `json:"checkpoint,omitempty"`
-	Snapshot   *SnapshotRef      `json:"snapshot,omitempty"`
-	Audit      *AuditCorrelation `json:"audit,omitempty"`
-	Inferred   *InferredDeletion `json:"inferred,omitempty"`
+	Gap        *Gap            `json:"gap,omitempty"`
+	Coverage   *CoverageChange `json:"coverage,omitempty"`
+	Baseline   *Baseline       `json:"baseline,omitempty"`
+	Checkpoint *Checkpoint     `json:"checkpoint,omitempty"`
+	// Saved describes the saved document of a TypeSnapshot or TypePlan
+	// record. Its JSON name is "snapshot", as journals and the wire schema
+	// have always had it.
+	Saved    *SavedRef         `json:"snapshot,omitempty"`
+	Audit    *AuditCorrelation `json:"audit,omitempty"`
+	Inferred *InferredDeletion `json:"inferred,omitempty"`
 }
 
 // Gap says that a stream's continuity was lost: changes made between From
@@ -168,13 +171,19 @@ type Checkpoint struct {
 	InitialEventsEnd bool `json:"initialEventsEnd,omitempty"`
 }
 
-// SnapshotRef describes a saved snapshot or plan; the document itself is in
-// Record.Object.
-type SnapshotRef struct {
-	ID   string    `json:"id"`
-	Name string    `json:"name,omitempty"`
-	At   time.Time `json:"at"`
-	// Complete is true when every contributing stream was covered at At.
+// SavedRef describes a document saved in the journal — a snapshot, a replay
+// plan, a dry-run or an apply report — for listing it without decoding the
+// document itself, which is in Record.Object.
+type SavedRef struct {
+	// ID is the document's ID (a snapshot's, a plan's, a report's).
+	ID string `json:"id"`
+	// Name is a snapshot's name, or says what a plan or report is.
+	Name string `json:"name,omitempty"`
+	// At is the time the document describes: a snapshot's or plan's
+	// source time, a report's end.
+	At time.Time `json:"at"`
+	// Complete is true when every contributing stream of a snapshot or plan
+	// was covered at At, and when a dry run or apply ran clean.
 	Complete bool `json:"complete"`
 }
 

@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,7 +58,7 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 		{Type: TypeCheckpoint, EventID: "k", ClusterID: "c1", StreamID: "s", ObservedAt: at,
 			Checkpoint: &Checkpoint{ResourceVersion: "10", Bookmark: true, InitialEventsEnd: true}},
 		{Type: TypeSnapshot, EventID: "s1", ClusterID: "c1", ObservedAt: at, Object: json.RawMessage(`{"items":[]}`),
-			Snapshot: &SnapshotRef{ID: "snap", Name: "n", At: at, Complete: true}},
+			Saved: &SavedRef{ID: "snap", Name: "n", At: at, Complete: true}},
 		{Type: TypeAuditCorrelation, EventID: "a1", ClusterID: "c1", ObservedAt: at,
 			Audit: &AuditCorrelation{TargetEventID: "e1", AuditID: "x", User: "alice", Groups: []string{"g"}, UserAgent: "kubectl",
 				SourceIPs: []string{"192.0.2.1"}, Verb: "patch", RequestURI: "/api/v1/namespaces/shop/configmaps/a",
@@ -81,5 +82,21 @@ func TestRecordJSONRoundTrip(t *testing.T) {
 	_ = json.Unmarshal(data, &back)
 	if string(back.Object) != string(body) {
 		t.Fatalf("body changed: %s", back.Object)
+	}
+}
+
+// The JSON names of a record are part of the journal's answers and of the
+// wire schema: Saved, the payload of snapshot and plan records, is
+// "snapshot" as it always was.
+func TestRecordSavedKeepsItsJSONName(t *testing.T) {
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	data, err := json.Marshal(Record{Type: TypePlan, EventID: "p1", ClusterID: "c1", ObservedAt: at,
+		Saved: &SavedRef{ID: "p1", Name: "replay plan", At: at, Complete: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"snapshot":{"id":"p1","name":"replay plan","at":"2025-03-01T12:00:00Z","complete":true}`
+	if !strings.Contains(string(data), want) {
+		t.Errorf("a plan record marshals to %s, want it to hold %s", data, want)
 	}
 }

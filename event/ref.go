@@ -254,6 +254,21 @@ func EventID(stream string, typ RecordType, ref ResourceRef, wt WatchType, extra
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// StreamRecordID returns the EventID of a record of a stream that is not a
+// watch event — a baseline marker, a gap, a coverage change: EventID with
+// no watch type. parts tell records of one type apart (a baseline ID and
+// its phase, a gap's bounds).
+func StreamRecordID(stream string, typ RecordType, ref ResourceRef, parts ...string) string {
+	return EventID(stream, typ, ref, "", parts...)
+}
+
+// RecordID returns the EventID of a record of no stream — a saved plan or
+// report, an audit correlation: EventID with neither a stream nor a watch
+// type. parts tell records of one type apart (a report's ID, an audit ID).
+func RecordID(typ RecordType, ref ResourceRef, parts ...string) string {
+	return EventID("", typ, ref, "", parts...)
+}
+
 // ObjectHash returns the hex SHA-256 of an object's raw JSON, the key under
 // which stores keep each distinct body once.
 func ObjectHash(raw []byte) string {

@@ -189,3 +189,28 @@ func TestObjectHash(t *testing.T) {
 		t.Error("ObjectHash must hash bytes as received, not a normalized form")
 	}
 }
+
+// Event IDs are stored in journals and de-duplicate what is ingested again
+// (an audit log read twice, a baseline recorded again), so the hash never
+// changes: these are the IDs of journals written so far. StreamRecordID and
+// RecordID are EventID without the parts their records do not have (the
+// values were computed independently of this package: SHA-256 over
+// "len:part|" for each part, first 16 bytes in hex).
+func TestRecordIDsArePinned(t *testing.T) {
+	stream := "c1/apps/v1/deployments/shop"
+	ref := ResourceRef{Group: "apps", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u-1", ResourceVersion: "42"}
+	plan := ResourceRef{Group: "krply.io", Kind: "ReplayDryRun", Name: "plan-1"}
+	for name, tc := range map[string]struct{ got, old, want string }{
+		"EventID": {EventID(stream, TypeEvent, ref, Modified, "b1"), EventID(stream, TypeEvent, ref, Modified, "b1"), "d919b2ac422900c861d26ea293b1e5cf"},
+		"StreamRecordID": {StreamRecordID(stream, TypeBaseline, ResourceRef{ResourceVersion: "42"}, "b1", string(BaselineEnd)),
+			EventID(stream, TypeBaseline, ResourceRef{ResourceVersion: "42"}, "", "b1", string(BaselineEnd)), "bb26f2b202b6e354cd3511b09bd14d8e"},
+		"RecordID": {RecordID(TypePlan, plan, "report-1"), RecordID(TypePlan, plan, "report-1"), "cad7ec19afea71f549ecb0dcd1ddc37c"},
+	} {
+		if tc.got != tc.old {
+			t.Errorf("%s = %s, but the same parts as EventID give %s", name, tc.got, tc.old)
+		}
+		if tc.got != tc.want {
+			t.Errorf("%s = %s, want %s: the hash of stored IDs changed", name, tc.got, tc.want)
+		}
+	}
+}

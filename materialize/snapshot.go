@@ -74,7 +74,7 @@ func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name st
 		EventID:    saved.ID,
 		ClusterID:  saved.Scope.ClusterID,
 		ObservedAt: m.clock.Now(),
-		Snapshot:   &event.SnapshotRef{ID: saved.ID, Name: name, At: saved.At, Complete: saved.Complete},
+		Saved:      &event.SavedRef{ID: saved.ID, Name: name, At: saved.At, Complete: saved.Complete},
 		Object:     doc,
 		ObjectHash: event.ObjectHash(doc),
 	}

@@ -225,7 +225,7 @@ func TestSnapshotSavedGetList(t *testing.T) {
 		t.Fatalf("GetSnapshot = %+v, want %+v", got, s1)
 	}
 	rec, err := j.store.Get(ctx, "snap-1")
-	if err != nil || rec.Type != event.TypeSnapshot || rec.Snapshot == nil || rec.Snapshot.Name != "before outage" || !rec.Snapshot.Complete {
+	if err != nil || rec.Type != event.TypeSnapshot || rec.Saved == nil || rec.Saved.Name != "before outage" || !rec.Saved.Complete {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
 	list, err := m.ListSnapshots(ctx, "c1")

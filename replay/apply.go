@@ -266,9 +266,9 @@ func (p *Planner) finishApply(ctx context.Context, plan *Plan, report *ApplyRepo
 	if cause != nil {
 		report.Status = StatusApplyFailed
 	}
-	eventID := event.EventID("", event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: recordKindApply, Name: report.PlanID}, "", report.ID)
-	_, err := p.save(ctx, report.Cluster.UID, recordKindApply, report.PlanID, eventID, report.FinishedAt,
-		&event.SnapshotRef{ID: report.ID, Name: "apply of replay plan " + report.PlanID, At: report.FinishedAt, Complete: cause == nil}, report)
+	_, err := p.save(ctx, savedDoc{kind: recordKindApply, id: report.ID, planID: report.PlanID, clusterID: report.Cluster.UID,
+		observedAt: report.FinishedAt, doc: report,
+		ref: event.SavedRef{ID: report.ID, Name: "apply of replay plan " + report.PlanID, At: report.FinishedAt, Complete: cause == nil}})
 	plan.Status = report.Status
 	p.log.Info("replay apply", "plan", report.PlanID, "cluster", report.Cluster.String(), "status", report.Status, "error", cause)
 	if cause != nil && err != nil {

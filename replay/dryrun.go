@@ -205,9 +205,9 @@ func (p *Planner) dryRun(ctx context.Context, plan *Plan, c *Cluster, id Identit
 		report.Results = append(report.Results, c.dryRunObject(ctx, obj, manager))
 	}
 	report.Status = dryRunStatus(report.Results)
-	eventID := event.EventID("", event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: recordKindDryRun, Name: plan.ID}, "", report.ID)
-	if _, err := p.save(ctx, id.UID, recordKindDryRun, plan.ID, eventID, report.At,
-		&event.SnapshotRef{ID: report.ID, Name: "dry run of replay plan " + plan.ID, At: report.At, Complete: report.Status == StatusDryRunOK}, report); err != nil {
+	if _, err := p.save(ctx, savedDoc{kind: recordKindDryRun, id: report.ID, planID: plan.ID, clusterID: id.UID,
+		observedAt: report.At, doc: report,
+		ref: event.SavedRef{ID: report.ID, Name: "dry run of replay plan " + plan.ID, At: report.At, Complete: report.Status == StatusDryRunOK}}); err != nil {
 		return nil, err
 	}
 	plan.LastDryRun, plan.Status = report, report.Status

@@ -75,7 +75,7 @@ func (j *journal) baseline(k kindInfo, namespace string, at time.Time, listRV st
 	streamID := j.stream(k, namespace)
 	id := fmt.Sprintf("baseline-%d", j.seq)
 	recs := []event.Record{{
-		Type: event.TypeBaseline, EventID: event.EventID(streamID, event.TypeBaseline, event.ResourceRef{}, "", id, "begin"),
+		Type: event.TypeBaseline, EventID: event.StreamRecordID(streamID, event.TypeBaseline, event.ResourceRef{}, id, "begin"),
 		ClusterID: j.cluster, StreamID: streamID, ObservedAt: at, BaselineID: id,
 		Baseline: &event.Baseline{ID: id, Phase: event.BaselineBegin, Reason: "initial"},
 	}}
@@ -88,7 +88,7 @@ func (j *journal) baseline(k kindInfo, namespace string, at time.Time, listRV st
 		})
 	}
 	recs = append(recs, event.Record{
-		Type: event.TypeBaseline, EventID: event.EventID(streamID, event.TypeBaseline, event.ResourceRef{}, "", id, "end"),
+		Type: event.TypeBaseline, EventID: event.StreamRecordID(streamID, event.TypeBaseline, event.ResourceRef{}, id, "end"),
 		ClusterID: j.cluster, StreamID: streamID, ObservedAt: at, BaselineID: id,
 		Baseline: &event.Baseline{ID: id, Phase: event.BaselineEnd, ResourceVersion: listRV, ItemCount: len(bodies), Reason: "initial"},
 	})
@@ -115,7 +115,7 @@ func (j *journal) gap(k kindInfo, namespace string, from, to time.Time, lastRV s
 	streamID := j.stream(k, namespace)
 	j.seq++
 	j.append(event.Record{
-		Type: event.TypeGap, EventID: event.EventID(streamID, event.TypeGap, event.ResourceRef{}, "", fmt.Sprint(j.seq)),
+		Type: event.TypeGap, EventID: event.StreamRecordID(streamID, event.TypeGap, event.ResourceRef{}, fmt.Sprint(j.seq)),
 		ClusterID: j.cluster, StreamID: streamID, ObservedAt: to,
 		Gap: &event.Gap{From: from, To: to, Reason: "410 Gone: too old resource version", LastResourceVersion: lastRV},
 	})

@@ -232,8 +232,9 @@ func (p *Planner) SavePlan(ctx context.Context, plan *Plan) error {
 	// derives them from the journal's dry-run and apply records.
 	saved := *plan
 	saved.Status, saved.LastDryRun = StatusPlanned, nil
-	dup, err := p.save(ctx, plan.Source.ClusterID, recordKindPlan, plan.ID, plan.ID, p.clock.Now().UTC(),
-		&event.SnapshotRef{ID: plan.ID, Name: "replay plan", At: plan.Source.At, Complete: plan.Coverage.Complete}, &saved)
+	dup, err := p.save(ctx, savedDoc{kind: recordKindPlan, id: plan.ID, planID: plan.ID, clusterID: plan.Source.ClusterID,
+		observedAt: p.clock.Now().UTC(), doc: &saved,
+		ref: event.SavedRef{ID: plan.ID, Name: "replay plan", At: plan.Source.At, Complete: plan.Coverage.Complete}})
 	if err != nil {
 		return err
 	}
@@ -390,29 +391,51 @@ func (p *Planner) sourceClusterUID(ctx context.Context, clusterID string) string
 	return uid
 }
 
+// savedDoc is a plan, a dry-run report or an apply report to save in the
+// journal as a TypePlan record.
+type savedDoc struct {
+	kind       string // recordKindPlan, recordKindDryRun or recordKindApply
+	id         string // the plan's or the report's ID
+	planID     string // the plan it is, or reports on
+	clusterID  string // the source cluster of a plan, the target of a report
+	observedAt time.Time
+	ref        event.SavedRef // its listing: ID, what it is, its time, whether clean or complete
+	doc        any            // saved as JSON in Record.Object
+}
+
+// eventID is a plan's ID, and for a report a hash of its kind, plan and ID.
+func (d savedDoc) eventID() string {
+	if d.kind == recordKindPlan {
+		return d.id
+	}
+	return event.RecordID(event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: d.kind, Name: d.planID}, d.id)
+}
+
 // save appends a plan, dry-run or apply record and reports whether the
 // journal already held a record with that ID (and stored nothing).
-func (p *Planner) save(ctx context.Context, clusterID, kind, planID, id string, at time.Time, ref *event.SnapshotRef, doc any) (bool, error) {
+func (p *Planner) save(ctx context.Context, d savedDoc) (bool, error) {
+	id := d.eventID()
 	if p.writer == nil {
-		return false, fmt.Errorf("%w: save %s %s: the store given to NewPlanner is not a storage.Writer", ErrReadOnly, kind, id)
+		return false, fmt.Errorf("%w: save %s %s: the store given to NewPlanner is not a storage.Writer", ErrReadOnly, d.kind, id)
 	}
-	raw, err := json.Marshal(doc)
+	raw, err := json.Marshal(d.doc)
 	if err != nil {
-		return false, fmt.Errorf("replay: encode %s %s: %w", kind, id, err)
+		return false, fmt.Errorf("replay: encode %s %s: %w", d.kind, id, err)
 	}
+	ref := d.ref
 	rec := event.Record{
 		Type:       event.TypePlan,
 		EventID:    id,
-		ClusterID:  clusterID,
-		ObservedAt: at,
-		Resource:   event.ResourceRef{Group: recordGroup, Kind: kind, Name: planID},
+		ClusterID:  d.clusterID,
+		ObservedAt: d.observedAt,
+		Resource:   event.ResourceRef{Group: recordGroup, Kind: d.kind, Name: d.planID},
 		ObjectHash: event.ObjectHash(raw),
 		Object:     raw,
-		Snapshot:   ref,
+		Saved:      &ref,
 	}
 	res, err := p.writer.Append(ctx, []event.Record{rec})
 	if err != nil {
-		return false, fmt.Errorf("replay: save %s %s: %w", kind, id, err)
+		return false, fmt.Errorf("replay: save %s %s: %w", d.kind, id, err)
 	}
 	return res.Duplicates > 0, nil
 }

@@ -88,7 +88,7 @@ func (s *stream) objectRecord(obj runtime.Object, wt event.WatchType, observedAt
 func (s *stream) baselineRecord(id string, phase event.BaselinePhase, reason, rv string, items int, at time.Time) event.Record {
 	return event.Record{
 		Type:       event.TypeBaseline,
-		EventID:    event.EventID(s.id, event.TypeBaseline, event.ResourceRef{ResourceVersion: rv}, "", id, string(phase)),
+		EventID:    event.StreamRecordID(s.id, event.TypeBaseline, event.ResourceRef{ResourceVersion: rv}, id, string(phase)),
 		ClusterID:  s.stream.ClusterID,
 		StreamID:   s.id,
 		ObservedAt: at,
@@ -111,7 +111,7 @@ func (s *stream) checkpointRecord(rv string, bookmark, initialEventsEnd bool, at
 func (s *stream) gapRecord(from, to time.Time, reason, lastRV string) event.Record {
 	return event.Record{
 		Type:       event.TypeGap,
-		EventID:    event.EventID(s.id, event.TypeGap, event.ResourceRef{ResourceVersion: lastRV}, "", uuid.NewString()),
+		EventID:    event.StreamRecordID(s.id, event.TypeGap, event.ResourceRef{ResourceVersion: lastRV}, uuid.NewString()),
 		ClusterID:  s.stream.ClusterID,
 		StreamID:   s.id,
 		ObservedAt: to,
@@ -122,7 +122,7 @@ func (s *stream) gapRecord(from, to time.Time, reason, lastRV string) event.Reco
 func (s *stream) coverageRecord(available bool, reason string, code int, at time.Time) event.Record {
 	return event.Record{
 		Type:       event.TypeCoverageChange,
-		EventID:    event.EventID(s.id, event.TypeCoverageChange, event.ResourceRef{}, "", uuid.NewString()),
+		EventID:    event.StreamRecordID(s.id, event.TypeCoverageChange, event.ResourceRef{}, uuid.NewString()),
 		ClusterID:  s.stream.ClusterID,
 		StreamID:   s.id,
 		ObservedAt: at,

@@ -32,7 +32,7 @@ func Example() {
 			ClusterID: "prod", StreamID: sid, ObservedAt: at, WatchType: wt, Resource: ref(rv), Object: body(rv)}
 	}
 	marker := func(phase event.BaselinePhase, rv string) event.Record {
-		return event.Record{Type: event.TypeBaseline, EventID: event.EventID(sid, event.TypeBaseline, event.ResourceRef{}, "", "b1", string(phase)),
+		return event.Record{Type: event.TypeBaseline, EventID: event.StreamRecordID(sid, event.TypeBaseline, event.ResourceRef{}, "b1", string(phase)),
 			ClusterID: "prod", StreamID: sid, ObservedAt: t0, BaselineID: "b1",
 			Baseline: &event.Baseline{ID: "b1", Phase: phase, ResourceVersion: rv, ItemCount: 1}}
 	}

@@ -235,9 +235,9 @@ func copyRecord(rec *event.Record, withBody bool) *event.Record {
 		v := *rec.Checkpoint
 		c.Checkpoint = &v
 	}
-	if rec.Snapshot != nil {
-		v := *rec.Snapshot
-		c.Snapshot = &v
+	if rec.Saved != nil {
+		v := *rec.Saved
+		c.Saved = &v
 	}
 	if rec.Audit != nil {
 		v := *rec.Audit

@@ -121,7 +121,7 @@ type recordMeta struct {
 	Coverage   *event.CoverageChange   `json:"cov,omitempty"`
 	Baseline   *event.Baseline         `json:"bl,omitempty"`
 	Checkpoint *event.Checkpoint       `json:"cp,omitempty"`
-	Snapshot   *event.SnapshotRef      `json:"snap,omitempty"`
+	Saved      *event.SavedRef         `json:"snap,omitempty"` // "snap": the name of the format
 	Audit      *event.AuditCorrelation `json:"audit,omitempty"`
 	Inferred   *event.InferredDeletion `json:"inf,omitempty"`
 }
@@ -131,7 +131,7 @@ func metaOf(r *event.Record, hasObj bool) ([]byte, error) {
 		Version: r.Resource.Version, Kind: r.Resource.Kind, UID: r.Resource.UID, RV: r.Resource.ResourceVersion,
 		BaselineID: r.BaselineID,
 		Gap:        r.Gap, Coverage: r.Coverage, Baseline: r.Baseline, Checkpoint: r.Checkpoint,
-		Snapshot: r.Snapshot, Audit: r.Audit, Inferred: r.Inferred,
+		Saved: r.Saved, Audit: r.Audit, Inferred: r.Inferred,
 	}
 	if !hasObj {
 		m.Group, m.Resource, m.Namespace, m.Name = r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name
@@ -152,5 +152,5 @@ func (m *recordMeta) applyTo(r *event.Record) {
 	}
 	r.BaselineID = m.BaselineID
 	r.Gap, r.Coverage, r.Baseline, r.Checkpoint = m.Gap, m.Coverage, m.Baseline, m.Checkpoint
-	r.Snapshot, r.Audit, r.Inferred = m.Snapshot, m.Audit, m.Inferred
+	r.Saved, r.Audit, r.Inferred = m.Saved, m.Audit, m.Inferred
 }

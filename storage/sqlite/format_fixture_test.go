@@ -371,8 +371,8 @@ func summarize(r event.Record) string {
 			s += fmt.Sprintf(" available=%t", r.Coverage.Available)
 		}
 	case event.TypeSnapshot, event.TypePlan:
-		if r.Snapshot != nil {
-			s += " " + r.Snapshot.ID
+		if r.Saved != nil {
+			s += " " + r.Saved.ID
 		}
 	case event.TypeAuditCorrelation:
 		if r.Audit != nil {

@@ -147,7 +147,7 @@ func savedRecord(typ event.RecordType, i int) event.Record {
 	doc, _ := json.Marshal(map[string]any{"type": typ, "i": i, "objects": strings.Repeat(fmt.Sprintf("object %d of %s; ", i, typ), 100)})
 	return event.Record{Type: typ, EventID: fmt.Sprintf("test-%s-%d", typ, i), ClusterID: "bench",
 		ObservedAt: benchStart.Add(time.Duration(i) * time.Second), Object: doc,
-		Snapshot: &event.SnapshotRef{ID: fmt.Sprintf("%s-%d", typ, i), At: benchStart, Complete: true}}
+		Saved: &event.SavedRef{ID: fmt.Sprintf("%s-%d", typ, i), At: benchStart, Complete: true}}
 }
 
 // saverChild saves savedCount records of type typ, each with its own

@@ -139,7 +139,7 @@ func Baseline(s event.Stream, baselineID string, at time.Time, listRV string, it
 func BaselineBegin(s event.Stream, baselineID string, at time.Time, items []Item) []event.Record {
 	id := s.ID()
 	recs := []event.Record{{
-		Type: event.TypeBaseline, EventID: event.EventID(id, event.TypeBaseline, event.ResourceRef{}, "", baselineID, string(event.BaselineBegin)),
+		Type: event.TypeBaseline, EventID: event.StreamRecordID(id, event.TypeBaseline, event.ResourceRef{}, baselineID, string(event.BaselineBegin)),
 		ClusterID: s.ClusterID, StreamID: id, ObservedAt: at, BaselineID: baselineID,
 		Baseline: &event.Baseline{ID: baselineID, Phase: event.BaselineBegin, Reason: "initial"},
 	}}
@@ -157,7 +157,7 @@ func BaselineBegin(s event.Stream, baselineID string, at time.Time, items []Item
 func BaselineEnd(s event.Stream, baselineID string, at time.Time, listRV string, itemCount int) event.Record {
 	id := s.ID()
 	return event.Record{
-		Type: event.TypeBaseline, EventID: event.EventID(id, event.TypeBaseline, event.ResourceRef{}, "", baselineID, string(event.BaselineEnd)),
+		Type: event.TypeBaseline, EventID: event.StreamRecordID(id, event.TypeBaseline, event.ResourceRef{}, baselineID, string(event.BaselineEnd)),
 		ClusterID: s.ClusterID, StreamID: id, ObservedAt: at, BaselineID: baselineID,
 		Baseline: &event.Baseline{ID: baselineID, Phase: event.BaselineEnd, ResourceVersion: listRV, ItemCount: itemCount, Reason: "initial"},
 	}
@@ -168,7 +168,7 @@ func BaselineEnd(s event.Stream, baselineID string, at time.Time, listRV string,
 func Gap(s event.Stream, from, to time.Time, reason, lastRV string) event.Record {
 	id := s.ID()
 	return event.Record{
-		Type: event.TypeGap, EventID: event.EventID(id, event.TypeGap, event.ResourceRef{}, "", from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano)),
+		Type: event.TypeGap, EventID: event.StreamRecordID(id, event.TypeGap, event.ResourceRef{}, from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano)),
 		ClusterID: s.ClusterID, StreamID: id, ObservedAt: to,
 		Gap: &event.Gap{From: from, To: to, Reason: reason, LastResourceVersion: lastRV},
 	}
@@ -178,7 +178,7 @@ func Gap(s event.Stream, from, to time.Time, reason, lastRV string) event.Record
 func CoverageChange(s event.Stream, available bool, reason string, code int, at time.Time) event.Record {
 	id := s.ID()
 	return event.Record{
-		Type: event.TypeCoverageChange, EventID: event.EventID(id, event.TypeCoverageChange, event.ResourceRef{}, "", at.UTC().Format(time.RFC3339Nano), fmt.Sprint(available)),
+		Type: event.TypeCoverageChange, EventID: event.StreamRecordID(id, event.TypeCoverageChange, event.ResourceRef{}, at.UTC().Format(time.RFC3339Nano), fmt.Sprint(available)),
 		ClusterID: s.ClusterID, StreamID: id, ObservedAt: at,
 		Coverage: &event.CoverageChange{Available: available, Reason: reason, Code: code},
 	}
@@ -212,16 +212,16 @@ func InferredDelete(s event.Stream, last event.Record, gapFrom, relistAt time.Ti
 // (event.TypePlan) record holding doc.
 func Document(typ event.RecordType, clusterID, id, name string, at time.Time, complete bool, doc []byte) event.Record {
 	return event.Record{
-		Type: typ, EventID: event.EventID("", typ, event.ResourceRef{}, "", id),
+		Type: typ, EventID: event.RecordID(typ, event.ResourceRef{}, id),
 		ClusterID: clusterID, ObservedAt: at, Object: doc, ObjectHash: hashOf(doc),
-		Snapshot: &event.SnapshotRef{ID: id, Name: name, At: at, Complete: complete},
+		Saved: &event.SavedRef{ID: id, Name: name, At: at, Complete: complete},
 	}
 }
 
 // Correlation returns an audit correlation pointing at target.
 func Correlation(target event.Record, auditID, user string, at time.Time) event.Record {
 	return event.Record{
-		Type: event.TypeAuditCorrelation, EventID: event.EventID("", event.TypeAuditCorrelation, target.Resource, "", auditID, target.EventID),
+		Type: event.TypeAuditCorrelation, EventID: event.RecordID(event.TypeAuditCorrelation, target.Resource, auditID, target.EventID),
 		ClusterID: target.ClusterID, ObservedAt: at, Resource: target.Resource,
 		Audit: &event.AuditCorrelation{
 			TargetEventID: target.EventID, AuditID: auditID, User: user, Groups: []string{"system:authenticated"},

@@ -158,10 +158,10 @@ func canonicalJSON(r event.Record) string {
 		v.From, v.To = v.From.UTC(), v.To.UTC()
 		r.Inferred = &v
 	}
-	if r.Snapshot != nil {
-		v := *r.Snapshot
+	if r.Saved != nil {
+		v := *r.Saved
 		v.At = v.At.UTC()
-		r.Snapshot = &v
+		r.Saved = &v
 	}
 	if r.Audit != nil {
 		v := *r.Audit
@@ -405,14 +405,14 @@ func testDocuments(t *testing.T, s storage.Store) {
 		t.Fatalf("snapshots listed: %v", eventIDs(snaps))
 	}
 	plans := allRecords(t, s, storage.Query{Types: []event.RecordType{event.TypePlan}})
-	if len(plans) != 1 || plans[0].Snapshot.ID != "plan-1" {
+	if len(plans) != 1 || plans[0].Saved.ID != "plan-1" {
 		t.Fatalf("plans listed: %+v", plans)
 	}
 	got, err := s.Get(ctx, s1.EventID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got.Object) != string(doc) || got.Snapshot.Name != "before upgrade" || !got.Snapshot.Complete || !got.Snapshot.At.Equal(at(10)) {
+	if string(got.Object) != string(doc) || got.Saved.Name != "before upgrade" || !got.Saved.Complete || !got.Saved.At.Equal(at(10)) {
 		t.Fatalf("Get snapshot: %+v", got)
 	}
 	if _, err := s.Get(ctx, "no-such-id"); !errors.Is(err, storage.ErrNotFound) {

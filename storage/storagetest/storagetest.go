@@ -269,7 +269,7 @@ func testInvalidRecords(t *testing.T, s storage.Store) {
 		},
 		"snapshot no payload": func() event.Record {
 			r := Document(event.TypeSnapshot, "c1", "snap-1", "", at(5), true, []byte(`{}`))
-			r.Snapshot = nil
+			r.Saved = nil
 			return r
 		},
 		"correlation no payload": func() event.Record {

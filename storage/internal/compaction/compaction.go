@@ -289,7 +289,7 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 		marker := func(seq int64, phase event.BaselinePhase) event.Record {
 			rec := event.Record{
 				Type:       event.TypeBaseline,
-				EventID:    event.EventID(id, event.TypeBaseline, event.ResourceRef{}, "", baselineID, string(phase)),
+				EventID:    event.StreamRecordID(id, event.TypeBaseline, event.ResourceRef{}, baselineID, string(phase)),
 				IngestSeq:  seq,
 				ClusterID:  si.clusterID,
 				StreamID:   id,

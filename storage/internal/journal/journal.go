@@ -41,8 +41,8 @@ func Validate(rec *event.Record) error {
 		if rec.StreamID != "" {
 			return bad("snapshots and plans belong to no stream, got StreamID %q", rec.StreamID)
 		}
-		if rec.Snapshot == nil || rec.Snapshot.ID == "" {
-			return bad("missing Snapshot payload with an ID")
+		if rec.Saved == nil || rec.Saved.ID == "" {
+			return bad("missing Saved payload with an ID")
 		}
 	case event.TypeAuditCorrelation:
 		if rec.ClusterID == "" {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/krply/krply"
@@ -110,15 +111,19 @@ func (c *command) output() string {
 	return string(b)
 }
 
-// freeAddr returns a loopback address with a port free right now.
-func freeAddr(t *testing.T) string {
+// freeAddrs returns n distinct loopback addresses with ports free right now.
+func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close() // held until all are chosen, so they differ
+		addrs = append(addrs, l.Addr().String())
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 // get returns the status code and body of an HTTP GET, or code 0 when the
@@ -198,19 +203,26 @@ func walGone(t *testing.T, path string) {
 	}
 }
 
+// leaderElectionEnv returns the shared control plane, a namespace of the
+// test's own for the lease, and an admin client.
+func leaderElectionEnv(t *testing.T) (*testenv.Env, string, kubernetes.Interface) {
+	t.Helper()
+	env := testenv.Shared(t)
+	admin, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, env.CreateNamespace(t), admin
+}
+
 // The command against a real control plane: a standby is ready and does
 // not record; once elected, /readyz answers 500 while the Collector is not
 // synced (its only stream is denied) and 200 once it is; SIGTERM ends it
 // with exit code 0, the lease released and the journal closed.
 func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
+	env, ns, admin := leaderElectionEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin, err := kubernetes.NewForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The rights leader election needs in its namespace, and nothing else.
 	grant(t, ctx, admin, ns, "krply-leader-election", recorderUser,
 		rbacv1.PolicyRule{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
@@ -227,7 +239,8 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	}
 
 	store := filepath.Join(t.TempDir(), "krply.db")
-	probes, metricsAddr := freeAddr(t), freeAddr(t)
+	addrs := freeAddrs(t, 2)
+	probes, metricsAddr := addrs[0], addrs[1]
 	cmd := start(t, "--kubeconfig", writeKubeconfig(t, env, recorderUser), "--store", store, "--resource", "cm",
 		"--leader-election-namespace", ns, "--health-probe-bind-address", probes, "--metrics-bind-address", metricsAddr)
 	readyz, metricsURL := "http://"+probes+"/readyz", "http://"+metricsAddr+"/metrics"
@@ -329,31 +342,34 @@ func TestFailureClosesTheJournal(t *testing.T) {
 // Losing the lease ends the command with exit code 1, without waiting for
 // the manager's graceful shutdown, and the journal is closed all the same.
 func TestLeaseLostClosesTheJournal(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
+	env, ns, admin := leaderElectionEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	admin, err := kubernetes.NewForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
 	store := filepath.Join(t.TempDir(), "krply.db")
-	probes := freeAddr(t)
+	probes := freeAddrs(t, 1)[0]
 	cmd := start(t, "--kubeconfig", writeKubeconfig(t, env, testenv.UserAdmin), "--store", store, "--resource", "cm",
 		"--leader-election-namespace", ns, "--health-probe-bind-address", probes, "--metrics-bind-address", "0")
 	leases := admin.CoordinationV1().Leases(ns)
-	var lease *coordinationv1.Lease
-	eventually(t, time.Minute, "elected and synced", func() bool {
-		code, _ := get("http://" + probes + "/readyz")
-		lease, err = leases.Get(ctx, "krply-recorder", metav1.GetOptions{})
-		return code == http.StatusOK && err == nil && ptr.Deref(lease.Spec.HolderIdentity, "") != ""
+	eventually(t, time.Minute, "elected", func() bool {
+		l, err := leases.Get(ctx, "krply-recorder", metav1.GetOptions{})
+		return err == nil && ptr.Deref(l.Spec.HolderIdentity, "") != ""
 	})
+	eventually(t, time.Minute, "/readyz 200", func() bool { code, _ := get("http://" + probes + "/readyz"); return code == http.StatusOK })
 
-	// Another replica takes the lease over: this one cannot renew it.
-	now := metav1.NewMicroTime(time.Now())
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("other-replica"), ptr.To[int32](3600)
-	lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	// Another replica takes the lease over: this one cannot renew it. (The
+	// update conflicts when it renewed the lease since the Get: retried.)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lease, err := leases.Get(ctx, "krply-recorder", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To("other-replica"), ptr.To[int32](3600)
+		lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if code := cmd.exit(time.Minute); code != 1 {

@@ -617,7 +617,8 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 // last record in the stream is alive and not part of baseline id. It reads
 // keys without bodies and fetches the body of the missing objects only.
 func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([]event.Record, error) {
-	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true})
+	// The baseline has no end yet: its items count only when asked for.
+	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true, IncludeBaseline: id})
 	if err != nil {
 		return nil, fmt.Errorf("%w: alive objects of %s: %w", ErrStore, s.id, err)
 	}

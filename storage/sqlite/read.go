@@ -425,10 +425,24 @@ func (s *Store) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	defer done()
+	recs, err := s.objectHistory(ctx, obj, q)
+	if err != nil {
+		return nil, s.readErr("history of "+objectName(obj), err)
+	}
+	return recs, nil
+}
+
+// objectHistory is ObjectHistory.
+func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q storage.HistoryQuery) ([]event.Record, error) {
+	vis, err := s.visibility(ctx)
+	if err != nil {
+		return nil, err
+	}
+	visible, visArgs := vis.where("r", "", 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
-	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery)
-	args := objectArgs(obj)
+	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery + ` AND ` + visible)
+	args := append(objectArgs(obj), visArgs...)
 	if !q.Since.IsZero() {
 		b.WriteString(" AND r.observed_at >= ?")
 		args = append(args, encodeTime(q.Since))
@@ -446,19 +460,23 @@ func (s *Store) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		b.WriteString(" LIMIT ?")
 		args = append(args, q.Limit)
 	}
-	recs, err := s.query(ctx, b.String(), args...)
-	if err != nil {
-		return nil, s.readErr("history of "+objectName(obj), err)
-	}
-	return recs, nil
+	return s.query(ctx, b.String(), args...)
 }
 
 func objectName(obj storage.ObjectID) string {
 	return fmt.Sprintf("%s %s/%s %s/%s", obj.ClusterID, obj.Group, obj.Resource, obj.Namespace, obj.Name)
 }
 
-var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-	` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+// latestAtHead and latestAtTail surround the visibility condition of
+// LatestAt; latestAtQuery, prepared at Open, is the statement when no
+// baseline is open.
+const (
+	latestAtHead = ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? AND `
+	latestAtTail = ` ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+)
+
+var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + `r.seq <= ?` + latestAtTail
 
 // LatestAt implements storage.Reader.
 func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
@@ -467,10 +485,20 @@ func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		return event.Record{}, err
 	}
 	defer done()
-	rows, err := s.latestAtStmt.QueryContext(ctx, append(objectArgs(obj), encodeTime(at))...)
+	vis, err := s.visibility(ctx)
 	var recs []event.Record
 	if err == nil {
-		recs, err = s.decodeRows(ctx, rows)
+		visible, visArgs := vis.where("r", "", 0)
+		args := append(append(objectArgs(obj), encodeTime(at)), visArgs...)
+		var rows *sql.Rows
+		if len(vis.open) == 0 {
+			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
+		} else {
+			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+visible+latestAtTail, args...)
+		}
+		if err == nil {
+			recs, err = s.decodeRows(ctx, rows)
+		}
 	}
 	if err != nil {
 		return event.Record{}, s.readErr("latest of "+objectName(obj), err)
@@ -488,23 +516,31 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		return nil, err
 	}
 	defer done()
+	vis, err := s.visibility(ctx)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
 	var where []string
 	var args []any
 	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
 	args = append(args, encodeTime(q.At))
 	if q.StreamID != "" {
 		var rowID int64
-		err := s.r.QueryRowContext(ctx, `SELECT id FROM streams WHERE stream_id = ?`, q.StreamID).Scan(&rowID)
+		err := s.streamRow(ctx, q.StreamID, &rowID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, s.readErr("alive in "+q.StreamID, err)
 		}
-		latest += ` AND x.stream = ?`
-		args = append(args, rowID)
+		visible, visArgs := vis.where("x", q.IncludeBaseline, rowID)
+		latest += ` AND x.stream = ? AND ` + visible
+		args = append(append(args, rowID), visArgs...)
 		where, args = append(where, "o.id IN (SELECT obj FROM stream_objects WHERE stream = ?)"), append(args, rowID)
 	} else {
+		visible, visArgs := vis.where("x", q.IncludeBaseline, 0)
+		latest += ` AND ` + visible
+		args = append(args, visArgs...)
 		if q.ClusterID != "" {
 			where, args = append(where, "o.cluster = ?"), append(args, q.ClusterID)
 		}
@@ -530,18 +566,40 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 }
 
 // EventByResourceVersion implements storage.Reader.
+// The first real record with the resourceVersion, else the first
+// synthetic one, in seq order: see storage.Reader.
 func (s *Store) EventByResourceVersion(ctx context.Context, obj storage.ObjectID, uid, rv string) (event.Record, error) {
-	history, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	done, err := s.enter()
 	if err != nil {
 		return event.Record{}, err
 	}
-	for i := len(history) - 1; i >= 0; i-- {
-		r := history[i]
-		if r.Resource.ResourceVersion == rv && (uid == "" || r.Resource.UID == uid) {
-			return s.Get(ctx, r.EventID)
+	defer done()
+	history, err := s.objectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	if err != nil {
+		return event.Record{}, s.readErr("history of "+objectName(obj), err)
+	}
+	var found *event.Record
+	for i := range history {
+		r := &history[i]
+		if r.Resource.ResourceVersion != rv || uid != "" && r.Resource.UID != uid {
+			continue
+		}
+		if !r.Synthetic {
+			found = r
+			break
+		}
+		if found == nil {
+			found = r
 		}
 	}
-	return event.Record{}, fmt.Errorf("sqlite: %s uid %q resourceVersion %q: %w", objectName(obj), uid, rv, storage.ErrNotFound)
+	if found == nil {
+		return event.Record{}, fmt.Errorf("sqlite: %s uid %q resourceVersion %q: %w", objectName(obj), uid, rv, storage.ErrNotFound)
+	}
+	rec, err := s.Get(ctx, found.EventID)
+	if err != nil {
+		return event.Record{}, err
+	}
+	return rec, nil
 }
 
 // Correlations implements storage.Reader.

@@ -26,10 +26,13 @@ type timelineKey struct {
 	floor, streams, baseline, gap, coverage int64
 }
 
+// timelineKeyQuery reads the timelineKey and, last, the journal's newest
+// seq (which is not part of the key).
 const timelineKeyQuery = `SELECT seq_floor, (SELECT coalesce(max(id), 0) FROM streams),` +
 	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 2 AND type <> 1),` +
 	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 3 AND type <> 1),` +
-	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 4 AND type <> 1)` +
+	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 4 AND type <> 1),` +
+	` (SELECT coalesce(max(seq), 0) FROM records)` +
 	` FROM totals WHERE id = 1`
 
 // timelineRecords selects the timeline records after a seq, oldest first.
@@ -52,6 +55,20 @@ type timelines struct {
 	// byCluster holds each cluster's timelines ordered by stream ID, and
 	// all of them under "".
 	byCluster map[string][]storage.Timeline
+	// open lists the open baselines of the loaded timelines.
+	open []openStream
+}
+
+// timelineView is the kept timelines as one call sees them: a refresh
+// replaces the maps, it never changes them.
+type timelineView struct {
+	// bound is the journal's newest seq, read before the timelines were
+	// brought up to date: every timeline record with a seq up to bound is
+	// in them (and maybe newer ones, up to maxSeq).
+	bound, maxSeq int64
+	byStream      map[string]storage.Timeline
+	byCluster     map[string][]storage.Timeline
+	open          []openStream
 }
 
 // Timelines implements storage.TimelineReader. It costs one query when no
@@ -63,29 +80,40 @@ func (s *Store) Timelines(ctx context.Context, clusterID string) ([]storage.Time
 		return nil, err
 	}
 	defer done()
-	var key timelineKey
-	rows, err := s.cachedQuery(ctx, timelineKeyQuery)
+	v, err := s.loadTimelines(ctx)
 	if err != nil {
 		return nil, s.readErr("timelines", err)
 	}
+	return v.byCluster[clusterID], nil
+}
+
+// loadTimelines brings the kept timelines up to date (one query when
+// nothing changed) and returns them.
+func (s *Store) loadTimelines(ctx context.Context) (timelineView, error) {
+	var key timelineKey
+	var bound int64
+	rows, err := s.cachedQuery(ctx, timelineKeyQuery)
+	if err != nil {
+		return timelineView{}, err
+	}
 	for rows.Next() {
-		err = rows.Scan(&key.floor, &key.streams, &key.baseline, &key.gap, &key.coverage)
+		err = rows.Scan(&key.floor, &key.streams, &key.baseline, &key.gap, &key.coverage, &bound)
 	}
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, s.readErr("timelines", err)
+		return timelineView{}, err
 	}
 	t := &s.timelines
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.loaded || key != t.key {
 		if err := s.refreshTimelines(ctx, key); err != nil {
-			return nil, s.readErr("timelines", err)
+			return timelineView{}, err
 		}
 	}
-	return t.byCluster[clusterID], nil
+	return timelineView{bound: bound, maxSeq: t.maxSeq, byStream: t.byStream, byCluster: t.byCluster, open: t.open}, nil
 }
 
 // refreshTimelines brings the kept timelines up to key, which was read
@@ -160,6 +188,7 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 		}
 		byCluster[""] = all
 		t.byCluster = byCluster
+		t.open = openBaselinesOf(byStream, math.MaxInt64)
 	}
 	t.byStream, t.maxSeq, t.maxStream, t.key, t.loaded = byStream, maxSeq, maxStream, key, true
 	return nil

@@ -101,7 +101,10 @@ type Version struct {
 	// first version and the first after a deletion.
 	Changes []FieldChange
 	// Provenance lists the audited requests correlated with this version,
-	// most confident first.
+	// most confident first. On a baseline item or an inferred deletion
+	// (Origin not OriginWatch) it holds only links below confidence 1
+	// (audit's "seen-through-relist" and "inferred-deletion-uid"): the
+	// journal shows the result of the write, not the write.
 	Provenance []event.AuditCorrelation
 }
 
@@ -173,9 +176,7 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		prev = &recs[i]
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
-		if !rec.Synthetic {
-			ids = append(ids, rec.EventID)
-		}
+		ids = append(ids, rec.EventID)
 	}
 
 	if len(ids) > 0 {
@@ -186,7 +187,11 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		for i := range entries {
 			v := entries[i].Version
 			for _, c := range corr[entries[i].EventID] {
-				if c.Audit != nil {
+				// A baseline item or an inferred deletion is no evidence
+				// of a write: only a link labelled as seen through it
+				// (confidence below 1) belongs there; an exact one is a
+				// mismatch recorded by an older krply.
+				if c.Audit != nil && (v.Origin == OriginWatch || c.Audit.Confidence < 1) {
 					v.Provenance = append(v.Provenance, *c.Audit)
 				}
 			}

@@ -98,8 +98,15 @@ type Version struct {
 	Object json.RawMessage
 	// Changes are the field changes from the previous version (ignoring
 	// server-owned metadata, see DefaultIgnorePointers). Empty for the
-	// first version and the first after a deletion.
+	// first version and the first after a deletion. Each names the field
+	// manager that changed it where managedFields tell.
 	Changes []FieldChange
+	// FieldManagers are who wrote this version according to the object's
+	// own metadata.managedFields, without an audit log: the entries that
+	// are new or changed (time or fields) since the previous version, or
+	// all of them for the first version. They name clients (field
+	// managers), not users; Provenance names users.
+	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
 	// Provenance lists the audited requests correlated with this version,
 	// most confident first. On a baseline item or an inferred deletion
 	// (Origin not OriginWatch) it holds only links below confidence 1
@@ -167,11 +174,16 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		if prev != nil && prev.WatchType != event.Deleted {
 			v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
 			if !v.Recreated {
-				v.Changes, err = cc.compareBodies(rec.Resource, prev.Object, rec.Object)
+				var paths [][]seg
+				v.Changes, paths, err = cc.compareBodiesPaths(rec.Resource, prev.Object, rec.Object)
 				if err != nil {
 					h.Warnings = append(h.Warnings, fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err))
 				}
+				v.FieldManagers = attributeFields(prev.Object, rec.Object, v.Changes, paths)
 			}
+		}
+		if prev == nil || prev.WatchType == event.Deleted || v.Recreated {
+			v.FieldManagers = fieldManagers(managedEntries(rec.Object))
 		}
 		prev = &recs[i]
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,

@@ -103,9 +103,10 @@ type Version struct {
 	Changes []FieldChange
 	// FieldManagers are who wrote this version according to the object's
 	// own metadata.managedFields, without an audit log: the entries that
-	// are new or changed (time or fields) since the previous version, or
-	// all of them for the first version. They name clients (field
-	// managers), not users; Provenance names users.
+	// are new since the previous version, whose time moved or whose fields
+	// grew, or that own a field this version changed — all of them for the
+	// first version. Entry times have seconds precision. They name clients
+	// (field managers), not users; Provenance names users.
 	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
 	// Provenance lists the audited requests correlated with this version,
 	// most confident first. On a baseline item or an inferred deletion

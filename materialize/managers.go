@@ -3,6 +3,7 @@ package materialize
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -87,13 +88,20 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 }
 
 // attributeFields says, from the managedFields of two consecutive versions,
-// which field managers wrote the second one and who changed each field:
-// it returns the entries that are new, whose time changed, or whose field
-// set gained a field (an entry that only lost fields lost their ownership
-// to another manager: it wrote nothing),
-// and sets FieldChange.FieldManager where exactly one of them owns the
-// changed field (for a removed field: owned it before, and its entry
-// changed or is gone). paths holds the path of each change.
+// which field managers wrote the second one and who changed each field.
+//
+// The manager that changes a field owns it afterwards (an Update takes
+// ownership of the fields it changes, an Apply of the fields it sets), so
+// a changed or added field is attributed to its owner in the second
+// version; when several own it, the strictly newest entry decides. A
+// removed field has no owner afterwards: it is attributed to the entry
+// that wrote the second version when exactly one did, or else to the one
+// writer that owned it before. Otherwise FieldChange.FieldManager stays
+// nil. An entry wrote a version when it is new, its time changed, or its
+// field set gained a field (an entry that only lost fields lost them to
+// another manager); the entries that wrote, and those a change was
+// attributed to, are returned in the second version's order. paths holds
+// the path of each change.
 func attributeFields(before, after []byte, changes []FieldChange, paths [][]seg) []FieldManager {
 	cur := managedEntries(after)
 	old := managedEntries(before)
@@ -102,48 +110,57 @@ func attributeFields(before, after []byte, changes []FieldChange, paths [][]seg)
 		oldByKey[old[i].key()] = &old[i]
 	}
 	curByKey := make(map[string]*managedEntry, len(cur))
-	var changed []*managedEntry
+	writes := make(map[string]bool, len(cur)) // by their entries alone
 	for i := range cur {
 		e := &cur[i]
 		curByKey[e.key()] = e
 		if o := oldByKey[e.key()]; o == nil || !o.Time.Equal(e.Time) || !bytes.Equal(o.raw, e.raw) && gained(e.fields, o.fields) {
-			changed = append(changed, e)
+			writes[e.key()] = true
 		}
 	}
-	changedKeys := make(map[string]bool, len(changed))
-	for _, e := range changed {
-		changedKeys[e.key()] = true
-	}
+	wrote := maps.Clone(writes)
 	for i := range changes {
 		if i >= len(paths) || len(paths[i]) == 0 {
 			continue
 		}
 		var owners []*managedEntry
 		if changes[i].Op == OpRemove {
-			for j := range old {
-				o := &old[j]
-				if c := curByKey[o.key()]; (c == nil || changedKeys[o.key()]) && owns(o.fields, paths[i]) {
-					if c != nil {
-						o = c
+			var writers, formerOwners []*managedEntry
+			for j := range cur {
+				if e := &cur[j]; writes[e.key()] {
+					writers = append(writers, e)
+					if o := oldByKey[e.key()]; o != nil && owns(o.fields, paths[i]) {
+						formerOwners = append(formerOwners, e)
 					}
-					owners = append(owners, o)
 				}
 			}
+			owners = writers
+			if len(writers) > 1 {
+				owners = formerOwners
+			}
+			if len(owners) != 1 {
+				continue
+			}
 		} else {
-			for _, e := range changed {
-				if owns(e.fields, paths[i]) {
-					owners = append(owners, e)
+			for j := range cur {
+				if owns(cur[j].fields, paths[i]) {
+					owners = append(owners, &cur[j])
 				}
 			}
 		}
 		if o := soleOrLatest(owners); o != nil {
 			fm := o.FieldManager
 			changes[i].FieldManager = &fm
+			if curByKey[o.key()] != nil {
+				wrote[o.key()] = true
+			}
 		}
 	}
-	out := make([]FieldManager, len(changed))
-	for i, e := range changed {
-		out[i] = e.FieldManager
+	var out []FieldManager
+	for _, e := range cur {
+		if wrote[e.key()] {
+			out = append(out, e.FieldManager)
+		}
 	}
 	return out
 }

@@ -55,8 +55,8 @@ func TestHistoryFieldManagers(t *testing.T) {
 		kubectlAll     = `{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
 		kubectlNoScale = `{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
 		scale          = `{"f:spec":{"f:replicas":{}}}`
-		team           = `{"f:metadata":{"f:labels":{"f:team":{}}}}`
-		noLabels       = `{"f:metadata":{}}`
+		team           = `{"f:metadata":{"f:annotations":{"f:owner":{}},"f:labels":{"f:team":{}}}}`
+		noTeam         = `{"f:metadata":{"f:annotations":{"f:owner":{}}}}`
 	)
 	t1, t2, t3, t4 := at(1).Truncate(time.Second), at(2).Truncate(time.Second), at(3).Truncate(time.Second), at(4).Truncate(time.Second)
 	app := map[string]string{"app": "web"}
@@ -77,7 +77,12 @@ func TestHistoryFieldManagers(t *testing.T) {
 		// The controller removes its label.
 		{event.Modified, deployBody("13", 5, "app:2", app,
 			managed{"kubectl", "Update", "", t3, kubectlNoScale}, managed{"autoscaler", "Update", "scale", t2, scale},
-			managed{"labeler", "Update", "", t4, noLabels})},
+			managed{"labeler", "Update", "", t4, noTeam})},
+		// kubectl changes the image again within the second of its last
+		// write: its entry is the same, ownership still tells.
+		{event.Modified, deployBody("14", 5, "app:3", app,
+			managed{"kubectl", "Update", "", t3, kubectlNoScale}, managed{"autoscaler", "Update", "scale", t2, scale},
+			managed{"labeler", "Update", "", t4, noTeam})},
 	}
 	for i, v := range versions {
 		var obj map[string]any
@@ -110,6 +115,7 @@ func TestHistoryFieldManagers(t *testing.T) {
 		"11 [autoscaler/Update/scale@2m0s] replace spec.replicas by autoscaler",
 		"12 [kubectl/Update/@3m0s labeler/Update/@3m0s] add metadata.labels.team by labeler replace spec.template.spec.containers[name=app].image by kubectl",
 		"13 [labeler/Update/@4m0s] remove metadata.labels.team by labeler",
+		"14 [kubectl/Update/@3m0s] replace spec.template.spec.containers[name=app].image by kubectl",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("field managers:\n got %q\nwant %q", got, want)

@@ -39,6 +39,14 @@
 //     since — by this Store or by another process — before answering from
 //     it. Coverage questions therefore cost that check and one seek for
 //     the watermark (storage.WatermarkReader).
+//   - Object queries (ObjectHistory, LatestAt, AliveAt,
+//     EventByResourceVersion) read the journal as it was when they began:
+//     the same check reads the newest seq, and the statement reads nothing
+//     newer, so a list begun meanwhile cannot show its items. For streams
+//     with open baselines (a begin and no end, known from the timelines)
+//     the statement leaves out their synthetic rows — a substring search
+//     of the baseline ID in the row's metadata, or one JSON extraction
+//     with more than three open IDs — and costs nothing extra otherwise.
 //   - A file that is not a krply journal, is corrupt, or has a schema newer
 //     than SchemaVersion is refused with an *IncompatibleError (wrapping
 //     storage.ErrIncompatible) that names the file and the versions, and it

@@ -49,7 +49,9 @@ type rowRecord struct {
 	data   []byte
 }
 
-func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
+// scanRecords scans record rows; extra receives the columns that follow a
+// record's (the same on every row).
+func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
 	defer rows.Close()
 	var out []rowRecord
 	for rows.Next() {
@@ -62,8 +64,9 @@ func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
 			grp, resource, namespace, nm sql.NullString
 			hash, meta                   []byte
 		)
-		if err := rows.Scan(&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
-			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta); err != nil {
+		dest := []any{&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
+			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta}
+		if err := rows.Scan(append(dest, extra...)...); err != nil {
 			return nil, err
 		}
 		r := &rr.rec
@@ -154,9 +157,10 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 	return s.decodeRows(ctx, rows)
 }
 
-// decodeRows scans record rows, closes them, and decodes the bodies.
-func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows) ([]event.Record, error) {
-	scanned, err := scanRecords(rows)
+// decodeRows scans record rows (extra as in scanRecords), closes them, and
+// decodes the bodies.
+func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([]event.Record, error) {
+	scanned, err := scanRecords(rows, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -467,39 +471,54 @@ func objectName(obj storage.ObjectID) string {
 	return fmt.Sprintf("%s %s/%s %s/%s", obj.ClusterID, obj.Group, obj.Resource, obj.Namespace, obj.Name)
 }
 
-// latestAtHead and latestAtTail surround the visibility condition of
-// LatestAt; latestAtQuery, prepared at Open, is the statement when no
-// baseline is open.
+// latestAtHead and latestAtTail surround the condition that leaves out the
+// items of open baselines. The statement also reads what the open
+// baselines it was built from depend on — the newest baseline record and
+// the compaction floor — so that one statement answers, and a change since
+// the Store's timelines were loaded is seen (freshColumns).
 const (
-	latestAtHead = ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? AND `
+	freshColumns = `, (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 2 AND type <> 1),` +
+		` (SELECT seq_floor FROM totals WHERE id = 1)`
+	latestAtHead = freshColumns + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ?`
 	latestAtTail = ` ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
 )
 
-var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + `r.seq <= ?` + latestAtTail
+// latestAtQuery, prepared at Open, is LatestAt when no baseline is open.
+var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + latestAtTail
 
-// LatestAt implements storage.Reader.
+// latestAtSelfContained answers LatestAt without the kept timelines: it
+// decides for each synthetic row it visits whether it is an item of an
+// open baseline (its stream has the begin of its baseline and no end), at
+// the cost of a walk of the stream's baseline markers with a JSON read of
+// each. LatestAt falls back to it when baselines keep beginning or ending
+// while it runs.
+var latestAtSelfContained = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + ` AND NOT (r.synthetic <> 0 AND ` + openItemSQL("r") + `)` + latestAtTail
+
+// openItemSQL is the condition that the synthetic row a of the records
+// table is an item of an open baseline: its stream has the begin record
+// of the row's baseline and no end record of it (an inferred deletion
+// follows its baseline's end).
+func openItemSQL(a string) string {
+	marker := func(phase string) string {
+		return `SELECT 1 FROM records e INDEXED BY records_marker WHERE e.type = 2 AND e.type <> 1 AND e.stream = ` + a + `.stream` +
+			` AND json_extract(CAST(e.meta AS TEXT), '$.b') = json_extract(CAST(` + a + `.meta AS TEXT), '$.b')` +
+			` AND json_extract(CAST(e.meta AS TEXT), '$.bl.phase') = '` + phase + `'`
+	}
+	return `EXISTS (` + marker("begin") + `) AND NOT EXISTS (` + marker("end") + `)`
+}
+
+// LatestAt implements storage.Reader. Usually one statement: built with the
+// open baselines of the kept timelines, it also reads whether they are
+// still current; when they are not (or no row answers), the timelines
+// are brought up to date and the statement runs again.
 func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
 	done, err := s.enter()
 	if err != nil {
 		return event.Record{}, err
 	}
 	defer done()
-	vis, err := s.visibility(ctx)
-	var recs []event.Record
-	if err == nil {
-		visible, visArgs := vis.where("r", "", 0)
-		args := append(append(objectArgs(obj), encodeTime(at)), visArgs...)
-		var rows *sql.Rows
-		if len(vis.open) == 0 {
-			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
-		} else {
-			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+visible+latestAtTail, args...)
-		}
-		if err == nil {
-			recs, err = s.decodeRows(ctx, rows)
-		}
-	}
+	recs, err := s.latestAt(ctx, obj, at)
 	if err != nil {
 		return event.Record{}, s.readErr("latest of "+objectName(obj), err)
 	}
@@ -507,6 +526,56 @@ func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		return event.Record{}, fmt.Errorf("sqlite: %s at %s: %w", objectName(obj), at.UTC().Format(time.RFC3339Nano), storage.ErrNotFound)
 	}
 	return recs[0], nil
+}
+
+func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time) ([]event.Record, error) {
+	args := append(objectArgs(obj), encodeTime(at))
+	v, ok := s.keptTimelines()
+	for attempt := 0; attempt < 3; attempt++ {
+		if !ok {
+			var err error
+			if v, err = s.loadTimelines(ctx); err != nil {
+				return nil, err
+			}
+		}
+		vis, err := s.visibilityOf(ctx, v, v.open)
+		if err != nil {
+			return nil, err
+		}
+		var rows *sql.Rows
+		exclude, exArgs := vis.exclude("r", "", 0)
+		if exclude == "" {
+			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
+		} else {
+			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var baseline, floor int64
+		recs, err := s.decodeRows(ctx, rows, &baseline, &floor)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) > 0 && baseline == v.maxBaseline && floor == v.floor {
+			return recs, nil
+		}
+		prev := v
+		if v, err = s.loadTimelines(ctx); err != nil {
+			return nil, err
+		}
+		if len(recs) == 0 && v.maxBaseline == prev.maxBaseline && v.floor == prev.floor {
+			// No baseline began or ended since the open set was read,
+			// so none did before the statement either: none answers.
+			return nil, nil
+		}
+		ok = true
+	}
+	rows, err := s.cachedQuery(ctx, latestAtSelfContained, args...)
+	if err != nil {
+		return nil, err
+	}
+	return s.decodeRows(ctx, rows, new(int64), new(int64))
 }
 
 // AliveAt implements storage.Reader.

@@ -55,8 +55,10 @@ type timelines struct {
 	// byCluster holds each cluster's timelines ordered by stream ID, and
 	// all of them under "".
 	byCluster map[string][]storage.Timeline
-	// open lists the open baselines of the loaded timelines.
-	open []openStream
+	// open lists the open baselines of the loaded timelines, which depend
+	// on the baseline records only: maxBaseline is the newest loaded.
+	open        []openStream
+	maxBaseline int64
 }
 
 // timelineView is the kept timelines as one call sees them: a refresh
@@ -68,7 +70,24 @@ type timelineView struct {
 	bound, maxSeq int64
 	byStream      map[string]storage.Timeline
 	byCluster     map[string][]storage.Timeline
-	open          []openStream
+	// open are the open baselines as of the loaded baseline records, the
+	// newest of which is maxBaseline, since the compaction floor.
+	open               []openStream
+	maxBaseline, floor int64
+}
+
+// keptTimelines returns the kept timelines as they are, without checking
+// that they are current (bound is not set); false before the first load.
+func (s *Store) keptTimelines() (timelineView, bool) {
+	t := &s.timelines
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.view(0), t.loaded
+}
+
+func (t *timelines) view(bound int64) timelineView {
+	return timelineView{bound: bound, maxSeq: t.maxSeq, byStream: t.byStream, byCluster: t.byCluster,
+		open: t.open, maxBaseline: t.maxBaseline, floor: t.key.floor}
 }
 
 // Timelines implements storage.TimelineReader. It costs one query when no
@@ -113,7 +132,7 @@ func (s *Store) loadTimelines(ctx context.Context) (timelineView, error) {
 			return timelineView{}, err
 		}
 	}
-	return timelineView{bound: bound, maxSeq: t.maxSeq, byStream: t.byStream, byCluster: t.byCluster, open: t.open}, nil
+	return t.view(bound), nil
 }
 
 // refreshTimelines brings the kept timelines up to key, which was read
@@ -123,7 +142,7 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 	t := &s.timelines
 	if !t.loaded || key.floor != t.key.floor {
 		// First use, or a compaction removed records: start over.
-		t.maxSeq, t.maxStream, t.byStream = 0, 0, map[string]storage.Timeline{}
+		t.maxSeq, t.maxStream, t.maxBaseline, t.byStream = 0, 0, 0, map[string]storage.Timeline{}
 	}
 	byStream := make(map[string]storage.Timeline, len(t.byStream))
 	for id, tl := range t.byStream {
@@ -162,9 +181,12 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 	if err != nil {
 		return err
 	}
-	maxSeq := t.maxSeq
+	maxSeq, maxBaseline := t.maxSeq, t.maxBaseline
 	for _, rec := range recs {
 		maxSeq = max(maxSeq, rec.IngestSeq)
+		if rec.Type == event.TypeBaseline {
+			maxBaseline = max(maxBaseline, rec.IngestSeq)
+		}
 		tl, ok := byStream[rec.StreamID]
 		if !ok {
 			// A stream row newer than the stream list just read.
@@ -190,7 +212,7 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 		t.byCluster = byCluster
 		t.open = openBaselinesOf(byStream, math.MaxInt64)
 	}
-	t.byStream, t.maxSeq, t.maxStream, t.key, t.loaded = byStream, maxSeq, maxStream, key, true
+	t.byStream, t.maxSeq, t.maxStream, t.maxBaseline, t.key, t.loaded = byStream, maxSeq, maxStream, maxBaseline, key, true
 	return nil
 }
 

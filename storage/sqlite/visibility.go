@@ -65,12 +65,19 @@ func (s *Store) visibility(ctx context.Context) (visibility, error) {
 	if err != nil {
 		return visibility{}, err
 	}
-	vis := visibility{bound: v.bound, open: v.open}
+	open := v.open
 	if v.maxSeq > v.bound {
 		// Another reader loaded records newer than this call's view.
-		vis.open = openBaselinesOf(v.byStream, v.bound)
+		open = openBaselinesOf(v.byStream, v.bound)
 	}
-	for _, os := range vis.open {
+	return s.visibilityOf(ctx, v, open)
+}
+
+// visibilityOf returns the visibility of the given open baselines, bound
+// by v.bound.
+func (s *Store) visibilityOf(ctx context.Context, v timelineView, open []openStream) (visibility, error) {
+	vis := visibility{bound: v.bound, open: open}
+	for _, os := range open {
 		var row int64
 		if err := s.streamRow(ctx, os.streamID, &row); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return visibility{}, err
@@ -99,9 +106,18 @@ const manyIDs = 4
 // baseline (other than include). When streamRow is not zero the rows are
 // all of that stream, and other streams' baselines are skipped.
 func (v visibility) where(a, include string, streamRow int64) (string, []any) {
+	cond, args := v.exclude(a, include, streamRow)
+	if cond == "" {
+		return a + ".seq <= ?", []any{v.bound}
+	}
+	return a + ".seq <= ? AND " + cond, append([]any{v.bound}, args...)
+}
+
+// exclude is where without the bound; "" when no open baseline concerns
+// the rows.
+func (v visibility) exclude(a, include string, streamRow int64) (string, []any) {
 	var b strings.Builder
-	b.WriteString(a + ".seq <= ?")
-	args := []any{v.bound}
+	var args []any
 	for i, os := range v.open {
 		if streamRow != 0 && v.rows[i] != streamRow || v.rows[i] == 0 {
 			continue
@@ -118,7 +134,10 @@ func (v visibility) where(a, include string, streamRow int64) (string, []any) {
 		if len(ids) == 0 {
 			continue
 		}
-		b.WriteString(" AND NOT (" + a + ".stream = ? AND " + a + ".synthetic <> 0 AND " + a + ".seq > ? AND ")
+		if b.Len() > 0 {
+			b.WriteString(" AND ")
+		}
+		b.WriteString("NOT (" + a + ".stream = ? AND " + a + ".synthetic <> 0 AND " + a + ".seq > ? AND ")
 		args = append(args, v.rows[i], os.minBegin)
 		if len(ids) < manyIDs {
 			b.WriteString("(")

@@ -285,8 +285,10 @@ type correlation struct {
 }
 
 // Match returns the EventID of the journal event evt caused, without
-// recording anything. For a deletecollection that removed several objects
-// it returns the first. Errors: ErrNoMatch (wrapped) when nothing matches,
+// recording anything: a real watch event, or, for a write the journal knows
+// only from a relist (RuleSeenThroughRelist, RuleInferredDeletion), the
+// synthetic record that shows its result. For a deletecollection that
+// removed several objects it returns the first. Errors: ErrNoMatch (wrapped) when nothing matches,
 // ErrNotAChange (wrapped) when evt cannot have caused a journal event.
 func (c *Correlator) Match(ctx context.Context, evt Event) (string, error) {
 	o, found, err := c.matchExact(ctx, evt, nil)

@@ -47,10 +47,10 @@ const (
 // interleaved with the gaps and availability changes of the streams that
 // record it.
 type History struct {
-	Object  storage.ObjectID
-	Entries []Entry
+	Object  storage.ObjectID `json:"object"`
+	Entries []Entry          `json:"entries,omitempty"`
 	// Warnings are human-readable notes about the answer.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Versions returns the versions of the history, in order.
@@ -66,43 +66,43 @@ func (h *History) Versions() []*Version {
 
 // Entry is one entry of a History.
 type Entry struct {
-	Kind     EntryKind
-	StreamID string
-	EventID  string
+	Kind     EntryKind `json:"kind"`
+	StreamID string    `json:"streamID"`
+	EventID  string    `json:"eventID"`
 	// ObservedAt is when the collector saw the record, not when the object
 	// changed on the server.
-	ObservedAt time.Time
+	ObservedAt time.Time `json:"observedAt"`
 	// Version is set for EntryVersion.
-	Version *Version
+	Version *Version `json:"version,omitempty"`
 	// Gap is set for EntryGap.
-	Gap *event.Gap
+	Gap *event.Gap `json:"gap,omitempty"`
 	// Coverage is set for EntryUnavailable and EntryAvailable.
-	Coverage *event.CoverageChange
+	Coverage *event.CoverageChange `json:"coverage,omitempty"`
 }
 
 // Version is one version of an object.
 type Version struct {
-	Ref             event.ResourceRef
-	WatchType       event.WatchType
-	ResourceVersion string
-	ObservedAt      time.Time
-	Origin          Origin
+	Ref             event.ResourceRef `json:"ref"`
+	WatchType       event.WatchType   `json:"watchType"`
+	ResourceVersion string            `json:"resourceVersion"`
+	ObservedAt      time.Time         `json:"observedAt"`
+	Origin          Origin            `json:"origin"`
 	// BaselineID names the baseline of a baseline item or the baseline
 	// that revealed an inferred deletion.
-	BaselineID string
+	BaselineID string `json:"baselineID,omitempty"`
 	// Inferred bounds an inferred deletion in time.
-	Inferred *event.InferredDeletion
+	Inferred *event.InferredDeletion `json:"inferred,omitempty"`
 	// Recreated is true when the UID differs from the previous version's.
-	Recreated bool
+	Recreated bool `json:"recreated,omitempty"`
 	// Object is the body as received (the last known body for deletions).
-	Object json.RawMessage
+	Object json.RawMessage `json:"object,omitempty"`
 	// Changes are the field changes from the previous version (ignoring
 	// server-owned metadata, see DefaultIgnorePointers). Empty for the
 	// first version and the first after a deletion.
-	Changes []FieldChange
+	Changes []FieldChange `json:"changes,omitempty"`
 	// Provenance lists the audited requests correlated with this version,
 	// most confident first.
-	Provenance []event.AuditCorrelation
+	Provenance []event.AuditCorrelation `json:"provenance,omitempty"`
 }
 
 // History returns obj's versions in journal order with the field changes

@@ -17,8 +17,8 @@ import (
 // Confirmation is the caller's explicit consent to write one plan: its ID
 // and its hash, as shown to whoever reviewed it. Apply refuses any other.
 type Confirmation struct {
-	PlanID   string
-	PlanHash string
+	PlanID   string `json:"planID"`
+	PlanHash string `json:"planHash"`
 }
 
 // Outcome is what Apply did with one object.

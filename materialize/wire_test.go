@@ -135,3 +135,12 @@ func TestWireDiff(t *testing.T) {
 		"enums": wiretest.Enums(t, materialize.ObjectChangeType(""), materialize.DiffEnd("")),
 	})
 }
+
+// TestWirePersisted decodes the snapshot document a journal of schema v1
+// keeps (testdata/wire/persisted/v1): every field survives.
+func TestWirePersisted(t *testing.T) {
+	snap, _ := wiretest.Persisted[materialize.Snapshot](t, "v1", "snapshot")
+	if snap.ID != "snap-1" || !snap.Complete || len(snap.Objects) != 1 || len(snap.Scope.Resources) != 1 || snap.Scope.Resources[0].Group != "apps" {
+		t.Errorf("persisted v1 snapshot decodes as %+v", snap)
+	}
+}

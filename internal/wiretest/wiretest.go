@@ -31,6 +31,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -336,8 +337,6 @@ func unsetFields(vs map[string]any, own map[string]bool) []string {
 // case.
 var kubernetesSpelled = map[string]bool{
 	Module + "/event.WatchType": true,
-	Module + "/audit.Level":     true,
-	Module + "/audit.Stage":     true,
 }
 
 var lowerValue = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
@@ -347,8 +346,7 @@ var lowerValue = regexp.MustCompile(`^[a-z][a-z0-9]*([_-][a-z0-9]+)*$`)
 // package declares, in source order, keyed by "<package>.<Type>"; put it in
 // a family's examples, so the golden file pins them. It fails t when a
 // value is not lower case (words joined by '-' or '_'), except for the
-// enums that carry Kubernetes' own values (event.WatchType, audit.Level,
-// audit.Stage).
+// enums that carry Kubernetes' own values (event.WatchType).
 func Enums(t *testing.T, types ...any) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -438,4 +436,52 @@ func constants(dir, typeName string) ([]string, error) {
 // files show that times keep them.
 func At(i int) time.Time {
 	return time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC).Add(time.Duration(i) * time.Second)
+}
+
+// PersistedDir holds documents as a released krply persisted them, one
+// folder per version of the schema. The tests only read them: no flag
+// rewrites them.
+const PersistedDir = Dir + "/persisted"
+
+// Persisted reads the persisted document Dir/persisted/<version>/<name>.json
+// and decodes it into a T, refusing fields T does not have; its JSON must
+// be what encoding that T gives again (compared compact). It fails t when
+// a field of a persisted type was renamed or removed, or when a new field
+// is written although zero (old documents would then encode, and hash,
+// differently). It returns the value and the file's bytes.
+func Persisted[T any](t *testing.T, version, name string) (T, []byte) {
+	t.Helper()
+	var v T
+	path := filepath.Join(golden.ModuleRoot(t), PersistedDir, version, name+".json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read persisted document: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("%s, persisted by schema %s, no longer decodes into %T: %v (a field was renamed or removed: keep it)", path, version, v, err)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Errorf("%s, persisted by schema %s, encodes differently once decoded (- persisted, + today); a new field of a persisted type must be omitted when zero:\n%s",
+			path, version, golden.Diff(indent(want.Bytes()), indent(got)))
+	}
+	return v, data
+}
+
+// indent returns compact JSON indented, one field a line, for a diff.
+func indent(compact []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, compact, "", "  "); err != nil {
+		return string(compact)
+	}
+	return buf.String()
 }

@@ -24,10 +24,17 @@ var (
 	// ErrIncompatible: the file was written by a newer krply, is not a krply
 	// journal, or is corrupt. The store leaves such a file untouched.
 	ErrIncompatible = errors.New("storage: incompatible journal file")
+	// ErrReadOnly: the store was opened read-only, so Append and Compact
+	// are refused; or a writable open found a journal it cannot write.
+	ErrReadOnly = errors.New("storage: read-only journal")
 )
 
-// Store is a journal backend. Implementations are safe for concurrent use by
-// one writer and any number of readers.
+// Store is a journal backend. Implementations are safe for concurrent use
+// by any number of goroutines: writes (Append, Compact) are serialized and
+// readers see whole batches. A durable backend may also let several
+// processes share one journal, each process's writes serialized with the
+// others' and never colliding (storage/sqlite does); each backend
+// documents its contract.
 type Store interface {
 	Reader
 	Writer

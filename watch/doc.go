@@ -115,7 +115,7 @@
 //
 // # Concurrency and Close
 //
-// Start may be called once; Status, WaitForSync and ClusterID are safe to
+// Start may be called once; Status, Synced, WaitForSync and ClusterID are safe to
 // call concurrently with it. The Collector owns no resource that needs
 // closing: when Start returns, every goroutine it started has ended and
 // every record it received is appended: a stop (the end of Start's ctx)

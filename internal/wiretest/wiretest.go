@@ -485,3 +485,72 @@ func indent(compact []byte) string {
 	}
 	return buf.String()
 }
+
+// Untagged returns "<package>.<Type>.<Field>" for every exported field
+// without a json tag of the exported struct types declared in the package
+// (not test) files of the module's folders dirs, except the types with a
+// MarshalJSON method of their own. It finds types no family's examples
+// reach, e.g. a result type added later.
+func Untagged(root string, dirs ...string) ([]string, error) {
+	var out []string
+	for _, dir := range dirs {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(files)
+		fset := token.NewFileSet()
+		custom := map[string]bool{}
+		var found []string
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				return nil, err
+			}
+			for _, decl := range f.Decls {
+				switch d := decl.(type) {
+				case *ast.FuncDecl:
+					if d.Recv != nil && d.Name.Name == "MarshalJSON" && len(d.Recv.List) == 1 {
+						typ := d.Recv.List[0].Type
+						if star, ok := typ.(*ast.StarExpr); ok {
+							typ = star.X
+						}
+						if id, ok := typ.(*ast.Ident); ok {
+							custom[id.Name] = true
+						}
+					}
+				case *ast.GenDecl:
+					for _, spec := range d.Specs {
+						ts, ok := spec.(*ast.TypeSpec)
+						if !ok || !ts.Name.IsExported() {
+							continue
+						}
+						st, ok := ts.Type.(*ast.StructType)
+						if !ok {
+							continue
+						}
+						for _, field := range st.Fields.List {
+							if field.Tag != nil && strings.Contains(field.Tag.Value, `json:"`) {
+								continue
+							}
+							for _, name := range field.Names {
+								if name.IsExported() {
+									found = append(found, ts.Name.Name+"."+name.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, f := range found {
+			if typ, _, _ := strings.Cut(f, "."); !custom[typ] {
+				out = append(out, filepath.Base(dir)+"."+f)
+			}
+		}
+	}
+	return out, nil
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/krply/krply/internal/golden"
 )
 
 func TestJSONName(t *testing.T) {
@@ -123,5 +125,36 @@ func TestAt(t *testing.T) {
 	b, err := json.Marshal(At(2))
 	if err != nil || string(b) != `"2025-01-02T03:04:07.123456789Z"` {
 		t.Errorf("At(2) marshals as %s (%v), want RFC 3339 with nanoseconds", b, err)
+	}
+}
+
+// TestSchemaPackagesTagged fails when an exported struct type of the
+// packages whose results make up the schema has a field without a json
+// tag, unless the type is an input or an error (listed here, with the
+// reason) or writes its JSON itself. A new result type needs tags, and a
+// family of testdata/wire to show them.
+func TestSchemaPackagesTagged(t *testing.T) {
+	notInSchema := map[string]string{
+		"storage.Query":        "an input of Reader.Records",
+		"storage.HistoryQuery": "an input of Reader.ObjectHistory",
+		"storage.AliveQuery":   "an input of Reader.AliveAt",
+	}
+	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "watch", "materialize", "replay", "audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fields {
+		typ := f[:strings.LastIndexByte(f, '.')]
+		if _, ok := notInSchema[typ]; ok || strings.HasSuffix(typ, "Error") {
+			continue
+		}
+		t.Errorf("%s has no json tag: every result type is part of the wire schema (docs/wire-schema.md)", f)
+	}
+}
+
+func TestUntagged(t *testing.T) {
+	got, err := Untagged("testdata", "enum")
+	if want := []string{"enum.Result.Untagged"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Untagged = %q (%v), want %q", got, err, want)
 	}
 }

@@ -14,6 +14,10 @@
 //   - an example does not survive decoding its own JSON and encoding it
 //     again.
 //
+// Persisted checks the documents a journal keeps (testdata/wire/persisted,
+// never rewritten) against today's types, and Untagged finds exported
+// fields without tags in the schema's packages, reached by no family.
+//
 // Rewrite a golden file for a deliberate, compatible change (a field
 // added) with
 //
@@ -121,7 +125,7 @@ func roundTrip(v any) error {
 		return fmt.Errorf("encode the decoded value: %v", err)
 	}
 	if !bytes.Equal(first, second) {
-		return fmt.Errorf("decoding and encoding again changes the JSON (- first, + again):\n%s", golden.Diff(string(first), string(second)))
+		return fmt.Errorf("decoding and encoding again changes the JSON (- first, + again):\n%s", golden.Diff(indent(first), indent(second)))
 	}
 	return nil
 }

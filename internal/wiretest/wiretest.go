@@ -390,24 +390,37 @@ func notLowerCase(enum string, values []string) []string {
 	return out
 }
 
-// constants returns the values of the string constants of type typeName
-// declared in the package (not test) files of dir, in source order.
-func constants(dir, typeName string) ([]string, error) {
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+// parseDir parses the package (not test) files of dir, in name order.
+func parseDir(dir string) (*token.FileSet, []*ast.File, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sort.Strings(files)
-	var out []string
-	for _, path := range files {
+	sort.Strings(paths)
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, path := range paths {
 		if strings.HasSuffix(path, "_test.go") {
 			continue
 		}
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		files = append(files, f)
+	}
+	return fset, files, nil
+}
+
+// constants returns the values of the string constants of type typeName
+// declared in the package (not test) files of dir, in source order.
+func constants(dir, typeName string) ([]string, error) {
+	fset, files, err := parseDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -498,22 +511,13 @@ func indent(compact []byte) string {
 func Untagged(root string, dirs ...string) ([]string, error) {
 	var out []string
 	for _, dir := range dirs {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		_, files, err := parseDir(filepath.Join(root, dir))
 		if err != nil {
 			return nil, err
 		}
-		sort.Strings(files)
-		fset := token.NewFileSet()
 		custom := map[string]bool{}
 		var found []string
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return nil, err
-			}
+		for _, f := range files {
 			for _, decl := range f.Decls {
 				switch d := decl.(type) {
 				case *ast.FuncDecl:

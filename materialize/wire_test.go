@@ -3,6 +3,7 @@ package materialize_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -11,6 +12,10 @@ import (
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 )
+
+// wireManager is a field manager that sets every field.
+var wireManager = materialize.FieldManager{Manager: "kubectl-client-side-apply", Operation: "Update",
+	Subresource: "scale", APIVersion: "apps/v1", Time: wiretest.At(2).Truncate(time.Second)}
 
 // wireExamples are the values the materialize wire tests share: one
 // object, its stream, a gap of that stream and two versions of the body.
@@ -40,7 +45,8 @@ func newWireExamples() wireExamples {
 		changes: []materialize.FieldChange{
 			{Path: "metadata.labels", Op: materialize.OpAdd, After: map[string]any{"tier": "front"}},
 			{Path: "spec.paused", Op: materialize.OpRemove, Before: true},
-			{Path: "spec.replicas", Op: materialize.OpReplace, Before: json.Number("2"), After: json.Number("3")},
+			{Path: "spec.replicas", Op: materialize.OpReplace, Before: json.Number("2"), After: json.Number("3"),
+				FieldManager: &wireManager},
 		},
 		scope: materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"},
 			Resources: []schema.GroupResource{{Group: "apps", Resource: "deployments"}}},
@@ -82,6 +88,7 @@ func TestWireHistory(t *testing.T) {
 		Origin: materialize.OriginBaseline, BaselineID: "bl-1", Object: w.before}
 	second := &materialize.Version{Ref: w.ref, WatchType: event.Modified, ResourceVersion: "42", ObservedAt: wiretest.At(2),
 		Origin: materialize.OriginWatch, Recreated: true, Object: w.after, Changes: w.changes,
+		FieldManagers: []materialize.FieldManager{wireManager},
 		Provenance: []event.AuditCorrelation{{TargetEventID: "0b1b2c3d4e5f60718293a4b5c6d7e8f9", AuditID: "a-1", User: "alice",
 			Verb: "patch", RequestReceivedAt: wiretest.At(2), Confidence: 1, Rule: "exact-resource-version"}}}
 	gone := &materialize.Version{Ref: w.ref, WatchType: event.Deleted, ResourceVersion: "42", ObservedAt: wiretest.At(9),

@@ -36,21 +36,22 @@ const (
 
 // ObjectDiff is how one object differs between two times.
 type ObjectDiff struct {
-	ID   storage.ObjectID
-	Type ObjectChangeType
+	ID   storage.ObjectID `json:"id"`
+	Type ObjectChangeType `json:"type"`
 	// Kind is the object's kind, for display.
-	Kind string
+	Kind string `json:"kind,omitempty"`
 	// Before and After are the object's versions at the two times; Before
 	// is nil for an added object and After for a removed one. For an
 	// unknown object, the version at an end whose state is unknown is the
 	// last one the journal recorded before it lost track (it may be
 	// stale), or nil.
-	Before, After *SnapshotObject
+	Before *SnapshotObject `json:"before,omitempty"`
+	After  *SnapshotObject `json:"after,omitempty"`
 	// Changes are the field changes of a changed object, sorted by path.
-	Changes []FieldChange
+	Changes []FieldChange `json:"changes,omitempty"`
 	// Recreated is true when the object was deleted and created again in
 	// between (its UID changed); Changes are still computed.
-	Recreated bool
+	Recreated bool `json:"recreated,omitempty"`
 	// UnknownAt says, for an unknown object, at which end of the window
 	// its state is unknown, and Reason why: no stream that records it was
 	// covered there (before the stream's first complete baseline, inside
@@ -65,22 +66,23 @@ type ObjectDiff struct {
 // know at one end (its streams were not covered there) is ObjectUnknown,
 // never added, removed or changed.
 type Diff struct {
-	Scope    Scope
-	From, To time.Time
+	Scope Scope     `json:"scope"`
+	From  time.Time `json:"from"`
+	To    time.Time `json:"to"`
 	// Objects are the objects that differ or whose state is unknown at an
 	// end, sorted by group, resource, namespace and name.
-	Objects []ObjectDiff
+	Objects []ObjectDiff `json:"objects,omitempty"`
 	// HasGaps is true when the journal may miss changes of the scope
 	// between From and To: a contributing stream is not covered at either
 	// end, a gap or loss of availability intersects [From, To], or a
 	// requested part of the scope is not recorded at all.
-	HasGaps bool
+	HasGaps bool `json:"hasGaps"`
 	// Gaps are the gap and coverage-change records intersecting [From, To].
-	Gaps []event.Record
+	Gaps []event.Record `json:"gaps,omitempty"`
 	// Missing lists what is not covered at From or To.
-	Missing []MissingStream
+	Missing []MissingStream `json:"missing,omitempty"`
 	// Warnings are human-readable notes about the answer.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 
 	// compare is how the diff compared bodies; the renderers use it.
 	compare compareConfig

@@ -47,10 +47,10 @@ const (
 // interleaved with the gaps and availability changes of the streams that
 // record it.
 type History struct {
-	Object  storage.ObjectID
-	Entries []Entry
+	Object  storage.ObjectID `json:"object"`
+	Entries []Entry          `json:"entries,omitempty"`
 	// Warnings are human-readable notes about the answer.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Versions returns the versions of the history, in order.
@@ -66,41 +66,41 @@ func (h *History) Versions() []*Version {
 
 // Entry is one entry of a History.
 type Entry struct {
-	Kind     EntryKind
-	StreamID string
-	EventID  string
+	Kind     EntryKind `json:"kind"`
+	StreamID string    `json:"streamID"`
+	EventID  string    `json:"eventID"`
 	// ObservedAt is when the collector saw the record, not when the object
 	// changed on the server.
-	ObservedAt time.Time
+	ObservedAt time.Time `json:"observedAt"`
 	// Version is set for EntryVersion.
-	Version *Version
+	Version *Version `json:"version,omitempty"`
 	// Gap is set for EntryGap.
-	Gap *event.Gap
+	Gap *event.Gap `json:"gap,omitempty"`
 	// Coverage is set for EntryUnavailable and EntryAvailable.
-	Coverage *event.CoverageChange
+	Coverage *event.CoverageChange `json:"coverage,omitempty"`
 }
 
 // Version is one version of an object.
 type Version struct {
-	Ref             event.ResourceRef
-	WatchType       event.WatchType
-	ResourceVersion string
-	ObservedAt      time.Time
-	Origin          Origin
+	Ref             event.ResourceRef `json:"ref"`
+	WatchType       event.WatchType   `json:"watchType"`
+	ResourceVersion string            `json:"resourceVersion"`
+	ObservedAt      time.Time         `json:"observedAt"`
+	Origin          Origin            `json:"origin"`
 	// BaselineID names the baseline of a baseline item or the baseline
 	// that revealed an inferred deletion.
-	BaselineID string
+	BaselineID string `json:"baselineID,omitempty"`
 	// Inferred bounds an inferred deletion in time.
-	Inferred *event.InferredDeletion
+	Inferred *event.InferredDeletion `json:"inferred,omitempty"`
 	// Recreated is true when the UID differs from the previous version's.
-	Recreated bool
+	Recreated bool `json:"recreated,omitempty"`
 	// Object is the body as received (the last known body for deletions).
-	Object json.RawMessage
+	Object json.RawMessage `json:"object,omitempty"`
 	// Changes are the field changes from the previous version (ignoring
 	// server-owned metadata, see DefaultIgnorePointers). Empty for the
 	// first version and the first after a deletion. Each names the field
 	// manager that changed it where managedFields tell.
-	Changes []FieldChange
+	Changes []FieldChange `json:"changes,omitempty"`
 	// FieldManagers are who wrote this version according to the object's
 	// own metadata.managedFields, without an audit log: the entries that
 	// are new since the previous version, whose time moved or whose fields
@@ -113,7 +113,7 @@ type Version struct {
 	// (Origin not OriginWatch) it holds only links below confidence 1
 	// (audit's "seen-through-relist" and "inferred-deletion-uid"): the
 	// journal shows the result of the write, not the write.
-	Provenance []event.AuditCorrelation
+	Provenance []event.AuditCorrelation `json:"provenance,omitempty"`
 }
 
 // History returns obj's versions in journal order with the field changes

@@ -16,34 +16,34 @@ import (
 // trusted.
 type ObjectState struct {
 	// ID names the object; At is the time asked about.
-	ID storage.ObjectID
-	At time.Time
+	ID storage.ObjectID `json:"id"`
+	At time.Time        `json:"at"`
 	// Exists is true when the object's last version at or before At is not
 	// a deletion (real or inferred).
-	Exists bool
+	Exists bool `json:"exists"`
 	// Object is that version's body as received; nil when !Exists.
-	Object json.RawMessage
+	Object json.RawMessage `json:"object,omitempty"`
 	// Record is the object's last change record at or before At, across
 	// streams; nil when the journal has none. It may be a deletion.
-	Record *event.Record
+	Record *event.Record `json:"record,omitempty"`
 	// Inferred is set when that record is an inferred deletion ("absent
 	// from relist"): the object was deleted between Inferred.From and
 	// Inferred.To.
-	Inferred *event.InferredDeletion
+	Inferred *event.InferredDeletion `json:"inferred,omitempty"`
 	// Covered is true when at least one stream that records the object's
 	// resource and namespace is covered at At, so Exists is certain.
-	Covered bool
+	Covered bool `json:"covered"`
 	// Coverage holds the coverage at At of every stream that records the
 	// object's resource in its namespace (or in all namespaces), covered
 	// streams first, then by stream ID. It carries each stream's watermark
 	// and the gaps that break coverage at At.
-	Coverage []Coverage
+	Coverage []Coverage `json:"coverage,omitempty"`
 	// NearbyGaps are, for each of those streams, the last gap or loss of
 	// availability recorded at or before At and the first recorded after
 	// it, oldest first.
-	NearbyGaps []event.Record
+	NearbyGaps []event.Record `json:"nearbyGaps,omitempty"`
 	// Warnings are human-readable notes about the answer.
-	Warnings []string
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ObjectAt returns obj's last version at or before at — none after a

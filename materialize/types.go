@@ -68,6 +68,9 @@ type MissingStream struct {
 // Snapshot is the state of a scope at a time, with how far it can be
 // trusted. Materializer.Snapshot computes one; SaveSnapshot saves it in the
 // journal as a TypeSnapshot record.
+//
+// Its JSON form (docs/wire-schema.md) is the document a saved snapshot keeps
+// in the journal: a field is added, omitted when zero, and never renamed.
 type Snapshot struct {
 	// ID is the snapshot's EventID in the journal, empty until it is
 	// saved; Name is the caller's, given to SaveSnapshot.

@@ -17,8 +17,8 @@ import (
 // Confirmation is the caller's explicit consent to write one plan: its ID
 // and its hash, as shown to whoever reviewed it. Apply refuses any other.
 type Confirmation struct {
-	PlanID   string
-	PlanHash string
+	PlanID   string `json:"planID"`
+	PlanHash string `json:"planHash"`
 }
 
 // Outcome is what Apply did with one object.
@@ -50,6 +50,8 @@ type ApplyResult struct {
 
 // ApplyReport says what Apply wrote. It does not say the target converged:
 // controllers in the target act on the objects afterwards.
+// A report is saved as its JSON (docs/wire-schema.md): a field is added,
+// omitted when zero, and never renamed.
 type ApplyReport struct {
 	ID           string    `json:"id"`
 	PlanID       string    `json:"planID"`

@@ -46,13 +46,13 @@ const (
 
 // ExclusionInfo describes one default exclusion rule.
 type ExclusionInfo struct {
-	Rule ExclusionRule
+	Rule ExclusionRule `json:"rule"`
 	// What says which objects the rule matches.
-	What string
+	What string `json:"what"`
 	// Reason is why they are left out; it is copied into each Exclusion.
-	Reason string
+	Reason string `json:"reason"`
 	// OptIn names the Policy field that includes them, "" when none does.
-	OptIn string
+	OptIn string `json:"optIn,omitempty"`
 }
 
 var defaultExclusions = []ExclusionInfo{

@@ -132,6 +132,10 @@ const (
 // journal (see Planner.LoadPlan), so a plan reviewed today can be dry-run
 // and applied by another process later. Only a saved plan is dry-run and
 // applied.
+//
+// A saved plan is its JSON (docs/wire-schema.md), and Hash covers that JSON:
+// a new field of a type a plan holds must be omitted when zero, so that
+// saved plans keep their hash, and no field is ever renamed.
 type Plan struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"createdAt"`

@@ -14,23 +14,23 @@ import (
 // before T and no gap (or loss of availability) recorded after that
 // baseline began starts at or before T. Everything else is not covered.
 type Coverage struct {
-	StreamID string
-	At       time.Time
-	Covered  bool
+	StreamID string    `json:"streamID"`
+	At       time.Time `json:"at"`
+	Covered  bool      `json:"covered"`
 	// Reason says why At is not covered; empty when it is.
-	Reason string
+	Reason string `json:"reason,omitempty"`
 	// BaselineID and BaselineEndAt name the complete baseline coverage
 	// rests on (the last one that ended at or before At), if any.
-	BaselineID    string
-	BaselineEndAt time.Time
+	BaselineID    string    `json:"baselineID,omitempty"`
+	BaselineEndAt time.Time `json:"baselineEndAt,omitzero"`
 	// Watermark is the last resourceVersion of the stream's progress at or
 	// before At (from an event, a checkpoint or a baseline end), and
 	// WatermarkAt its ObservedAt. Empty when the stream had none yet.
-	Watermark   string
-	WatermarkAt time.Time
+	Watermark   string    `json:"watermark,omitempty"`
+	WatermarkAt time.Time `json:"watermarkAt,omitzero"`
 	// Gaps holds the gap and coverage-change (unavailable) records that
 	// break coverage at At.
-	Gaps []event.Record
+	Gaps []event.Record `json:"gaps,omitempty"`
 }
 
 // coveragePage is the page size of the queries below. The watermark query

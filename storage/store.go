@@ -85,19 +85,19 @@ type Writer interface {
 type AppendResult struct {
 	// Seqs holds, for each record of the batch in order, its IngestSeq:
 	// the new one, or the existing one for a duplicate.
-	Seqs []int64
+	Seqs []int64 `json:"seqs,omitempty"`
 	// Inserted counts the records stored by this call.
-	Inserted int
+	Inserted int `json:"inserted"`
 	// Duplicates counts the records that were already stored.
-	Duplicates int
+	Duplicates int `json:"duplicates"`
 }
 
 // CompactResult reports what Compact did.
 type CompactResult struct {
-	RecordsRemoved int64
-	BodiesRemoved  int64
+	RecordsRemoved int64 `json:"recordsRemoved"`
+	BodiesRemoved  int64 `json:"bodiesRemoved"`
 	// Streams counts the streams folded into a synthetic baseline.
-	Streams int
+	Streams int `json:"streams"`
 }
 
 // Reader answers the queries the collector, materializer, planner and audit
@@ -215,9 +215,9 @@ type Query struct {
 
 // Page is one page of Records.
 type Page struct {
-	Records []event.Record
+	Records []event.Record `json:"records,omitempty"`
 	// Next is the cursor of the next page, "" when this is the last.
-	Next string
+	Next string `json:"next,omitempty"`
 }
 
 // HistoryQuery restricts ObjectHistory. Zero fields do not restrict.
@@ -252,43 +252,43 @@ type AliveQuery struct {
 
 // StreamStatus is the durable state of one stream, kept up to date by Append.
 type StreamStatus struct {
-	StreamID string
-	Stream   event.Stream
+	StreamID string       `json:"streamID"`
+	Stream   event.Stream `json:"stream"`
 	// CheckpointRV is the resourceVersion the stream is durably continuous
 	// up to, and CheckpointAt the ObservedAt of the record that set it.
-	CheckpointRV string
-	CheckpointAt time.Time
+	CheckpointRV string    `json:"checkpointRV,omitempty"`
+	CheckpointAt time.Time `json:"checkpointAt,omitzero"`
 	// Available is false after a coverage change to unavailable, until a
 	// coverage change to available. A stream starts available.
-	Available bool
+	Available bool `json:"available"`
 	// AvailabilityReason is the reason of the last coverage change.
-	AvailabilityReason string
+	AvailabilityReason string `json:"availabilityReason,omitempty"`
 	// LastBaselineID and LastBaselineEndAt describe the last complete
 	// baseline; OpenBaselineID a baseline begun but not (yet) ended.
-	LastBaselineID    string
-	LastBaselineEndAt time.Time
-	OpenBaselineID    string
+	LastBaselineID    string    `json:"lastBaselineID,omitempty"`
+	LastBaselineEndAt time.Time `json:"lastBaselineEndAt,omitzero"`
+	OpenBaselineID    string    `json:"openBaselineID,omitempty"`
 	// Gaps counts the stream's gap records; LastGapAt is the ObservedAt of
 	// the newest one.
-	Gaps      int
-	LastGapAt time.Time
+	Gaps      int       `json:"gaps"`
+	LastGapAt time.Time `json:"lastGapAt,omitzero"`
 	// FirstObservedAt and LastObservedAt bound the stream's records.
-	FirstObservedAt time.Time
-	LastObservedAt  time.Time
+	FirstObservedAt time.Time `json:"firstObservedAt,omitzero"`
+	LastObservedAt  time.Time `json:"lastObservedAt,omitzero"`
 	// Records counts the stream's records; LastSeq is the newest IngestSeq.
-	Records int64
-	LastSeq int64
+	Records int64 `json:"records"`
+	LastSeq int64 `json:"lastSeq"`
 }
 
 // Stats is the size of a journal.
 type Stats struct {
-	Records int64
-	Events  int64
+	Records int64 `json:"records"`
+	Events  int64 `json:"events"`
 	// Bodies counts distinct object bodies; BodyBytes is what they take
 	// stored (compressed), RawBodyBytes their size as received.
-	Bodies       int64
-	BodyBytes    int64
-	RawBodyBytes int64
+	Bodies       int64 `json:"bodies"`
+	BodyBytes    int64 `json:"bodyBytes"`
+	RawBodyBytes int64 `json:"rawBodyBytes"`
 	// FileBytes is the size on disk (0 for in-memory stores).
-	FileBytes int64
+	FileBytes int64 `json:"fileBytes"`
 }

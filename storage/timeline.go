@@ -21,9 +21,9 @@ var TimelineTypes = []event.RecordType{event.TypeBaseline, event.TypeGap, event.
 // A Timeline returned by a store may be shared with other callers: its
 // Records must not be modified.
 type Timeline struct {
-	StreamID string
-	Stream   event.Stream
-	Records  []event.Record
+	StreamID string         `json:"streamID"`
+	Stream   event.Stream   `json:"stream"`
+	Records  []event.Record `json:"records,omitempty"`
 }
 
 // TimelineReader is implemented by a Reader that keeps the timelines of its

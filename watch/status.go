@@ -32,33 +32,33 @@ const (
 
 // StreamStatus is the state of one stream as the Collector sees it.
 type StreamStatus struct {
-	StreamID string
-	Stream   event.Stream
-	Resource Resource
-	State    StreamState
+	StreamID string       `json:"streamID"`
+	Stream   event.Stream `json:"stream"`
+	Resource Resource     `json:"resource"`
+	State    StreamState  `json:"state"`
 	// Synced is true once the stream had a complete baseline or resumed its
 	// watch from the durable checkpoint.
-	Synced bool
+	Synced bool `json:"synced"`
 	// Covered is true while the journal is continuous for the stream, and
 	// CoveredSince is the end of the baseline coverage rests on (zero when
 	// not covered).
-	Covered      bool
-	CoveredSince time.Time
+	Covered      bool      `json:"covered"`
+	CoveredSince time.Time `json:"coveredSince,omitzero"`
 	// LastResourceVersion is the last durable resourceVersion and
 	// LastDurableAt the ObservedAt of the record that carried it.
-	LastResourceVersion string
-	LastDurableAt       time.Time
+	LastResourceVersion string    `json:"lastResourceVersion,omitempty"`
+	LastDurableAt       time.Time `json:"lastDurableAt,omitzero"`
 	// Gaps counts the stream's gap records in the journal.
-	Gaps int
+	Gaps int `json:"gaps"`
 	// Degraded is true when the stream is not recording right now
 	// (unavailable, failing, pending), with the reason.
-	Degraded       bool
-	DegradedReason string
+	Degraded       bool   `json:"degraded"`
+	DegradedReason string `json:"degradedReason,omitempty"`
 	// Events and Bytes count the object-change records and body bytes made
 	// durable since Start; Baselines the baselines completed since Start.
-	Events    int64
-	Bytes     int64
-	Baselines int
+	Events    int64 `json:"events"`
+	Bytes     int64 `json:"bytes"`
+	Baselines int   `json:"baselines"`
 }
 
 func canonicalLabels(s string) string {

@@ -87,6 +87,7 @@ func TestSnapshotTwoStreamsWithDifferentCoverage(t *testing.T) {
 	secrets := j.stream("", "v1", "secrets", "shop")
 	s1 := obj{kind: "Secret", namespace: "shop", name: "s1", uid: "us1", body: map[string]any{"type": "Opaque"}}
 	j.baseline(secrets, "bs", at(1), s1)
+	j.progress(secrets, at(60))
 	m := j.materializer()
 	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(6), "outage")
 	if err != nil {
@@ -155,6 +156,7 @@ func TestSnapshotObjectInTwoStreams(t *testing.T) {
 	j.baseline(all, "a1", at(1), a, c, other)
 	j.gap(shop, at(1), at(3))             // the namespaced stream loses continuity
 	j.watch(all, event.Deleted, c, at(2)) // only the all-namespaces stream sees the deletion
+	j.progress(all, at(60))
 	m := j.materializer()
 
 	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(2.5), "")
@@ -263,6 +265,7 @@ func TestSnapshotUnavailableStream(t *testing.T) {
 	j.coverage(cms, false, at(3))
 	j.coverage(cms, true, at(4))
 	j.baseline(cms, "b2", at(5), a)
+	j.progress(cms, at(60))
 	m := j.materializer()
 	for _, tc := range []struct {
 		at       time.Time

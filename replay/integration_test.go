@@ -150,7 +150,7 @@ func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journa
 // namespace target.
 func planNow(t *testing.T, ctx context.Context, p *replay.Planner, j *journal, ns, target string) *replay.Plan {
 	t.Helper()
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: j.healthyNow()},
 		replay.Target{Namespaces: map[string]string{ns: target}})
 	if err != nil {
 		t.Fatal(err)

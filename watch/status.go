@@ -45,7 +45,10 @@ type StreamStatus struct {
 	Covered      bool
 	CoveredSince time.Time
 	// LastResourceVersion is the last durable resourceVersion and
-	// LastDurableAt the ObservedAt of the record that carried it.
+	// LastDurableAt the ObservedAt of the record that carried it: how far
+	// the stream's durable evidence of continuity reaches (an event, a
+	// bookmark, a progress checkpoint or a baseline end; see
+	// storage.Coverage and WaitForProgress).
 	LastResourceVersion string
 	LastDurableAt       time.Time
 	// Gaps counts the stream's gap records in the journal.

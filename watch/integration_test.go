@@ -40,8 +40,21 @@ func realOpts(t *testing.T, ns string, extra ...Option) []Option {
 	return append([]Option{
 		WithClusterID("it"), WithResources("cm"), WithNamespaces(ns), WithLogger(testr.New(t)),
 		WithBackoff(20*time.Millisecond, 400*time.Millisecond), WithRediscoveryInterval(0),
-		WithBatching(128, 1<<20, 5*time.Millisecond),
+		WithBatching(128, 1<<20, 5*time.Millisecond), WithProgressInterval(2*time.Second),
 	}, extra...)
+}
+
+// observedNow returns the time now once every stream of c has evidence
+// after it (WaitForProgress): a time whose coverage is settled.
+func observedNow(t *testing.T, c *Collector) time.Time {
+	t.Helper()
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitForProgress(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 func nsStreamID(cluster, ns string) string {
@@ -357,7 +370,7 @@ func TestIntegrationForced410(t *testing.T) {
 	if err != nil || cov.Covered {
 		t.Fatalf("coverage inside the outage = %+v, %v; want not covered", cov, err)
 	}
-	cov, err = storage.CoverageAt(context.Background(), st, id, time.Now())
+	cov, err = storage.CoverageAt(context.Background(), st, id, observedNow(t, c))
 	if err != nil || !cov.Covered {
 		t.Fatalf("coverage after the relist = %+v, %v", cov, err)
 	}
@@ -531,10 +544,10 @@ func TestIntegrationRBACFlap(t *testing.T) {
 	}
 	mustCreateCM(t, admin, ns, "b", "0") // made while denied
 	grant()
-	eventually(t, 20*time.Second, "coverage back", func() bool {
-		cov, err := storage.CoverageAt(ctx, st, id, time.Now())
-		return err == nil && cov.Covered
-	})
+	eventually(t, 20*time.Second, "coverage back", func() bool { return c.Status()[0].Covered })
+	if cov, err := storage.CoverageAt(ctx, st, id, observedNow(t, c)); err != nil || !cov.Covered {
+		t.Fatalf("coverage after access returned = %+v, %v", cov, err)
+	}
 	recs := streamRecords(t, st, id)
 	cc = ofType(recs, event.TypeCoverageChange)
 	if len(cc) != 2 || !cc[1].Coverage.Available {

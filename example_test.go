@@ -98,10 +98,20 @@ func Example() {
 		fmt.Println()
 	}
 
-	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now(), "")
+	// A time is covered once every stream has evidence after it: on a real
+	// cluster rec.WaitForProgress(ctx, at) waits for it (a quiet stream
+	// gets some every ten seconds); a clean stop writes it too.
+	at := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	ctx = context.Background()
+
+	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), at, "")
 	fmt.Println("snapshot complete:", snap.Complete, "objects:", len(snap.Objects))
 
-	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: time.Now()},
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: at},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-copy"}})
 	if err != nil {
 		panic(err)
@@ -111,11 +121,6 @@ func Example() {
 	}
 	for _, e := range plan.Exclusions {
 		fmt.Println("excluded:", e.Ref.Resource, e.Ref.Name, "-", e.Rule)
-	}
-
-	cancel()
-	if err := <-done; err != nil {
-		panic(err)
 	}
 	// Output:
 	// ADDED from baseline

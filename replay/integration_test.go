@@ -564,7 +564,8 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	seed(t, ctx, dyn, ns)
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
-	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("ns", "cm", "svc", "deploy"), watch.WithNamespaces(ns))
+	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("ns", "cm", "svc", "deploy"), watch.WithNamespaces(ns),
+		watch.WithProgressInterval(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,6 +589,10 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 		}
 	}
 
+	// Coverage at that time needs every stream's evidence after it.
+	if err := col.WaitForProgress(ctx, at); err != nil {
+		t.Fatal(err)
+	}
 	p, err := replay.NewPlanner(store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
 	if err != nil {
 		t.Fatal(err)

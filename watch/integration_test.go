@@ -40,7 +40,7 @@ func realOpts(t *testing.T, ns string, extra ...Option) []Option {
 	return append([]Option{
 		WithClusterID("it"), WithResources("cm"), WithNamespaces(ns), WithLogger(testr.New(t)),
 		WithBackoff(20*time.Millisecond, 400*time.Millisecond), WithRediscoveryInterval(0),
-		WithBatching(128, 1<<20, 5*time.Millisecond), WithProgressInterval(2*time.Second),
+		WithBatching(128, 1<<20, 5*time.Millisecond), WithProgressInterval(2 * time.Second),
 	}, extra...)
 }
 

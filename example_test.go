@@ -41,9 +41,13 @@ func Example_quickstart() {
 	}
 	// … later:
 	hist, _ := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
+	// A snapshot of "now" is complete once every stream has evidence after now:
+	now := time.Now()
+	_ = rec.WaitForProgress(ctx, now) // about one progress interval (10s) at most
+	snap, _ := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now, "now")
 	plan, _ := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
-	fmt.Println(len(hist.Versions()), "versions;", len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
+	fmt.Println(len(hist.Versions()), "versions;", snap.Complete, len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
 }
 
 // Record a client-go fake into an in-memory journal, change it, and ask the

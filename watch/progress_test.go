@@ -92,13 +92,7 @@ func progressOf(recs []event.Record) []event.Record {
 func TestQuietStreamGetsProgressCheckpoints(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := timeWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(2*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, c := startSynced(t, dyn, WithProgressInterval(2*time.Second))
 	id := cmStreamID("c1")
 	eventually(t, 30*time.Second, "three progress checkpoints", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 3 })
 
@@ -137,13 +131,7 @@ func TestQuietStreamGetsProgressCheckpoints(t *testing.T) {
 func TestNoProgressWithoutTheServer(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn, WithProgressInterval(time.Second))
 	watches.last(t, 1)
 	time.Sleep(2500 * time.Millisecond)
 	id := cmStreamID("c1")
@@ -163,14 +151,8 @@ func TestNoProgressWithoutTheServer(t *testing.T) {
 func TestUnchangedBookmarkIsProgress(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
 	clk := &steppingClock{}
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithClock(clk))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn, WithClock(clk))
 	id := cmStreamID("c1")
 	w := watches.last(t, 1)
 	w.Action(apiwatch.Bookmark, bookmark("777"))
@@ -275,13 +257,7 @@ func TestCleanStopWithoutRecentEvidenceWritesNoCheckpoint(t *testing.T) {
 func TestGapStartsAtTheLastProgressCheckpoint(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := timeWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(2*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, _ := startSynced(t, dyn, WithProgressInterval(2*time.Second))
 	id := cmStreamID("c1")
 	eventually(t, 30*time.Second, "two progress checkpoints", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 2 })
 	watches.failNext(1)
@@ -312,13 +288,7 @@ func TestGapStartsAtTheLastProgressCheckpoint(t *testing.T) {
 func TestWaitForProgress(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	timeWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(2*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	st, c := startSynced(t, dyn, WithProgressInterval(2*time.Second))
 	now := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -339,12 +309,7 @@ func TestWaitForProgress(t *testing.T) {
 
 	quiet := fakeDynamic(configMap("a", "one", "1"))
 	controlWatches(quiet, "configmaps")
-	c2, err := NewCollector(quiet, fakeDiscovery(), newMemory(t), testOpts(t, WithProgressInterval(time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c2)
-	waitSync(t, c2)
+	_, c2 := startSynced(t, quiet, WithProgressInterval(time.Second))
 	short, cancelShort := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancelShort()
 	err = c2.WaitForProgress(short, time.Now())
@@ -380,13 +345,7 @@ func TestRelistAfterOutageStartsAtOnce(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithBackoff(100*time.Millisecond, 5*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run(t, c)
-	waitSync(t, c)
+	startSynced(t, dyn, WithBackoff(100*time.Millisecond, 5*time.Second))
 	w1 := watches.last(t, 1)
 	outage.Store(5) // backoff 100ms, 200ms, 400ms, 800ms, 1.6s (jittered down by up to half)
 	w1.Stop()

@@ -41,6 +41,10 @@ func TestSnapshotBoundaries(t *testing.T) {
 		// The outage: detected at 8, but continuity was lost at 5.
 		{name: "inside the outage before detection", at: at(6), objects: []string{"configmaps:shop/a", "configmaps:shop/c"}, reason: "gap from"},
 		{name: "after the relist", at: at(9), complete: true, objects: []string{"configmaps:shop/a"}},
+		// The last evidence (the progress checkpoint at 60) and after it:
+		// not yet observed, whatever the journal holds.
+		{name: "at the last evidence", at: at(60), objects: []string{"configmaps:shop/a"}, reason: "not yet observed: evidence reaches to 2025-03-01T13:00:00Z"},
+		{name: "an hour after the last evidence", at: at(120), objects: []string{"configmaps:shop/a"}, reason: "not yet observed: evidence reaches to 2025-03-01T13:00:00Z"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

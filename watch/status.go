@@ -41,7 +41,8 @@ type StreamStatus struct {
 	Synced bool
 	// Covered is true while the journal is continuous for the stream, and
 	// CoveredSince is the end of the baseline coverage rests on (zero when
-	// not covered).
+	// not covered). A time is covered (storage.Coverage) only once the
+	// stream also has evidence after it: see LastDurableAt.
 	Covered      bool
 	CoveredSince time.Time
 	// LastResourceVersion is the last durable resourceVersion and

@@ -6,7 +6,7 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
 
-.PHONY: all test testbin vet fmt-check unit race bench demo examples
+.PHONY: all test testbin vet fmt-check unit race bench demo examples examples-test api api-check
 
 all: test
 
@@ -15,7 +15,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check vet examples
+test: fmt-check vet api-check examples examples-test
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m ./...; \
@@ -28,6 +28,14 @@ fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$bad" ]]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 
+## api: write the record of the exported API (api/krply.txt) after a deliberate API change; commit it with the change.
+api:
+	$(GO) run ./internal/apicheck -w
+
+## api-check: fail when the exported API differs from api/krply.txt (printing the difference) or an option constructor is exercised by no test or example.
+api-check:
+	$(GO) run ./internal/apicheck
+
 ## demo: the quickstart: a local control plane, a workload with an outage, and what krply makes of it.
 demo:
 	@hack/demo.sh
@@ -39,6 +47,14 @@ examples:
 		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
 	done
 	$(GO) test -count=1 ./examples/testing/
+
+## examples-test: the tests of the nested example modules (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
+examples-test:
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
+		echo "testing $$mod"; \
+		(cd "$$mod" && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -race -timeout 15m ./...); \
+	done
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
 .PHONY: truth-soak

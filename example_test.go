@@ -44,14 +44,15 @@ func Example_quickstart() {
 	// A snapshot of "now" is complete once every stream has evidence after now:
 	now := time.Now()
 	_ = rec.WaitForProgress(ctx, now) // about one progress interval (10s) at most
-	snap, _ := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now, "now")
+	snap, _ := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now)
 	plan, _ := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
 	fmt.Println(len(hist.Versions()), "versions;", snap.Complete, len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
 }
 
 // Record a client-go fake into an in-memory journal, change it, and ask the
-// journal what happened.
+// journal what happened. Every wait is bounded: a regression fails the
+// output check with what was awaited instead of hanging go test.
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -72,13 +73,16 @@ func Example() {
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
-	if err := rec.WaitForSync(ctx); err != nil {
-		panic(err)
+	syncCtx, cancelSync := context.WithTimeout(ctx, waitLimit)
+	defer cancelSync()
+	if err := rec.WaitForSync(syncCtx); err != nil {
+		fmt.Println("not in sync:", err)
+		return
 	}
 	// The fake replays no history from the baseline's resourceVersion (a
 	// real apiserver does): change it only once the watches are open.
-	for !watching(rec) {
-		time.Sleep(time.Millisecond)
+	if !waitFor("the watches to open", func() bool { return watching(rec) }) {
+		return
 	}
 
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -89,10 +93,12 @@ func Example() {
 	}
 
 	settings := krply.Object("demo", "configmaps", "shop", "settings")
-	hist, _ := j.History(ctx, settings)
-	for len(hist.Versions()) < 2 { // the Collector commits asynchronously
-		time.Sleep(5 * time.Millisecond)
+	var hist *krply.History
+	if !waitFor("the update in the history", func() bool { // the Collector commits asynchronously
 		hist, _ = j.History(ctx, settings)
+		return hist != nil && len(hist.Versions()) >= 2
+	}) {
+		return
 	}
 	for _, v := range hist.Versions() {
 		fmt.Print(v.WatchType, " from ", v.Origin)
@@ -107,12 +113,17 @@ func Example() {
 	// gets some every ten seconds); a clean stop writes it too.
 	at := time.Now()
 	cancel()
-	if err := <-done; err != nil {
-		panic(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			panic(err)
+		}
+	case <-time.After(waitLimit):
+		fmt.Println("Start did not return within", waitLimit, "of the cancel")
 	}
 	ctx = context.Background()
 
-	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), at, "")
+	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), at)
 	fmt.Println("snapshot complete:", snap.Complete, "objects:", len(snap.Objects))
 
 	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: at},
@@ -145,6 +156,21 @@ func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructu
 	u.SetNamespace(ns)
 	u.SetName(name)
 	return u
+}
+
+// waitLimit bounds every wait of the examples.
+const waitLimit = 10 * time.Second
+
+// waitFor polls cond until it holds, at most waitLimit; then it prints what
+// it was waiting for, which fails the example's output check.
+func waitFor(what string, cond func() bool) bool {
+	for deadline := time.Now().Add(waitLimit); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Println("timed out after", waitLimit, "waiting for", what)
+			return false
+		}
+	}
+	return true
 }
 
 // watching reports whether every stream of c has its watch open.

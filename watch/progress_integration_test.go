@@ -62,7 +62,7 @@ func TestIntegrationQuietStreamProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "it", Namespaces: []string{ns}}, now, "now")
+	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "it", Namespaces: []string{ns}}, now)
 	if err != nil || !snap.Complete || len(snap.Objects) != 1 {
 		t.Fatalf("snapshot of now after WaitForProgress: %+v, %v; want complete with one object", snap, err)
 	}

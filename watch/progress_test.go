@@ -212,7 +212,7 @@ func TestCleanStopThenSnapshotAnHourLaterIsNotYetObserved(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := materialize.Scope{ClusterID: "c1"}
-	snap, err := m.Snapshot(context.Background(), scope, later, "an hour after the stop")
+	snap, err := m.Snapshot(context.Background(), scope, later)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestCleanStopThenSnapshotAnHourLaterIsNotYetObserved(t *testing.T) {
 	if snap.Complete || len(snap.Missing) != 1 || snap.Missing[0].StreamID != id || snap.Missing[0].Reason != want {
 		t.Fatalf("snapshot an hour after the stop: complete=%v missing %+v; want incomplete, %s: %q", snap.Complete, snap.Missing, id, want)
 	}
-	snap, err = m.Snapshot(context.Background(), scope, beforeStop, "before the stop")
+	snap, err = m.Snapshot(context.Background(), scope, beforeStop)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestWaitForProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, now, "now")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, now)
 	if err != nil || !snap.Complete {
 		t.Fatalf("snapshot at %s after WaitForProgress: %+v, %v; want complete", now, snap, err)
 	}

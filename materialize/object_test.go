@@ -161,6 +161,7 @@ func TestObjectAtBaselineWithoutEnd(t *testing.T) {
 		t.Errorf("reason %q", st.Coverage[0].Reason)
 	}
 	j.append(recs[len(recs)-1])
+	j.progress(deploys, at(3))
 	if st, err = m.ObjectAt(context.Background(), idOf(deploys, "web", "shop"), at(2)); err != nil || !st.Covered || !st.Exists {
 		t.Fatalf("once the baseline ended: covered=%v exists=%v, %v; want the item, covered", st.Covered, st.Exists, err)
 	}

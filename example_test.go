@@ -43,9 +43,13 @@ func Example_quickstart() {
 	}
 	// … later:
 	hist, _ := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
+	// A snapshot of "now" is complete once every stream has evidence after now:
+	now := time.Now()
+	_ = rec.WaitForProgress(ctx, now) // about one progress interval (10s) at most
+	snap, _ := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now)
 	plan, _ := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
-	fmt.Println(len(hist.Versions()), "versions;", len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
+	fmt.Println(len(hist.Versions()), "versions;", snap.Complete, len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
 }
 
 // Embed a Collector and query the journal with this package alone: record
@@ -157,10 +161,25 @@ func Example_changes() {
 		fmt.Println()
 	}
 
-	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now())
+	// A time is covered once every stream has evidence after it: on a real
+	// cluster rec.WaitForProgress(ctx, at) waits for it (a quiet stream
+	// gets some every ten seconds); a clean stop writes it too.
+	at := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			panic(err)
+		}
+	case <-time.After(waitLimit):
+		fmt.Println("Start did not return within", waitLimit, "of the cancel")
+	}
+	ctx = context.Background()
+
+	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), at)
 	fmt.Println("snapshot complete:", snap.Complete, "objects:", len(snap.Objects))
 
-	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: time.Now()},
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: at},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-copy"}})
 	if err != nil {
 		panic(err)
@@ -170,16 +189,6 @@ func Example_changes() {
 	}
 	for _, e := range plan.Exclusions {
 		fmt.Println("excluded:", e.Ref.Resource, e.Ref.Name, "-", e.Rule)
-	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			panic(err)
-		}
-	case <-time.After(waitLimit):
-		fmt.Println("Start did not return within", waitLimit, "of the cancel")
 	}
 	// Output:
 	// ADDED from baseline

@@ -149,7 +149,8 @@ type Cluster struct {
 	stop func()
 
 	mu        sync.Mutex
-	watched   map[streamKey]bool
+	watched   map[streamKey][]apiwatch.Interface // every watch of each stream
+	marks     int
 	resources map[string]watch.Resource // resolved specs
 }
 
@@ -191,7 +192,7 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		t:         t,
 		timeout:   cfg.timeout,
 		apis:      apis,
-		watched:   map[streamKey]bool{},
+		watched:   map[streamKey][]apiwatch.Interface{},
 		resources: map[string]watch.Resource{},
 	}
 	c.Discovery.Resources = apis
@@ -210,7 +211,8 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 			return true, nil, err
 		}
 		c.mu.Lock()
-		c.watched[streamKey{a.GetResource(), a.GetNamespace()}] = true
+		key := streamKey{a.GetResource(), a.GetNamespace()}
+		c.watched[key] = append(c.watched[key], w)
 		c.mu.Unlock()
 		return true, w, nil
 	})
@@ -327,7 +329,7 @@ func (c *Cluster) allWatching() bool {
 		if st.State == watch.StatePending {
 			continue
 		}
-		if !c.watched[streamKey{st.Stream.GVR(), st.Stream.Namespace}] || st.State != watch.StateWatching {
+		if len(c.watched[streamKey{st.Stream.GVR(), st.Stream.Namespace}]) == 0 || st.State != watch.StateWatching {
 			return false
 		}
 	}
@@ -483,12 +485,43 @@ func sortedKeys[V any](m map[string]V) []string {
 // Mark waits for the journal (Sync) and returns the current time: every
 // change made before Mark is observed at or before it, every change made
 // after it later. Use it to name the times of a Snapshot or a Diff.
+//
+// The journal covers a time only up to each stream's last evidence of
+// continuity (storage.Coverage), and a fake never ends a watch at its
+// timeout the way an apiserver does, so Mark makes the fake vouch for the
+// time: once the journal caught up, it sends every open watch of the fake
+// (other Collectors' too) a BOOKMARK at a new resourceVersion and waits
+// until every stream of Collector has evidence after the mark
+// (watch.Collector.WaitForProgress).
 func (c *Cluster) Mark() time.Time {
 	c.t.Helper()
 	c.Sync()
 	at := time.Now().Round(0)
 	for !time.Now().After(at) {
 		time.Sleep(time.Microsecond)
+	}
+	c.mu.Lock()
+	c.marks++
+	rv := fmt.Sprintf("krplytest-mark-%d", c.marks)
+	for key, ws := range c.watched {
+		for _, w := range ws {
+			// The fake's watches are RaceFreeFakeWatchers: Action on a
+			// stopped one does nothing.
+			if a, ok := w.(interface {
+				Action(apiwatch.EventType, runtime.Object)
+			}); ok {
+				bm := &unstructured.Unstructured{}
+				bm.SetAPIVersion(key.gvr.GroupVersion().String())
+				bm.SetResourceVersion(rv)
+				a.Action(apiwatch.Bookmark, bm)
+			}
+		}
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	if err := c.Collector.WaitForProgress(ctx, at); err != nil {
+		c.t.Fatalf("krplytest: %v\n%s", err, c.describeStreams())
 	}
 	return at
 }

@@ -22,7 +22,12 @@
 //     in the journal are exactly those of the fake, with the same content;
 //     otherwise it fails the test with the differences. History, ObjectAt,
 //     Snapshot and Diff call it first. Mark returns a time that separates
-//     the writes made before it from those made after.
+//     the writes made before it from those made after, and that every
+//     stream covers: it has the fake vouch for it with a BOOKMARK on every
+//     watch, since the journal covers a time only up to a stream's last
+//     evidence of continuity and a fake, unlike an apiserver, never ends a
+//     watch at its timeout. A time after the last Mark (or write) of a
+//     stream is not yet observed.
 //   - The assertions compare values, report every mismatch at once together
 //     with the whole history or diff, and return whether they matched.
 //

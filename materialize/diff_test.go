@@ -25,7 +25,8 @@ func describeDiff(d *materialize.Diff) []string {
 }
 
 // deployJournal is a Deployment and ConfigMaps in namespace shop, changed
-// between minutes 1 and 10, with no gap.
+// between minutes 1 and 10, with no gap; the watches are healthy until
+// minute 60.
 func deployJournal(t *testing.T) (*journal, event.Stream, event.Stream) {
 	j := newJournal(t)
 	deploys := j.stream("apps", "v1", "deployments", "shop")
@@ -52,6 +53,8 @@ func deployJournal(t *testing.T) (*journal, event.Stream, event.Stream) {
 	j.watch(cms, event.Added, cm("shop", "new", "un", map[string]any{"k": "v"}), at(6))
 	// touched but unchanged apart from server-owned metadata
 	j.watch(cms, event.Modified, cm("shop", "same", "us", map[string]any{"k": "v"}), at(7))
+	j.progress(deploys, at(60))
+	j.progress(cms, at(60))
 	return j, deploys, cms
 }
 

@@ -20,13 +20,20 @@
 // # Guarantees
 //
 //   - Coverage is decided by storage.CoverageAt and nothing else: a time is
-//     covered for a stream when a complete baseline ended at or before it
-//     and no gap or loss of availability starts between that baseline and
-//     the time (a gap counts from its From — the stream's last durable
-//     record — inclusive). A baseline without its end is never trusted.
+//     covered for a stream when a complete baseline ended at or before it,
+//     no gap or loss of availability starts between that baseline and the
+//     time (a gap counts from its From — the stream's last durable evidence
+//     — inclusive), and the stream has durable evidence of continuity after
+//     the time (an event, a checkpoint, a baseline end). A baseline without
+//     its end is never trusted. A time after a stream's last evidence is
+//     "not yet observed": the snapshot's Missing names the stream, with the
+//     Reason "not yet observed: evidence reaches to <time>".
 //   - A Snapshot is Complete only when every contributing stream is covered
 //     at its time and every requested resource and namespace is recorded by
-//     some stream. Contributing streams are the cluster's streams whose
+//     some stream. A snapshot reported Complete stays complete when taken
+//     again later: nothing the Collector appends afterwards takes coverage
+//     back (the stream's evidence is read before its timeline, so a gap
+//     appended meanwhile cannot be missed). Contributing streams are the cluster's streams whose
 //     resource is in the scope and whose namespace is "" or in the scope.
 //     Each has a Watermark: its last progress resourceVersion at or before
 //     the time.

@@ -14,7 +14,9 @@ import (
 
 // exampleJournal records what a Collector would have written for one
 // Deployment in namespace shop: a baseline at 10:00, a scale-up and an
-// image change at 10:30.
+// image change at 10:30, and a bookmark at 11:30 (a stream is covered only
+// up to its last evidence of continuity: an event, a bookmark, a progress
+// checkpoint).
 func exampleJournal() (*memory.Store, event.Stream) {
 	ctx := context.Background()
 	store := memory.New()
@@ -42,6 +44,8 @@ func exampleJournal() (*memory.Store, event.Stream) {
 		item("100", event.Added, t, body("100", 2, "shop:1.0"), "b1"),
 		marker(event.BaselineEnd),
 		item("120", event.Modified, t.Add(30*time.Minute), body("120", 5, "shop:1.1"), ""),
+		{Type: event.TypeCheckpoint, EventID: "bookmark-130", ClusterID: "prod", StreamID: s.ID(), ObservedAt: t.Add(90 * time.Minute),
+			Checkpoint: &event.Checkpoint{ResourceVersion: "130", Bookmark: true}},
 	})
 	if err != nil {
 		panic(err)

@@ -56,7 +56,8 @@ func TestRecordedByCollector(t *testing.T) {
 
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
-	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("cm", "deploy"), watch.WithNamespaces(ns))
+	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("cm", "deploy"), watch.WithNamespaces(ns),
+		watch.WithProgressInterval(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +114,10 @@ func TestRecordedByCollector(t *testing.T) {
 		}
 	}
 
+	// Coverage at T2 needs every stream's evidence after it.
+	if err := col.WaitForProgress(ctx, t2); err != nil {
+		t.Fatal(err)
+	}
 	m, err := materialize.New(store)
 	if err != nil {
 		t.Fatal(err)

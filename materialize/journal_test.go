@@ -153,6 +153,15 @@ func (j *journal) gap(s event.Stream, from, detectedAt time.Time) {
 		Gap: &event.Gap{From: from, To: detectedAt, Reason: "410 Gone: too old resource version", LastResourceVersion: strconv.Itoa(j.rv)}})
 }
 
+// progress records a progress checkpoint, as the Collector writes one while
+// the stream's watch is healthy: evidence that the stream was continuous
+// until when (storage.Coverage needs evidence after a time to cover it).
+func (j *journal) progress(s event.Stream, when time.Time) {
+	j.t.Helper()
+	j.append(event.Record{Type: event.TypeCheckpoint, EventID: fmt.Sprintf("progress-%s-%d", s.ID(), when.UnixNano()),
+		ClusterID: j.cluster, StreamID: s.ID(), ObservedAt: when, Checkpoint: &event.Checkpoint{ResourceVersion: strconv.Itoa(j.rv)}})
+}
+
 // unavailable records a coverage change.
 func (j *journal) coverage(s event.Stream, available bool, when time.Time) {
 	j.t.Helper()

@@ -77,7 +77,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return nil, err
 	}
 	for _, tl := range timelines {
-		cov, err := storage.CoverageFrom(ctx, m.reader, tl, at)
+		cov, err := storage.CoverageFrom(ctx, m.reader, tl.Timeline, tl.evidence, at)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +97,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		// Only a version older than the baseline's end can have been
 		// found absent by it.
 		if st.Exists && !st.Record.ObservedAt.After(cov.BaselineEndAt) {
-			pending, err := m.pendingInferredDeletions(ctx, tl, cov, at)
+			pending, err := m.pendingInferredDeletions(ctx, tl.Timeline, cov, at)
 			if err != nil {
 				return nil, err
 			}

@@ -22,6 +22,7 @@ import (
 //	5   c modified — the last durable record before the outage
 //	8   410 detected: gap from 5 to 8 (c was deleted during the outage)
 //	9   baseline b2: a; c inferred deleted (absent from relist)
+//	60  progress checkpoint: the watch is still healthy
 type outageJournal struct {
 	*journal
 	cms event.Stream
@@ -43,6 +44,7 @@ func newOutageJournal(t *testing.T) outageJournal {
 	j.gap(j.cms, at(5), at(8))
 	j.baseline(j.cms, "b2", at(9), a)
 	j.inferredDelete(j.cms, c, last.Resource.ResourceVersion, at(5), at(9), "b2")
+	j.progress(j.cms, at(60))
 	return j
 }
 
@@ -159,6 +161,7 @@ func TestObjectAtBaselineWithoutEnd(t *testing.T) {
 		t.Errorf("reason %q", st.Coverage[0].Reason)
 	}
 	j.append(recs[len(recs)-1])
+	j.progress(deploys, at(3))
 	if st, err = m.ObjectAt(context.Background(), idOf(deploys, "web", "shop"), at(2)); err != nil || !st.Covered || !st.Exists {
 		t.Fatalf("once the baseline ended: covered=%v exists=%v, %v; want the item, covered", st.Covered, st.Exists, err)
 	}
@@ -175,6 +178,7 @@ func TestObjectAtInferredDeletionCountsFromBaselineEnd(t *testing.T) {
 	j.gap(cms, at(2), at(3))
 	j.baseline(cms, "b2", at(4))
 	j.inferredDelete(cms, c, last.Resource.ResourceVersion, at(2), at(4).Add(time.Second), "b2")
+	j.progress(cms, at(5))
 	m := j.materializer()
 	st, err := m.ObjectAt(context.Background(), idOf(cms, "c", "shop"), at(4))
 	if err != nil {

@@ -41,6 +41,10 @@ func TestSnapshotBoundaries(t *testing.T) {
 		// The outage: detected at 8, but continuity was lost at 5.
 		{name: "inside the outage before detection", at: at(6), objects: []string{"configmaps:shop/a", "configmaps:shop/c"}, reason: "gap from"},
 		{name: "after the relist", at: at(9), complete: true, objects: []string{"configmaps:shop/a"}},
+		// The last evidence (the progress checkpoint at 60) and after it:
+		// not yet observed, whatever the journal holds.
+		{name: "at the last evidence", at: at(60), objects: []string{"configmaps:shop/a"}, reason: "not yet observed: evidence reaches to 2025-03-01T13:00:00Z"},
+		{name: "an hour after the last evidence", at: at(120), objects: []string{"configmaps:shop/a"}, reason: "not yet observed: evidence reaches to 2025-03-01T13:00:00Z"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +91,7 @@ func TestSnapshotTwoStreamsWithDifferentCoverage(t *testing.T) {
 	secrets := j.stream("", "v1", "secrets", "shop")
 	s1 := obj{kind: "Secret", namespace: "shop", name: "s1", uid: "us1", body: map[string]any{"type": "Opaque"}}
 	j.baseline(secrets, "bs", at(1), s1)
+	j.progress(secrets, at(60))
 	m := j.materializer()
 	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(6))
 	if err != nil {
@@ -155,6 +160,7 @@ func TestSnapshotObjectInTwoStreams(t *testing.T) {
 	j.baseline(all, "a1", at(1), a, c, other)
 	j.gap(shop, at(1), at(3))             // the namespaced stream loses continuity
 	j.watch(all, event.Deleted, c, at(2)) // only the all-namespaces stream sees the deletion
+	j.progress(all, at(60))
 	m := j.materializer()
 
 	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(2.5))
@@ -306,6 +312,7 @@ func TestSnapshotUnavailableStream(t *testing.T) {
 	j.coverage(cms, false, at(3))
 	j.coverage(cms, true, at(4))
 	j.baseline(cms, "b2", at(5), a)
+	j.progress(cms, at(60))
 	m := j.materializer()
 	for _, tc := range []struct {
 		at       time.Time

@@ -160,7 +160,9 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 		if err != nil {
 			return nil, fmt.Errorf("coverage of %s: %w", st.StreamID, err)
 		}
-		cov, err := storage.CoverageFrom(ctx, m.reader, tl, at)
+		// st was read (Streams) before tl: its CheckpointAt is evidence
+		// that a gap appended since cannot undercut (CoverageFrom).
+		cov, err := storage.CoverageFrom(ctx, m.reader, tl, st.CheckpointAt, at)
 		if err != nil {
 			return nil, err
 		}
@@ -314,19 +316,34 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, tl storage.
 	}
 }
 
+// claimingTimeline is the timeline of a stream that records an object, with
+// how far the stream's evidence reached before the timeline was read.
+type claimingTimeline struct {
+	storage.Timeline
+	evidence time.Time
+}
+
 // timelinesClaiming returns the timelines of the streams of obj's cluster
 // that record its resource in its namespace (or all namespaces), ordered by
-// stream ID.
-func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.ObjectID) ([]storage.Timeline, error) {
+// stream ID, each with its evidence (read first: see storage.CoverageFrom).
+func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.ObjectID) ([]claimingTimeline, error) {
+	streams, err := m.reader.Streams(ctx, obj.ClusterID)
+	if err != nil {
+		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
+	}
+	evidence := make(map[string]time.Time, len(streams))
+	for _, st := range streams {
+		evidence[st.StreamID] = st.CheckpointAt
+	}
 	all, err := storage.Timelines(ctx, m.reader, obj.ClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}
-	var out []storage.Timeline
+	var out []claimingTimeline
 	for _, tl := range all {
 		if tl.Stream.Group == obj.Group && tl.Stream.Resource == obj.Resource &&
 			(tl.Stream.Namespace == "" || tl.Stream.Namespace == obj.Namespace) {
-			out = append(out, tl)
+			out = append(out, claimingTimeline{Timeline: tl, evidence: evidence[tl.StreamID]})
 		}
 	}
 	return out, nil

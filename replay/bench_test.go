@@ -41,6 +41,7 @@ func BenchmarkPlan(b *testing.B) {
 			}
 			j.baseline(cmKind, "shop", t0, "1", cms...)
 			j.baseline(deployKind, "shop", t0, "1", deploys...)
+			j.healthyUntil(t0.Add(time.Hour))
 			p, err := replay.NewPlanner(store)
 			if err != nil {
 				b.Fatal(err)
@@ -97,7 +98,7 @@ func BenchmarkDryRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: j.healthyNow()},
 		replay.Target{Namespaces: map[string]string{ns: target}})
 	if err != nil {
 		b.Fatal(err)

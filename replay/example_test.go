@@ -34,6 +34,10 @@ func recordList(store storage.Store, s event.Stream, kind string, at time.Time, 
 	}
 	recs = append(recs, event.Record{Type: event.TypeBaseline, EventID: streamID + "/end", ClusterID: s.ClusterID, StreamID: streamID,
 		ObservedAt: at, BaselineID: id, Baseline: &event.Baseline{ID: id, Phase: event.BaselineEnd, ResourceVersion: listRV, ItemCount: len(bodies)}})
+	// A bookmark ten minutes later: the watch was healthy until then (a
+	// stream is covered only up to its last evidence of continuity).
+	recs = append(recs, event.Record{Type: event.TypeCheckpoint, EventID: streamID + "/bookmark", ClusterID: s.ClusterID, StreamID: streamID,
+		ObservedAt: at.Add(10 * time.Minute), Checkpoint: &event.Checkpoint{ResourceVersion: listRV, Bookmark: true}})
 	if _, err := store.Append(context.Background(), recs); err != nil {
 		panic(err)
 	}

@@ -151,7 +151,7 @@ func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journa
 // applied).
 func planNow(t *testing.T, ctx context.Context, p *replay.Planner, j *journal, ns, target string) *replay.Plan {
 	t.Helper()
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: j.healthyNow()},
 		replay.Target{Namespaces: map[string]string{ns: target}})
 	if err != nil {
 		t.Fatal(err)
@@ -568,7 +568,8 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	seed(t, ctx, dyn, ns)
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
-	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("ns", "cm", "svc", "deploy"), watch.WithNamespaces(ns))
+	col, err := watch.NewCollectorForConfig(env.Config(), store, watch.WithResources("ns", "cm", "svc", "deploy"), watch.WithNamespaces(ns),
+		watch.WithProgressInterval(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -592,6 +593,10 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 		}
 	}
 
+	// Coverage at that time needs every stream's evidence after it.
+	if err := col.WaitForProgress(ctx, at); err != nil {
+		t.Fatal(err)
+	}
 	p, err := replay.NewPlanner(store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
 	if err != nil {
 		t.Fatal(err)

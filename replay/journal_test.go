@@ -22,6 +22,8 @@ type journal struct {
 	store   storage.Store
 	cluster string
 	seq     int
+	// lastRV maps each stream written to its last progress resourceVersion.
+	lastRV map[string]string
 }
 
 // kindInfo is what the journal needs to know about a resource.
@@ -62,6 +64,14 @@ func (j *journal) ref(k kindInfo, body []byte) event.ResourceRef {
 
 func (j *journal) append(recs ...event.Record) {
 	j.t.Helper()
+	for _, rec := range recs {
+		if rv, ok := storage.ProgressRV(rec); ok {
+			if j.lastRV == nil {
+				j.lastRV = map[string]string{}
+			}
+			j.lastRV[rec.StreamID] = rv
+		}
+	}
 	if _, err := j.store.Append(context.Background(), recs); err != nil {
 		j.t.Fatalf("journal: append: %v", err)
 	}
@@ -119,6 +129,33 @@ func (j *journal) gap(k kindInfo, namespace string, from, to time.Time, lastRV s
 		ClusterID: j.cluster, StreamID: streamID, ObservedAt: to,
 		Gap: &event.Gap{From: from, To: to, Reason: "410 Gone: too old resource version", LastResourceVersion: lastRV},
 	})
+}
+
+// healthyUntil records a progress checkpoint observed at until in every
+// stream the journal wrote, as the Collector writes them while its watches
+// are healthy: a stream is covered only up to its last evidence of
+// continuity.
+func (j *journal) healthyUntil(until time.Time) {
+	j.t.Helper()
+	for streamID, rv := range j.lastRV {
+		j.append(event.Record{
+			Type: event.TypeCheckpoint, EventID: event.EventID(streamID, event.TypeCheckpoint, event.ResourceRef{ResourceVersion: rv}, "", until.UTC().Format(time.RFC3339Nano)),
+			ClusterID: j.cluster, StreamID: streamID, ObservedAt: until, Checkpoint: &event.Checkpoint{ResourceVersion: rv},
+		})
+	}
+}
+
+// healthyNow returns the time now and records evidence after it in every
+// stream (healthyUntil), so that now is covered.
+func (j *journal) healthyNow() time.Time {
+	j.t.Helper()
+	now := time.Now()
+	later := time.Now()
+	for !later.After(now) {
+		later = time.Now()
+	}
+	j.healthyUntil(later)
+	return now
 }
 
 // object returns a JSON body like the API server's, with server-owned

@@ -29,7 +29,7 @@ var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
 // shopJournal records namespace "shop" of cluster "src" at t0 with one
 // object of every interesting kind, then a change of the ConfigMap at
-// t0+1m.
+// t0+1m; the watches are healthy until t0+1h.
 func shopJournal(t *testing.T) *journal {
 	t.Helper()
 	store := memory.New()
@@ -61,6 +61,7 @@ func shopJournal(t *testing.T) *journal {
 		[]byte(`{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web-abc","namespace":"shop","uid":"rs-1","resourceVersion":"31","ownerReferences":[{"apiVersion":"apps/v1","kind":"Deployment","name":"web","uid":"d-1","controller":true}]},"spec":{"replicas":2}}`))
 	j.watchEvent(podKind, "shop", event.Added, t0.Add(time.Minute),
 		[]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-abc-x","namespace":"shop","uid":"p-1","resourceVersion":"32","ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"web-abc","uid":"rs-1","controller":true}]},"spec":{"containers":[{"name":"app","image":"nginx:1.27"}]}}`))
+	j.healthyUntil(t0.Add(time.Hour))
 	return j
 }
 
@@ -254,6 +255,7 @@ func TestPlanFiltersRenamesAndSynthesizesNamespaces(t *testing.T) {
 		object("v1", "ConfigMap", "a", "two", "u2", "4", `"data":{"k":"2"}`))
 	j.baseline(deployKind, "a", t0, "5",
 		object("apps/v1", "Deployment", "a", "web", "u3", "5", `"spec":{"replicas":1}`))
+	j.healthyUntil(t0.Add(time.Hour))
 	p := newPlanner(t, j, replay.WithPolicy(replay.Policy{Kinds: []string{"ConfigMap"}, Names: []string{"o*"}}))
 	plan, err := p.Plan(context.Background(), replay.Source{ClusterID: "src", Namespaces: []string{"a"}, At: t0.Add(time.Minute)},
 		replay.Target{Namespaces: map[string]string{"a": "b"}, Names: map[string]string{"ConfigMap/one": "uno"}})
@@ -280,6 +282,7 @@ func TestPlanFiltersRenamesAndSynthesizesNamespaces(t *testing.T) {
 
 	// Two source namespaces into one target: the same name would collide.
 	j.baseline(cmKind, "c", t0, "6", object("v1", "ConfigMap", "c", "one", "u4", "6", `"data":{"k":"3"}`))
+	j.healthyUntil(t0.Add(2 * time.Hour))
 	_, err = newPlanner(t, j).Plan(context.Background(), replay.Source{ClusterID: "src", Namespaces: []string{"a", "c"}, At: t0.Add(time.Minute)},
 		replay.Target{Namespaces: map[string]string{"a": "b", "c": "b"}})
 	if !errors.Is(err, replay.ErrInvalidArgument) {

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,8 +12,19 @@ import (
 // Coverage says whether a stream's journal is complete at a point in time.
 //
 // A time T is covered for a stream when a complete baseline ended at or
-// before T and no gap (or loss of availability) recorded after that
-// baseline began starts at or before T. Everything else is not covered.
+// before T, no gap (or loss of availability) recorded after that baseline
+// began starts at or before T, and the stream has durable evidence of
+// continuity after T: a progress record (an event, a checkpoint — a
+// bookmark or a progress checkpoint the Collector writes while its watch is
+// healthy and at a clean stop — or a baseline end) observed after T.
+// Everything else is not covered; time after the last evidence is "not yet
+// observed".
+//
+// Evidence must lie strictly after T: a record observed at T itself does
+// not rule out another record of the same instant appended after it. With
+// it, a time once covered stays covered whatever is appended later, because
+// the Collector starts every gap at the stream's last durable evidence
+// (Gap.From), which is after T, and stamps later records no earlier.
 type Coverage struct {
 	StreamID string    `json:"streamID"`
 	At       time.Time `json:"at"`
@@ -31,7 +43,18 @@ type Coverage struct {
 	// Gaps holds the gap and coverage-change (unavailable) records that
 	// break coverage at At.
 	Gaps []event.Record `json:"gaps,omitempty"`
+	// EvidenceUntil is how far the stream's durable evidence of continuity
+	// reached when the coverage was computed: the ObservedAt of its last
+	// progress record (StreamStatus.CheckpointAt), zero when it has none.
+	// At is covered only when EvidenceUntil is after it.
+	EvidenceUntil time.Time `json:"evidenceUntil,omitzero"`
 }
+
+// Continuous reports whether the stream has a complete baseline at or
+// before At and no loss of continuity since, whether or not its evidence
+// reaches past At yet: the only reason such a time is not covered is that
+// it is not yet observed.
+func (c Coverage) Continuous() bool { return c.BaselineID != "" && len(c.Gaps) == 0 }
 
 // coveragePage is the page size of the queries below. The watermark query
 // usually finds its record first: it starts with firstPage records and
@@ -46,31 +69,60 @@ const (
 func growPage(limit int) int { return min(limit*4, coveragePage) }
 
 // CoverageAt computes the coverage of one stream at a time from the
-// stream's Timeline (its baseline, gap and coverage-change records) and
-// its watermark, read through index-backed queries.
+// stream's evidence (StreamEvidence), its Timeline (its baseline, gap and
+// coverage-change records) and its watermark, read in that order through
+// index-backed queries.
 func CoverageAt(ctx context.Context, r Reader, streamID string, at time.Time) (Coverage, error) {
+	evidence, err := StreamEvidence(ctx, r, streamID)
+	if err != nil {
+		return Coverage{StreamID: streamID, At: at}, err
+	}
 	tl, err := StreamTimeline(ctx, r, streamID)
 	if err != nil {
 		return Coverage{StreamID: streamID, At: at}, fmt.Errorf("coverage of %s: %w", streamID, err)
 	}
-	return CoverageFrom(ctx, r, tl, at)
+	return CoverageFrom(ctx, r, tl, evidence, at)
 }
 
-// CoverageFrom computes the coverage of tl's stream at a time from tl,
-// which the caller read from r (StreamTimeline, Timelines), and the
-// stream's watermark, which it reads from r.
-func CoverageFrom(ctx context.Context, r Reader, tl Timeline, at time.Time) (Coverage, error) {
-	c := tl.continuity(at)
+// StreamEvidence returns how far a stream's durable evidence of continuity
+// reaches: StreamStatus.CheckpointAt, the ObservedAt of its last progress
+// record (ProgressRV). It is the zero time for a stream the journal has no
+// record of.
+func StreamEvidence(ctx context.Context, r Reader, streamID string) (time.Time, error) {
+	st, err := r.StreamStatus(ctx, streamID)
+	if errors.Is(err, ErrNotFound) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("coverage of %s: evidence: %w", streamID, err)
+	}
+	return st.CheckpointAt, nil
+}
+
+// CoverageFrom computes the coverage of tl's stream at a time from tl and
+// evidence, which the caller read from r, and the stream's watermark, which
+// it reads from r. evidence is how far the stream's evidence reaches
+// (StreamEvidence, or the CheckpointAt of a StreamStatus from Streams or
+// StreamStatus).
+//
+// The evidence must have been read before tl: a gap appended between the
+// two reads then starts after the evidence (the Collector starts a gap at
+// the last evidence), so it cannot matter for a time the evidence covers.
+// Read the other way round, a gap and new evidence appended in between
+// would make a time look covered that the gap breaks.
+func CoverageFrom(ctx context.Context, r Reader, tl Timeline, evidence, at time.Time) (Coverage, error) {
+	c := tl.continuity(at, evidence)
 	var err error
 	c.Watermark, c.WatermarkAt, err = watermarkAt(ctx, r, tl.StreamID, at)
 	return c, err
 }
 
 // continuity is the coverage at a time without the watermark: whether a
-// complete baseline ended at or before at, and which losses of continuity
-// recorded after it began start at or before at.
-func (t Timeline) continuity(at time.Time) Coverage {
-	c := Coverage{StreamID: t.StreamID, At: at}
+// complete baseline ended at or before at, which losses of continuity
+// recorded after it began start at or before at, and whether the evidence
+// reaches past at.
+func (t Timeline) continuity(at, evidence time.Time) Coverage {
+	c := Coverage{StreamID: t.StreamID, At: at, EvidenceUntil: evidence}
 	end, begin := t.lastCompleteBaseline(at)
 	if end == nil {
 		c.Reason = "no complete baseline at or before this time"
@@ -86,12 +138,24 @@ func (t Timeline) continuity(at time.Time) Coverage {
 			c.Gaps = append(c.Gaps, rec)
 		}
 	}
-	if len(c.Gaps) == 0 {
-		c.Covered = true
-	} else {
+	switch {
+	case len(c.Gaps) > 0:
 		c.Reason = describeBreak(c.Gaps[0])
+	case !evidence.After(at):
+		c.Reason = notYetObserved(evidence)
+	default:
+		c.Covered = true
 	}
 	return c
+}
+
+// notYetObserved is the Reason of a time after a stream's last evidence of
+// continuity.
+func notYetObserved(evidence time.Time) string {
+	if evidence.IsZero() {
+		return "not yet observed: the stream has no evidence of continuity"
+	}
+	return "not yet observed: evidence reaches to " + evidence.UTC().Format(time.RFC3339Nano)
 }
 
 // LossStart returns the moment from which a record says the stream lost

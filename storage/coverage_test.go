@@ -50,6 +50,15 @@ func coverage(t *testing.T, st storage.Reader, s event.Stream, when time.Time) s
 	return c
 }
 
+type coverageCase struct {
+	when      time.Time
+	covered   bool
+	reason    string // a substring of Reason
+	baseline  string
+	watermark string
+	gaps      int
+}
+
 func TestCoverageAtTimeline(t *testing.T) {
 	st := memory.New()
 	defer st.Close()
@@ -69,14 +78,7 @@ func TestCoverageAtTimeline(t *testing.T) {
 	// Another stream's gap never matters here.
 	appendAll(t, st, storagetest.Gap(other, at(0), at(30), "410 Gone", "1"))
 
-	cases := []struct {
-		when      time.Time
-		covered   bool
-		reason    string // a substring of Reason
-		baseline  string
-		watermark string
-		gaps      int
-	}{
+	cases := []coverageCase{
 		{at(0), false, "no complete baseline", "", "", 0},
 		{at(1), false, "no complete baseline", "", "", 0}, // begun, not ended
 		{at(2).Add(-time.Nanosecond), false, "no complete baseline", "", "", 0},
@@ -90,19 +92,41 @@ func TestCoverageAtTimeline(t *testing.T) {
 		{at(20).Add(-time.Nanosecond), true, "", "b2", "200", 0},
 		{at(20), false, "unavailable", "b2", "200", 1},
 		{at(23), false, "unavailable", "b2", "200", 1}, // available again, but no baseline yet
+		// b3's end is the stream's last evidence of continuity: it and
+		// everything after it is not yet observed.
+		{at(24), false, "not yet observed: evidence reaches to 2025-03-01T12:00:24Z", "b3", "300", 0},
+		{at(1000), false, "not yet observed: evidence reaches to 2025-03-01T12:00:24Z", "b3", "300", 0},
+	}
+	check := func(cases []coverageCase) {
+		t.Helper()
+		for _, tc := range cases {
+			c := coverage(t, st, shop, tc.when)
+			name := tc.when.Sub(t0).String()
+			if c.Covered != tc.covered || !strings.Contains(c.Reason, tc.reason) || c.BaselineID != tc.baseline || c.Watermark != tc.watermark || len(c.Gaps) != tc.gaps {
+				t.Errorf("at %s: covered=%v reason=%q baseline=%q watermark=%q gaps=%d; want %v %q %q %q %d",
+					name, c.Covered, c.Reason, c.BaselineID, c.Watermark, len(c.Gaps), tc.covered, tc.reason, tc.baseline, tc.watermark, tc.gaps)
+			}
+			if c.Covered && c.Reason != "" {
+				t.Errorf("at %s: covered with a reason %q", name, c.Reason)
+			}
+			if c.Continuous() != (tc.covered || strings.HasPrefix(tc.reason, "not yet observed")) {
+				t.Errorf("at %s: Continuous() = %v with reason %q", name, c.Continuous(), c.Reason)
+			}
+		}
+	}
+	check(cases)
+	// A progress checkpoint (the Collector's watch healthy) extends the
+	// evidence: the times before it are covered now, the ones after it
+	// are still not yet observed.
+	appendAll(t, st, storagetest.Checkpoint(shop, "300", false, at(1001)))
+	check([]coverageCase{
 		{at(24), true, "", "b3", "300", 0},
 		{at(1000), true, "", "b3", "300", 0},
-	}
-	for _, tc := range cases {
-		c := coverage(t, st, shop, tc.when)
-		name := tc.when.Sub(t0).String()
-		if c.Covered != tc.covered || !strings.Contains(c.Reason, tc.reason) || c.BaselineID != tc.baseline || c.Watermark != tc.watermark || len(c.Gaps) != tc.gaps {
-			t.Errorf("at %s: covered=%v reason=%q baseline=%q watermark=%q gaps=%d; want %v %q %q %q %d",
-				name, c.Covered, c.Reason, c.BaselineID, c.Watermark, len(c.Gaps), tc.covered, tc.reason, tc.baseline, tc.watermark, tc.gaps)
-		}
-		if c.Covered && c.Reason != "" {
-			t.Errorf("at %s: covered with a reason %q", name, c.Reason)
-		}
+		{at(1001), false, "not yet observed: evidence reaches to 2025-03-01T12:16:41Z", "b3", "300", 0},
+		{at(5000), false, "not yet observed", "b3", "300", 0},
+	})
+	if c := coverage(t, st, shop, at(1000)); !c.EvidenceUntil.Equal(at(1001)) {
+		t.Errorf("EvidenceUntil %s, want %s", c.EvidenceUntil, at(1001))
 	}
 	c := coverage(t, st, shop, at(3))
 	if !c.BaselineEndAt.Equal(at(2)) || !c.WatermarkAt.Equal(at(3)) {
@@ -113,19 +137,25 @@ func TestCoverageAtTimeline(t *testing.T) {
 	}
 }
 
-// A gap found late makes earlier times untrusted retroactively: history
-// never claims more than it saw.
+// A gap found late starts at the stream's last evidence, so it never takes
+// back a time that was covered: before it is known, the time after the
+// last evidence is already not yet observed. History never claims more
+// than it saw. (Before evidence was required, 6 was covered until the gap
+// was found, then not: a Complete answer that turned incomplete.)
 func TestCoverageAtGapFoundLater(t *testing.T) {
 	st := memory.New()
 	defer st.Close()
 	appendAll(t, st, storagetest.Baseline(shop, "b1", at(1), "100", nil)...)
 	appendAll(t, st, change(shop, event.Added, "a", "101", at(2)))
-	if c := coverage(t, st, shop, at(6)); !c.Covered {
+	if c := coverage(t, st, shop, at(6)); c.Covered || !c.Continuous() || !strings.Contains(c.Reason, "not yet observed") || !c.EvidenceUntil.Equal(at(2)) {
 		t.Fatalf("before the gap is known: %+v", c)
+	}
+	if c := coverage(t, st, shop, at(2).Add(-time.Nanosecond)); !c.Covered {
+		t.Fatalf("just before the last evidence: %+v", c)
 	}
 	appendAll(t, st, storagetest.Gap(shop, at(2), at(9), "watch closed with 410", "101"))
 	c := coverage(t, st, shop, at(6))
-	if c.Covered || len(c.Gaps) != 1 || c.Gaps[0].Gap.LastResourceVersion != "101" {
+	if c.Covered || c.Continuous() || len(c.Gaps) != 1 || c.Gaps[0].Gap.LastResourceVersion != "101" {
 		t.Fatalf("after the gap is known: %+v", c)
 	}
 	if c := coverage(t, st, shop, at(2).Add(-time.Nanosecond)); !c.Covered {
@@ -164,6 +194,8 @@ func TestCoverageAtPaging(t *testing.T) {
 		items = append(items, item(shop, fmt.Sprintf("cm-%d", i), "150"))
 	}
 	appendAll(t, st, storagetest.BaselineBegin(shop, "open", at(3), items)...)
+	// Evidence after the times asked about below.
+	appendAll(t, st, storagetest.Checkpoint(shop, "100", false, at(10)))
 	c := coverage(t, st, shop, at(4))
 	if !c.Covered || c.BaselineID != "b1" || c.Watermark != "100" {
 		t.Fatalf("after 600 interrupted baselines and 700 items: %+v", c)
@@ -187,6 +219,7 @@ func TestCoverageAtEndWithoutBegin(t *testing.T) {
 	defer st.Close()
 	appendAll(t, st, storagetest.Gap(shop, at(0), at(1), "410", ""))
 	appendAll(t, st, storagetest.BaselineEnd(shop, "b1", at(2), "100", 0))
+	appendAll(t, st, storagetest.Checkpoint(shop, "100", true, at(4)))
 	if c := coverage(t, st, shop, at(3)); !c.Covered || c.BaselineID != "b1" {
 		t.Fatalf("end without begin after a gap: %+v", c)
 	}

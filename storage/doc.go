@@ -26,8 +26,11 @@
 // # Coverage
 //
 // CoverageAt decides whether a stream's journal is complete at a time. It
-// reads the stream's Timeline — its baseline, gap and coverage-change
-// records, few next to its events — and its watermark. Stores that keep
+// reads how far the stream's evidence of continuity reaches
+// (StreamStatus.CheckpointAt, one row), then the stream's Timeline — its
+// baseline, gap and coverage-change records, few next to its events — and
+// its watermark. A time is covered only with evidence after it, so a
+// covered time stays covered whatever is appended later (see Coverage). Stores that keep
 // timelines at hand implement TimelineReader, and stores that find a
 // watermark in one seek implement WatermarkReader; for any other Reader
 // the same answers come from Streams and Records queries, and the

@@ -26,10 +26,11 @@ func TestWireCoverage(t *testing.T) {
 			Reason:     "gap from 2025-01-02T03:04:10.123456789Z: 410 Gone: too old resource version",
 			BaselineID: "bl-1", BaselineEndAt: wiretest.At(3),
 			Watermark: "41", WatermarkAt: wiretest.At(6),
-			Gaps: []event.Record{gap},
+			Gaps:          []event.Record{gap},
+			EvidenceUntil: wiretest.At(9),
 		},
 		"coverage covered": storage.Coverage{StreamID: stream.ID(), At: wiretest.At(4), Covered: true,
-			BaselineID: "bl-1", BaselineEndAt: wiretest.At(3), Watermark: "31", WatermarkAt: wiretest.At(4)},
+			BaselineID: "bl-1", BaselineEndAt: wiretest.At(3), Watermark: "31", WatermarkAt: wiretest.At(4), EvidenceUntil: wiretest.At(6)},
 		"stream status": storage.StreamStatus{
 			StreamID: stream.ID(), Stream: stream,
 			CheckpointRV: "41", CheckpointAt: wiretest.At(6),

@@ -67,12 +67,18 @@ type Collector struct {
 	pending   []string           // qualified specs not served yet
 	resolved  bool               // the initial streams exist
 	syncCh    chan struct{}      // closed when every initial stream synced or Start ended
+	doneCh    chan struct{}      // closed when Start returned
 	startErr  error
 	log       logr.Logger
 	committer *committer
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 	resources map[Resource]bool
+
+	// progressMu guards progressCh, which is closed (and replaced) each
+	// time a stream's durable evidence advances.
+	progressMu sync.Mutex
+	progressCh chan struct{}
 }
 
 // NewCollector returns a Collector that lists and watches through dyn,
@@ -119,6 +125,7 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 		clusterID: cfg.clusterID,
 		streams:   map[string]*stream{},
 		syncCh:    make(chan struct{}),
+		doneCh:    make(chan struct{}),
 		resources: map[Resource]bool{},
 	}
 	if rc := disc.RESTClient(); !isNil(rc) {
@@ -218,6 +225,7 @@ func (c *Collector) Start(ctx context.Context) (err error) {
 			}
 		}
 		c.closeSync()
+		close(c.doneCh)
 		c.mu.Unlock()
 	}()
 
@@ -462,6 +470,92 @@ func (c *Collector) WaitForSync(ctx context.Context) error {
 		return fmt.Errorf("watch: collector stopped before sync: %w", c.startErr)
 	}
 	return errors.New("watch: collector stopped before sync")
+}
+
+// WaitForProgress blocks until every stream has durable evidence of
+// continuity after t — an event, a bookmark, a progress checkpoint or a
+// baseline end observed after t (StreamStatus.LastDurableAt) — and returns
+// nil. Coverage at t needs that evidence (storage.Coverage), so a snapshot
+// of "now" is complete once WaitForProgress(ctx, now) returned, unless a
+// stream lost continuity: it waits for evidence, not for coverage, and a
+// stream in a gap at t stays incomplete at t.
+//
+// A quiet stream gets evidence once per progress interval
+// (WithProgressInterval), so the wait lasts up to about one interval; with
+// progress checkpoints off, only events, bookmarks and baselines advance
+// it. Streams discovered later count once they exist; resources not served
+// yet do not. It returns ctx's error, naming the streams still behind, if
+// ctx ends first, and an error if Start returns first (or ctx ends before
+// Start resolved the streams).
+func (c *Collector) WaitForProgress(ctx context.Context, t time.Time) error {
+	for {
+		ch := c.progressChan()
+		c.mu.Lock()
+		resolved := c.resolved
+		streams := make([]*stream, 0, len(c.order))
+		for _, id := range c.order {
+			streams = append(streams, c.streams[id])
+		}
+		c.mu.Unlock()
+		var behind []string
+		for _, s := range streams {
+			st := s.status()
+			if !st.LastDurableAt.After(t) {
+				behind = append(behind, fmt.Sprintf("%s (evidence reaches to %s)", st.StreamID, st.LastDurableAt.UTC().Format(time.RFC3339Nano)))
+			}
+		}
+		if resolved && len(behind) == 0 {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-c.doneCh:
+			if c.progressed(t) {
+				return nil
+			}
+			return fmt.Errorf("watch: collector stopped before every stream had evidence after %s: %s", t.UTC().Format(time.RFC3339Nano), strings.Join(behind, ", "))
+		case <-ctx.Done():
+			if !resolved {
+				return fmt.Errorf("watch: waiting for evidence after %s: the streams are not resolved yet: %w", t.UTC().Format(time.RFC3339Nano), ctx.Err())
+			}
+			return fmt.Errorf("watch: waiting for evidence after %s: %s: %w", t.UTC().Format(time.RFC3339Nano), strings.Join(behind, ", "), ctx.Err())
+		}
+	}
+}
+
+// progressed reports whether every stream has evidence after t.
+func (c *Collector) progressed(t time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.resolved {
+		return false
+	}
+	for _, id := range c.order {
+		if !c.streams[id].status().LastDurableAt.After(t) {
+			return false
+		}
+	}
+	return true
+}
+
+// progressChan returns the channel the next advance of evidence closes.
+func (c *Collector) progressChan() <-chan struct{} {
+	c.progressMu.Lock()
+	defer c.progressMu.Unlock()
+	if c.progressCh == nil {
+		c.progressCh = make(chan struct{})
+	}
+	return c.progressCh
+}
+
+// notifyProgress wakes WaitForProgress: a stream's evidence advanced.
+func (c *Collector) notifyProgress() {
+	c.progressMu.Lock()
+	defer c.progressMu.Unlock()
+	if c.progressCh != nil {
+		close(c.progressCh)
+		c.progressCh = nil
+	}
 }
 
 func (c *Collector) allSyncedLocked() bool {

@@ -167,9 +167,11 @@ func TestFakeBaselineThenWatch(t *testing.T) {
 	eventually(t, 30*time.Second, "three watch events", func() bool {
 		return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 5
 	})
+	beforeStop := time.Now()
 	if err := stop(); err != nil {
 		t.Fatalf("Start returned %v", err)
 	}
+	stopped := time.Now()
 	events := ofType(streamRecords(t, st, id), event.TypeEvent)[2:]
 	wantTypes := []event.WatchType{event.Modified, event.Deleted, event.Added}
 	for i, e := range events {
@@ -177,9 +179,15 @@ func TestFakeBaselineThenWatch(t *testing.T) {
 			t.Errorf("event %d = %s synthetic=%v, want real %s", i, e.WatchType, e.Synthetic, wantTypes[i])
 		}
 	}
-	cov, err := storage.CoverageAt(ctx, st, id, time.Now())
+	// The clean stop's checkpoint covers the time up to the stop; after
+	// it, time is not yet observed.
+	cov, err := storage.CoverageAt(ctx, st, id, beforeStop)
 	if err != nil || !cov.Covered {
-		t.Fatalf("coverage now = %+v, %v; want covered", cov, err)
+		t.Fatalf("coverage before the stop = %+v, %v; want covered", cov, err)
+	}
+	cov, err = storage.CoverageAt(ctx, st, id, stopped)
+	if err != nil || cov.Covered || !strings.Contains(cov.Reason, "not yet observed") {
+		t.Fatalf("coverage after the stop = %+v, %v; want not yet observed", cov, err)
 	}
 	status := c.Status()
 	if len(status) != 1 || !status[0].Synced || status[0].Events != 5 || status[0].Baselines != 1 || status[0].CoveredSince.IsZero() {
@@ -245,16 +253,28 @@ func TestWatch410RecordsGapRelistsAndInfersDeletions(t *testing.T) {
 	if err != nil || cov.Covered {
 		t.Fatalf("coverage inside the gap = %+v, %v; want not covered", cov, err)
 	}
-	cov, err = storage.CoverageAt(context.Background(), st, id, time.Now())
-	if err != nil || !cov.Covered {
-		t.Fatalf("coverage after the relist = %+v, %v; want covered", cov, err)
-	}
 	// The second watch opens after the relist's end is durable, so wait
 	// for it rather than sampling the count once.
-	watches.last(t, 2)
+	w2 := watches.last(t, 2)
 	if watches.rv(2) != end.Baseline.ResourceVersion {
 		t.Fatalf("the second watch started from %q, want the relist's resourceVersion %q", watches.rv(2), end.Baseline.ResourceVersion)
 	}
+	// Covered after the relist once evidence follows its end (a bookmark).
+	w2.Action(apiwatch.Bookmark, bookmark("61"))
+	eventually(t, 30*time.Second, "the bookmark's checkpoint", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeCheckpoint)) == 1 })
+	cov, err = storage.CoverageAt(context.Background(), st, id, end.ObservedAt)
+	if err != nil || !cov.Covered || cov.BaselineID != end.BaselineID {
+		t.Fatalf("coverage after the relist = %+v, %v; want covered", cov, err)
+	}
+}
+
+// bookmark returns the object of a BOOKMARK event at rv.
+func bookmark(rv string) *unstructured.Unstructured {
+	bm := &unstructured.Unstructured{}
+	bm.SetAPIVersion("v1")
+	bm.SetKind("ConfigMap")
+	bm.SetResourceVersion(rv)
+	return bm
 }
 
 func TestBookmarkIsCheckpointOnly(t *testing.T) {
@@ -433,8 +453,13 @@ func TestForbiddenFlapsCoverage(t *testing.T) {
 		t.Fatalf("gaps = %+v, want one from %s", gaps, lastDurable)
 	}
 	deny.Store(false)
+	// Covered again from the end of the baseline that follows, once
+	// evidence follows it (a bookmark on the watch after it).
+	eventually(t, 30*time.Second, "the baseline after access returned", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeBaseline)) == 4 })
+	restored := ofType(streamRecords(t, st, id), event.TypeBaseline)[3]
+	watches.last(t, 2).Action(apiwatch.Bookmark, bookmark("99"))
 	eventually(t, 30*time.Second, "coverage back", func() bool {
-		cov, err := storage.CoverageAt(context.Background(), st, id, time.Now())
+		cov, err := storage.CoverageAt(context.Background(), st, id, restored.ObservedAt)
 		return err == nil && cov.Covered
 	})
 }
@@ -646,9 +671,15 @@ func TestWatchListBaseline(t *testing.T) {
 	bm.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 	w.Action(apiwatch.Bookmark, bm)
 	waitSync(t, c)
+	// The WatchList ends at its initial-events-end bookmark; the next watch
+	// starts from the bookmark's resourceVersion, with a server timeout.
+	w2 := watches.last(t, 2)
+	if rv := watches.rv(2); rv != "20" {
+		t.Fatalf("the watch after the WatchList started from %q, want 20", rv)
+	}
 	mod := configMap("a", "one", "v2")
 	mod.SetResourceVersion("21")
-	w.Modify(mod)
+	w2.Modify(mod)
 	id := cmStreamID("c1")
 	eventually(t, 30*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 3 })
 	if n := dyn.Actions(); len(n) == 0 {
@@ -676,8 +707,8 @@ func TestWatchListBaseline(t *testing.T) {
 	if !ev[0].Synthetic || !ev[1].Synthetic || ev[2].Synthetic || ev[2].WatchType != event.Modified {
 		t.Fatalf("events %+v: want two baseline items then a real MODIFIED", ev)
 	}
-	if got := watches.count(); got != 1 {
-		t.Fatalf("%d watches, want the WatchList to go on as the watch", got)
+	if got := watches.count(); got != 2 {
+		t.Fatalf("%d watches, want the WatchList and one watch after it", got)
 	}
 }
 

@@ -38,7 +38,14 @@ type committer struct {
 
 	appendSeconds Histogram
 	batchRecords  Histogram
+
+	// dead is closed when run returns: nothing reads in any more.
+	dead chan struct{}
 }
+
+// errCommitterStopped: the committer stopped (the store failed, or the
+// final commit ran), so a record could not be handed over.
+var errCommitterStopped = fmt.Errorf("%w: the committer stopped", ErrStore)
 
 func newCommitter(store storage.Writer, cfg *config) *committer {
 	return &committer{
@@ -50,6 +57,7 @@ func newCommitter(store storage.Writer, cfg *config) *committer {
 		maxWait:       cfg.batchMaxLatency,
 		appendSeconds: cfg.metrics.NewAppendSeconds(),
 		batchRecords:  cfg.metrics.NewBatchRecords(),
+		dead:          make(chan struct{}),
 	}
 }
 
@@ -63,6 +71,8 @@ func (c *committer) submit(ctx context.Context, it writeItem, wait bool) error {
 	case c.in <- it:
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-c.dead:
+		return errCommitterStopped
 	}
 	if !wait {
 		return nil
@@ -119,6 +129,7 @@ func (p *pipeline) wait(ctx context.Context) error {
 // commits what it already holds, so that a clean shutdown loses nothing
 // that was received.
 func (c *committer) run(ctx context.Context, stop <-chan struct{}) error {
+	defer close(c.dead)
 	var (
 		pending []writeItem
 		recs    int

@@ -8,6 +8,8 @@
 //	…
 //	go c.Start(ctx)          // blocks until ctx ends; a controller-runtime Runnable
 //	err = c.WaitForSync(ctx) // every stream has a baseline or resumed
+//	now := time.Now()
+//	err = c.WaitForProgress(ctx, now) // every stream's evidence passed now
 //
 // # Streams and their state machine
 //
@@ -38,9 +40,47 @@
 // a watch with sendInitialEvents that ends at the k8s.io/initial-events-end
 // bookmark. The end record carries the list's resourceVersion (never one
 // taken from the items), and the watch starts from exactly that version, so
-// no change between list and watch is missed. Watch events become event
+// no change between list and watch is missed (after a WatchList, a new
+// watch from its initial-events-end bookmark). Watch events become event
 // records; a BOOKMARK becomes a checkpoint record only, never an object
 // change.
+//
+// # Evidence, progress checkpoints and healthy watches
+//
+// A time T is covered for a stream only when the stream has durable
+// evidence of continuity after T (storage.Coverage): an event, a checkpoint
+// or a baseline end observed after T. After the last evidence, time is
+// "not yet observed". A quiet stream has no events, so the Collector writes
+// progress checkpoints — checkpoint records at the stream's unchanged
+// resourceVersion — at least every progress interval (WithProgressInterval,
+// default 10s) while the stream's watch is healthy.
+//
+// Healthy means the API server vouches for it, never a timer of the
+// Collector's own. Every watch asks for a server-side timeoutSeconds of the
+// interval less a second (at least 1). When the server ends the watch at
+// that timeout — a clean end, no sooner than the timeout after the request
+// — it has streamed everything up to then without error: the Collector
+// writes a progress checkpoint observed then, and reconnects from the same
+// resourceVersion (no gap, no backoff). A BOOKMARK whose resourceVersion did
+// not change is the server saying the same, and is one too (at most two per
+// interval). An event or a new bookmark is evidence by itself. A half-open
+// connection delivers nothing and never ends, so it vouches for nothing; once
+// the server has ended a watch at its timeout (it honors them), a watch that
+// outlives its timeout by max(2s, timeout/2) is abandoned and reconnected,
+// like one idle for WithWatchIdleTimeout. A server or a fake that ignores
+// timeoutSeconds gets no progress checkpoints: its streams' evidence comes
+// from events and bookmarks only.
+//
+// A clean stop (Start's ctx ends) records the events the open watch already
+// delivered and then, if the watch is healthy — the stream is covered and
+// the server vouched for the watch within the last interval — a checkpoint
+// at the stop's time, after them. So the time up to a clean stop is covered,
+// and the time after it is not yet observed; a watch the server had gone
+// quiet on for longer than an interval gets no such checkpoint.
+//
+// WaitForProgress(ctx, t) waits until every stream's durable evidence
+// (StreamStatus.LastDurableAt) is after t: then a snapshot of t is complete
+// unless a stream lost continuity.
 //
 // # Bodies
 //
@@ -60,9 +100,17 @@
 //   - Truthful gaps: when continuity is lost (410, a restart without a
 //     usable checkpoint, a 403/404 after the stream was covered), a gap is
 //     written before anything else, From the ObservedAt of the stream's last
-//     durable record — not the moment the loss was detected — so no time in
-//     the outage counts as covered. Coverage (storage.CoverageAt) returns only
-//     with the next complete baseline.
+//     durable evidence (progress checkpoints included) — not the moment the
+//     loss was detected — so no time in the outage counts as covered.
+//     Coverage (storage.CoverageAt) returns only with the next complete
+//     baseline and evidence after it.
+//   - Complete stays complete: a time covered once stays covered whatever
+//     happens later, since a covered time has evidence after it and every
+//     later gap starts at the last evidence.
+//   - The relist after an outage starts at once: the 410 that greets the
+//     Collector when the server answers again is an answer, so the backoff
+//     the outage grew is dropped; only a 410 again before a watch delivered
+//     anything (a 410 loop), and lists that keep failing, back off.
 //   - Deletions during a gap are explicit: after a relist, every object the
 //     journal held alive that the new baseline lacks gets a synthetic DELETED
 //     record, marked Inferred ("absent from relist") with the gap as its time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/krply/krply/event"
@@ -70,6 +71,7 @@ func ExampleCollector() {
 	if !waitFor("the update recorded", func() bool { return c.Status()[0].Events >= 2 }) {
 		return
 	}
+	beforeStop := time.Now()
 	cancel()
 	select {
 	case err := <-done:
@@ -91,14 +93,19 @@ func ExampleCollector() {
 			fmt.Println(r.Type, r.WatchType, r.Resource.ObjectKey(), "synthetic:", r.Synthetic)
 		}
 	}
-	cov, _ := storage.CoverageAt(context.Background(), store, stream, time.Now())
-	fmt.Println("covered now:", cov.Covered)
+	// A clean stop writes a last checkpoint: the time up to the stop is
+	// covered, the time after it is not yet observed.
+	cov, _ := storage.CoverageAt(context.Background(), store, stream, beforeStop)
+	fmt.Println("covered before the stop:", cov.Covered)
+	cov, _ = storage.CoverageAt(context.Background(), store, stream, time.Now())
+	fmt.Println("covered now:", cov.Covered, strings.HasPrefix(cov.Reason, "not yet observed"))
 	// Output:
 	// baseline begin items: 0
 	// event ADDED shop/settings synthetic: true
 	// baseline end items: 1
 	// event MODIFIED shop/settings synthetic: false
-	// covered now: true
+	// covered before the stop: true
+	// covered now: false true
 }
 
 // waitLimit bounds every wait of the examples.

@@ -117,12 +117,13 @@ func waitWatching(t *testing.T, c *Collector) {
 	})
 }
 
-// startSynced records dyn with testOpts into a new memory store, runs the
-// Collector until the test ends, and waits until it is in sync.
-func startSynced(t *testing.T, dyn *dynamicfake.FakeDynamicClient) (*memory.Store, *Collector) {
+// startSynced records dyn with testOpts (and extra) into a new memory
+// store, runs the Collector until the test ends, and waits until it is in
+// sync.
+func startSynced(t *testing.T, dyn *dynamicfake.FakeDynamicClient, extra ...Option) (*memory.Store, *Collector) {
 	t.Helper()
 	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
+	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,21 @@ func realOpts(t *testing.T, ns string, extra ...Option) []Option {
 	return append([]Option{
 		WithClusterID("it"), WithResources("cm"), WithNamespaces(ns), WithLogger(testr.New(t)),
 		WithBackoff(20*time.Millisecond, 400*time.Millisecond), WithRediscoveryInterval(0),
-		WithBatching(128, 1<<20, 5*time.Millisecond),
+		WithBatching(128, 1<<20, 5*time.Millisecond), WithProgressInterval(2 * time.Second),
 	}, extra...)
+}
+
+// observedNow returns the time now once every stream of c has evidence
+// after it (WaitForProgress): a time whose coverage is settled.
+func observedNow(t *testing.T, c *Collector) time.Time {
+	t.Helper()
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitForProgress(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	return now
 }
 
 func nsStreamID(cluster, ns string) string {
@@ -360,7 +373,7 @@ func TestIntegrationForced410(t *testing.T) {
 	if err != nil || cov.Covered {
 		t.Fatalf("coverage inside the outage = %+v, %v; want not covered", cov, err)
 	}
-	cov, err = storage.CoverageAt(context.Background(), st, id, time.Now())
+	cov, err = storage.CoverageAt(context.Background(), st, id, observedNow(t, c))
 	if err != nil || !cov.Covered {
 		t.Fatalf("coverage after the relist = %+v, %v", cov, err)
 	}
@@ -534,10 +547,10 @@ func TestIntegrationRBACFlap(t *testing.T) {
 	}
 	mustCreateCM(t, admin, ns, "b", "0") // made while denied
 	grant()
-	eventually(t, 20*time.Second, "coverage back", func() bool {
-		cov, err := storage.CoverageAt(ctx, st, id, time.Now())
-		return err == nil && cov.Covered
-	})
+	eventually(t, 20*time.Second, "coverage back", func() bool { return c.Status()[0].Covered })
+	if cov, err := storage.CoverageAt(ctx, st, id, observedNow(t, c)); err != nil || !cov.Covered {
+		t.Fatalf("coverage after access returned = %+v, %v", cov, err)
+	}
 	recs := streamRecords(t, st, id)
 	cc = ofType(recs, event.TypeCoverageChange)
 	if len(cc) != 2 || !cc[1].Coverage.Available {
@@ -648,7 +661,10 @@ func TestIntegrationCRDRemovedAndReadded(t *testing.T) {
 // TestIntegrationPeriodicBookmark waits for the apiserver's periodic
 // BOOKMARK (about once a minute with the watch cache on): it becomes a
 // checkpoint record that moves the durable resourceVersion, never an object
-// change. It runs in parallel with the other tests.
+// change. It runs in parallel with the other tests. Progress checkpoints are
+// off: the apiserver sends its periodic bookmark to long watches, and one
+// that asks for a 1s timeout gets a bookmark only when the watch cache's
+// resourceVersion moved.
 func TestIntegrationPeriodicBookmark(t *testing.T) {
 	t.Parallel()
 	env := testenv.Shared(t)
@@ -656,7 +672,7 @@ func TestIntegrationPeriodicBookmark(t *testing.T) {
 	dyn := dynFor(t, env.Config())
 	mustCreateCM(t, dyn, ns, "idle", "0")
 	st := newMemory(t)
-	c := newReal(t, env.Config(), st, realOpts(t, ns, WithWatchList(WatchListOff))...)
+	c := newReal(t, env.Config(), st, realOpts(t, ns, WithWatchList(WatchListOff), WithProgressInterval(0))...)
 	run(t, c)
 	waitSync(t, c)
 	id := nsStreamID("it", ns)

@@ -47,6 +47,7 @@ const (
 	DefaultWatchIdleTimeout    = 5 * time.Minute
 	DefaultRediscoveryInterval = time.Minute
 	DefaultQueueSize           = 1024
+	DefaultProgressInterval    = 10 * time.Second
 )
 
 type config struct {
@@ -64,6 +65,7 @@ type config struct {
 	batchMaxBytes       int
 	batchMaxLatency     time.Duration
 	watchIdleTimeout    time.Duration
+	progressInterval    time.Duration
 	rediscoveryInterval time.Duration
 	queueSize           int
 	logger              *logr.Logger
@@ -84,6 +86,7 @@ func defaultConfig() config {
 		batchMaxBytes:       DefaultBatchMaxBytes,
 		batchMaxLatency:     DefaultBatchMaxLatency,
 		watchIdleTimeout:    DefaultWatchIdleTimeout,
+		progressInterval:    DefaultProgressInterval,
 		rediscoveryInterval: DefaultRediscoveryInterval,
 		queueSize:           DefaultQueueSize,
 		clock:               clock.RealClock{},
@@ -130,6 +133,9 @@ func (c *config) validate() error {
 	}
 	if c.watchIdleTimeout < 0 || c.rediscoveryInterval < 0 {
 		return bad("negative duration")
+	}
+	if c.progressInterval != 0 && c.progressInterval < time.Second {
+		return bad("progress interval %s: want 0 (off) or at least 1s (watch timeouts are whole seconds)", c.progressInterval)
 	}
 	if c.queueSize <= 0 {
 		return bad("queue size %d must be positive", c.queueSize)
@@ -227,6 +233,33 @@ func WithBatching(maxEvents, maxBytes int, maxLatency time.Duration) Option {
 // resumes from the last resourceVersion, so it makes no gap.
 func WithWatchIdleTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.watchIdleTimeout = d })
+}
+
+// WithProgressInterval sets how often a stream's durable evidence of
+// continuity advances while its watch is healthy, when no event does
+// (default DefaultProgressInterval; 0 turns progress checkpoints off).
+// Coverage at a time T needs evidence after T (storage.Coverage), so a
+// quiet stream is covered up to at most about one interval ago.
+//
+// Every watch asks the server to end it after the interval less a second
+// (timeoutSeconds, at least 1). When the server ends it at that timeout,
+// the server has streamed everything up to then without error: the
+// Collector writes a progress checkpoint (a checkpoint record at the
+// stream's resourceVersion, observed then) and reconnects from the same
+// resourceVersion. A bookmark whose resourceVersion did not change writes
+// one too, at most two per interval. Nothing else does — never a timer of
+// the Collector's own: a half-open connection, which delivers nothing and
+// never ends, vouches for nothing, and once the server is known to honor
+// timeouts the Collector abandons a watch that outlives its timeout by
+// max(2s, half the timeout) (WithWatchIdleTimeout still applies when
+// shorter).
+//
+// A clean stop (the end of Start's ctx) writes a last checkpoint at the
+// stop, after the events already received, when the stream's watch is
+// healthy then: the server vouched for it (an event, a bookmark or a
+// timeout) within the last interval. See the package documentation.
+func WithProgressInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.progressInterval = d })
 }
 
 // WithRediscoveryInterval sets how often discovery runs again to find

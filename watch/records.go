@@ -108,6 +108,15 @@ func (s *stream) checkpointRecord(rv string, bookmark, initialEventsEnd bool, at
 	}
 }
 
+// progressRecord makes a checkpoint that repeats the stream's
+// resourceVersion: evidence that the stream was continuous until at. Its
+// EventID includes at, so that every one is stored.
+func (s *stream) progressRecord(rv string, bookmark bool, at time.Time) event.Record {
+	rec := s.checkpointRecord(rv, bookmark, false, at)
+	rec.EventID = event.EventID(s.id, event.TypeCheckpoint, event.ResourceRef{ResourceVersion: rv}, "", "progress", at.UTC().Format(time.RFC3339Nano))
+	return rec
+}
+
 func (s *stream) gapRecord(from, to time.Time, reason, lastRV string) event.Record {
 	return event.Record{
 		Type:       event.TypeGap,

@@ -54,7 +54,7 @@ func TestIntegrationReplacedDuringGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := storage.ObjectIDOf(dels[0])
-	state, err := m.ObjectAt(ctx, key, time.Now())
+	state, err := m.ObjectAt(ctx, key, observedNow(t, c))
 	if err != nil {
 		t.Fatal(err)
 	}

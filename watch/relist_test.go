@@ -13,6 +13,7 @@ import (
 	"github.com/krply/krply/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 )
 
 // gone410 ends a watch with 410 Gone.
@@ -63,11 +64,12 @@ func TestEmptyInitialBaselineThenWatchEventInfersDeletion(t *testing.T) {
 		!dels[0].Inferred.From.Equal(gaps[0].Gap.From) || len(dels[0].Object) == 0 {
 		t.Fatalf("inferred deletions = %+v; want one of doomed, from the gap's From, with its body", dels)
 	}
+	coveredAfter(t, st, id, watches)
 	m, err := materialize.New(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := m.ObjectAt(context.Background(), storage.ObjectIDOf(dels[0]), time.Now())
+	state, err := m.ObjectAt(context.Background(), storage.ObjectIDOf(dels[0]), end.ObservedAt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,11 +137,12 @@ func TestRelistInfersDeletionOfReplacedUID(t *testing.T) {
 
 	ctx := context.Background()
 	key := storage.ObjectIDOf(*item)
+	coveredAfter(t, st, id, watches)
 	m, err := materialize.New(st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := m.ObjectAt(ctx, key, time.Now())
+	state, err := m.ObjectAt(ctx, key, ofType(recs, event.TypeBaseline)[3].ObservedAt) // the relist's end
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +151,18 @@ func TestRelistInfersDeletionOfReplacedUID(t *testing.T) {
 	}
 	assertVersions(t, m, key, true,
 		"ADDED uid-a-same baseline", "MODIFIED uid-a-same watch", "DELETED uid-a-same inferred", "ADDED uid-new baseline")
+}
+
+// coveredAfter sends a bookmark on the watch that follows a relist and
+// waits for its checkpoint: evidence after the relist's end, which covers
+// the times up to it.
+func coveredAfter(t *testing.T, st storage.Reader, streamID string, watches *controlledWatches) {
+	t.Helper()
+	before := len(ofType(streamRecords(t, st, streamID), event.TypeCheckpoint))
+	watches.last(t, 2).Action(apiwatch.Bookmark, bookmark("99"))
+	eventually(t, 30*time.Second, "the bookmark's checkpoint", func() bool {
+		return len(ofType(streamRecords(t, st, streamID), event.TypeCheckpoint)) > before
+	})
 }
 
 // assertVersions fails t unless the versions in key's history are want,

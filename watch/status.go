@@ -41,11 +41,15 @@ type StreamStatus struct {
 	Synced bool `json:"synced"`
 	// Covered is true while the journal is continuous for the stream, and
 	// CoveredSince is the end of the baseline coverage rests on (zero when
-	// not covered).
+	// not covered). A time is covered (storage.Coverage) only once the
+	// stream also has evidence after it: see LastDurableAt.
 	Covered      bool      `json:"covered"`
 	CoveredSince time.Time `json:"coveredSince,omitzero"`
 	// LastResourceVersion is the last durable resourceVersion and
-	// LastDurableAt the ObservedAt of the record that carried it.
+	// LastDurableAt the ObservedAt of the record that carried it: how far
+	// the stream's durable evidence of continuity reaches (an event, a
+	// bookmark, a progress checkpoint or a baseline end; see
+	// storage.Coverage and WaitForProgress).
 	LastResourceVersion string    `json:"lastResourceVersion,omitempty"`
 	LastDurableAt       time.Time `json:"lastDurableAt,omitzero"`
 	// Gaps counts the stream's gap records in the journal.

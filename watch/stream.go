@@ -94,6 +94,14 @@ type stream struct {
 	// initial-events-end bookmark; in auto mode two of them turn it off.
 	watchListIncomplete int
 	productive          bool // the current watch delivered something
+	// serverTimeouts is true once the server ended a watch at its
+	// timeoutSeconds: it honors them, so a watch that outlives its timeout
+	// is abandoned as half-open (idleLimit).
+	serverTimeouts bool
+	// goneAgain is true from a 410 until a watch delivers something: a
+	// second 410 in a row waits for the backoff instead of relisting at
+	// once.
+	goneAgain bool
 
 	mu        sync.Mutex
 	state     StreamState
@@ -156,7 +164,7 @@ func (s *stream) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		var err error
 		if s.covered && s.rv != "" {
-			err = s.watch(ctx, nil)
+			err = s.watch(ctx)
 		} else {
 			err = s.relist(ctx)
 		}
@@ -200,7 +208,7 @@ func (s *stream) load(ctx context.Context) error {
 	s.stampMu.Unlock()
 	s.available = st.Available
 	s.hadHistory = st.Records > 0
-	s.covered = cov.Covered
+	s.covered = cov.Continuous() // evidence ends at the checkpoint: time since is not yet observed
 	if !s.covered {
 		s.lossFrom = st.CheckpointAt
 		for _, g := range cov.Gaps {
@@ -267,11 +275,15 @@ func (s *stream) handle(ctx context.Context, err error) bool {
 		if gerr := s.recordGap(ctx, "410 Gone: "+err.Error()); gerr != nil {
 			return s.handle(ctx, gerr)
 		}
-		// Relist at once, but not in a loop if lists keep failing so.
-		wait = s.backoff.failures > 0
+		// A 410 is an answer: the server is back, and the failures of an
+		// outage before it say nothing about the relist, which starts at
+		// once. Only a 410 again before a watch delivered anything (a
+		// loop) waits for the backoff.
+		wait = s.goneAgain
 		if !wait {
-			s.backoff.failures++
+			s.backoff.reset()
 		}
+		s.goneAgain = true
 	case isUnavailable(err):
 		s.m.errors.Inc()
 		if uerr := s.markUnavailable(ctx, err); uerr != nil {
@@ -662,8 +674,10 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 	return dels, nil
 }
 
-// watchListBaseline takes a baseline with a streaming WatchList and goes on
-// watching on the same connection.
+// watchListBaseline takes a baseline with a streaming WatchList. It ends
+// the WatchList at its initial-events-end bookmark: the watch that follows
+// is a new one from that bookmark's resourceVersion, with the timeout every
+// watch asks for (WithProgressInterval).
 func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 	opts := metav1.ListOptions{
 		LabelSelector:        s.c.cfg.labelSelector,
@@ -680,12 +694,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 		return fmt.Errorf("watchlist %s: %w", s.res, err)
 	}
 	s.productive = false
-	handedOver := false
-	defer func() {
-		if !handedOver {
-			w.Stop()
-		}
-	}()
+	defer w.Stop()
 	id := uuid.NewString()
 	observedAt := s.observedNow()
 	recs := s.baselineHead(id, reason, observedAt)
@@ -701,7 +710,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 		}
 		return nil
 	}
-	idle := s.newIdleTimer()
+	idle := s.newIdleTimer(s.c.cfg.watchIdleTimeout)
 	defer idle.stop()
 	for {
 		select {
@@ -747,11 +756,7 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 				checkpoint := func(endAt time.Time) []event.Record {
 					return []event.Record{s.checkpointRecord(rv, true, true, endAt)}
 				}
-				if err := s.finishBaseline(ctx, id, reason, rv, items, checkpoint); err != nil {
-					return err
-				}
-				handedOver = true
-				return s.watch(ctx, w)
+				return s.finishBaseline(ctx, id, reason, rv, items, checkpoint)
 			case apiwatch.Error:
 				return apierrors.FromObject(ev.Object)
 			default:
@@ -761,25 +766,27 @@ func (s *stream) watchListBaseline(ctx context.Context, reason string) error {
 	}
 }
 
-// watch records the events of a watch from s.rv (or of w, a WatchList
-// already past its initial events) until it ends.
-func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
-	if w == nil {
-		var err error
-		w, err = s.src.watch(ctx, metav1.ListOptions{
-			ResourceVersion:     s.rv,
-			AllowWatchBookmarks: s.c.cfg.bookmarks,
-			LabelSelector:       s.c.cfg.labelSelector,
-			FieldSelector:       s.c.cfg.fieldSelector,
-		})
-		if err != nil {
-			return fmt.Errorf("watch %s from %q: %w", s.res, s.rv, err)
-		}
+// watch records the events of a watch from s.rv until it ends.
+func (s *stream) watch(ctx context.Context) error {
+	opts := metav1.ListOptions{
+		ResourceVersion:     s.rv,
+		AllowWatchBookmarks: s.c.cfg.bookmarks,
+		LabelSelector:       s.c.cfg.labelSelector,
+		FieldSelector:       s.c.cfg.fieldSelector,
+	}
+	timeout := s.watchTimeout()
+	if timeout > 0 {
+		opts.TimeoutSeconds = ptr.To(int64(timeout / time.Second))
+	}
+	openedAt := s.clock.Now()
+	w, err := s.src.watch(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("watch %s from %q: %w", s.res, s.rv, err)
 	}
 	defer w.Stop()
 	s.setState(StateWatching, "")
 	s.productive = false
-	idle := s.newIdleTimer()
+	idle := s.newIdleTimer(s.idleLimit(timeout))
 	defer idle.stop()
 	var syncC <-chan time.Time
 	if !s.isSynced() {
@@ -790,6 +797,7 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 	for {
 		select {
 		case <-ctx.Done():
+			s.stopCheckpoint(ctx, w)
 			return ctx.Err()
 		case <-syncC:
 			syncC = nil
@@ -798,50 +806,184 @@ func (s *stream) watch(ctx context.Context, w apiwatch.Interface) error {
 			return errWatchIdle
 		case ev, ok := <-w.ResultChan():
 			if !ok {
+				if timeout > 0 && s.clock.Since(openedAt) >= timeout-timeoutSlack {
+					// The server ended the watch at its timeout: it
+					// streamed everything up to now, without error.
+					s.serverTimeouts = true
+					if err := s.progress(ctx, false); err != nil {
+						return err
+					}
+					s.markProductive()
+				}
 				return errWatchClosed
 			}
 			idle.reset()
-			switch ev.Type {
-			case apiwatch.Added, apiwatch.Modified, apiwatch.Deleted:
-				now := s.observedNow()
-				rec, err := s.objectRecord(ev.Object, event.WatchType(ev.Type), now, "")
-				if err != nil {
-					return err
-				}
-				if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}, bytes: len(rec.Object)}, false); err != nil {
-					return err
-				}
-				if rv := rec.Resource.ResourceVersion; rv != "" {
-					s.rv = rv
-				}
-				s.lastAt = now
-			case apiwatch.Bookmark:
-				rv, initialEventsEnd, err := bookmarkOf(ev.Object)
-				if err != nil {
-					return fmt.Errorf("watch %s: bookmark: %w", s.res, err)
-				}
-				if rv == "" || rv == s.rv {
-					break
-				}
-				now := s.observedNow()
-				rec := s.checkpointRecord(rv, true, initialEventsEnd, now)
-				if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
-					return err
-				}
-				s.rv, s.lastAt = rv, now
-			case apiwatch.Error:
-				return apierrors.FromObject(ev.Object)
-			default:
-				continue
+			delivered, err := s.onEvent(ctx, ev)
+			if err != nil {
+				return err
 			}
-			if !s.productive {
-				s.productive = true
-				s.backoff.reset()
-				s.markSynced()
+			if delivered && !s.productive {
+				s.markProductive()
 				syncC = nil
 			}
 		}
 	}
+}
+
+// timeoutSlack is how much earlier than its timeoutSeconds a watch may end
+// and still count as ended by the server's timeout (the server's timer
+// starts after the Collector's, so the Collector measures more, not less).
+const timeoutSlack = 50 * time.Millisecond
+
+// watchTimeout returns the timeout every watch asks the server for: the
+// progress interval less a second, in whole seconds, at least one; 0 when
+// progress checkpoints are off.
+func (s *stream) watchTimeout() time.Duration {
+	iv := s.c.cfg.progressInterval
+	if iv <= 0 {
+		return 0
+	}
+	return max(iv.Truncate(time.Second)-time.Second, time.Second)
+}
+
+// idleLimit returns how long a watch with the given server timeout may
+// stay silent: the configured idle timeout, shortened to the timeout plus
+// max(2s, half of it) once the server is known to end watches at their
+// timeout, so that a half-open connection (which neither delivers nor
+// ends) is abandoned soon.
+func (s *stream) idleLimit(timeout time.Duration) time.Duration {
+	d := s.c.cfg.watchIdleTimeout
+	if timeout > 0 && s.serverTimeouts {
+		limit := timeout + max(2*time.Second, timeout/2)
+		if d <= 0 || limit < d {
+			d = limit
+		}
+	}
+	return d
+}
+
+// onEvent records one watch event. delivered is true when the server said
+// something (an object change or a bookmark).
+func (s *stream) onEvent(ctx context.Context, ev apiwatch.Event) (delivered bool, err error) {
+	switch ev.Type {
+	case apiwatch.Added, apiwatch.Modified, apiwatch.Deleted:
+		now := s.observedNow()
+		rec, err := s.objectRecord(ev.Object, event.WatchType(ev.Type), now, "")
+		if err != nil {
+			return false, err
+		}
+		if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}, bytes: len(rec.Object)}, false); err != nil {
+			return false, err
+		}
+		if rv := rec.Resource.ResourceVersion; rv != "" {
+			s.rv = rv
+		}
+		s.lastAt = now
+	case apiwatch.Bookmark:
+		rv, initialEventsEnd, err := bookmarkOf(ev.Object)
+		if err != nil {
+			return false, fmt.Errorf("watch %s: bookmark: %w", s.res, err)
+		}
+		switch {
+		case rv == "":
+		case rv == s.rv:
+			// Nothing changed, and the server says so now.
+			if err := s.progress(ctx, true); err != nil {
+				return false, err
+			}
+		default:
+			now := s.observedNow()
+			rec := s.checkpointRecord(rv, true, initialEventsEnd, now)
+			if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
+				return false, err
+			}
+			s.rv, s.lastAt = rv, now
+		}
+	case apiwatch.Error:
+		return false, apierrors.FromObject(ev.Object)
+	default:
+		return false, nil
+	}
+	return true, nil
+}
+
+// markProductive notes that the current watch delivered something: the
+// backoff and the 410 loop guard start over, and the stream is synced.
+func (s *stream) markProductive() {
+	s.productive = true
+	s.goneAgain = false
+	s.backoff.reset()
+	s.markSynced()
+}
+
+// progress writes a progress checkpoint at the stream's resourceVersion,
+// observed now, unless progress checkpoints are off or the stream's last
+// evidence is less than half an interval old. Only something the server
+// sent calls it: the end of a watch at its timeout, or a bookmark.
+func (s *stream) progress(ctx context.Context, bookmark bool) error {
+	iv := s.c.cfg.progressInterval
+	if iv <= 0 || s.rv == "" {
+		return nil
+	}
+	now := s.observedNow()
+	if now.Sub(s.lastAt) < iv/2 {
+		return nil
+	}
+	rec := s.progressRecord(s.rv, bookmark, now)
+	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
+		return err
+	}
+	s.lastAt = now
+	return nil
+}
+
+// maxStopDrain bounds the events a clean stop still records from a watch.
+const maxStopDrain = 1024
+
+// stopCheckpoint runs at a clean stop (ctx ended) while the watch w is
+// open. It records the events w already delivered, then, when the watch
+// is healthy — the stream is covered and the server vouched for it (an
+// event, a bookmark, a timeout, the end of its baseline) within the last
+// progress interval — a checkpoint at the stop's time, after them. An
+// unhealthy watch (such as a half-open connection that stopped delivering
+// more than an interval ago) gets none: its evidence ends where the
+// server's did.
+func (s *stream) stopCheckpoint(ctx context.Context, w apiwatch.Interface) {
+	iv := s.c.cfg.progressInterval
+	if iv <= 0 || !s.covered || s.rv == "" {
+		return
+	}
+	// The committer runs until every stream returned: hand it the records
+	// on a context the stop does not end (submit gives up if the
+	// committer stopped, after a store failure).
+	final := context.WithoutCancel(ctx)
+drain:
+	for range maxStopDrain {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if _, err := s.onEvent(final, ev); err != nil {
+				s.log.Info("no checkpoint at the stop: the watch failed", "error", err.Error())
+				return
+			}
+		default:
+			break drain
+		}
+	}
+	now := s.observedNow()
+	if age := now.Sub(s.lastAt); age > iv {
+		s.log.Info("no checkpoint at the stop: the server vouched for nothing within the progress interval", "lastEvidence", s.lastAt, "interval", iv)
+		return
+	}
+	rec := s.progressRecord(s.rv, false, now)
+	if err := s.c.committer.submit(final, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
+		s.log.Info("no checkpoint at the stop", "error", err.Error())
+		return
+	}
+	s.lastAt = now
+	s.log.V(1).Info("checkpoint at the stop", "resourceVersion", s.rv, "at", now)
 }
 
 // idleTimer fires when a watch delivered nothing for the idle timeout.
@@ -850,11 +992,11 @@ type idleTimer struct {
 	d time.Duration
 }
 
-func (s *stream) newIdleTimer() *idleTimer {
-	if s.c.cfg.watchIdleTimeout <= 0 {
+func (s *stream) newIdleTimer(d time.Duration) *idleTimer {
+	if d <= 0 {
 		return &idleTimer{}
 	}
-	return &idleTimer{t: s.clock.NewTimer(s.c.cfg.watchIdleTimeout), d: s.c.cfg.watchIdleTimeout}
+	return &idleTimer{t: s.clock.NewTimer(d), d: d}
 }
 
 func (t *idleTimer) c() <-chan time.Time {
@@ -881,11 +1023,13 @@ func (t *idleTimer) stop() {
 func (s *stream) durable(recs []event.Record) {
 	var events, bytes int64
 	gaps := 0
+	progressed := false
 	s.mu.Lock()
 	for i := range recs {
 		r := &recs[i]
 		if rv, ok := storage.ProgressRV(*r); ok {
 			s.durableRV, s.durableAt = rv, r.ObservedAt
+			progressed = true
 		}
 		if r.IsObjectChange() {
 			events++
@@ -899,6 +1043,9 @@ func (s *stream) durable(recs []event.Record) {
 	s.bytes += bytes
 	s.gaps += gaps
 	s.mu.Unlock()
+	if progressed {
+		s.c.notifyProgress()
+	}
 	s.m.events.Add(float64(events))
 	s.m.bytes.Add(float64(bytes))
 	if gaps > 0 {

@@ -72,6 +72,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	beforeStop := time.Now()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,9 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		}
 	}
 
-	// The journal is closed and complete: the ConfigMap is in it.
+	// The journal is closed and complete up to the stop (its checkpoint
+	// vouches for the time before it): the ConfigMap is in it. After the
+	// stop, time is not yet observed.
 	j, err := krply.Open(ctx, store)
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +103,13 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := j.ObjectAt(ctx, krply.Object(clusterID, "configmaps", ns, "settings"), time.Now())
+	settings := krply.Object(clusterID, "configmaps", ns, "settings")
+	st, err := j.ObjectAt(ctx, settings, beforeStop)
 	if err != nil || !st.Exists || !st.Covered {
-		t.Fatalf("settings in the journal: %+v, %v; want it, covered", st, err)
+		t.Fatalf("settings in the journal before the stop: %+v, %v; want it, covered", st, err)
+	}
+	st, err = j.ObjectAt(ctx, settings, time.Now())
+	if err != nil || !st.Exists || st.Covered || len(st.Coverage) != 1 || !strings.Contains(st.Coverage[0].Reason, "not yet observed") {
+		t.Fatalf("settings in the journal after the stop: %+v, %v; want it, not yet observed", st, err)
 	}
 }

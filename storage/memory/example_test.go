@@ -12,7 +12,8 @@ import (
 
 // A baseline, a change and a deletion of one ConfigMap, then the questions
 // the materializer asks: the object at a time, what is alive, and whether
-// the stream's journal is complete then.
+// the stream's journal is complete then. After the stream's last evidence
+// of continuity (here the deletion) time is not yet observed.
 func Example() {
 	ctx := context.Background()
 	store := memory.New()
@@ -58,6 +59,9 @@ func Example() {
 		cov, _ := storage.CoverageAt(ctx, store, sid, at)
 		fmt.Printf("at +%s: %s rv %s, alive %d, covered %v, watermark %s\n",
 			at.Sub(t0), rec.WatchType, rec.Resource.ResourceVersion, len(alive), cov.Covered, cov.Watermark)
+		if !cov.Covered {
+			fmt.Println("  ", cov.Reason)
+		}
 	}
 	status, _ := store.StreamStatus(ctx, sid)
 	fmt.Println("checkpoint:", status.CheckpointRV)
@@ -65,7 +69,8 @@ func Example() {
 	// baseline stored: 3 records
 	// inserted: 2 duplicates: 1
 	// at +1m30s: MODIFIED rv 15, alive 1, covered true, watermark 15
-	// at +3m0s: DELETED rv 16, alive 0, covered true, watermark 16
+	// at +3m0s: DELETED rv 16, alive 0, covered false, watermark 16
+	//    not yet observed: evidence reaches to 2025-03-01T12:02:00Z
 	// checkpoint: 16
 }
 

@@ -66,6 +66,7 @@ func TestTimelinesSeeOtherHandles(t *testing.T) {
 		t.Fatalf("timelines of an empty journal = %v", got)
 	}
 	appendAll(storagetest.Baseline(cms, "b1", t0, "10", []storagetest.Item{item})...)
+	appendAll(storagetest.Checkpoint(cms, "10", true, t0.Add(90*time.Second)))
 	if !covered(t0.Add(time.Minute)) {
 		t.Fatal("not covered after the baseline another handle wrote")
 	}

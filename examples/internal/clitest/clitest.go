@@ -27,6 +27,7 @@ type Recording struct {
 
 	t    TB
 	j    *krply.Journal
+	rec  *watch.Collector
 	stop func() error
 }
 
@@ -52,7 +53,7 @@ func Record(t TB, opts ...krplytest.Option) *Recording {
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
-	r.j = j
+	r.j, r.rec = j, rec
 	r.stop = func() error {
 		cancel()
 		err := <-done
@@ -113,7 +114,15 @@ func (r *Recording) Mark() time.Time {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	return r.Cluster.Mark()
+	// The Cluster's Mark has every watch of the fake vouch for the time,
+	// this Collector's too: wait until its streams have that evidence.
+	at := r.Cluster.Mark()
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.rec.WaitForProgress(pctx, at); err != nil {
+		r.t.Fatalf("clitest: %v", err)
+	}
+	return at
 }
 
 // Close stops recording into the file and closes it, so the example under

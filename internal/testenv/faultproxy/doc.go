@@ -16,6 +16,7 @@
 //	p.FailNext(1, faultproxy.Match{Verb: "watch", Resource: "configmaps"}, faultproxy.WatchError(410))
 //	p.FailNext(1, faultproxy.Match{Verb: "list", Resource: "configmaps"}, faultproxy.Status(410))
 //	p.FailNext(3, cms, faultproxy.Status(403))
+//	p.StallWatches(cms)                                             // a half-open connection
 //	p.SetLatency(200 * time.Millisecond)
 //	if p.Count(faultproxy.Match{Verb: "list", Resource: "configmaps"}) != 2 { … }
 //
@@ -36,7 +37,10 @@
 // closes its result channel. EndWatches ends the stream cleanly: the result
 // channel closes without an event, as when the apiserver's watch timeout
 // expires. Neither is a 410: the client should reconnect from its last
-// resourceVersion, and no gap is lost.
+// resourceVersion, and no gap is lost. StallWatches leaves the stream open
+// and silent — nothing the apiserver sends gets through, not even the end
+// of the stream at its timeout — as a half-open connection does, until the
+// client gives up.
 //
 // # What it does not do
 //

@@ -55,9 +55,11 @@ type plannedFault struct {
 // openWatch is a watch request being forwarded.
 type openWatch struct {
 	req         Request
+	ctx         context.Context // ends when the client goes away or the proxy stops the watch
 	cancel      context.CancelFunc
 	established bool // the apiserver answered 200: the watch is registered
 	end         bool // when cancelled, end the stream cleanly instead of aborting
+	stalled     bool // drop everything from the apiserver (StallWatches)
 }
 
 type watchKey struct{}
@@ -223,6 +225,25 @@ func (p *Proxy) CutWatches(m Match) int { return p.stopWatches(m, false) }
 // returns how many it ended.
 func (p *Proxy) EndWatches(m Match) int { return p.stopWatches(m, true) }
 
+// StallWatches makes every open watch stream that m selects go silent, as
+// a half-open connection does: from now on nothing the apiserver sends
+// reaches the client — no event, no bookmark, not the end of the stream at
+// its timeout — and the stream stays open until the client gives up (or
+// CutWatches, EndWatches or Close ends it). Watches opened later are not
+// affected. It returns how many it stalled.
+func (p *Proxy) StallWatches(m Match) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for w := range p.watches {
+		if m.Matches(w.req) && !w.stalled {
+			w.stalled = true
+			n++
+		}
+	}
+	return n
+}
+
 func (p *Proxy) stopWatches(m Match, end bool) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -383,7 +404,7 @@ func (p *Proxy) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	watch := &openWatch{req: req, cancel: cancel}
+	watch := &openWatch{req: req, ctx: ctx, cancel: cancel}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -415,15 +436,30 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 
 // watchBody turns the read error caused by EndWatches into a clean end of
 // the stream; any other error (CutWatches, upstream failure) aborts the
-// client's stream.
+// client's stream. A stalled stream (StallWatches) drops what it reads and,
+// when the apiserver ends it, stays open until the watch's context ends.
 type watchBody struct {
 	io.ReadCloser
 	proxy *Proxy
 	watch *openWatch
 }
 
+func (b *watchBody) stalled() bool {
+	b.proxy.mu.Lock()
+	defer b.proxy.mu.Unlock()
+	return b.watch.stalled
+}
+
 func (b *watchBody) Read(buf []byte) (int, error) {
 	n, err := b.ReadCloser.Read(buf)
+	for b.stalled() {
+		if err != nil {
+			<-b.watch.ctx.Done()
+			n, err = 0, b.watch.ctx.Err()
+			break
+		}
+		n, err = b.ReadCloser.Read(buf)
+	}
 	if err != nil && err != io.EOF {
 		b.proxy.mu.Lock()
 		end := b.watch.end

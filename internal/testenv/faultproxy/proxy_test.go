@@ -198,6 +198,57 @@ func TestCutAndEndWatches(t *testing.T) {
 	}
 }
 
+// StallWatches makes a watch a half-open connection: a change does not
+// reach it, nor does the end of the stream at the watch's timeout; it stays
+// open and silent until the client stops it. A new watch is not stalled.
+func TestStallWatches(t *testing.T) {
+	p, ns, cms, ctx := setup(t)
+	list, err := cms.Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := int64(1)
+	stalled, err := cms.Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), TimeoutSeconds: &timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Stop()
+	watchCM := faultproxy.Match{Verb: "watch", Resource: "configmaps"}
+	if err := p.WaitForWatches(ctx, watchCM, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.StallWatches(watchCM); n != 1 {
+		t.Fatalf("stalled %d watches, want 1", n)
+	}
+	if _, err := cms.Namespace(ns).Create(ctx, configMap(ns, "unseen"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev, ok := <-stalled.ResultChan():
+		t.Fatalf("the stalled watch delivered %s %v (open %v), want silence past its 1s timeout", ev.Type, ev.Object, ok)
+	case <-time.After(2500 * time.Millisecond):
+	}
+	if got := p.OpenWatches(watchCM); got != 1 {
+		t.Fatalf("OpenWatches = %d, want the stalled one", got)
+	}
+	fresh, err := cms.Namespace(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Stop()
+	if ev, _ := nextEvent(t, fresh, 10*time.Second); ev.Type != watch.Added || ev.Object.(*unstructured.Unstructured).GetName() != "unseen" {
+		t.Fatalf("a new watch got %s %v, want ADDED unseen", ev.Type, ev.Object)
+	}
+	stalled.Stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.OpenWatches(watchCM) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled watch is still open after the client stopped it: %d open", p.OpenWatches(watchCM))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // At the HTTP level, CutWatches aborts the stream (a read error) while
 // EndWatches ends it cleanly (EOF), as an apiserver's watch timeout does.
 func TestCutAndEndWatchesOnTheWire(t *testing.T) {

@@ -28,8 +28,10 @@
 //     baseline CoverageAt(before) rests on. Everything recorded after B
 //     began is kept (it decides coverage after `before`); everything recorded
 //     earlier goes. Without a complete baseline, all of them are kept.
-//   - When the stream is covered at `before` (storage.CoverageAt) and B
-//     ended before it, B's begin and end are replaced by a synthetic
+//   - When the stream is continuous at `before` (storage.CoverageAt: B
+//     and no loss since; Coverage.Continuous, whether or not its evidence
+//     reaches past `before` yet — the evidence, StreamStatus.CheckpointAt,
+//     is kept as it is) and B ended before it, B's begin and end are replaced by a synthetic
 //     baseline (Reason "compaction", ID CompactionBaselineID(before)) whose
 //     begin reuses B's begin sequence and whose end reuses the largest
 //     sequence removed from the stream; the end carries the watermark's
@@ -249,7 +251,7 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 		if si.keepFrom == 0 {
 			si.keepFrom = b.endSeq
 		}
-		if c.Covered && b.beginSeq != 0 && b.endAt.Before(before) {
+		if c.Continuous() && b.beginSeq != 0 && b.endAt.Before(before) {
 			si.replace = b
 		}
 	}

@@ -94,6 +94,14 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			wantReason: "only 15 bytes",
 		},
 		{
+			// Journals written before the event ID and body hash keys
+			// (id_key, hash_key) said schema version 1 too.
+			name:        "schema version 1 of an earlier layout",
+			make:        writeUnpinnedLayoutJournal,
+			wantReason:  "table records has no column id_key",
+			wantVersion: 1,
+		},
+		{
 			name: "corrupt schema page",
 			make: func(t *testing.T, path string) {
 				writeJournal(t, path)
@@ -123,24 +131,27 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			}
 			entriesBefore := dirNames(t, dir)
 
-			s, err := sqlite.Open(context.Background(), path)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded, want an error")
-			}
-			if !errors.Is(err, storage.ErrIncompatible) {
-				t.Fatalf("error %v does not wrap storage.ErrIncompatible", err)
-			}
-			var ie *sqlite.IncompatibleError
-			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an *IncompatibleError", err)
-			}
-			if ie.Path != path || ie.FileVersion != tc.wantVersion || ie.SupportedVersion != sqlite.SchemaVersion {
-				t.Errorf("IncompatibleError{Path: %q, FileVersion: %d, SupportedVersion: %d}, want %q, %d, %d",
-					ie.Path, ie.FileVersion, ie.SupportedVersion, path, tc.wantVersion, sqlite.SchemaVersion)
-			}
-			if msg := err.Error(); !strings.Contains(msg, tc.wantReason) || !strings.Contains(msg, path) {
-				t.Errorf("error %q should name the file and say %q", msg, tc.wantReason)
+			// Neither a writable nor a read-only Open touches the file.
+			for _, opts := range [][]sqlite.Option{nil, {sqlite.WithReadOnly()}} {
+				s, err := sqlite.Open(context.Background(), path, opts...)
+				if err == nil {
+					s.Close()
+					t.Fatalf("Open(%d options) succeeded, want an error", len(opts))
+				}
+				if !errors.Is(err, storage.ErrIncompatible) {
+					t.Fatalf("error %v does not wrap storage.ErrIncompatible", err)
+				}
+				var ie *sqlite.IncompatibleError
+				if !errors.As(err, &ie) {
+					t.Fatalf("error %v is not an *IncompatibleError", err)
+				}
+				if ie.Path != path || ie.FileVersion != tc.wantVersion || ie.SupportedVersion != sqlite.SchemaVersion {
+					t.Errorf("IncompatibleError{Path: %q, FileVersion: %d, SupportedVersion: %d}, want %q, %d, %d",
+						ie.Path, ie.FileVersion, ie.SupportedVersion, path, tc.wantVersion, sqlite.SchemaVersion)
+				}
+				if msg := err.Error(); !strings.Contains(msg, tc.wantReason) || !strings.Contains(msg, path) {
+					t.Errorf("error %q should name the file and say %q", msg, tc.wantReason)
+				}
 			}
 			after, err := os.ReadFile(path)
 			if err != nil {
@@ -154,6 +165,90 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unpinnedLayout is the schema that journals were written with before the
+// format was pinned (schema version 1 in the header, like today's first
+// version): unique event_id and hash columns instead of their 64-bit
+// keys.
+const unpinnedLayout = `
+CREATE TABLE streams (
+	id                   INTEGER PRIMARY KEY,
+	stream_id            TEXT NOT NULL UNIQUE,
+	cluster              TEXT NOT NULL,
+	checkpoint_rv        TEXT NOT NULL DEFAULT '',
+	checkpoint_at        INTEGER NOT NULL DEFAULT 0,
+	available            INTEGER NOT NULL DEFAULT 1,
+	availability_reason  TEXT NOT NULL DEFAULT '',
+	last_baseline_id     TEXT NOT NULL DEFAULT '',
+	last_baseline_end_at INTEGER NOT NULL DEFAULT 0,
+	open_baseline_id     TEXT NOT NULL DEFAULT '',
+	gaps                 INTEGER NOT NULL DEFAULT 0,
+	last_gap_at          INTEGER NOT NULL DEFAULT 0,
+	first_observed_at    INTEGER NOT NULL DEFAULT 0,
+	last_observed_at     INTEGER NOT NULL DEFAULT 0,
+	records              INTEGER NOT NULL DEFAULT 0,
+	last_seq             INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE objects (
+	id        INTEGER PRIMARY KEY,
+	cluster   TEXT NOT NULL,
+	grp       TEXT NOT NULL,
+	resource  TEXT NOT NULL,
+	namespace TEXT NOT NULL,
+	name      TEXT NOT NULL,
+	UNIQUE (cluster, namespace, grp, resource, name)
+);
+CREATE TABLE stream_objects (
+	stream INTEGER NOT NULL,
+	obj    INTEGER NOT NULL,
+	PRIMARY KEY (stream, obj)
+) WITHOUT ROWID;
+CREATE TABLE bodies (
+	id      INTEGER PRIMARY KEY,
+	hash    BLOB NOT NULL UNIQUE,
+	raw_len INTEGER NOT NULL,
+	base    INTEGER,
+	data    BLOB NOT NULL
+);
+CREATE TABLE records (
+	seq         INTEGER PRIMARY KEY,
+	event_id    BLOB NOT NULL UNIQUE,
+	type        INTEGER NOT NULL,
+	cluster     TEXT NOT NULL,
+	stream      INTEGER,
+	observed_at INTEGER NOT NULL,
+	watch_type  INTEGER NOT NULL,
+	synthetic   INTEGER NOT NULL,
+	obj         INTEGER,
+	body        INTEGER,
+	target      BLOB,
+	meta        BLOB NOT NULL
+);
+CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
+CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
+CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
+CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
+CREATE TABLE totals (
+	id           INTEGER PRIMARY KEY CHECK (id = 1),
+	records      INTEGER NOT NULL,
+	events       INTEGER NOT NULL,
+	bodies       INTEGER NOT NULL,
+	body_bytes   INTEGER NOT NULL,
+	raw_bytes    INTEGER NOT NULL,
+	seq_floor    INTEGER NOT NULL
+);
+INSERT INTO totals VALUES (1, 1, 0, 0, 0, 0, 0);
+INSERT INTO streams (stream_id, cluster, checkpoint_rv, records, last_seq) VALUES ('c1/core/v1/configmaps/shop', 'c1', '7', 1, 1);
+INSERT INTO records VALUES (1, X'0123456789abcdef0123456789abcdef', 7, 'c1', 1, 100000000000, 0, 0, NULL, NULL, NULL, '{"ck":{"resourceVersion":"7"}}');
+`
+
+// writeUnpinnedLayoutJournal writes a journal of the layout journals had
+// before the format was pinned, as that writer left it: schema version 1,
+// write-ahead log mode, one record.
+func writeUnpinnedLayoutJournal(t *testing.T, path string) {
+	rawExec(t, path, unpinnedLayout,
+		fmt.Sprintf(`PRAGMA application_id = %d`, 0x6B72706C), `PRAGMA user_version = 1`, `PRAGMA journal_mode = WAL`)
 }
 
 func dirNames(t *testing.T, dir string) string {

@@ -107,7 +107,8 @@ var _ storage.Store = (*Store)(nil)
 
 // Open opens the journal at path, creating it if it does not exist and
 // migrating an older schema forward. A file that is not a krply journal,
-// is corrupt, or was written by a newer krply yields an error wrapping
+// is corrupt, was written by a newer krply, or whose tables are not those
+// of the schema version in its header yields an error wrapping
 // storage.ErrIncompatible (an *IncompatibleError), and the file is left
 // untouched. A journal this process cannot write (the file, its folder,
 // or its -wal and -shm files are read-only) is refused before SQLite

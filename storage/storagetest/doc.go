@@ -34,8 +34,12 @@
 // Compact invariants on a simulated journal (every answer about a time at
 // or after the compaction time unchanged, the journal smaller, interrupted
 // baselines that a later one superseded removed); one writer
-// with concurrent readers (run it with -race); storage.ErrClosed from every
-// method after Close.
+// with concurrent readers, and many goroutines appending at once, the same
+// records from several of them (each record stored once, the sequence
+// numbers of one Append never interleaved with another's and following
+// the order the Appends returned in, each stream's records in append
+// order, each checkpoint its last progress record's); run them with
+// -race; storage.ErrClosed from every method after Close.
 //
 // The helpers that build records (Event, Baseline, Gap, InferredDelete,
 // Checkpoint, CoverageChange, Document, Correlation) and realistic bodies

@@ -20,7 +20,7 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, Timelines, ConcurrentReaders, Closed.
+// Copies, Compact, Timelines, ConcurrentReaders, ConcurrentAppends, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Compact", testCompact},
 		{"Timelines", testTimelines},
 		{"ConcurrentReaders", testConcurrentReaders},
+		{"ConcurrentAppends", testConcurrentAppends},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

@@ -42,6 +42,9 @@ type body struct {
 
 type streamIndex struct {
 	all []*event.Record
+	// byTime holds all in the order of (ObservedAt, IngestSeq): Records
+	// bounded by time seeks in it.
+	byTime timeOrder
 	// timeline holds copies of the stream's storage.Timeline records; it
 	// only grows, so a prefix handed to a reader stays valid.
 	timeline []event.Record
@@ -58,8 +61,31 @@ type streamIndex struct {
 type objectIndex struct {
 	id    storage.ObjectID
 	bySeq []*event.Record
-	// byTime is ordered by (ObservedAt, IngestSeq), the order of LatestAt.
-	byTime []*event.Record
+	// byTime is the order of LatestAt.
+	byTime timeOrder
+}
+
+// timeOrder is a list of records ordered by (ObservedAt, IngestSeq).
+type timeOrder []*event.Record
+
+// insert adds rec. Records mostly arrive in time order: it looks for the
+// place from the end.
+func (o *timeOrder) insert(rec *event.Record) {
+	l := *o
+	i := len(l)
+	for i > 0 && timeLess(rec, l[i-1]) {
+		i--
+	}
+	l = append(l, nil)
+	copy(l[i+1:], l[i:])
+	l[i] = rec
+	*o = l
+}
+
+// upTo returns the number of records observed at or before at: the index
+// of the first one observed later.
+func (o timeOrder) upTo(at time.Time) int {
+	return sort.Search(len(o), func(i int) bool { return o[i].ObservedAt.After(at) })
 }
 
 func (st *state) init() {
@@ -109,6 +135,7 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 		st.streamIdx[rec.StreamID] = si
 	}
 	si.all = append(si.all, rec)
+	si.byTime.insert(rec)
 	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
 	if storage.IsTimelineRecord(rec) {
 		si.timeline = append(si.timeline, *copyRecord(rec, false))
@@ -192,14 +219,7 @@ func (v visibility) hidden(rec *event.Record) bool {
 
 func (oi *objectIndex) add(rec *event.Record) {
 	oi.bySeq = append(oi.bySeq, rec)
-	// Records mostly arrive in time order: insert from the end.
-	i := len(oi.byTime)
-	for i > 0 && timeLess(rec, oi.byTime[i-1]) {
-		i--
-	}
-	oi.byTime = append(oi.byTime, nil)
-	copy(oi.byTime[i+1:], oi.byTime[i:])
-	oi.byTime[i] = rec
+	oi.byTime.insert(rec)
 }
 
 func timeLess(a, b *event.Record) bool {
@@ -215,8 +235,7 @@ func (oi *objectIndex) latestAt(at time.Time, v visibility) *event.Record {
 	if oi == nil {
 		return nil
 	}
-	i := sort.Search(len(oi.byTime), func(i int) bool { return oi.byTime[i].ObservedAt.After(at) })
-	for ; i > 0; i-- {
+	for i := oi.byTime.upTo(at); i > 0; i-- {
 		if rec := oi.byTime[i-1]; !v.hidden(rec) {
 			return rec
 		}
@@ -358,9 +377,9 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 		}
 	}
 	var sources [][]*event.Record
+	si := st.streamIdx[q.StreamID]
 	switch {
 	case q.StreamID != "":
-		si := st.streamIdx[q.StreamID]
 		if si == nil {
 			break
 		}
@@ -391,8 +410,8 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 		}
 		return true
 	}
-	if q.StreamID != "" && !q.Until.IsZero() {
-		sources = boundByTime(sources, q.Until)
+	if si != nil && !q.Until.IsZero() {
+		sources = si.boundByTime(sources, q.Until)
 	}
 	it := newMerge(sources, after, before, q.Descending)
 	var page storage.Page
@@ -409,15 +428,26 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 	return page, nil
 }
 
-// boundByTime cuts each of one stream's lists after its last record
-// observed at or before until. Within a stream ObservedAt does not
-// decrease in IngestSeq order (storage.Writer.Append's contract), so a
-// binary search finds the cut and a query bounded by time never walks the
-// records after it; match still filters by time.
-func boundByTime(sources [][]*event.Record, until time.Time) [][]*event.Record {
+// boundByTime cuts each of the stream's lists (sources, in IngestSeq
+// order) after the stream's last record observed at or before until, by
+// (ObservedAt, IngestSeq), so that a query bounded by time never walks the
+// records after it; match still filters by time. Within a stream
+// ObservedAt does not decrease in IngestSeq order (storage.Writer.Append's
+// contract), except for the baseline markers of a compaction, which take
+// freed sequence numbers among records observed earlier than they are
+// (see storage/internal/compaction): cutting by sequence number after the
+// last record in time order keeps them, where cutting at the first record
+// observed after until in sequence order would cut at a marker and lose
+// the records after it.
+func (si *streamIndex) boundByTime(sources [][]*event.Record, until time.Time) [][]*event.Record {
+	n := si.byTime.upTo(until)
+	if n == 0 {
+		return nil
+	}
+	bound := si.byTime[n-1].IngestSeq
 	out := make([][]*event.Record, len(sources))
 	for i, s := range sources {
-		out[i] = s[:sort.Search(len(s), func(j int) bool { return s[j].ObservedAt.After(until) })]
+		out[i] = s[:sort.Search(len(s), func(j int) bool { return s[j].IngestSeq > bound })]
 	}
 	return out
 }

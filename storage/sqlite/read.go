@@ -316,10 +316,14 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 	if !q.Until.IsZero() {
 		where, args = append(where, "r.observed_at <= ?"), append(args, encodeTime(q.Until))
 		if q.StreamID != "" {
-			// Within a stream ObservedAt does not decrease in seq order
-			// (Append's contract): bound the walk by the seq of the
-			// stream's last record observed at or before Until, found by
-			// one seek, instead of walking every later record.
+			// Bound the walk by the seq of the stream's last record, by
+			// (observed_at, seq), observed at or before Until, found by
+			// one seek, instead of walking every later record. Every
+			// record observed until then has a seq up to it: within a
+			// stream ObservedAt does not decrease in seq order
+			// (Append's contract), and a compaction's markers, which
+			// break that order, sit at or before the record observed
+			// when they are (see storage/internal/compaction).
 			where = append(where, streamUntilBound)
 			args = append(args, rowID, encodeTime(q.Until))
 		}

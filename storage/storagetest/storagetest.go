@@ -20,7 +20,7 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, Timelines, ConcurrentReaders, ConcurrentAppends, Closed.
+// Copies, Compact, CompactUntil, Timelines, Readers, ConcurrentReaders, ConcurrentAppends, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -44,7 +44,9 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Stats", testStats},
 		{"Copies", testCopies},
 		{"Compact", testCompact},
+		{"CompactUntil", testCompactUntil},
 		{"Timelines", testTimelines},
+		{"Readers", testReaders},
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"Closed", testClosed},

@@ -20,7 +20,7 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, CompactUntil, Timelines, Readers, ConcurrentReaders, ConcurrentAppends, Closed.
+// Copies, Compact, CompactUntil, CompactMarkerOrder, Timelines, Readers, ConcurrentReaders, ConcurrentAppends, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Copies", testCopies},
 		{"Compact", testCompact},
 		{"CompactUntil", testCompactUntil},
+		{"CompactMarkerOrder", testCompactMarkerOrder},
 		{"Timelines", testTimelines},
 		{"Readers", testReaders},
 		{"ConcurrentReaders", testConcurrentReaders},

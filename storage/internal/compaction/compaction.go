@@ -32,11 +32,13 @@
 //     ended before it, B's begin and end are replaced by a synthetic
 //     baseline (Reason "compaction", ID CompactionBaselineID(before)) whose
 //     begin reuses B's begin sequence and whose end reuses the largest
-//     sequence removed from the stream; the end carries the watermark's
-//     resourceVersion, the count of objects alive in the stream, and the
-//     watermark's ObservedAt (so WatermarkAt is unchanged too). The markers
-//     therefore sort exactly where B did relative to every kept gap, and
-//     after every kept record that B's state includes.
+//     sequence removed from the stream up to its watermark record (the
+//     last record carrying progress) or B's end, whichever is later; the end
+//     carries the watermark's resourceVersion, the count of objects alive
+//     in the stream, and the watermark's ObservedAt (so WatermarkAt is
+//     unchanged too). The markers therefore sort exactly where B did
+//     relative to every kept gap, and after every kept record that
+//     carries progress or belongs to the timeline before the watermark.
 //   - Audit correlations go with the event they point at; snapshots and
 //     plans are always kept.
 //   - A baseline without an end record (its items are invisible to every
@@ -55,6 +57,29 @@
 // (Covered, Reason, Gaps and Watermark) — is the same after compaction as
 // before. The argument assumes that ObservedAt does not decrease along a
 // stream's IngestSeq order, which is how the collector writes.
+//
+// # Order in time
+//
+// Both markers are observed at the watermark's time W (the state they
+// describe is the state at W: no record carrying progress came later
+// before the cut), but they sit at B's begin and at or before the
+// watermark record L, among kept records observed earlier than W. That is
+// the one place where ObservedAt decreases along a stream's IngestSeq
+// order, against storage.Writer.Append's rule for appended records.
+// Queries bounded by time stay exact all the same, because both stores
+// seek the same way: Records with a StreamID and an Until bounds its walk
+// by the sequence number of the stream's last record in the order of
+// (ObservedAt, IngestSeq) observed at or before Until, call it S. Every
+// record observed at or before Until has a sequence number up to S: for
+// Until before W the markers are not observed yet, and the other records
+// keep their order in time; from W on, S is L or a record after it
+// (L is observed at W, or the end marker took its place), and both
+// markers sit at or before L. (Placing the end after L, at a freed
+// sequence number of a record observed after W, would let S fall between
+// the two and lose the end.) A store's WatermarkReader, which walks that
+// order back from Until, finds the same progress record as the Records
+// query for the same reason. The conformance subtests CompactUntil and
+// Readers check both stores against this.
 package compaction
 
 import (
@@ -143,6 +168,18 @@ type streamInfo struct {
 	keepFrom    int64 // control records with a smaller seq go
 	replace     *baselineMarkers
 	coverage    storage.Coverage
+}
+
+// markerBound is the largest sequence number the end of the stream's
+// compaction baseline may take: that of its watermark record or of the
+// end it replaces, whichever is later (the end carries progress unless it
+// has no resourceVersion).
+func (si *streamInfo) markerBound() int64 {
+	bound := si.lastProg.seq
+	if si.replace != nil {
+		bound = max(bound, si.replace.endSeq)
+	}
+	return bound
 }
 
 // Decide computes the compaction plan of the journal r sees, for
@@ -309,7 +346,7 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 		}
 		if remove {
 			plan.Remove = append(plan.Remove, rec.IngestSeq)
-			if si := streams[rec.StreamID]; si != nil && rec.IngestSeq > si.maxRemoved {
+			if si := streams[rec.StreamID]; si != nil && rec.IngestSeq > si.maxRemoved && rec.IngestSeq <= si.markerBound() {
 				si.maxRemoved = rec.IngestSeq
 			}
 		}

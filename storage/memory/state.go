@@ -107,15 +107,7 @@ func (st *state) init() {
 // updateStatus applies it to its stream's status (Append does; a rebuild
 // after compaction recomputes statuses instead).
 func (st *state) add(rec *event.Record, updateStatus bool) {
-	if len(rec.Object) > 0 {
-		if b, ok := st.bodies[rec.ObjectHash]; ok {
-			b.refs++
-			rec.Object = b.data
-		} else {
-			st.bodies[rec.ObjectHash] = &body{data: rec.Object, refs: 1}
-			st.bodyBytes += int64(len(rec.Object))
-		}
-	}
+	st.shareBody(rec)
 	st.all = append(st.all, rec)
 	st.byID[rec.EventID] = rec
 	st.byType[rec.Type] = append(st.byType[rec.Type], rec)
@@ -129,6 +121,39 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 	if rec.StreamID == "" {
 		return
 	}
+	si := st.addToStream(rec)
+	if updateStatus {
+		ss := st.status[rec.StreamID]
+		if ss == nil {
+			n := journal.NewStatus(rec.StreamID)
+			ss = &n
+			st.status[rec.StreamID] = ss
+		}
+		journal.ApplyStatus(ss, rec)
+	}
+	if rec.IsObjectChange() {
+		st.addObjectChange(si, rec)
+	}
+}
+
+// shareBody stores rec's body once per hash: a body stored already
+// replaces rec's copy.
+func (st *state) shareBody(rec *event.Record) {
+	if len(rec.Object) == 0 {
+		return
+	}
+	if b, ok := st.bodies[rec.ObjectHash]; ok {
+		b.refs++
+		rec.Object = b.data
+		return
+	}
+	st.bodies[rec.ObjectHash] = &body{data: rec.Object, refs: 1}
+	st.bodyBytes += int64(len(rec.Object))
+}
+
+// addToStream adds rec to its stream's index (made on first use), which
+// it returns.
+func (st *state) addToStream(rec *event.Record) *streamIndex {
 	si := st.streamIdx[rec.StreamID]
 	if si == nil {
 		si = &streamIndex{byType: map[event.RecordType][]*event.Record{}, objects: map[storage.ObjectID]*objectIndex{}}
@@ -143,36 +168,31 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 			st.baselineMarker(si, rec)
 		}
 	}
-	if updateStatus {
-		ss := st.status[rec.StreamID]
-		if ss == nil {
-			n := journal.NewStatus(rec.StreamID)
-			ss = &n
-			st.status[rec.StreamID] = ss
+	return si
+}
+
+// addObjectChange adds an object change of the stream si to the indexes
+// of its object: across streams, by cluster, and within the stream.
+func (st *state) addObjectChange(si *streamIndex, rec *event.Record) {
+	id := storage.ObjectIDOf(*rec)
+	oi := st.objects[id]
+	if oi == nil {
+		oi = &objectIndex{id: id}
+		st.objects[id] = oi
+		co := st.clusterObjects[id.ClusterID]
+		if co == nil {
+			co = map[storage.ObjectID]*objectIndex{}
+			st.clusterObjects[id.ClusterID] = co
 		}
-		journal.ApplyStatus(ss, rec)
+		co[id] = oi
 	}
-	if rec.IsObjectChange() {
-		id := storage.ObjectIDOf(*rec)
-		oi := st.objects[id]
-		if oi == nil {
-			oi = &objectIndex{id: id}
-			st.objects[id] = oi
-			co := st.clusterObjects[id.ClusterID]
-			if co == nil {
-				co = map[storage.ObjectID]*objectIndex{}
-				st.clusterObjects[id.ClusterID] = co
-			}
-			co[id] = oi
-		}
-		oi.add(rec)
-		soi := si.objects[id]
-		if soi == nil {
-			soi = &objectIndex{id: id}
-			si.objects[id] = soi
-		}
-		soi.add(rec)
+	oi.add(rec)
+	soi := si.objects[id]
+	if soi == nil {
+		soi = &objectIndex{id: id}
+		si.objects[id] = soi
 	}
+	soi.add(rec)
 }
 
 // baselineMarker keeps si's open baselines up to date with a begin or end.
@@ -298,6 +318,13 @@ func (st *state) history(obj storage.ObjectID, q storage.HistoryQuery) []event.R
 	return out
 }
 
+// inScope reports whether an object matches the cluster, namespace,
+// group and resource of q that are set.
+func inScope(q storage.AliveQuery, id storage.ObjectID) bool {
+	return (q.Namespace == "" || id.Namespace == q.Namespace) && (q.Group == "" || id.Group == q.Group) &&
+		(q.Resource == "" || id.Resource == q.Resource) && (q.ClusterID == "" || id.ClusterID == q.ClusterID)
+}
+
 func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	var objs map[storage.ObjectID]*objectIndex
 	switch {
@@ -313,10 +340,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	alive := make([]*event.Record, 0, len(objs))
 	v := st.visibility(q.IncludeBaseline)
 	for id, oi := range objs {
-		if q.Namespace != "" && id.Namespace != q.Namespace ||
-			q.Group != "" && id.Group != q.Group ||
-			q.Resource != "" && id.Resource != q.Resource ||
-			q.ClusterID != "" && id.ClusterID != q.ClusterID {
+		if !inScope(q, id) {
 			continue
 		}
 		if rec := oi.latestAt(q.At, v); rec != nil && rec.WatchType != event.Deleted {
@@ -362,32 +386,65 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 	if limit <= 0 {
 		limit = journal.DefaultLimit
 	}
-	after, before := q.AfterSeq, q.BeforeSeq
-	if q.Cursor != "" {
-		c, err := journal.DecodeCursor(q.Cursor)
-		if err != nil {
-			return storage.Page{}, err
-		}
-		if q.Descending {
-			if before == 0 || c < before {
-				before = c
-			}
-		} else if c > after {
-			after = c
-		}
+	after, before, err := seqBounds(q)
+	if err != nil {
+		return storage.Page{}, err
 	}
+	it := newMerge(st.sources(q), after, before, q.Descending)
+	var page storage.Page
+	for rec := it.next(); rec != nil; rec = it.next() {
+		if !matches(q, rec) {
+			continue
+		}
+		if len(page.Records) == limit {
+			page.Next = journal.EncodeCursor(page.Records[limit-1].IngestSeq)
+			break
+		}
+		page.Records = append(page.Records, *copyRecord(rec, !q.WithoutBodies))
+	}
+	return page, nil
+}
+
+// seqBounds returns the exclusive IngestSeq bounds of q, its cursor
+// included (0 where there is none).
+func seqBounds(q storage.Query) (after, before int64, err error) {
+	after, before = q.AfterSeq, q.BeforeSeq
+	if q.Cursor == "" {
+		return after, before, nil
+	}
+	c, err := journal.DecodeCursor(q.Cursor)
+	if err != nil {
+		return 0, 0, err
+	}
+	if q.Descending {
+		if before == 0 || c < before {
+			before = c
+		}
+	} else if c > after {
+		after = c
+	}
+	return after, before, nil
+}
+
+// sources returns the narrowest lists that hold every record matching q,
+// in IngestSeq order: the stream's (per type), the types', the cluster's
+// or the whole journal; a stream's cut by time when q has an Until.
+func (st *state) sources(q storage.Query) [][]*event.Record {
 	var sources [][]*event.Record
-	si := st.streamIdx[q.StreamID]
 	switch {
 	case q.StreamID != "":
+		si := st.streamIdx[q.StreamID]
 		if si == nil {
-			break
+			return nil
 		}
 		if len(q.Types) == 0 {
 			sources = append(sources, si.all)
 		}
 		for _, t := range uniqueTypes(q.Types) {
 			sources = append(sources, si.byType[t])
+		}
+		if !q.Until.IsZero() {
+			sources = si.boundByTime(sources, q.Until)
 		}
 	case len(q.Types) > 0:
 		for _, t := range uniqueTypes(q.Types) {
@@ -398,34 +455,19 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 	default:
 		sources = append(sources, st.all)
 	}
-	match := func(rec *event.Record) bool {
-		if q.ClusterID != "" && rec.ClusterID != q.ClusterID {
-			return false
-		}
-		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
-			return false
-		}
-		if !q.Until.IsZero() && rec.ObservedAt.After(q.Until) {
-			return false
-		}
-		return true
+	return sources
+}
+
+// matches reports whether rec, from q's sources, matches q's cluster and
+// time bounds (the sources decide the stream and types).
+func matches(q storage.Query, rec *event.Record) bool {
+	if q.ClusterID != "" && rec.ClusterID != q.ClusterID {
+		return false
 	}
-	if si != nil && !q.Until.IsZero() {
-		sources = si.boundByTime(sources, q.Until)
+	if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
+		return false
 	}
-	it := newMerge(sources, after, before, q.Descending)
-	var page storage.Page
-	for rec := it.next(); rec != nil; rec = it.next() {
-		if !match(rec) {
-			continue
-		}
-		if len(page.Records) == limit {
-			page.Next = journal.EncodeCursor(page.Records[limit-1].IngestSeq)
-			break
-		}
-		page.Records = append(page.Records, *copyRecord(rec, !q.WithoutBodies))
-	}
-	return page, nil
+	return q.Until.IsZero() || !rec.ObservedAt.After(q.Until)
 }
 
 // boundByTime cuts each of the stream's lists (sources, in IngestSeq

@@ -24,42 +24,20 @@ func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey)
 	}
 	id, stored := at.knownBodies[hashHex]
 	if !stored {
-		var base any
-		var data []byte
-		if haveKF {
-			if delta := encodeDelta(kf.raw, raw); len(delta) <= len(raw)/8 {
-				base, data = kf.bodyID, delta
-			}
-		} else if objRow != 0 {
-			// A new object: try the latest keyframe of its kind.
-			kindKF, ok := at.kindKeyframes[kind]
-			if !ok {
-				kindKF, ok = at.s.kindKeyframes[kind]
-			}
-			if ok {
-				if delta := encodeDelta(kindKF.raw, raw); len(delta) <= len(raw)/8 {
-					base, data = kindKF.bodyID, delta
-					kf, haveKF = keyframe{bodyID: kindKF.bodyID, raw: kindKF.raw}, true
-				}
-			}
-		}
-		if data == nil {
-			var err error
-			if data, err = deflateKeyframe(raw); err != nil {
+		enc, isDelta := at.deltaOf(raw, objRow, kind, kf, haveKF)
+		if !isDelta {
+			data, err := deflateKeyframe(raw)
+			if err != nil {
 				return 0, fmt.Errorf("compress body: %w", err)
 			}
+			enc = bodyEncoding{data: data}
 		}
-		hash, _ := hex.DecodeString(hashHex)
-		id = at.nextBodyID
-		at.nextBodyID++
-		at.knownBodies[hashHex] = id
-		at.bodyRows = append(at.bodyRows, []any{id, keyOf(hash), hash, len(raw), base, data})
-		at.bodies++
-		at.bodyBytes += int64(len(data))
-		at.rawBodyByte += int64(len(raw))
-		if base == nil && objRow != 0 {
-			kf = keyframe{bodyID: id, raw: raw}
-			haveKF = true
+		id = at.queueBody(raw, hashHex, enc)
+		switch {
+		case isDelta:
+			kf, haveKF = enc.kf, true
+		case objRow != 0:
+			kf, haveKF = keyframe{bodyID: id, raw: raw}, true
 			at.kindKeyframes[kind] = kf
 		}
 	}
@@ -68,6 +46,52 @@ func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey)
 		at.keyframes[objRow] = kf
 	}
 	return id, nil
+}
+
+// bodyEncoding is how a new body is stored: a delta (data) against the
+// keyframe kf, whose body id is base, or a keyframe (base nil).
+type bodyEncoding struct {
+	base any
+	data []byte
+	kf   keyframe
+}
+
+// deltaOf encodes raw as a delta against the object's keyframe kf (when
+// haveKF) or, for a new object, against the latest keyframe of its kind;
+// false when there is no keyframe or the delta is not small enough.
+func (at *appendTx) deltaOf(raw []byte, objRow int64, kind kindKey, kf keyframe, haveKF bool) (bodyEncoding, bool) {
+	if !haveKF {
+		if objRow == 0 {
+			return bodyEncoding{}, false
+		}
+		kindKF, ok := at.kindKeyframes[kind]
+		if !ok {
+			kindKF, ok = at.s.kindKeyframes[kind]
+		}
+		if !ok {
+			return bodyEncoding{}, false
+		}
+		kf = keyframe{bodyID: kindKF.bodyID, raw: kindKF.raw}
+	}
+	delta := encodeDelta(kf.raw, raw)
+	if len(delta) > len(raw)/8 {
+		return bodyEncoding{}, false
+	}
+	return bodyEncoding{base: kf.bodyID, data: delta, kf: kf}, true
+}
+
+// queueBody queues a new body row under the next body id, which it
+// returns.
+func (at *appendTx) queueBody(raw []byte, hashHex string, enc bodyEncoding) int64 {
+	hash, _ := hex.DecodeString(hashHex)
+	id := at.nextBodyID
+	at.nextBodyID++
+	at.knownBodies[hashHex] = id
+	at.bodyRows = append(at.bodyRows, []any{id, keyOf(hash), hash, len(raw), enc.base, enc.data})
+	at.bodies++
+	at.bodyBytes += int64(len(enc.data))
+	at.rawBodyByte += int64(len(raw))
+	return id
 }
 
 // keyframe finds the keyframe of an object's latest body.

@@ -34,45 +34,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		cfg.logger = logr.FromContextOrDiscard(ctx)
 	}
 
-	isNew, err := inspectFile(path)
+	version, err := prepareFile(ctx, path, cfg)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case cfg.readOnly && isNew:
-		return nil, noJournal(path)
-	case !cfg.readOnly:
-		if err := checkWritable(path, isNew); err != nil {
-			return nil, err
-		}
-	}
-	if isNew {
-		if err := create(ctx, path); err != nil {
-			return nil, err
-		}
-	}
-	version, err := checkVersion(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.readOnly && version != SchemaVersion {
-		return nil, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion,
-			Reason: fmt.Sprintf("schema version %d, which a read-only open does not migrate to %d: open it once without WithReadOnly", version, SchemaVersion)}
-	}
-
-	s := &Store{
-		path:          path,
-		cfg:           cfg,
-		log:           cfg.logger.WithValues("journal", path),
-		objectIDs:     map[storage.ObjectID]int64{},
-		streamObjects: map[[2]int64]bool{},
-		kindKeyframes: map[kindKey]keyframe{},
-		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
-		keyframeRaw:   newLRU[int64, []byte](1024),
-		sized:         map[string]*sql.Stmt{},
-		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
-	}
-	s.idle = sync.NewCond(&s.lifecycle)
+	s := newStore(path, cfg)
 	if !cfg.readOnly {
 		if err := s.openWriter(ctx, version); err != nil {
 			s.closeDBs()
@@ -87,6 +53,57 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode,
 		"readOnly", cfg.readOnly, "immutable", s.immutable != nil)
 	return s, nil
+}
+
+// prepareFile checks the file at path before it is opened (creating a
+// new journal there unless cfg is read-only) and returns its schema
+// version.
+func prepareFile(ctx context.Context, path string, cfg config) (int, error) {
+	isNew, err := inspectFile(path)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case cfg.readOnly && isNew:
+		return 0, noJournal(path)
+	case !cfg.readOnly:
+		if err := checkWritable(path, isNew); err != nil {
+			return 0, err
+		}
+	}
+	if isNew {
+		if err := create(ctx, path); err != nil {
+			return 0, err
+		}
+	}
+	version, err := checkVersion(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	if cfg.readOnly && version != SchemaVersion {
+		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion,
+			Reason: fmt.Sprintf("schema version %d, which a read-only open does not migrate to %d: open it once without WithReadOnly", version, SchemaVersion)}
+	}
+	return version, nil
+}
+
+// newStore returns a Store of the journal at path with empty caches and
+// no connection.
+func newStore(path string, cfg config) *Store {
+	s := &Store{
+		path:          path,
+		cfg:           cfg,
+		log:           cfg.logger.WithValues("journal", path),
+		objectIDs:     map[storage.ObjectID]int64{},
+		streamObjects: map[[2]int64]bool{},
+		kindKeyframes: map[kindKey]keyframe{},
+		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
+		keyframeRaw:   newLRU[int64, []byte](1024),
+		sized:         map[string]*sql.Stmt{},
+		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
+	}
+	s.idle = sync.NewCond(&s.lifecycle)
+	return s
 }
 
 // openWriter opens the writer's connection, migrates the schema from

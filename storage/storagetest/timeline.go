@@ -160,26 +160,7 @@ func checkReaders(t *testing.T, s storage.Store, when string) {
 	if err != nil {
 		t.Fatalf("%s: Streams: %v", when, err)
 	}
-	for _, cluster := range []string{"", "c1", "c2"} {
-		got, err := storage.Timelines(ctx, s, cluster)
-		if err != nil {
-			t.Fatalf("%s: Timelines(%q): %v", when, cluster, err)
-		}
-		var ids []string
-		for _, tl := range got {
-			ids = append(ids, tl.StreamID)
-		}
-		var want []string
-		for _, st := range streams {
-			if cluster == "" || st.Stream.ClusterID == cluster {
-				want = append(want, st.StreamID)
-			}
-		}
-		if !slices.Equal(ids, want) {
-			t.Fatalf("%s: Timelines(%q) has the streams %v, Streams %v", when, cluster, ids, want)
-		}
-	}
-	wr, hasWatermarks := s.(storage.WatermarkReader)
+	checkTimelineStreams(t, s, when, streams)
 	for _, st := range streams {
 		full := allRecords(t, s, storage.Query{StreamID: st.StreamID, WithoutBodies: true})
 		want := storage.Timeline{StreamID: st.StreamID, Stream: st.Stream}
@@ -196,36 +177,70 @@ func checkReaders(t *testing.T, s storage.Store, when string) {
 			t.Fatalf("%s: against an unbounded Records query: %v", when, err)
 		}
 		for _, tp := range probeTimes(full) {
-			what := fmt.Sprintf("%s: %s at %s", when, st.StreamID, tp.Format(time.RFC3339Nano))
-			var rv string
-			var rvAt time.Time
-			for _, r := range full {
-				if p, ok := storage.ProgressRV(r); ok && !r.ObservedAt.After(tp) {
-					rv, rvAt = p, r.ObservedAt
-				}
-			}
-			if hasWatermarks {
-				got, gotAt, err := wr.Watermark(ctx, st.StreamID, tp)
-				if err != nil || got != rv || !gotAt.Equal(rvAt) {
-					t.Fatalf("%s: Watermark = %q at %s, %v; the last progress record says %q at %s", what, got, gotAt, err, rv, rvAt)
-				}
-			}
-			generic, err := storage.CoverageFrom(ctx, plainReader{s}, tl, tp)
-			if err != nil || generic.Watermark != rv || !generic.WatermarkAt.Equal(rvAt) {
-				t.Fatalf("%s: watermark through Records = %q at %s, %v; the last progress record says %q at %s", what, generic.Watermark, generic.WatermarkAt, err, rv, rvAt)
-			}
-			got, err := storage.CoverageAt(ctx, s, st.StreamID, tp)
-			if err != nil || !reflect.DeepEqual(got, generic) {
-				t.Fatalf("%s: CoverageAt = %+v, %v; through Records %+v", what, got, err, generic)
-			}
-			checkUntilPage(t, s, what, full, tp)
+			checkReadersAt(t, s, fmt.Sprintf("%s: %s at %s", when, st.StreamID, tp.Format(time.RFC3339Nano)), tl, full, tp)
 		}
 	}
-	if hasWatermarks {
+	if wr, ok := s.(storage.WatermarkReader); ok {
 		if rv, rvAt, err := wr.Watermark(ctx, "c9/core/v1/pods", t0); rv != "" || !rvAt.IsZero() || err != nil {
 			t.Fatalf("%s: Watermark of an unknown stream = %q at %s, %v; want none", when, rv, rvAt, err)
 		}
 	}
+}
+
+// checkTimelineStreams checks that Timelines of every cluster holds the
+// streams Streams lists, in order.
+func checkTimelineStreams(t *testing.T, s storage.Store, when string, streams []storage.StreamStatus) {
+	t.Helper()
+	for _, cluster := range []string{"", "c1", "c2"} {
+		got, err := storage.Timelines(context.Background(), s, cluster)
+		if err != nil {
+			t.Fatalf("%s: Timelines(%q): %v", when, cluster, err)
+		}
+		var ids, want []string
+		for _, tl := range got {
+			ids = append(ids, tl.StreamID)
+		}
+		for _, st := range streams {
+			if cluster == "" || st.Stream.ClusterID == cluster {
+				want = append(want, st.StreamID)
+			}
+		}
+		if !slices.Equal(ids, want) {
+			t.Fatalf("%s: Timelines(%q) has the streams %v, Streams %v", when, cluster, ids, want)
+		}
+	}
+}
+
+// checkReadersAt compares, at tp, the watermarks (the store's
+// WatermarkReader, the generic path through Records) with the last
+// progress record of full (the stream's records, tl its timeline),
+// CoverageAt with the store against it through Records only, and the
+// first page of Records bounded by tp with full filtered by time.
+func checkReadersAt(t *testing.T, s storage.Store, what string, tl storage.Timeline, full []event.Record, tp time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	var rv string
+	var rvAt time.Time
+	for _, r := range full {
+		if p, ok := storage.ProgressRV(r); ok && !r.ObservedAt.After(tp) {
+			rv, rvAt = p, r.ObservedAt
+		}
+	}
+	if wr, ok := s.(storage.WatermarkReader); ok {
+		got, gotAt, err := wr.Watermark(ctx, tl.StreamID, tp)
+		if err != nil || got != rv || !gotAt.Equal(rvAt) {
+			t.Fatalf("%s: Watermark = %q at %s, %v; the last progress record says %q at %s", what, got, gotAt, err, rv, rvAt)
+		}
+	}
+	generic, err := storage.CoverageFrom(ctx, plainReader{s}, tl, tp)
+	if err != nil || generic.Watermark != rv || !generic.WatermarkAt.Equal(rvAt) {
+		t.Fatalf("%s: watermark through Records = %q at %s, %v; the last progress record says %q at %s", what, generic.Watermark, generic.WatermarkAt, err, rv, rvAt)
+	}
+	got, err := storage.CoverageAt(ctx, s, tl.StreamID, tp)
+	if err != nil || !reflect.DeepEqual(got, generic) {
+		t.Fatalf("%s: CoverageAt = %+v, %v; through Records %+v", what, got, err, generic)
+	}
+	checkUntilPage(t, s, what, full, tp)
 }
 
 // probeTimes returns the times at which records were observed, each also

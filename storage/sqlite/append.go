@@ -55,17 +55,11 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	if len(records) == 0 {
 		return storage.AppendResult{Seqs: []int64{}}, nil
 	}
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx, "append")
 	if err != nil {
-		return storage.AppendResult{}, fmt.Errorf("sqlite: append: begin: %w", err)
+		return storage.AppendResult{}, err
 	}
-	defer tx.Rollback()
-	if err := s.catchUp(ctx, tx); err != nil {
-		return storage.AppendResult{}, fmt.Errorf("sqlite: append: %w", err)
-	}
+	defer end()
 	at := s.newAppendTx(ctx, tx)
 	res, err := at.appendAll(records)
 	if err != nil {

@@ -28,17 +28,11 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 		return storage.CompactResult{}, err
 	}
 	defer done()
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, end, err := s.beginWrite(ctx, "compact")
 	if err != nil {
-		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: begin: %w", err)
+		return storage.CompactResult{}, err
 	}
-	defer tx.Rollback()
-	if err := s.catchUp(ctx, tx); err != nil {
-		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: %w", err)
-	}
+	defer end()
 	// The read pool sees what tx sees: no process can commit while tx
 	// holds the write lock, and tx has written nothing yet.
 	plan, err := compaction.Decide(ctx, s, before)

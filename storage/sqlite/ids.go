@@ -25,6 +25,28 @@ func (s *Store) readCounters(ctx context.Context, st *sql.Stmt) error {
 	return nil
 }
 
+// beginWrite takes the writer's lock (writeMu) and begins a write
+// transaction, which holds the journal's write lock (BEGIN IMMEDIATE),
+// caught up with what other processes wrote (catchUp). end rolls the
+// transaction back unless it was committed, and releases writeMu. op
+// names the operation in errors.
+func (s *Store) beginWrite(ctx context.Context, op string) (tx *sql.Tx, end func(), err error) {
+	s.writeMu.Lock()
+	if tx, err = s.w.BeginTx(ctx, nil); err != nil {
+		s.writeMu.Unlock()
+		return nil, nil, fmt.Errorf("sqlite: %s: begin: %w", op, err)
+	}
+	end = func() {
+		_ = tx.Rollback()
+		s.writeMu.Unlock()
+	}
+	if err := s.catchUp(ctx, tx); err != nil {
+		end()
+		return nil, nil, fmt.Errorf("sqlite: %s: %w", op, err)
+	}
+	return tx, end, nil
+}
+
 // catchUp is the first step of every write transaction, which holds the
 // journal's write lock (BEGIN IMMEDIATE): other processes may have
 // written since this Store's last write. Their appends only move the

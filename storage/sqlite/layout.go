@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -78,10 +79,10 @@ func readLayout(ctx context.Context, db *sql.DB) (layout, error) {
 // l's are allowed: they change no answer.
 func (l layout) diff(got layout) string {
 	var out []string
-	for _, table := range sortedKeys(l.columns) {
+	for _, table := range slices.Sorted(maps.Keys(l.columns)) {
 		out = append(out, tableDiff(table, l.columns[table], got.columns[table])...)
 	}
-	for _, index := range sortedKeys(l.indexes) {
+	for _, index := range slices.Sorted(maps.Keys(l.indexes)) {
 		switch have, ok := got.indexes[index]; {
 		case !ok:
 			out = append(out, fmt.Sprintf("index %s is missing", index))
@@ -115,15 +116,6 @@ func tableDiff(table string, want, have []string) []string {
 		out = append(out, fmt.Sprintf("table %s has the columns %q, want %q", table, have, want))
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // layouts caches the layout of each schema version, built once by

@@ -167,88 +167,18 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 	}
 }
 
-// unpinnedLayout is the schema that journals were written with before the
-// format was pinned (schema version 1 in the header, like today's first
-// version): unique event_id and hash columns instead of their 64-bit
-// keys.
-const unpinnedLayout = `
-CREATE TABLE streams (
-	id                   INTEGER PRIMARY KEY,
-	stream_id            TEXT NOT NULL UNIQUE,
-	cluster              TEXT NOT NULL,
-	checkpoint_rv        TEXT NOT NULL DEFAULT '',
-	checkpoint_at        INTEGER NOT NULL DEFAULT 0,
-	available            INTEGER NOT NULL DEFAULT 1,
-	availability_reason  TEXT NOT NULL DEFAULT '',
-	last_baseline_id     TEXT NOT NULL DEFAULT '',
-	last_baseline_end_at INTEGER NOT NULL DEFAULT 0,
-	open_baseline_id     TEXT NOT NULL DEFAULT '',
-	gaps                 INTEGER NOT NULL DEFAULT 0,
-	last_gap_at          INTEGER NOT NULL DEFAULT 0,
-	first_observed_at    INTEGER NOT NULL DEFAULT 0,
-	last_observed_at     INTEGER NOT NULL DEFAULT 0,
-	records              INTEGER NOT NULL DEFAULT 0,
-	last_seq             INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE objects (
-	id        INTEGER PRIMARY KEY,
-	cluster   TEXT NOT NULL,
-	grp       TEXT NOT NULL,
-	resource  TEXT NOT NULL,
-	namespace TEXT NOT NULL,
-	name      TEXT NOT NULL,
-	UNIQUE (cluster, namespace, grp, resource, name)
-);
-CREATE TABLE stream_objects (
-	stream INTEGER NOT NULL,
-	obj    INTEGER NOT NULL,
-	PRIMARY KEY (stream, obj)
-) WITHOUT ROWID;
-CREATE TABLE bodies (
-	id      INTEGER PRIMARY KEY,
-	hash    BLOB NOT NULL UNIQUE,
-	raw_len INTEGER NOT NULL,
-	base    INTEGER,
-	data    BLOB NOT NULL
-);
-CREATE TABLE records (
-	seq         INTEGER PRIMARY KEY,
-	event_id    BLOB NOT NULL UNIQUE,
-	type        INTEGER NOT NULL,
-	cluster     TEXT NOT NULL,
-	stream      INTEGER,
-	observed_at INTEGER NOT NULL,
-	watch_type  INTEGER NOT NULL,
-	synthetic   INTEGER NOT NULL,
-	obj         INTEGER,
-	body        INTEGER,
-	target      BLOB,
-	meta        BLOB NOT NULL
-);
-CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
-CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
-CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
-CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
-CREATE TABLE totals (
-	id           INTEGER PRIMARY KEY CHECK (id = 1),
-	records      INTEGER NOT NULL,
-	events       INTEGER NOT NULL,
-	bodies       INTEGER NOT NULL,
-	body_bytes   INTEGER NOT NULL,
-	raw_bytes    INTEGER NOT NULL,
-	seq_floor    INTEGER NOT NULL
-);
-INSERT INTO totals VALUES (1, 1, 0, 0, 0, 0, 0);
-INSERT INTO streams (stream_id, cluster, checkpoint_rv, records, last_seq) VALUES ('c1/core/v1/configmaps/shop', 'c1', '7', 1, 1);
-INSERT INTO records VALUES (1, X'0123456789abcdef0123456789abcdef', 7, 'c1', 1, 100000000000, 0, 0, NULL, NULL, NULL, '{"ck":{"resourceVersion":"7"}}');
-`
-
 // writeUnpinnedLayoutJournal writes a journal of the layout journals had
-// before the format was pinned, as that writer left it: schema version 1,
-// write-ahead log mode, one record.
+// before the format was pinned (and still schema version 1 in the
+// header): today's journal with unique event_id and hash columns instead
+// of their 64-bit keys (id_key, hash_key) and without the indexes of the
+// later versions.
 func writeUnpinnedLayoutJournal(t *testing.T, path string) {
-	rawExec(t, path, unpinnedLayout,
-		fmt.Sprintf(`PRAGMA application_id = %d`, 0x6B72706C), `PRAGMA user_version = 1`, `PRAGMA journal_mode = WAL`)
+	writeJournal(t, path)
+	rawExec(t, path,
+		`DROP INDEX records_id`, `DROP INDEX bodies_hash`, `DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`,
+		`ALTER TABLE records DROP COLUMN id_key`, `ALTER TABLE bodies DROP COLUMN hash_key`,
+		`CREATE UNIQUE INDEX records_event_id ON records (event_id)`, `CREATE UNIQUE INDEX bodies_hash_unique ON bodies (hash)`,
+		`PRAGMA user_version = 1`)
 }
 
 func dirNames(t *testing.T, dir string) string {

@@ -67,6 +67,8 @@ type Writer interface {
 	// queries bounded by time rely on it (Records with a StreamID and an
 	// Until seeks to the last record observed at or before Until instead
 	// of walking every later record). Append neither checks nor alters it.
+	// (Compact's own baseline records are placed so that these queries
+	// stay exact although they break the order.)
 	Append(ctx context.Context, records []event.Record) (AppendResult, error)
 
 	// Compact removes what is no longer needed to answer questions about

@@ -42,6 +42,9 @@ type body struct {
 
 type streamIndex struct {
 	all []*event.Record
+	// byTime holds all in the order of (ObservedAt, IngestSeq): Records
+	// bounded by time seeks in it.
+	byTime timeOrder
 	// timeline holds copies of the stream's storage.Timeline records; it
 	// only grows, so a prefix handed to a reader stays valid.
 	timeline []event.Record
@@ -58,8 +61,31 @@ type streamIndex struct {
 type objectIndex struct {
 	id    storage.ObjectID
 	bySeq []*event.Record
-	// byTime is ordered by (ObservedAt, IngestSeq), the order of LatestAt.
-	byTime []*event.Record
+	// byTime is the order of LatestAt.
+	byTime timeOrder
+}
+
+// timeOrder is a list of records ordered by (ObservedAt, IngestSeq).
+type timeOrder []*event.Record
+
+// insert adds rec. Records mostly arrive in time order: it looks for the
+// place from the end.
+func (o *timeOrder) insert(rec *event.Record) {
+	l := *o
+	i := len(l)
+	for i > 0 && timeLess(rec, l[i-1]) {
+		i--
+	}
+	l = append(l, nil)
+	copy(l[i+1:], l[i:])
+	l[i] = rec
+	*o = l
+}
+
+// upTo returns the number of records observed at or before at: the index
+// of the first one observed later.
+func (o timeOrder) upTo(at time.Time) int {
+	return sort.Search(len(o), func(i int) bool { return o[i].ObservedAt.After(at) })
 }
 
 func (st *state) init() {
@@ -81,15 +107,7 @@ func (st *state) init() {
 // updateStatus applies it to its stream's status (Append does; a rebuild
 // after compaction recomputes statuses instead).
 func (st *state) add(rec *event.Record, updateStatus bool) {
-	if len(rec.Object) > 0 {
-		if b, ok := st.bodies[rec.ObjectHash]; ok {
-			b.refs++
-			rec.Object = b.data
-		} else {
-			st.bodies[rec.ObjectHash] = &body{data: rec.Object, refs: 1}
-			st.bodyBytes += int64(len(rec.Object))
-		}
-	}
+	st.shareBody(rec)
 	st.all = append(st.all, rec)
 	st.byID[rec.EventID] = rec
 	st.byType[rec.Type] = append(st.byType[rec.Type], rec)
@@ -103,19 +121,7 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 	if rec.StreamID == "" {
 		return
 	}
-	si := st.streamIdx[rec.StreamID]
-	if si == nil {
-		si = &streamIndex{byType: map[event.RecordType][]*event.Record{}, objects: map[storage.ObjectID]*objectIndex{}}
-		st.streamIdx[rec.StreamID] = si
-	}
-	si.all = append(si.all, rec)
-	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
-	if storage.IsTimelineRecord(rec) {
-		si.timeline = append(si.timeline, *copyRecord(rec, false))
-		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.BaselineID != "" {
-			st.baselineMarker(si, rec)
-		}
-	}
+	si := st.addToStream(rec)
 	if updateStatus {
 		ss := st.status[rec.StreamID]
 		if ss == nil {
@@ -126,26 +132,67 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 		journal.ApplyStatus(ss, rec)
 	}
 	if rec.IsObjectChange() {
-		id := storage.ObjectIDOf(*rec)
-		oi := st.objects[id]
-		if oi == nil {
-			oi = &objectIndex{id: id}
-			st.objects[id] = oi
-			co := st.clusterObjects[id.ClusterID]
-			if co == nil {
-				co = map[storage.ObjectID]*objectIndex{}
-				st.clusterObjects[id.ClusterID] = co
-			}
-			co[id] = oi
-		}
-		oi.add(rec)
-		soi := si.objects[id]
-		if soi == nil {
-			soi = &objectIndex{id: id}
-			si.objects[id] = soi
-		}
-		soi.add(rec)
+		st.addObjectChange(si, rec)
 	}
+}
+
+// shareBody stores rec's body once per hash: a body stored already
+// replaces rec's copy.
+func (st *state) shareBody(rec *event.Record) {
+	if len(rec.Object) == 0 {
+		return
+	}
+	if b, ok := st.bodies[rec.ObjectHash]; ok {
+		b.refs++
+		rec.Object = b.data
+		return
+	}
+	st.bodies[rec.ObjectHash] = &body{data: rec.Object, refs: 1}
+	st.bodyBytes += int64(len(rec.Object))
+}
+
+// addToStream adds rec to its stream's index (made on first use), which
+// it returns.
+func (st *state) addToStream(rec *event.Record) *streamIndex {
+	si := st.streamIdx[rec.StreamID]
+	if si == nil {
+		si = &streamIndex{byType: map[event.RecordType][]*event.Record{}, objects: map[storage.ObjectID]*objectIndex{}}
+		st.streamIdx[rec.StreamID] = si
+	}
+	si.all = append(si.all, rec)
+	si.byTime.insert(rec)
+	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
+	if storage.IsTimelineRecord(rec) {
+		si.timeline = append(si.timeline, *copyRecord(rec, false))
+		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.BaselineID != "" {
+			st.baselineMarker(si, rec)
+		}
+	}
+	return si
+}
+
+// addObjectChange adds an object change of the stream si to the indexes
+// of its object: across streams, by cluster, and within the stream.
+func (st *state) addObjectChange(si *streamIndex, rec *event.Record) {
+	id := storage.ObjectIDOf(*rec)
+	oi := st.objects[id]
+	if oi == nil {
+		oi = &objectIndex{id: id}
+		st.objects[id] = oi
+		co := st.clusterObjects[id.ClusterID]
+		if co == nil {
+			co = map[storage.ObjectID]*objectIndex{}
+			st.clusterObjects[id.ClusterID] = co
+		}
+		co[id] = oi
+	}
+	oi.add(rec)
+	soi := si.objects[id]
+	if soi == nil {
+		soi = &objectIndex{id: id}
+		si.objects[id] = soi
+	}
+	soi.add(rec)
 }
 
 // baselineMarker keeps si's open baselines up to date with a begin or end.
@@ -192,14 +239,7 @@ func (v visibility) hidden(rec *event.Record) bool {
 
 func (oi *objectIndex) add(rec *event.Record) {
 	oi.bySeq = append(oi.bySeq, rec)
-	// Records mostly arrive in time order: insert from the end.
-	i := len(oi.byTime)
-	for i > 0 && timeLess(rec, oi.byTime[i-1]) {
-		i--
-	}
-	oi.byTime = append(oi.byTime, nil)
-	copy(oi.byTime[i+1:], oi.byTime[i:])
-	oi.byTime[i] = rec
+	oi.byTime.insert(rec)
 }
 
 func timeLess(a, b *event.Record) bool {
@@ -215,8 +255,7 @@ func (oi *objectIndex) latestAt(at time.Time, v visibility) *event.Record {
 	if oi == nil {
 		return nil
 	}
-	i := sort.Search(len(oi.byTime), func(i int) bool { return oi.byTime[i].ObservedAt.After(at) })
-	for ; i > 0; i-- {
+	for i := oi.byTime.upTo(at); i > 0; i-- {
 		if rec := oi.byTime[i-1]; !v.hidden(rec) {
 			return rec
 		}
@@ -279,6 +318,13 @@ func (st *state) history(obj storage.ObjectID, q storage.HistoryQuery) []event.R
 	return out
 }
 
+// inScope reports whether an object matches the cluster, namespace,
+// group and resource of q that are set.
+func inScope(q storage.AliveQuery, id storage.ObjectID) bool {
+	return (q.Namespace == "" || id.Namespace == q.Namespace) && (q.Group == "" || id.Group == q.Group) &&
+		(q.Resource == "" || id.Resource == q.Resource) && (q.ClusterID == "" || id.ClusterID == q.ClusterID)
+}
+
 func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	var objs map[storage.ObjectID]*objectIndex
 	switch {
@@ -294,10 +340,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	alive := make([]*event.Record, 0, len(objs))
 	v := st.visibility(q.IncludeBaseline)
 	for id, oi := range objs {
-		if q.Namespace != "" && id.Namespace != q.Namespace ||
-			q.Group != "" && id.Group != q.Group ||
-			q.Resource != "" && id.Resource != q.Resource ||
-			q.ClusterID != "" && id.ClusterID != q.ClusterID {
+		if !inScope(q, id) {
 			continue
 		}
 		if rec := oi.latestAt(q.At, v); rec != nil && rec.WatchType != event.Deleted {
@@ -343,61 +386,14 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 	if limit <= 0 {
 		limit = journal.DefaultLimit
 	}
-	after, before := q.AfterSeq, q.BeforeSeq
-	if q.Cursor != "" {
-		c, err := journal.DecodeCursor(q.Cursor)
-		if err != nil {
-			return storage.Page{}, err
-		}
-		if q.Descending {
-			if before == 0 || c < before {
-				before = c
-			}
-		} else if c > after {
-			after = c
-		}
+	after, before, err := seqBounds(q)
+	if err != nil {
+		return storage.Page{}, err
 	}
-	var sources [][]*event.Record
-	switch {
-	case q.StreamID != "":
-		si := st.streamIdx[q.StreamID]
-		if si == nil {
-			break
-		}
-		if len(q.Types) == 0 {
-			sources = append(sources, si.all)
-		}
-		for _, t := range uniqueTypes(q.Types) {
-			sources = append(sources, si.byType[t])
-		}
-	case len(q.Types) > 0:
-		for _, t := range uniqueTypes(q.Types) {
-			sources = append(sources, st.byType[t])
-		}
-	case q.ClusterID != "":
-		sources = append(sources, st.byCluster[q.ClusterID])
-	default:
-		sources = append(sources, st.all)
-	}
-	match := func(rec *event.Record) bool {
-		if q.ClusterID != "" && rec.ClusterID != q.ClusterID {
-			return false
-		}
-		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
-			return false
-		}
-		if !q.Until.IsZero() && rec.ObservedAt.After(q.Until) {
-			return false
-		}
-		return true
-	}
-	if q.StreamID != "" && !q.Until.IsZero() {
-		sources = boundByTime(sources, q.Until)
-	}
-	it := newMerge(sources, after, before, q.Descending)
+	it := newMerge(st.sources(q), after, before, q.Descending)
 	var page storage.Page
 	for rec := it.next(); rec != nil; rec = it.next() {
-		if !match(rec) {
+		if !matches(q, rec) {
 			continue
 		}
 		if len(page.Records) == limit {
@@ -409,15 +405,91 @@ func (st *state) records(q storage.Query) (storage.Page, error) {
 	return page, nil
 }
 
-// boundByTime cuts each of one stream's lists after its last record
-// observed at or before until. Within a stream ObservedAt does not
-// decrease in IngestSeq order (storage.Writer.Append's contract), so a
-// binary search finds the cut and a query bounded by time never walks the
-// records after it; match still filters by time.
-func boundByTime(sources [][]*event.Record, until time.Time) [][]*event.Record {
+// seqBounds returns the exclusive IngestSeq bounds of q, its cursor
+// included (0 where there is none).
+func seqBounds(q storage.Query) (after, before int64, err error) {
+	after, before = q.AfterSeq, q.BeforeSeq
+	if q.Cursor == "" {
+		return after, before, nil
+	}
+	c, err := journal.DecodeCursor(q.Cursor)
+	if err != nil {
+		return 0, 0, err
+	}
+	if q.Descending {
+		if before == 0 || c < before {
+			before = c
+		}
+	} else if c > after {
+		after = c
+	}
+	return after, before, nil
+}
+
+// sources returns the narrowest lists that hold every record matching q,
+// in IngestSeq order: the stream's (per type), the types', the cluster's
+// or the whole journal; a stream's cut by time when q has an Until.
+func (st *state) sources(q storage.Query) [][]*event.Record {
+	var sources [][]*event.Record
+	switch {
+	case q.StreamID != "":
+		si := st.streamIdx[q.StreamID]
+		if si == nil {
+			return nil
+		}
+		if len(q.Types) == 0 {
+			sources = append(sources, si.all)
+		}
+		for _, t := range uniqueTypes(q.Types) {
+			sources = append(sources, si.byType[t])
+		}
+		if !q.Until.IsZero() {
+			sources = si.boundByTime(sources, q.Until)
+		}
+	case len(q.Types) > 0:
+		for _, t := range uniqueTypes(q.Types) {
+			sources = append(sources, st.byType[t])
+		}
+	case q.ClusterID != "":
+		sources = append(sources, st.byCluster[q.ClusterID])
+	default:
+		sources = append(sources, st.all)
+	}
+	return sources
+}
+
+// matches reports whether rec, from q's sources, matches q's cluster and
+// time bounds (the sources decide the stream and types).
+func matches(q storage.Query, rec *event.Record) bool {
+	if q.ClusterID != "" && rec.ClusterID != q.ClusterID {
+		return false
+	}
+	if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
+		return false
+	}
+	return q.Until.IsZero() || !rec.ObservedAt.After(q.Until)
+}
+
+// boundByTime cuts each of the stream's lists (sources, in IngestSeq
+// order) after the stream's last record observed at or before until, by
+// (ObservedAt, IngestSeq), so that a query bounded by time never walks the
+// records after it; match still filters by time. Within a stream
+// ObservedAt does not decrease in IngestSeq order (storage.Writer.Append's
+// contract), except for the baseline markers of a compaction, which take
+// freed sequence numbers among records observed earlier than they are
+// (see storage/internal/compaction): cutting by sequence number after the
+// last record in time order keeps them, where cutting at the first record
+// observed after until in sequence order would cut at a marker and lose
+// the records after it.
+func (si *streamIndex) boundByTime(sources [][]*event.Record, until time.Time) [][]*event.Record {
+	n := si.byTime.upTo(until)
+	if n == 0 {
+		return nil
+	}
+	bound := si.byTime[n-1].IngestSeq
 	out := make([][]*event.Record, len(sources))
 	for i, s := range sources {
-		out[i] = s[:sort.Search(len(s), func(j int) bool { return s[j].ObservedAt.After(until) })]
+		out[i] = s[:sort.Search(len(s), func(j int) bool { return s[j].IngestSeq > bound })]
 	}
 	return out
 }

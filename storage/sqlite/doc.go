@@ -52,11 +52,14 @@
 //     floor, and runs again when they moved since the timelines were
 //     loaded (p50 on a 1M-event journal unchanged within noise; 22 → 25 µs
 //     when the answer is a baseline item).
-//   - A file that is not a krply journal, is corrupt, or has a schema newer
-//     than SchemaVersion is refused with an *IncompatibleError (wrapping
-//     storage.ErrIncompatible) that names the file and the versions, and it
-//     is not modified: its header is checked before SQLite opens it, and the
-//     version through a read-only (immutable, when there is no write-ahead
+//   - A file that is not a krply journal, is corrupt, has a schema newer
+//     than SchemaVersion, or has tables and indexes other than those of the
+//     schema version in its header (a journal of a development build from
+//     before the format was pinned says version 1 too) is refused with an
+//     *IncompatibleError (wrapping storage.ErrIncompatible) that names the
+//     file, the versions and the difference, and it is not modified: its
+//     header is checked before SQLite opens it, and the version and the
+//     layout through a read-only (immutable, when there is no write-ahead
 //     log) connection. An older schema is migrated forward in one
 //     transaction. A new journal is built under a temporary name and
 //     renamed into place, so a crash while creating leaves no half-made

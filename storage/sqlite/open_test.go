@@ -94,6 +94,14 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			wantReason: "only 15 bytes",
 		},
 		{
+			// Journals written before the event ID and body hash keys
+			// (id_key, hash_key) said schema version 1 too.
+			name:        "schema version 1 of an earlier layout",
+			make:        writeUnpinnedLayoutJournal,
+			wantReason:  "table records has no column id_key",
+			wantVersion: 1,
+		},
+		{
 			name: "corrupt schema page",
 			make: func(t *testing.T, path string) {
 				writeJournal(t, path)
@@ -123,24 +131,27 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			}
 			entriesBefore := dirNames(t, dir)
 
-			s, err := sqlite.Open(context.Background(), path)
-			if err == nil {
-				s.Close()
-				t.Fatal("Open succeeded, want an error")
-			}
-			if !errors.Is(err, storage.ErrIncompatible) {
-				t.Fatalf("error %v does not wrap storage.ErrIncompatible", err)
-			}
-			var ie *sqlite.IncompatibleError
-			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an *IncompatibleError", err)
-			}
-			if ie.Path != path || ie.FileVersion != tc.wantVersion || ie.SupportedVersion != sqlite.SchemaVersion {
-				t.Errorf("IncompatibleError{Path: %q, FileVersion: %d, SupportedVersion: %d}, want %q, %d, %d",
-					ie.Path, ie.FileVersion, ie.SupportedVersion, path, tc.wantVersion, sqlite.SchemaVersion)
-			}
-			if msg := err.Error(); !strings.Contains(msg, tc.wantReason) || !strings.Contains(msg, path) {
-				t.Errorf("error %q should name the file and say %q", msg, tc.wantReason)
+			// Neither a writable nor a read-only Open touches the file.
+			for _, opts := range [][]sqlite.Option{nil, {sqlite.WithReadOnly()}} {
+				s, err := sqlite.Open(context.Background(), path, opts...)
+				if err == nil {
+					s.Close()
+					t.Fatalf("Open(%d options) succeeded, want an error", len(opts))
+				}
+				if !errors.Is(err, storage.ErrIncompatible) {
+					t.Fatalf("error %v does not wrap storage.ErrIncompatible", err)
+				}
+				var ie *sqlite.IncompatibleError
+				if !errors.As(err, &ie) {
+					t.Fatalf("error %v is not an *IncompatibleError", err)
+				}
+				if ie.Path != path || ie.FileVersion != tc.wantVersion || ie.SupportedVersion != sqlite.SchemaVersion {
+					t.Errorf("IncompatibleError{Path: %q, FileVersion: %d, SupportedVersion: %d}, want %q, %d, %d",
+						ie.Path, ie.FileVersion, ie.SupportedVersion, path, tc.wantVersion, sqlite.SchemaVersion)
+				}
+				if msg := err.Error(); !strings.Contains(msg, tc.wantReason) || !strings.Contains(msg, path) {
+					t.Errorf("error %q should name the file and say %q", msg, tc.wantReason)
+				}
 			}
 			after, err := os.ReadFile(path)
 			if err != nil {
@@ -154,6 +165,20 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeUnpinnedLayoutJournal writes a journal of the layout journals had
+// before the format was pinned (and still schema version 1 in the
+// header): today's journal with unique event_id and hash columns instead
+// of their 64-bit keys (id_key, hash_key) and without the indexes of the
+// later versions.
+func writeUnpinnedLayoutJournal(t *testing.T, path string) {
+	writeJournal(t, path)
+	rawExec(t, path,
+		`DROP INDEX records_id`, `DROP INDEX bodies_hash`, `DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`,
+		`ALTER TABLE records DROP COLUMN id_key`, `ALTER TABLE bodies DROP COLUMN hash_key`,
+		`CREATE UNIQUE INDEX records_event_id ON records (event_id)`, `CREATE UNIQUE INDEX bodies_hash_unique ON bodies (hash)`,
+		`PRAGMA user_version = 1`)
 }
 
 func dirNames(t *testing.T, dir string) string {

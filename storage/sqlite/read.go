@@ -273,93 +273,11 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 	if limit <= 0 {
 		limit = journal.DefaultLimit
 	}
-	var where []string
-	var args []any
-	index := ""
-	var rowID int64
-	if q.StreamID != "" {
-		err := s.streamRow(ctx, q.StreamID, &rowID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storage.Page{}, nil
-		}
-		if err != nil {
-			return storage.Page{}, s.readErr("records of "+q.StreamID, err)
-		}
-		where, args = append(where, "r.stream = ?"), append(args, rowID)
-		index = "records_stream"
+	rq, matches, err := s.recordsQuery(ctx, q)
+	if err != nil || !matches {
+		return storage.Page{}, err
 	}
-	if q.ClusterID != "" {
-		where, args = append(where, "r.cluster = ?"), append(args, q.ClusterID)
-	}
-	if len(q.Types) > 0 {
-		markersOnly := true
-		codes := make([]string, 0, len(q.Types))
-		for _, t := range q.Types {
-			if code, ok := typeCodes[t]; ok {
-				markersOnly = markersOnly && code != codeEvent
-				codes = append(codes, strconv.Itoa(code))
-			}
-		}
-		if len(codes) == 0 {
-			return storage.Page{}, nil // no record has an unknown type
-		}
-		where = append(where, "r.type IN ("+strings.Join(codes, ",")+")")
-		if markersOnly {
-			// Implies the partial index's condition, so it can be used.
-			where = append(where, "r.type <> 1")
-			index = "records_marker"
-		}
-	}
-	if !q.Since.IsZero() {
-		where, args = append(where, "r.observed_at >= ?"), append(args, encodeTime(q.Since))
-	}
-	if !q.Until.IsZero() {
-		where, args = append(where, "r.observed_at <= ?"), append(args, encodeTime(q.Until))
-		if q.StreamID != "" {
-			// Within a stream ObservedAt does not decrease in seq order
-			// (Append's contract): bound the walk by the seq of the
-			// stream's last record observed at or before Until, found by
-			// one seek, instead of walking every later record.
-			where = append(where, streamUntilBound)
-			args = append(args, rowID, encodeTime(q.Until))
-		}
-	}
-	if q.AfterSeq > 0 {
-		where, args = append(where, "r.seq > ?"), append(args, q.AfterSeq)
-	}
-	if q.BeforeSeq > 0 {
-		where, args = append(where, "r.seq < ?"), append(args, q.BeforeSeq)
-	}
-	if q.Cursor != "" {
-		cursor, err := journal.DecodeCursor(q.Cursor)
-		if err != nil {
-			return storage.Page{}, fmt.Errorf("sqlite: records: %w", err)
-		}
-		if q.Descending {
-			where = append(where, "r.seq < ?")
-		} else {
-			where = append(where, "r.seq > ?")
-		}
-		args = append(args, cursor)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
-	b.WriteString(" FROM records r")
-	if index != "" {
-		b.WriteString(" INDEXED BY " + index)
-	}
-	b.WriteString(" LEFT JOIN objects o ON o.id = r.obj" + recordJoins)
-	if len(where) > 0 {
-		b.WriteString(" WHERE " + strings.Join(where, " AND "))
-	}
-	if q.Descending {
-		b.WriteString(" ORDER BY r.seq DESC")
-	} else {
-		b.WriteString(" ORDER BY r.seq")
-	}
-	b.WriteString(" LIMIT ?")
-	args = append(args, limit+1)
-	rows, err := s.cachedQuery(ctx, b.String(), args...)
+	rows, err := s.cachedQuery(ctx, rq.text(q), append(rq.args, limit+1)...)
 	if err != nil {
 		return storage.Page{}, s.readErr("records", err)
 	}
@@ -373,6 +291,137 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 		page.Next = journal.EncodeCursor(recs[limit-1].IngestSeq)
 	}
 	return page, nil
+}
+
+// recordsQuery is the statement of a Records query: its conditions, their
+// arguments, and the index it must use.
+type recordsQuery struct {
+	where []string
+	args  []any
+	index string
+}
+
+func (rq *recordsQuery) add(cond string, args ...any) {
+	rq.where = append(rq.where, cond)
+	rq.args = append(rq.args, args...)
+}
+
+// recordsQuery builds the statement of q; false when no record can match.
+func (s *Store) recordsQuery(ctx context.Context, q storage.Query) (recordsQuery, bool, error) {
+	var rq recordsQuery
+	var rowID int64
+	if q.StreamID != "" {
+		err := s.streamRow(ctx, q.StreamID, &rowID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return rq, false, nil
+		}
+		if err != nil {
+			return rq, false, s.readErr("records of "+q.StreamID, err)
+		}
+		rq.add("r.stream = ?", rowID)
+		rq.index = "records_stream"
+	}
+	if q.ClusterID != "" {
+		rq.add("r.cluster = ?", q.ClusterID)
+	}
+	if len(q.Types) > 0 && !rq.types(q.Types) {
+		return rq, false, nil // no record has an unknown type
+	}
+	rq.timeBounds(q, rowID)
+	if err := rq.seqBounds(q); err != nil {
+		return rq, false, err
+	}
+	return rq, true, nil
+}
+
+// types restricts the query to the record types; false when none is
+// known.
+func (rq *recordsQuery) types(types []event.RecordType) bool {
+	markersOnly := true
+	codes := make([]string, 0, len(types))
+	for _, t := range types {
+		if code, ok := typeCodes[t]; ok {
+			markersOnly = markersOnly && code != codeEvent
+			codes = append(codes, strconv.Itoa(code))
+		}
+	}
+	if len(codes) == 0 {
+		return false
+	}
+	rq.add("r.type IN (" + strings.Join(codes, ",") + ")")
+	if markersOnly {
+		// Implies the partial index's condition, so it can be used.
+		rq.add("r.type <> 1")
+		rq.index = "records_marker"
+	}
+	return true
+}
+
+// timeBounds bounds ObservedAt by q.Since and q.Until; streamRow is the
+// row id of q.StreamID, if it is set.
+func (rq *recordsQuery) timeBounds(q storage.Query, streamRow int64) {
+	if !q.Since.IsZero() {
+		rq.add("r.observed_at >= ?", encodeTime(q.Since))
+	}
+	if q.Until.IsZero() {
+		return
+	}
+	rq.add("r.observed_at <= ?", encodeTime(q.Until))
+	if q.StreamID != "" {
+		// Bound the walk by the seq of the stream's last record, by
+		// (observed_at, seq), observed at or before Until, found by
+		// one seek, instead of walking every later record. Every
+		// record observed until then has a seq up to it: within a
+		// stream ObservedAt does not decrease in seq order
+		// (Append's contract), and a compaction's markers, which
+		// break that order, sit at or before the record observed
+		// when they are (see storage/internal/compaction).
+		rq.add(streamUntilBound, streamRow, encodeTime(q.Until))
+	}
+}
+
+// seqBounds bounds IngestSeq by q.AfterSeq, q.BeforeSeq and q.Cursor.
+func (rq *recordsQuery) seqBounds(q storage.Query) error {
+	if q.AfterSeq > 0 {
+		rq.add("r.seq > ?", q.AfterSeq)
+	}
+	if q.BeforeSeq > 0 {
+		rq.add("r.seq < ?", q.BeforeSeq)
+	}
+	if q.Cursor == "" {
+		return nil
+	}
+	cursor, err := journal.DecodeCursor(q.Cursor)
+	if err != nil {
+		return fmt.Errorf("sqlite: records: %w", err)
+	}
+	if q.Descending {
+		rq.add("r.seq < ?", cursor)
+	} else {
+		rq.add("r.seq > ?", cursor)
+	}
+	return nil
+}
+
+// text returns the statement; its last argument is the row limit.
+func (rq *recordsQuery) text(q storage.Query) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
+	b.WriteString(" FROM records r")
+	if rq.index != "" {
+		b.WriteString(" INDEXED BY " + rq.index)
+	}
+	b.WriteString(" LEFT JOIN objects o ON o.id = r.obj" + recordJoins)
+	if len(rq.where) > 0 {
+		b.WriteString(" WHERE " + strings.Join(rq.where, " AND "))
+	}
+	if q.Descending {
+		b.WriteString(" ORDER BY r.seq DESC")
+	} else {
+		b.WriteString(" ORDER BY r.seq")
+	}
+	b.WriteString(" LIMIT ?")
+	return b.String()
 }
 
 // StreamStatus implements storage.Reader.

@@ -230,6 +230,9 @@ func checkVersion(ctx context.Context, path string) (int, error) {
 		}
 		return 0, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion, Reason: "corrupt journal (schema unreadable or incomplete)", Err: err}
 	}
+	if err := checkLayout(ctx, db, path, version); err != nil {
+		return 0, err
+	}
 	return version, nil
 }
 

@@ -148,32 +148,11 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 	for id, tl := range t.byStream {
 		byStream[id] = tl
 	}
-	changed := false
-	rows, err := s.r.QueryContext(ctx, `SELECT id, stream_id FROM streams WHERE id > ?`, t.maxStream)
+	maxStream, newStreams, err := s.readNewStreams(ctx, t.maxStream, byStream)
 	if err != nil {
 		return err
 	}
-	maxStream := t.maxStream
-	for rows.Next() {
-		var id int64
-		var streamID string
-		if err := rows.Scan(&id, &streamID); err != nil {
-			rows.Close()
-			return err
-		}
-		maxStream = max(maxStream, id)
-		if _, ok := byStream[streamID]; ok {
-			continue // found through its records by an earlier refresh
-		}
-		tl := storage.Timeline{StreamID: streamID}
-		tl.Stream, _ = event.ParseStreamID(streamID)
-		byStream[streamID] = tl
-		changed = true
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	rows, err = s.r.QueryContext(ctx, timelineRecords, t.maxSeq)
+	rows, err := s.r.QueryContext(ctx, timelineRecords, t.maxSeq)
 	if err != nil {
 		return err
 	}
@@ -190,30 +169,66 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 		tl, ok := byStream[rec.StreamID]
 		if !ok {
 			// A stream row newer than the stream list just read.
-			tl = storage.Timeline{StreamID: rec.StreamID}
-			tl.Stream, _ = event.ParseStreamID(rec.StreamID)
+			tl = emptyTimeline(rec.StreamID)
 		}
 		// Appending to a full slice copies it: what readers hold stays.
 		tl.Records = append(tl.Records[:len(tl.Records):len(tl.Records)], rec)
 		byStream[rec.StreamID] = tl
-		changed = true
 	}
-	if changed || t.byCluster == nil {
-		byCluster := map[string][]storage.Timeline{}
-		all := make([]storage.Timeline, 0, len(byStream))
-		for _, tl := range byStream {
-			all = append(all, tl)
-		}
-		slices.SortFunc(all, func(a, b storage.Timeline) int { return strings.Compare(a.StreamID, b.StreamID) })
-		for _, tl := range all {
-			byCluster[tl.Stream.ClusterID] = append(byCluster[tl.Stream.ClusterID], tl)
-		}
-		byCluster[""] = all
-		t.byCluster = byCluster
+	if newStreams || len(recs) > 0 || t.byCluster == nil {
+		t.byCluster = timelinesByCluster(byStream)
 		t.open = openBaselinesOf(byStream, math.MaxInt64)
 	}
 	t.byStream, t.maxSeq, t.maxStream, t.maxBaseline, t.key, t.loaded = byStream, maxSeq, maxStream, maxBaseline, key, true
 	return nil
+}
+
+func emptyTimeline(streamID string) storage.Timeline {
+	tl := storage.Timeline{StreamID: streamID}
+	tl.Stream, _ = event.ParseStreamID(streamID)
+	return tl
+}
+
+// readNewStreams adds an empty timeline to byStream for every stream row
+// after the row id after that byStream lacks. It returns the largest row id
+// read (after when there is none), and whether it added a timeline.
+func (s *Store) readNewStreams(ctx context.Context, after int64, byStream map[string]storage.Timeline) (int64, bool, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, stream_id FROM streams WHERE id > ?`, after)
+	if err != nil {
+		return 0, false, err
+	}
+	defer rows.Close()
+	maxStream, added := after, false
+	for rows.Next() {
+		var id int64
+		var streamID string
+		if err := rows.Scan(&id, &streamID); err != nil {
+			return 0, false, err
+		}
+		maxStream = max(maxStream, id)
+		if _, ok := byStream[streamID]; ok {
+			continue // found through its records by an earlier refresh
+		}
+		byStream[streamID] = emptyTimeline(streamID)
+		added = true
+	}
+	return maxStream, added, rows.Close()
+}
+
+// timelinesByCluster returns each cluster's timelines ordered by stream
+// ID, and all of them under "".
+func timelinesByCluster(byStream map[string]storage.Timeline) map[string][]storage.Timeline {
+	byCluster := map[string][]storage.Timeline{}
+	all := make([]storage.Timeline, 0, len(byStream))
+	for _, tl := range byStream {
+		all = append(all, tl)
+	}
+	slices.SortFunc(all, func(a, b storage.Timeline) int { return strings.Compare(a.StreamID, b.StreamID) })
+	for _, tl := range all {
+		byCluster[tl.Stream.ClusterID] = append(byCluster[tl.Stream.ClusterID], tl)
+	}
+	byCluster[""] = all
+	return byCluster
 }
 
 var _ storage.WatermarkReader = (*Store)(nil)
@@ -227,7 +242,9 @@ const watermarkQuery = `SELECT seq, type, synthetic, watch_type, observed_at, me
 // Watermark implements storage.WatermarkReader: one seek in the stream's
 // time index, then the records before it until one carries progress.
 // Within a stream ObservedAt does not decrease in seq order (Append's
-// contract), so this is the order of a descending Records query.
+// contract), so this is the order of a descending Records query; where a
+// compaction's markers break that order, the first record carrying
+// progress is still the same (see storage/internal/compaction).
 func (s *Store) Watermark(ctx context.Context, streamID string, at time.Time) (string, time.Time, error) {
 	done, err := s.enter()
 	if err != nil {

@@ -394,3 +394,152 @@ func testConcurrentReaders(t *testing.T, s storage.Store) {
 		t.Fatalf("Stats.Records = %d after concurrent reads, want %d", st.Records, total)
 	}
 }
+
+// testCompactUntil checks the queries bounded by time right around a
+// compaction point. Compact inserts its synthetic baseline records under
+// sequence numbers it freed, observed at the watermark's time, so within
+// a stream a record may follow one observed later than itself — the one
+// place where ObservedAt decreases in IngestSeq order — while Records
+// with a StreamID and an Until seeks by time. For times at or after the
+// cut, the stream's records that Records returns bounded by Until (every
+// page, oldest and newest first) — those observed at or after the cut,
+// the compaction's own records aside — and the watermark (through Records,
+// and storage.WatermarkReader when the store has it) are the uncompacted
+// journal's; at every time, before the cut too, Records bounded by Until
+// returns exactly the stream's records observed until then.
+func testCompactUntil(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	m := newSim(1)
+	var all []event.Record
+	for _, b := range m.journal(400) {
+		mustAppend(t, s, b...)
+		all = append(all, b...)
+	}
+	cut := all[len(all)/2].ObservedAt
+	streams := []event.Stream{cmShop, cmAll, deployShop}
+	probes := map[string][]time.Time{}
+	before := map[string][]string{}
+	for _, st := range streams {
+		var times []time.Time
+		for _, r := range all {
+			if r.StreamID == st.ID() && (len(times) == 0 || !r.ObservedAt.Equal(times[len(times)-1])) {
+				times = append(times, r.ObservedAt)
+			}
+		}
+		// The cut, the five times before and after it at which the
+		// stream has records, a nanosecond around each, and much later.
+		i := sort.Search(len(times), func(i int) bool { return !times[i].Before(cut) })
+		ps := []time.Time{cut.Add(-time.Nanosecond), cut, cut.Add(time.Nanosecond), times[len(times)-1].Add(time.Hour)}
+		for _, tp := range times[max(i-5, 0):min(i+5, len(times))] {
+			ps = append(ps, tp.Add(-time.Nanosecond), tp, tp.Add(time.Nanosecond))
+		}
+		slices.SortFunc(ps, func(a, b time.Time) int { return a.Compare(b) })
+		probes[st.ID()] = slices.CompactFunc(ps, time.Time.Equal)
+		for _, tp := range probes[st.ID()] {
+			if !tp.Before(cut) {
+				before[st.ID()] = append(before[st.ID()], untilAnswers(t, s, st.ID(), tp, cut)...)
+			}
+		}
+	}
+	if _, err := s.Compact(ctx, cut); err != nil {
+		t.Fatalf("Compact: %v", err)
+	}
+	for _, st := range streams {
+		var after []string
+		full := allRecords(t, s, storage.Query{StreamID: st.ID(), WithoutBodies: true})
+		for _, tp := range probes[st.ID()] {
+			what := fmt.Sprintf("after Compact(%s): %s at %s", cut.Format(time.RFC3339Nano), st.ID(), tp.Format(time.RFC3339Nano))
+			for _, desc := range []bool{true, false} {
+				var want []string
+				for _, r := range full {
+					if !r.ObservedAt.After(tp) {
+						want = append(want, r.EventID)
+					}
+				}
+				if desc {
+					slices.Reverse(want)
+				}
+				got := eventIDs(allRecords(t, s, storage.Query{StreamID: st.ID(), Until: tp, Descending: desc, Limit: 2, WithoutBodies: true}))
+				if !slices.Equal(got, want) {
+					t.Fatalf("%s: Records until then (descending %v) = %v; the stream's records observed until then: %v", what, desc, got, want)
+				}
+			}
+			if !tp.Before(cut) {
+				after = append(after, untilAnswers(t, s, st.ID(), tp, cut)...)
+			}
+		}
+		diffLines(t, fmt.Sprintf("after Compact(%s): %s", cut.Format(time.RFC3339Nano), st.ID()), before[st.ID()], after)
+	}
+}
+
+// untilAnswers returns testCompactUntil's answers about a stream at tp, at
+// or after the cut, one per line: the records Records returns bounded by
+// tp that were observed at or after the cut and are not the compaction's
+// (every page, both orders), and the watermarks.
+func untilAnswers(t *testing.T, s storage.Store, streamID string, tp, cut time.Time) []string {
+	t.Helper()
+	ctx := context.Background()
+	stamp := tp.UTC().Format(time.RFC3339Nano)
+	var out []string
+	for _, desc := range []bool{true, false} {
+		var ids []string
+		for _, r := range allRecords(t, s, storage.Query{StreamID: streamID, Until: tp, Descending: desc, Limit: 2, WithoutBodies: true}) {
+			if !r.ObservedAt.Before(cut) && !(r.Type == event.TypeBaseline && r.Synthetic && r.Baseline.Reason == "compaction") {
+				ids = append(ids, r.EventID)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s Records until, descending %v: %v", stamp, desc, ids))
+	}
+	c, err := storage.CoverageFrom(ctx, plainReader{s}, storage.Timeline{StreamID: streamID}, evidenceOf(t, s, streamID), tp)
+	if err != nil {
+		t.Fatalf("watermark through Records: %v", err)
+	}
+	out = append(out, fmt.Sprintf("%s watermark through Records %q at %s", stamp, c.Watermark, c.WatermarkAt.UTC().Format(time.RFC3339Nano)))
+	if wr, ok := s.(storage.WatermarkReader); ok {
+		rv, rvAt, err := wr.Watermark(ctx, streamID, tp)
+		if err != nil {
+			t.Fatalf("Watermark: %v", err)
+		}
+		out = append(out, fmt.Sprintf("%s Watermark %q at %s", stamp, rv, rvAt.UTC().Format(time.RFC3339Nano)))
+	}
+	return out
+}
+
+// testCompactMarkerOrder compacts a stream whose last records before the
+// cut carry no progress and are observed after its watermark: a coverage
+// change, and a synthetic deletion that belongs to no baseline (Append
+// allows one; the collector writes none). The compaction's end marker
+// must not take the deletion's freed sequence number: observed at the
+// watermark's time, it would sit after the coverage change observed later,
+// and a query bounded by a time after both, which seeks to the coverage
+// change, would miss it and the watermark it carries.
+func testCompactMarkerOrder(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	recs := Baseline(cmShop, "b1", at(1), "10", []Item{cmItem(cmShop, "shop", "x", "ux", "9")})
+	recs = append(recs, CoverageChange(cmShop, true, "still there", 0, at(2)))
+	y := cm(cmShop, event.Deleted, "shop", "y", "uy", "8", at(3))
+	y.Synthetic = true
+	recs = append(recs, y)
+	mustAppend(t, s, recs...)
+	mustAppend(t, s, cm(cmShop, event.Added, "shop", "z", "uz", "20", at(10)))
+	cut := at(4)
+	probes := []time.Time{cut, at(5), at(10)}
+	var before []string
+	for _, tp := range probes {
+		before = append(before, untilAnswers(t, s, cmShop.ID(), tp, cut)...)
+	}
+	if res, err := s.Compact(ctx, cut); err != nil || res.Streams != 1 {
+		t.Fatalf("Compact = %+v, %v; want one stream folded", res, err)
+	}
+	full := allRecords(t, s, storage.Query{StreamID: cmShop.ID(), WithoutBodies: true})
+	var after []string
+	for _, tp := range probes {
+		checkUntilPage(t, s, fmt.Sprintf("after Compact(%s), at %s", cut.Format(time.RFC3339Nano), tp.Format(time.RFC3339Nano)), full, tp)
+		after = append(after, untilAnswers(t, s, cmShop.ID(), tp, cut)...)
+	}
+	diffLines(t, "after Compact", before, after)
+	c, err := storage.CoverageAt(ctx, s, cmShop.ID(), at(5))
+	if err != nil || !c.Covered || c.Watermark != "10" || !c.WatermarkAt.Equal(at(1)) {
+		t.Fatalf("CoverageAt(5s) after Compact = %+v, %v; want covered, watermark 10 at %s", c, err, at(1))
+	}
+}

@@ -33,9 +33,19 @@
 // Stats (bodies counted once); isolation of records handed in and out;
 // Compact invariants on a simulated journal (every answer about a time at
 // or after the compaction time unchanged, the journal smaller, interrupted
-// baselines that a later one superseded removed); one writer
-// with concurrent readers (run it with -race); storage.ErrClosed from every
-// method after Close.
+// baselines that a later one superseded removed), and the queries bounded
+// by time right around the compaction point, which the compaction's
+// baseline records (observed later than records that follow them) must
+// not mislead; the optional readers (storage.TimelineReader,
+// storage.WatermarkReader) and the seek of Records by time against
+// unbounded Records queries at every time a record was observed, as a
+// simulated journal grows and is compacted; one writer
+// with concurrent readers, and many goroutines appending at once, the same
+// records from several of them (each record stored once, the sequence
+// numbers of one Append never interleaved with another's and following
+// the order the Appends returned in, each stream's records in append
+// order, each checkpoint its last progress record's); run them with
+// -race; storage.ErrClosed from every method after Close.
 //
 // The helpers that build records (Event, Baseline, Gap, InferredDelete,
 // Checkpoint, CoverageChange, Document, Correlation) and realistic bodies

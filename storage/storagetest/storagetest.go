@@ -20,7 +20,7 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, Timelines, ConcurrentReaders, Closed.
+// Copies, Compact, CompactUntil, CompactMarkerOrder, Timelines, Readers, ConcurrentReaders, ConcurrentAppends, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -44,8 +44,12 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Stats", testStats},
 		{"Copies", testCopies},
 		{"Compact", testCompact},
+		{"CompactUntil", testCompactUntil},
+		{"CompactMarkerOrder", testCompactMarkerOrder},
 		{"Timelines", testTimelines},
+		{"Readers", testReaders},
 		{"ConcurrentReaders", testConcurrentReaders},
+		{"ConcurrentAppends", testConcurrentAppends},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

@@ -34,11 +34,13 @@
 //     is kept as it is) and B ended before it, B's begin and end are replaced by a synthetic
 //     baseline (Reason "compaction", ID CompactionBaselineID(before)) whose
 //     begin reuses B's begin sequence and whose end reuses the largest
-//     sequence removed from the stream; the end carries the watermark's
-//     resourceVersion, the count of objects alive in the stream, and the
-//     watermark's ObservedAt (so WatermarkAt is unchanged too). The markers
-//     therefore sort exactly where B did relative to every kept gap, and
-//     after every kept record that B's state includes.
+//     sequence removed from the stream up to its watermark record (the
+//     last record carrying progress) or B's end, whichever is later; the end
+//     carries the watermark's resourceVersion, the count of objects alive
+//     in the stream, and the watermark's ObservedAt (so WatermarkAt is
+//     unchanged too). The markers therefore sort exactly where B did
+//     relative to every kept gap, and after every kept record that
+//     carries progress or belongs to the timeline before the watermark.
 //   - Audit correlations go with the event they point at; snapshots and
 //     plans are always kept.
 //   - A baseline without an end record (its items are invisible to every
@@ -57,6 +59,29 @@
 // (Covered, Reason, Gaps and Watermark) — is the same after compaction as
 // before. The argument assumes that ObservedAt does not decrease along a
 // stream's IngestSeq order, which is how the collector writes.
+//
+// # Order in time
+//
+// Both markers are observed at the watermark's time W (the state they
+// describe is the state at W: no record carrying progress came later
+// before the cut), but they sit at B's begin and at or before the
+// watermark record L, among kept records observed earlier than W. That is
+// the one place where ObservedAt decreases along a stream's IngestSeq
+// order, against storage.Writer.Append's rule for appended records.
+// Queries bounded by time stay exact all the same, because both stores
+// seek the same way: Records with a StreamID and an Until bounds its walk
+// by the sequence number of the stream's last record in the order of
+// (ObservedAt, IngestSeq) observed at or before Until, call it S. Every
+// record observed at or before Until has a sequence number up to S: for
+// Until before W the markers are not observed yet, and the other records
+// keep their order in time; from W on, S is L or a record after it
+// (L is observed at W, or the end marker took its place), and both
+// markers sit at or before L. (Placing the end after L, at a freed
+// sequence number of a record observed after W, would let S fall between
+// the two and lose the end.) A store's WatermarkReader, which walks that
+// order back from Until, finds the same progress record as the Records
+// query for the same reason. The conformance subtests CompactUntil and
+// Readers check both stores against this.
 package compaction
 
 import (
@@ -147,231 +172,330 @@ type streamInfo struct {
 	coverage    storage.Coverage
 }
 
+// markerBound is the largest sequence number the end of the stream's
+// compaction baseline may take: that of its watermark record or of the
+// end it replaces, whichever is later (the end carries progress unless it
+// has no resourceVersion).
+func (si *streamInfo) markerBound() int64 {
+	bound := si.lastProg.seq
+	if si.replace != nil {
+		bound = max(bound, si.replace.endSeq)
+	}
+	return bound
+}
+
 // Decide computes the compaction plan of the journal r sees, for
 // Compact(ctx, before). r must not change while Decide runs.
 func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, error) {
-	plan := Plan{Before: before}
-	streams := map[string]*streamInfo{}
-	lastS := map[streamObject]recInfo{}
-	lastG := map[storage.ObjectID]recInfo{}
-	open, err := openBaselines(ctx, r)
-	if err != nil {
-		return plan, fmt.Errorf("compaction before %s: %w", before.UTC().Format(time.RFC3339Nano), err)
+	d := &decider{
+		plan: Plan{Before: before}, before: before, streams: map[string]*streamInfo{},
+		lastS: map[streamObject]recInfo{}, lastG: map[storage.ObjectID]recInfo{},
+		keep: map[int64]bool{}, removedEvents: map[string]bool{},
 	}
-	// openItem returns the open baseline rec is an item of, or nil.
-	openItem := func(rec *event.Record) *openBaseline {
-		if !storage.IsBaselineItem(rec) {
-			return nil
-		}
-		return open[rec.StreamID][rec.BaselineID]
+	var err error
+	if d.open, err = openBaselines(ctx, r); err != nil {
+		return d.plan, fmt.Errorf("compaction before %s: %w", stamp(before), err)
 	}
+	if err := scan(ctx, r, before, d.observe); err != nil {
+		return d.plan, err
+	}
+	if err := d.decideKept(ctx, r); err != nil {
+		return d.plan, fmt.Errorf("compaction before %s: %w", stamp(before), err)
+	}
+	if err := scan(ctx, r, before, d.sweep); err != nil {
+		return d.plan, err
+	}
+	d.removeCorrelations()
+	sort.Slice(d.plan.Remove, func(i, j int) bool { return d.plan.Remove[i] < d.plan.Remove[j] })
+	d.addMarkers()
+	return d.plan, nil
+}
 
-	// Pass 1: the last record of every object (per stream and overall),
-	// each stream's baselines and watermark record.
-	err = scan(ctx, r, before, func(rec *event.Record) {
-		if rec.StreamID == "" {
-			return
-		}
-		si := streams[rec.StreamID]
-		if si == nil {
-			si = &streamInfo{clusterID: rec.ClusterID, baselines: map[string]*baselineMarkers{}, open: open[rec.StreamID]}
-			streams[rec.StreamID] = si
-		}
-		if o := openItem(rec); o != nil {
-			// Invisible: no object's last record.
-			if o.nextBegin != 0 && rec.IngestSeq > o.nextBegin {
-				o.interleaved = true
-			}
-			return
-		}
-		info := recInfo{seq: rec.IngestSeq, at: rec.ObservedAt}
-		if rec.IsObjectChange() {
-			info.deleted = rec.WatchType == event.Deleted
-			info.key = streamObject{rec.StreamID, storage.ObjectIDOf(*rec)}
-			if cur, ok := lastS[info.key]; !ok || later(info, cur) {
-				lastS[info.key] = info
-			}
-			if cur, ok := lastG[info.key.obj]; !ok || later(info, cur) {
-				lastG[info.key.obj] = info
-			}
-		}
-		if _, ok := storage.ProgressRV(*rec); ok {
-			si.lastProg, si.hasProg, si.lastProgObj = info, true, rec.IsObjectChange()
-		}
-		if rec.Type == event.TypeBaseline && rec.Baseline != nil {
-			b := si.baselines[rec.BaselineID]
-			if b == nil {
-				b = &baselineMarkers{}
-				si.baselines[rec.BaselineID] = b
-			}
-			if rec.Baseline.Phase == event.BaselineBegin {
-				b.beginSeq = rec.IngestSeq
-			} else {
-				b.endSeq, b.endAt = rec.IngestSeq, rec.ObservedAt
-			}
-		}
-	})
-	if err != nil {
-		return plan, err
-	}
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-	// Which object records survive.
-	keep := map[int64]bool{}
+// decider is the state of one Decide: what its first pass learns of the
+// records observed at or before `before`, what must stay, and the plan
+// its second pass builds.
+type decider struct {
+	plan   Plan
+	before time.Time
+	// open holds the baselines without an end, per stream and ID.
+	open    map[string]map[string]*openBaseline
+	streams map[string]*streamInfo
+	// lastS and lastG hold the last record of each object, per stream
+	// and across streams.
+	lastS map[streamObject]recInfo
+	lastG map[storage.ObjectID]recInfo
+	// keep holds the IngestSeqs of the records that must stay.
+	keep map[int64]bool
+	// removedEvents and correlations serve the removal of the audit
+	// correlations of removed events.
+	removedEvents map[string]bool
+	correlations  []correlation
+}
+
+// correlation is an audit correlation record: its IngestSeq and the
+// EventID it points at.
+type correlation struct {
+	seq    int64
+	target string
+}
+
+// openItem returns the open baseline rec is an item of, or nil.
+func (d *decider) openItem(rec *event.Record) *openBaseline {
+	if !storage.IsBaselineItem(rec) {
+		return nil
+	}
+	return d.open[rec.StreamID][rec.BaselineID]
+}
+
+// stream returns the streamInfo of rec's stream, made on first use.
+func (d *decider) stream(rec *event.Record) *streamInfo {
+	si := d.streams[rec.StreamID]
+	if si == nil {
+		si = &streamInfo{clusterID: rec.ClusterID, baselines: map[string]*baselineMarkers{}, open: d.open[rec.StreamID]}
+		d.streams[rec.StreamID] = si
+	}
+	return si
+}
+
+// observe is the first pass: the last record of every object (per stream
+// and overall), each stream's baselines and watermark record.
+func (d *decider) observe(rec *event.Record) {
+	if rec.StreamID == "" {
+		return
+	}
+	si := d.stream(rec)
+	if o := d.openItem(rec); o != nil {
+		// Invisible: no object's last record.
+		if o.nextBegin != 0 && rec.IngestSeq > o.nextBegin {
+			o.interleaved = true
+		}
+		return
+	}
+	info := recInfo{seq: rec.IngestSeq, at: rec.ObservedAt}
+	if rec.IsObjectChange() {
+		info.deleted = rec.WatchType == event.Deleted
+		info.key = streamObject{rec.StreamID, storage.ObjectIDOf(*rec)}
+		if cur, ok := d.lastS[info.key]; !ok || later(info, cur) {
+			d.lastS[info.key] = info
+		}
+		if cur, ok := d.lastG[info.key.obj]; !ok || later(info, cur) {
+			d.lastG[info.key.obj] = info
+		}
+	}
+	if _, ok := storage.ProgressRV(*rec); ok {
+		si.lastProg, si.hasProg, si.lastProgObj = info, true, rec.IsObjectChange()
+	}
+	if rec.Type == event.TypeBaseline && rec.Baseline != nil {
+		si.observeBaseline(rec)
+	}
+}
+
+// observeBaseline remembers where a baseline's begin or end is.
+func (si *streamInfo) observeBaseline(rec *event.Record) {
+	b := si.baselines[rec.BaselineID]
+	if b == nil {
+		b = &baselineMarkers{}
+		si.baselines[rec.BaselineID] = b
+	}
+	if rec.Baseline.Phase == event.BaselineBegin {
+		b.beginSeq = rec.IngestSeq
+	} else {
+		b.endSeq, b.endAt = rec.IngestSeq, rec.ObservedAt
+	}
+}
+
+// decideKept marks the object records and watermark records that stay,
+// and decides from each stream's coverage at `before` which of its
+// control records stay and whether its baseline is replaced.
+func (d *decider) decideKept(ctx context.Context, r storage.Reader) error {
 	keptObj := map[storage.ObjectID]bool{}
 	keepKey := func(key streamObject) {
-		keep[lastS[key].seq] = true
+		d.keep[d.lastS[key].seq] = true
 		keptObj[key.obj] = true
 	}
-	for key, info := range lastS {
+	for key, info := range d.lastS {
 		if !info.deleted {
 			keepKey(key)
 		}
 	}
-	for id, si := range streams {
+	for id, si := range d.streams {
 		if si.hasProg {
-			keep[si.lastProg.seq] = true
+			d.keep[si.lastProg.seq] = true
 			if si.lastProgObj {
 				keepKey(si.lastProg.key)
 			}
 		}
-		// Coverage at before decides the control records and markers.
-		c, err := storage.CoverageAt(ctx, r, id, before)
+		c, err := storage.CoverageAt(ctx, r, id, d.before)
 		if err != nil {
-			return plan, fmt.Errorf("compaction before %s: %w", before.UTC().Format(time.RFC3339Nano), err)
+			return err
 		}
-		si.coverage = c
-		if c.BaselineID == "" {
-			continue
-		}
-		b := si.baselines[c.BaselineID]
-		if b == nil || b.endSeq == 0 {
-			continue
-		}
-		si.keepFrom = b.beginSeq
-		if si.keepFrom == 0 {
-			si.keepFrom = b.endSeq
-		}
-		if c.Continuous() && b.beginSeq != 0 && b.endAt.Before(before) {
-			si.replace = b
-		}
+		si.planBaseline(c, d.before)
 	}
 	for obj := range keptObj {
-		keep[lastG[obj].seq] = true
+		d.keep[d.lastG[obj].seq] = true
 	}
+	return nil
+}
 
-	// Pass 2: what goes.
-	removedEvents := map[string]bool{}
-	type correlation struct {
-		seq    int64
-		target string
+// planBaseline decides, from the stream's coverage at before, from which
+// sequence number its control records stay, and whether the baseline
+// coverage rests on is replaced by a compaction baseline.
+func (si *streamInfo) planBaseline(c storage.Coverage, before time.Time) {
+	si.coverage = c
+	if c.BaselineID == "" {
+		return
 	}
-	var correlations []correlation
-	err = scan(ctx, r, before, func(rec *event.Record) {
-		if !rec.ObservedAt.Before(before) {
+	b := si.baselines[c.BaselineID]
+	if b == nil || b.endSeq == 0 {
+		return
+	}
+	si.keepFrom = b.beginSeq
+	if si.keepFrom == 0 {
+		si.keepFrom = b.endSeq
+	}
+	if c.Continuous() && b.beginSeq != 0 && b.endAt.Before(before) {
+		si.replace = b
+	}
+}
+
+// sweep is the second pass: what goes of the records observed before
+// `before`.
+func (d *decider) sweep(rec *event.Record) {
+	if !rec.ObservedAt.Before(d.before) {
+		return
+	}
+	if o := d.openItem(rec); o != nil {
+		// Not part of any state: it leaves with its abandoned
+		// baseline, and does not place the compaction marker.
+		if o.removable(d.before) {
+			d.removedEvents[rec.EventID] = true
+			d.plan.Remove = append(d.plan.Remove, rec.IngestSeq)
+		}
+		return
+	}
+	switch rec.Type {
+	case event.TypeEvent:
+		if rec.IsObjectChange() && !d.keep[rec.IngestSeq] {
+			d.removedEvents[rec.EventID] = true
+			d.remove(rec)
+		}
+	case event.TypeCheckpoint:
+		if !d.keep[rec.IngestSeq] {
+			d.remove(rec)
+		}
+	case event.TypeBaseline, event.TypeGap, event.TypeCoverageChange:
+		d.sweepControl(rec)
+	case event.TypeAuditCorrelation:
+		d.correlations = append(d.correlations, correlation{rec.IngestSeq, rec.Audit.TargetEventID})
+	}
+}
+
+// sweepControl decides about a baseline marker, gap or coverage change.
+func (d *decider) sweepControl(rec *event.Record) {
+	si := d.streams[rec.StreamID]
+	if rec.Type == event.TypeBaseline && rec.Baseline.Phase == event.BaselineBegin {
+		if o := si.open[rec.BaselineID]; o != nil {
+			// Its items stay invisible only while it is there.
+			if o.removable(d.before) {
+				d.plan.Remove = append(d.plan.Remove, rec.IngestSeq)
+			}
 			return
 		}
-		var remove bool
-		if o := openItem(rec); o != nil {
-			// Not part of any state: it leaves with its abandoned
-			// baseline, and does not place the compaction marker.
-			if o.removable(before) {
-				removedEvents[rec.EventID] = true
-				plan.Remove = append(plan.Remove, rec.IngestSeq)
-			}
-			return
-		}
-		switch rec.Type {
-		case event.TypeEvent:
-			remove = rec.IsObjectChange() && !keep[rec.IngestSeq]
-			if remove {
-				removedEvents[rec.EventID] = true
-			}
-		case event.TypeCheckpoint:
-			remove = !keep[rec.IngestSeq]
-		case event.TypeBaseline, event.TypeGap, event.TypeCoverageChange:
-			si := streams[rec.StreamID]
-			remove = rec.IngestSeq < si.keepFrom && !keep[rec.IngestSeq]
-			if rec.Type == event.TypeBaseline {
-				if b := si.baselines[rec.BaselineID]; b != nil && b.endSeq >= si.keepFrom && si.keepFrom > 0 {
-					remove = false // the begin of a baseline whose end is kept
-				}
-				if si.replace != nil && (rec.IngestSeq == si.replace.beginSeq || rec.IngestSeq == si.replace.endSeq) {
-					remove = true
-				}
-				if o := si.open[rec.BaselineID]; o != nil && rec.Baseline.Phase == event.BaselineBegin {
-					// Its items stay invisible only while it is there.
-					if o.removable(before) {
-						plan.Remove = append(plan.Remove, rec.IngestSeq)
-					}
-					return
-				}
-			}
-		case event.TypeAuditCorrelation:
-			correlations = append(correlations, correlation{rec.IngestSeq, rec.Audit.TargetEventID})
-		}
-		if remove {
-			plan.Remove = append(plan.Remove, rec.IngestSeq)
-			if si := streams[rec.StreamID]; si != nil && rec.IngestSeq > si.maxRemoved {
-				si.maxRemoved = rec.IngestSeq
-			}
-		}
-	})
-	if err != nil {
-		return plan, err
 	}
-	for _, c := range correlations {
-		if removedEvents[c.target] {
-			plan.Remove = append(plan.Remove, c.seq)
-		}
+	if si.controlGoes(rec, d.keep) {
+		d.remove(rec)
 	}
-	sort.Slice(plan.Remove, func(i, j int) bool { return plan.Remove[i] < plan.Remove[j] })
+}
 
-	// The compaction baselines.
-	ids := make([]string, 0, len(streams))
-	for id := range streams {
+// controlGoes reports whether a control record of the stream goes: one
+// recorded before the baseline coverage rests on began, unless kept; of
+// the baselines, never the begin of one whose end stays, always the
+// markers of the replaced one.
+func (si *streamInfo) controlGoes(rec *event.Record, keep map[int64]bool) bool {
+	goes := rec.IngestSeq < si.keepFrom && !keep[rec.IngestSeq]
+	if rec.Type != event.TypeBaseline {
+		return goes
+	}
+	if b := si.baselines[rec.BaselineID]; b != nil && b.endSeq >= si.keepFrom && si.keepFrom > 0 {
+		goes = false // the begin of a baseline whose end is kept
+	}
+	if si.replace != nil && (rec.IngestSeq == si.replace.beginSeq || rec.IngestSeq == si.replace.endSeq) {
+		goes = true
+	}
+	return goes
+}
+
+// remove adds rec to the plan's removals, and its sequence number to
+// those its stream's compaction end may take.
+func (d *decider) remove(rec *event.Record) {
+	d.plan.Remove = append(d.plan.Remove, rec.IngestSeq)
+	if si := d.streams[rec.StreamID]; si != nil && rec.IngestSeq > si.maxRemoved && rec.IngestSeq <= si.markerBound() {
+		si.maxRemoved = rec.IngestSeq
+	}
+}
+
+// removeCorrelations removes the audit correlations of removed events.
+func (d *decider) removeCorrelations() {
+	for _, c := range d.correlations {
+		if d.removedEvents[c.target] {
+			d.plan.Remove = append(d.plan.Remove, c.seq)
+		}
+	}
+}
+
+// addMarkers adds the compaction baselines of the streams whose baseline
+// is replaced, in stream order.
+func (d *decider) addMarkers() {
+	ids := make([]string, 0, len(d.streams))
+	for id := range d.streams {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	alive := map[string]int{}
-	for key, info := range lastS {
+	for key, info := range d.lastS {
 		if !info.deleted {
 			alive[key.stream]++
 		}
 	}
-	baselineID := CompactionBaselineID(before)
+	baselineID := CompactionBaselineID(d.before)
 	for _, id := range ids {
-		si := streams[id]
+		si := d.streams[id]
 		if si.replace == nil {
 			continue
 		}
-		at := si.replace.endAt
-		if si.coverage.Watermark != "" && si.coverage.WatermarkAt.After(at) {
-			at = si.coverage.WatermarkAt
-		}
-		marker := func(seq int64, phase event.BaselinePhase) event.Record {
-			rec := event.Record{
-				Type:       event.TypeBaseline,
-				EventID:    event.StreamRecordID(id, event.TypeBaseline, event.ResourceRef{}, baselineID, string(phase)),
-				IngestSeq:  seq,
-				ClusterID:  si.clusterID,
-				StreamID:   id,
-				ObservedAt: at,
-				Synthetic:  true,
-				BaselineID: baselineID,
-				Baseline:   &event.Baseline{ID: baselineID, Phase: phase, Reason: CompactionReason},
-			}
-			if phase == event.BaselineEnd {
-				rec.Baseline.ResourceVersion = si.coverage.Watermark
-				rec.Baseline.ItemCount = alive[id]
-			}
-			return rec
-		}
-		plan.Markers = append(plan.Markers,
-			marker(si.replace.beginSeq, event.BaselineBegin),
-			marker(si.maxRemoved, event.BaselineEnd))
-		plan.Streams++
+		d.plan.Markers = append(d.plan.Markers,
+			si.marker(id, baselineID, si.replace.beginSeq, event.BaselineBegin, 0),
+			si.marker(id, baselineID, si.maxRemoved, event.BaselineEnd, alive[id]))
+		d.plan.Streams++
 	}
-	return plan, nil
+}
+
+// marker returns a marker of the stream's compaction baseline, observed
+// when the state it stands for was: at the watermark, or at the end of
+// the baseline it replaces if that came later.
+func (si *streamInfo) marker(streamID, baselineID string, seq int64, phase event.BaselinePhase, alive int) event.Record {
+	at := si.replace.endAt
+	if si.coverage.Watermark != "" && si.coverage.WatermarkAt.After(at) {
+		at = si.coverage.WatermarkAt
+	}
+	rec := event.Record{
+		Type:       event.TypeBaseline,
+		EventID:    event.StreamRecordID(streamID, event.TypeBaseline, event.ResourceRef{}, baselineID, string(phase)),
+		IngestSeq:  seq,
+		ClusterID:  si.clusterID,
+		StreamID:   streamID,
+		ObservedAt: at,
+		Synthetic:  true,
+		BaselineID: baselineID,
+		Baseline:   &event.Baseline{ID: baselineID, Phase: phase, Reason: CompactionReason},
+	}
+	if phase == event.BaselineEnd {
+		rec.Baseline.ResourceVersion = si.coverage.Watermark
+		rec.Baseline.ItemCount = alive
+	}
+	return rec
 }
 
 // openBaselines returns, per stream, the baselines without an end record,
@@ -410,7 +534,7 @@ func scan(ctx context.Context, r storage.Reader, before time.Time, f func(*event
 	for {
 		p, err := r.Records(ctx, q)
 		if err != nil {
-			return fmt.Errorf("compaction before %s: scan: %w", before.UTC().Format(time.RFC3339Nano), err)
+			return fmt.Errorf("compaction before %s: scan: %w", stamp(before), err)
 		}
 		for i := range p.Records {
 			f(&p.Records[i])

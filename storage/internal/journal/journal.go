@@ -36,74 +36,103 @@ func Validate(rec *event.Record) error {
 	if rec.ObservedAt.IsZero() {
 		return bad("zero ObservedAt")
 	}
-	switch rec.Type {
-	case event.TypeSnapshot, event.TypePlan:
-		if rec.StreamID != "" {
-			return bad("snapshots and plans belong to no stream, got StreamID %q", rec.StreamID)
-		}
-		if rec.Saved == nil || rec.Saved.ID == "" {
-			return bad("missing Saved payload with an ID")
-		}
-	case event.TypeAuditCorrelation:
-		if rec.ClusterID == "" {
-			return bad("empty ClusterID")
-		}
-		if rec.Audit == nil || rec.Audit.TargetEventID == "" {
-			return bad("missing Audit payload with a TargetEventID")
-		}
-	default:
-		if rec.ClusterID == "" {
-			return bad("empty ClusterID")
-		}
-		s, err := event.ParseStreamID(rec.StreamID)
-		if err != nil {
-			return bad("%v", err)
-		}
-		if s.ClusterID != rec.ClusterID {
-			return bad("stream %q belongs to cluster %q, record to %q", rec.StreamID, s.ClusterID, rec.ClusterID)
-		}
+	if msg := ownerProblem(rec); msg != "" {
+		return bad("%s", msg)
 	}
-	switch rec.Type {
-	case event.TypeEvent:
-		if !rec.IsObjectChange() {
-			return bad("watch type %q is not ADDED, MODIFIED or DELETED (bookmarks are checkpoints)", rec.WatchType)
-		}
-		if rec.Resource.Resource == "" || rec.Resource.Name == "" {
-			return bad("Resource needs a resource and a name")
-		}
-		if rec.Inferred != nil && (rec.WatchType != event.Deleted || !rec.Synthetic) {
-			return bad("an inferred deletion must be a synthetic DELETED event")
-		}
-	case event.TypeBaseline:
-		if rec.Baseline == nil || rec.Baseline.ID == "" {
-			return bad("missing Baseline payload with an ID")
-		}
-		if rec.Baseline.Phase != event.BaselineBegin && rec.Baseline.Phase != event.BaselineEnd {
-			return bad("baseline phase %q is not begin or end", rec.Baseline.Phase)
-		}
-		if rec.BaselineID != rec.Baseline.ID {
-			return bad("BaselineID %q differs from Baseline.ID %q", rec.BaselineID, rec.Baseline.ID)
-		}
-	case event.TypeGap:
-		if rec.Gap == nil {
-			return bad("missing Gap payload")
-		}
-		if rec.Gap.To.Before(rec.Gap.From) {
-			return bad("gap ends (%s) before it begins (%s)", rec.Gap.To, rec.Gap.From)
-		}
-	case event.TypeCoverageChange:
-		if rec.Coverage == nil {
-			return bad("missing Coverage payload")
-		}
-	case event.TypeCheckpoint:
-		if rec.Checkpoint == nil || rec.Checkpoint.ResourceVersion == "" {
-			return bad("missing Checkpoint payload with a resourceVersion")
-		}
+	if msg := payloadProblem(rec); msg != "" {
+		return bad("%s", msg)
 	}
 	if rec.ObjectHash != "" && len(rec.Object) > 0 && rec.ObjectHash != event.ObjectHash(rec.Object) {
 		return bad("ObjectHash does not match Object")
 	}
 	return nil
+}
+
+// ownerProblem says what is wrong with the cluster and stream of a record,
+// "" when nothing is.
+func ownerProblem(rec *event.Record) string {
+	switch rec.Type {
+	case event.TypeSnapshot, event.TypePlan:
+		if rec.StreamID != "" {
+			return fmt.Sprintf("snapshots and plans belong to no stream, got StreamID %q", rec.StreamID)
+		}
+		return ""
+	case event.TypeAuditCorrelation:
+		if rec.ClusterID == "" {
+			return "empty ClusterID"
+		}
+		return ""
+	}
+	if rec.ClusterID == "" {
+		return "empty ClusterID"
+	}
+	s, err := event.ParseStreamID(rec.StreamID)
+	if err != nil {
+		return err.Error()
+	}
+	if s.ClusterID != rec.ClusterID {
+		return fmt.Sprintf("stream %q belongs to cluster %q, record to %q", rec.StreamID, s.ClusterID, rec.ClusterID)
+	}
+	return ""
+}
+
+// payloadProblem says what is wrong with the payload of a record for its
+// type, "" when nothing is.
+func payloadProblem(rec *event.Record) string {
+	switch rec.Type {
+	case event.TypeEvent:
+		return eventProblem(rec)
+	case event.TypeBaseline:
+		return baselineProblem(rec)
+	case event.TypeSnapshot, event.TypePlan:
+		if rec.Saved == nil || rec.Saved.ID == "" {
+			return "missing Saved payload with an ID"
+		}
+	case event.TypeAuditCorrelation:
+		if rec.Audit == nil || rec.Audit.TargetEventID == "" {
+			return "missing Audit payload with a TargetEventID"
+		}
+	case event.TypeGap:
+		if rec.Gap == nil {
+			return "missing Gap payload"
+		}
+		if rec.Gap.To.Before(rec.Gap.From) {
+			return fmt.Sprintf("gap ends (%s) before it begins (%s)", rec.Gap.To, rec.Gap.From)
+		}
+	case event.TypeCoverageChange:
+		if rec.Coverage == nil {
+			return "missing Coverage payload"
+		}
+	case event.TypeCheckpoint:
+		if rec.Checkpoint == nil || rec.Checkpoint.ResourceVersion == "" {
+			return "missing Checkpoint payload with a resourceVersion"
+		}
+	}
+	return ""
+}
+
+func eventProblem(rec *event.Record) string {
+	switch {
+	case !rec.IsObjectChange():
+		return fmt.Sprintf("watch type %q is not ADDED, MODIFIED or DELETED (bookmarks are checkpoints)", rec.WatchType)
+	case rec.Resource.Resource == "" || rec.Resource.Name == "":
+		return "Resource needs a resource and a name"
+	case rec.Inferred != nil && (rec.WatchType != event.Deleted || !rec.Synthetic):
+		return "an inferred deletion must be a synthetic DELETED event"
+	}
+	return ""
+}
+
+func baselineProblem(rec *event.Record) string {
+	switch {
+	case rec.Baseline == nil || rec.Baseline.ID == "":
+		return "missing Baseline payload with an ID"
+	case rec.Baseline.Phase != event.BaselineBegin && rec.Baseline.Phase != event.BaselineEnd:
+		return fmt.Sprintf("baseline phase %q is not begin or end", rec.Baseline.Phase)
+	case rec.BaselineID != rec.Baseline.ID:
+		return fmt.Sprintf("BaselineID %q differs from Baseline.ID %q", rec.BaselineID, rec.Baseline.ID)
+	}
+	return ""
 }
 
 // NewStatus returns the status of a stream that has no record yet.

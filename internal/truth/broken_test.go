@@ -165,6 +165,7 @@ func checkBrokenJournals(t *testing.T, o *Oracle, st storage.Reader, cfg Config,
 	t.Helper()
 	recs := journalRecords(t, st, cfg.ClusterID)
 	cfg.RandomTimes, cfg.GapSnapshots = 0, 0 // the journal checks suffice, and are quick
+	cfg.Saved, cfg.AuditIngested = nil, false // the streams' records only: no saved snapshots, no correlations
 	for _, c := range brokenCollectors() {
 		t.Run("broken collector "+c.name, func(t *testing.T) {
 			corrupted := c.apply(recs)

@@ -35,6 +35,9 @@ type childConfig struct {
 	Token      string   `json:"token"`
 	CAData     []byte   `json:"caData"`
 	Namespaces []string `json:"namespaces"`
+	// ListOnly takes baselines with paginated lists, never a WatchList,
+	// so a delay of the list requests holds a baseline open between pages.
+	ListOnly bool `json:"listOnly,omitempty"`
 }
 
 func (c childConfig) restConfig() *rest.Config {
@@ -51,10 +54,14 @@ func collectorOptions(namespaces []string, log logr.Logger) []watch.Option {
 		watch.WithNamespaces(namespaces...),
 		watch.AllowSecrets(), watch.KeepSecretValues(), // test data: bodies are compared with the server's
 		watch.WithBackoff(20*time.Millisecond, 500*time.Millisecond),
+		watch.WithPageSize(pageSize), // a baseline of the bulk namespace's ConfigMaps takes several pages
 		watch.WithRediscoveryInterval(0),
 		watch.WithLogger(log),
 	}
 }
+
+// pageSize is the page size of every recorder's baseline lists.
+const pageSize = 50
 
 // fileLogger writes log lines to w.
 func fileLogger(w io.Writer, name string) logr.Logger {
@@ -67,7 +74,8 @@ func fileLogger(w io.Writer, name string) logr.Logger {
 }
 
 // runChild records with a Collector on the journal until the process is
-// killed; it prints "synced" once every stream has a baseline or resumed.
+// killed; it prints "opened" once it opened the journal and "synced" once
+// every stream has a baseline or resumed.
 func runChild(configPath string) int {
 	raw, err := os.ReadFile(configPath)
 	if err != nil {
@@ -87,7 +95,12 @@ func runChild(configPath string) int {
 		return 2
 	}
 	defer st.Close()
-	c, err := watch.NewCollectorForConfig(cfg.restConfig(), st, collectorOptions(cfg.Namespaces, fileLogger(os.Stderr, "child"))...)
+	fmt.Println("opened")
+	opts := collectorOptions(cfg.Namespaces, fileLogger(os.Stderr, "child"))
+	if cfg.ListOnly {
+		opts = append(opts, watch.WithWatchList(watch.WatchListOff))
+	}
+	c, err := watch.NewCollectorForConfig(cfg.restConfig(), st, opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -109,10 +122,11 @@ func runChild(configPath string) int {
 // recorder is a Collector recording into the journal, in this process or in
 // a child process.
 type recorder struct {
-	// in process
+	// in process: exited is closed when Start returned err
 	store  *sqlite.Store
 	cancel context.CancelFunc
-	done   chan error
+	exited chan struct{}
+	err    error
 	// child process
 	cmd *exec.Cmd
 }
@@ -129,8 +143,11 @@ func startInProcess(ctx context.Context, cfg *rest.Config, journal string, names
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	r := &recorder{store: st, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- c.Start(runCtx) }()
+	r := &recorder{store: st, cancel: cancel, exited: make(chan struct{})}
+	go func() {
+		r.err = c.Start(runCtx)
+		close(r.exited)
+	}()
 	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
 	defer cancelSync()
 	if err := c.WaitForSync(syncCtx); err != nil {
@@ -145,8 +162,9 @@ func startInProcess(ctx context.Context, cfg *rest.Config, journal string, names
 }
 
 // startChild re-executes the test binary as a child that records into the
-// journal until it is killed.
-func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer) (*recorder, error) {
+// journal until it is killed. It returns once the child synced, or, when
+// synced is false, once it opened the journal.
+func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer, synced bool) (*recorder, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -167,22 +185,26 @@ func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer
 		return nil, err
 	}
 	r := &recorder{cmd: cmd}
-	synced := make(chan error, 1)
+	want := "opened"
+	if synced {
+		want = "synced"
+	}
+	ready := make(chan error, 1)
 	go func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
-			if strings.TrimSpace(s.Text()) == "synced" {
-				synced <- nil
+			if strings.TrimSpace(s.Text()) == want {
+				ready <- nil
 				_, _ = io.Copy(io.Discard, out)
 				return
 			}
 		}
-		synced <- errors.New("child exited before it synced")
+		ready <- fmt.Errorf("child exited before it %s", want)
 	}()
 	select {
-	case err = <-synced:
+	case err = <-ready:
 	case <-time.After(time.Minute):
-		err = errors.New("child did not sync within a minute")
+		err = fmt.Errorf("child not %s within a minute", want)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -196,22 +218,42 @@ func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer
 // stop ends an in-process recorder cleanly and closes the journal.
 func (r *recorder) stop() error {
 	r.cancel()
-	err := <-r.done
+	<-r.exited
+	err := r.err
 	if cerr := r.store.Close(); err == nil {
 		err = cerr
 	}
 	return err
 }
 
+// failed returns why an in-process recorder stopped by itself, or nil while
+// it records.
+func (r *recorder) failed() error {
+	select {
+	case <-r.exited:
+		if r.err == nil {
+			return errors.New("the Collector's Start returned nil before it was stopped")
+		}
+		return r.err
+	default:
+		return nil
+	}
+}
+
 // kill ends a child with SIGKILL: whatever it had not committed is lost.
+// It fails when the child had already exited by itself: a recorder that
+// fails while others use the journal breaks the promise too.
 func (r *recorder) kill() error {
 	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		return err
 	}
 	err := r.cmd.Wait()
 	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		return nil // killed, as intended
+	if !errors.As(err, &exit) {
+		return err
 	}
-	return err
+	if ws, ok := exit.Sys().(interface{ Signaled() bool }); ok && !ws.Signaled() {
+		return fmt.Errorf("the recording child exited by itself before it was killed (%v; its log is in the collector log)", exit)
+	}
+	return nil // killed, as intended
 }

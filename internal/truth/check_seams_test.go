@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -277,7 +277,9 @@ func TestCheckCatchesBrokenSeams(t *testing.T) {
 					again = append(again, r)
 				}
 			}
-			i := nth(recs, 0, func(r event.Record) bool { return r.Baseline != nil && r.BaselineID == "b1" && r.Baseline.Phase == event.BaselineEnd })
+			i := nth(recs, 0, func(r event.Record) bool {
+				return r.Baseline != nil && r.BaselineID == "b1" && r.Baseline.Phase == event.BaselineEnd
+			})
 			return slices.Insert(recs, i+1, again...)
 		}, ss.saved, KindHistoryDuplicate},
 		{"recomputes a Complete snapshot as incomplete (a gap reaching back)", func(recs []event.Record) []event.Record {
@@ -333,42 +335,37 @@ func previewOf(s Saved) Saved {
 	return s
 }
 
-// leakyStore answers object queries from the journal as stored, items of
+// leakyStore answers object histories from the journal as stored, items of
 // baselines that never ended included, as the stores did before they left
-// those out.
+// those out. It reads the journal once, at the first question.
 type leakyStore struct {
 	storage.Store
+	once     sync.Once
+	err      error
+	byObject map[storage.ObjectID][]event.Record
 }
 
-func (l leakyStore) changes(ctx context.Context, obj storage.ObjectID) ([]event.Record, error) {
-	recs, err := allRecords(ctx, l.Store, storage.Query{ClusterID: obj.ClusterID, Types: []event.RecordType{event.TypeEvent}})
-	return slices.DeleteFunc(recs, func(r event.Record) bool { return storage.ObjectIDOf(r) != obj }), err
-}
+func newLeakyStore(st storage.Store) *leakyStore { return &leakyStore{Store: st} }
 
-func (l leakyStore) ObjectHistory(ctx context.Context, obj storage.ObjectID, _ storage.HistoryQuery) ([]event.Record, error) {
-	return l.changes(ctx, obj)
-}
-
-func (l leakyStore) EventByResourceVersion(ctx context.Context, obj storage.ObjectID, uid, rv string) (event.Record, error) {
-	recs, err := l.changes(ctx, obj)
-	if err != nil {
-		return event.Record{}, err
-	}
-	// The newest record with the version, as the stores answered before.
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].IngestSeq > recs[j].IngestSeq })
-	for _, r := range recs {
-		if r.Resource.ResourceVersion == rv && (uid == "" || r.Resource.UID == uid) {
-			return r, nil
+func (l *leakyStore) ObjectHistory(ctx context.Context, obj storage.ObjectID, q storage.HistoryQuery) ([]event.Record, error) {
+	l.once.Do(func() {
+		var recs []event.Record
+		recs, l.err = allRecords(ctx, l.Store, storage.Query{Types: []event.RecordType{event.TypeEvent}, WithoutBodies: true})
+		l.byObject = map[storage.ObjectID][]event.Record{}
+		for _, r := range recs {
+			if r.IsObjectChange() {
+				l.byObject[storage.ObjectIDOf(r)] = append(l.byObject[storage.ObjectIDOf(r)], r)
+			}
 		}
-	}
-	return event.Record{}, storage.ErrNotFound
+	})
+	return slices.Clone(l.byObject[obj]), l.err
 }
 
 // A store that shows the items of a killed baseline is caught however the
 // journal was written.
 func TestCheckCatchesUnfinishedBaselineShown(t *testing.T) {
 	ss := buildSeams(t)
-	r := ss.check(t, leakyStore{ss.store(t, nil)}, ss.saved)
+	r := ss.check(t, newLeakyStore(ss.store(t, nil)), ss.saved)
 	kinds := r.Kinds()
 	if kinds[KindUnfinishedVisible] == 0 || kinds[KindHistoryDuplicate] == 0 {
 		t.Fatalf("want %q and %q mismatches; got %s\n%s", KindUnfinishedVisible, KindHistoryDuplicate, r.Summary(), mismatchLines(r))

@@ -302,14 +302,19 @@ func TestCheckCatchesBrokenCollectors(t *testing.T) {
 	}
 }
 
+// mismatchLines lists the mismatches, at most five of each kind.
 func mismatchLines(r *Report) string {
 	var b strings.Builder
-	for i, m := range r.Mismatches {
-		if i == 20 {
-			fmt.Fprintf(&b, "  … %d more\n", len(r.Mismatches)-i)
-			break
+	shown := map[string]int{}
+	for _, m := range r.Mismatches {
+		if shown[m.Kind]++; shown[m.Kind] <= 5 {
+			fmt.Fprintf(&b, "  %s\n", m)
 		}
-		fmt.Fprintf(&b, "  %s\n", m)
+	}
+	for kind, n := range shown {
+		if n > 5 {
+			fmt.Fprintf(&b, "  … %d more %s\n", n-5, kind)
+		}
 	}
 	return b.String()
 }

@@ -249,6 +249,7 @@ func TestTruth(t *testing.T) {
 			report.UnfinishedItems, report.SavedComplete, report.SavedPlans, report.Attributed, report.ThroughRelist)
 	}
 	checkBrokenJournals(t, r.oracle, st, cfg, report)
+	checkBrokenSeams(t, r.oracle, st, cfg, report)
 }
 
 func (r *run) checkConfig() Config { return checkConfig(r.namespaces, r.seed) }

@@ -6,7 +6,7 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
 
-.PHONY: all test testbin vet fmt-check unit race bench demo examples
+.PHONY: all test testbin vet fmt-check unit race bench demo examples api api-check
 
 all: test
 
@@ -15,7 +15,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check vet examples
+test: fmt-check vet api-check examples
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m ./...; \
@@ -27,6 +27,14 @@ vet:
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n "$$bad" ]]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+
+## api: write the record of the exported API (api/krply.txt) after a deliberate API change; commit it with the change.
+api:
+	$(GO) run ./internal/apicheck -w
+
+## api-check: fail when the exported API differs from api/krply.txt (printing the difference) or an option constructor is exercised by no test or example.
+api-check:
+	$(GO) run ./internal/apicheck
 
 ## demo: the quickstart: a local control plane, a workload with an outage, and what krply makes of it.
 demo:

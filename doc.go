@@ -21,13 +21,16 @@
 //
 // Reconstruct: a Materializer (package materialize) answers ObjectAt, History,
 // Snapshot and Diff from the journal, each with its coverage: per-stream
-// watermarks, gaps, and whether the answer is complete.
+// watermarks, gaps, and whether the answer is complete. An object whose state
+// is unknown at an end of a diff's window is said to be unknown there, never
+// added or removed.
 //
 // Replay: a Planner (package replay) turns a snapshot into a plan of
 // sanitized objects — server-owned fields removed, Secrets, RBAC, Pods and
-// other risky kinds excluded with a reason — mapped into a target namespace,
-// dry-runs it server-side, and applies it only with an explicit confirmation,
-// never forcing and never deleting.
+// other risky kinds excluded with a reason — mapped into a target namespace;
+// once the plan is saved it dry-runs it server-side, and applies it only with
+// an explicit confirmation of that saved plan, never forcing and never
+// deleting.
 //
 // # The consistency model in five lines
 //
@@ -38,6 +41,9 @@
 //   - A time is covered for a stream when a complete baseline precedes it and
 //     no gap lies between; a snapshot is Complete only if every stream is.
 //   - Nothing is claimed beyond coverage: gaps are recorded, never hidden.
+//   - Reads never write: a query (ObjectAt, History, Snapshot, Diff, a plan)
+//     leaves the journal as it was; SaveSnapshot, SavePlan, DryRun and Apply
+//     are the explicit acts that write.
 //
 // # This package
 //
@@ -61,6 +67,7 @@
 //	hist, err := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
 //	plan, err := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: t},
 //		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
+//	err = j.SavePlan(ctx, plan) // a plan is a preview until saved; DryRun and Apply take saved plans
 //
 // The subpackages never import this one; use them directly for anything
 // beyond these shortcuts.

@@ -47,7 +47,8 @@ func Example_quickstart() {
 }
 
 // Record a client-go fake into an in-memory journal, change it, and ask the
-// journal what happened.
+// journal what happened. Every wait is bounded: a regression fails the
+// output check with what was awaited instead of hanging go test.
 func Example() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -68,13 +69,16 @@ func Example() {
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
-	if err := rec.WaitForSync(ctx); err != nil {
-		panic(err)
+	syncCtx, cancelSync := context.WithTimeout(ctx, waitLimit)
+	defer cancelSync()
+	if err := rec.WaitForSync(syncCtx); err != nil {
+		fmt.Println("not in sync:", err)
+		return
 	}
 	// The fake replays no history from the baseline's resourceVersion (a
 	// real apiserver does): change it only once the watches are open.
-	for !watching(rec) {
-		time.Sleep(time.Millisecond)
+	if !waitFor("the watches to open", func() bool { return watching(rec) }) {
+		return
 	}
 
 	cmGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -85,10 +89,12 @@ func Example() {
 	}
 
 	settings := krply.Object("demo", "configmaps", "shop", "settings")
-	hist, _ := j.History(ctx, settings)
-	for len(hist.Versions()) < 2 { // the Collector commits asynchronously
-		time.Sleep(5 * time.Millisecond)
+	var hist *krply.History
+	if !waitFor("the update in the history", func() bool { // the Collector commits asynchronously
 		hist, _ = j.History(ctx, settings)
+		return hist != nil && len(hist.Versions()) >= 2
+	}) {
+		return
 	}
 	for _, v := range hist.Versions() {
 		fmt.Print(v.WatchType, " from ", v.Origin)
@@ -98,7 +104,7 @@ func Example() {
 		fmt.Println()
 	}
 
-	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now(), "")
+	snap, _ := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now())
 	fmt.Println("snapshot complete:", snap.Complete, "objects:", len(snap.Objects))
 
 	plan, err := j.Plan(ctx, krply.Source{ClusterID: "demo", Namespaces: []string{"shop"}, At: time.Now()},
@@ -114,8 +120,13 @@ func Example() {
 	}
 
 	cancel()
-	if err := <-done; err != nil {
-		panic(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			panic(err)
+		}
+	case <-time.After(waitLimit):
+		fmt.Println("Start did not return within", waitLimit, "of the cancel")
 	}
 	// Output:
 	// ADDED from baseline
@@ -136,6 +147,21 @@ func object(apiVersion, kind, ns, name string, fields map[string]any) *unstructu
 	u.SetNamespace(ns)
 	u.SetName(name)
 	return u
+}
+
+// waitLimit bounds every wait of the examples.
+const waitLimit = 10 * time.Second
+
+// waitFor polls cond until it holds, at most waitLimit; then it prints what
+// it was waiting for, which fails the example's output check.
+func waitFor(what string, cond func() bool) bool {
+	for deadline := time.Now().Add(waitLimit); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Println("timed out after", waitLimit, "waiting for", what)
+			return false
+		}
+	}
+	return true
 }
 
 // watching reports whether every stream of c has its watch open.

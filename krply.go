@@ -110,8 +110,10 @@ func WithSQLiteOptions(opts ...sqlite.Option) Option {
 
 // Journal is a krply journal with everything that reads and writes it:
 // the queries of materialize.Materializer (ObjectAt, History, Snapshot,
-// Diff, …), the replay.Planner (Plan, DryRun, Apply, LoadPlan), and Record,
-// which makes a Collector appending to it. It is safe for concurrent use.
+// Diff, …), the replay.Planner (Plan, LoadPlan, SavePlan, DryRun, Apply),
+// and Record, which makes a Collector appending to it. Queries only read;
+// SaveSnapshot, SavePlan, DryRun, Apply and Record's Collector write. It is
+// safe for concurrent use.
 type Journal struct {
 	*materialize.Materializer
 	*replay.Planner

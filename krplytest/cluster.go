@@ -648,12 +648,12 @@ func (c *Cluster) ObjectAt(resource, namespace, name string, at time.Time) *mate
 	return st
 }
 
-// Snapshot returns (and saves in the journal) the state at a time of the
-// given namespaces, or of the whole cluster when none is given, after Sync.
+// Snapshot returns the state at a time of the given namespaces, or of the
+// whole cluster when none is given, after Sync. It saves nothing.
 func (c *Cluster) Snapshot(at time.Time, namespaces ...string) *materialize.Snapshot {
 	c.t.Helper()
 	c.Sync()
-	s, err := c.Materializer.Snapshot(context.Background(), c.scope(namespaces), at, "")
+	s, err := c.Materializer.Snapshot(context.Background(), c.scope(namespaces), at)
 	if err != nil {
 		c.t.Fatalf("krplytest: snapshot at %s: %v", at, err)
 	}

@@ -30,7 +30,12 @@ func TestConcurrentUse(t *testing.T) {
 					t.Errorf("ObjectAt a at 2: exists=%v body %s", st.Exists, st.Object)
 					return
 				}
-				if _, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(4.5), "concurrent"); err != nil {
+				snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(4.5))
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := m.SaveSnapshot(ctx, snap, "concurrent"); err != nil {
 					errs <- err
 					return
 				}

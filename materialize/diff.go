@@ -18,6 +18,20 @@ const (
 	ObjectAdded   ObjectChangeType = "added"
 	ObjectRemoved ObjectChangeType = "removed"
 	ObjectChanged ObjectChangeType = "changed"
+	// ObjectUnknown: the journal does not know the object's state at one
+	// end of the window (UnknownAt, Reason), so it cannot say whether the
+	// object was added, removed or changed.
+	ObjectUnknown ObjectChangeType = "unknown"
+)
+
+// DiffEnd names an end of a diff's window.
+type DiffEnd string
+
+// The ends of a diff's window.
+const (
+	DiffFrom DiffEnd = "from"
+	DiffTo   DiffEnd = "to"
+	DiffBoth DiffEnd = "both"
 )
 
 // ObjectDiff is how one object differs between two times.
@@ -27,23 +41,34 @@ type ObjectDiff struct {
 	// Kind is the object's kind, for display.
 	Kind string
 	// Before and After are the object's versions at the two times; Before
-	// is nil for an added object and After for a removed one.
+	// is nil for an added object and After for a removed one. For an
+	// unknown object, the version at an end whose state is unknown is the
+	// last one the journal recorded before it lost track (it may be
+	// stale), or nil.
 	Before, After *SnapshotObject
 	// Changes are the field changes of a changed object, sorted by path.
 	Changes []FieldChange
 	// Recreated is true when the object was deleted and created again in
 	// between (its UID changed); Changes are still computed.
 	Recreated bool
+	// UnknownAt says, for an unknown object, at which end of the window
+	// its state is unknown, and Reason why: no stream that records it was
+	// covered there (before the stream's first complete baseline, inside
+	// a gap, while it was unavailable).
+	UnknownAt DiffEnd `json:"unknownAt,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
 }
 
 // Diff is what changed in a scope between two times: the state at From
 // against the state at To. Objects created and deleted in between do not
-// appear; History shows them.
+// appear; History shows them. An object whose state the journal does not
+// know at one end (its streams were not covered there) is ObjectUnknown,
+// never added, removed or changed.
 type Diff struct {
 	Scope    Scope
 	From, To time.Time
-	// Objects are the objects that differ, sorted by group, resource,
-	// namespace and name.
+	// Objects are the objects that differ or whose state is unknown at an
+	// end, sorted by group, resource, namespace and name.
 	Objects []ObjectDiff
 	// HasGaps is true when the journal may miss changes of the scope
 	// between From and To: a contributing stream is not covered at either
@@ -110,23 +135,35 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%d part(s) of the scope are not covered at one end of the window", len(d.Missing)))
 	}
 
+	fromKnown, toKnown := newKnowledge(before), newKnowledge(after)
 	i, j := 0, 0
 	for i < len(before.objects) || j < len(after.objects) {
-		var od ObjectDiff
+		var b, a *SnapshotObject
+		var id storage.ObjectID
 		switch {
 		case j == len(after.objects) || i < len(before.objects) && lessObjectID(before.objects[i].id, after.objects[j].id):
-			b := snapshotObject(before.objects[i].rec)
-			od = ObjectDiff{ID: before.objects[i].id, Type: ObjectRemoved, Before: &b}
+			id, b = before.objects[i].id, ptr(snapshotObject(before.objects[i].rec))
 			i++
 		case i == len(before.objects) || lessObjectID(after.objects[j].id, before.objects[i].id):
-			a := snapshotObject(after.objects[j].rec)
-			od = ObjectDiff{ID: after.objects[j].id, Type: ObjectAdded, After: &a}
+			id, a = after.objects[j].id, ptr(snapshotObject(after.objects[j].rec))
 			j++
 		default:
-			id := after.objects[j].id
-			b, a := snapshotObject(before.objects[i].rec), snapshotObject(after.objects[j].rec)
+			id, b, a = after.objects[j].id, ptr(snapshotObject(before.objects[i].rec)), ptr(snapshotObject(after.objects[j].rec))
 			i++
 			j++
+		}
+		od := ObjectDiff{ID: id, Before: b, After: a}
+		fromReason, fromUnknown := fromKnown.unknown(id, b, a)
+		toReason, toUnknown := toKnown.unknown(id, b, a)
+		switch {
+		case fromUnknown || toUnknown:
+			od.Type = ObjectUnknown
+			od.UnknownAt, od.Reason = unknownEnd(fromUnknown, toUnknown, fromReason, toReason)
+		case a == nil:
+			od.Type = ObjectRemoved
+		case b == nil:
+			od.Type = ObjectAdded
+		default:
 			if b.EventID == a.EventID {
 				continue
 			}
@@ -139,12 +176,98 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 			if len(changes) == 0 && !recreated {
 				continue
 			}
-			od = ObjectDiff{ID: id, Type: ObjectChanged, Before: &b, After: &a, Changes: changes, Recreated: recreated}
+			od.Type, od.Changes, od.Recreated = ObjectChanged, changes, recreated
 		}
 		od.Kind = kindOf(od)
 		d.Objects = append(d.Objects, od)
 	}
 	return d, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// knowledge says whether the state of an object at one end of a diff's
+// window is known: whether a stream that records it was covered then. It
+// reads only the coverage stateAt computed, once per stream and namespace.
+type knowledge struct {
+	state *scopeState
+	// allCovered: every contributing stream is covered, so every object
+	// is known.
+	allCovered bool
+	memo       map[knowledgeKey]string
+}
+
+type knowledgeKey struct {
+	group, resource, namespace string
+	streams                    [2]string
+}
+
+func newKnowledge(s *scopeState) *knowledge {
+	k := &knowledge{state: s, allCovered: true}
+	for _, st := range s.streams {
+		if !st.cov.Covered {
+			k.allCovered = false
+			break
+		}
+	}
+	return k
+}
+
+// unknown reports whether the state of object id at this end is unknown,
+// and why. b and a are its versions at the two ends (nil when absent):
+// the streams that reported them count as recording it, besides every
+// stream that claims it. The state is known when one of those streams is
+// covered: a covered stream that does not report the object says it is
+// absent.
+func (k *knowledge) unknown(id storage.ObjectID, b, a *SnapshotObject) (string, bool) {
+	if k.allCovered {
+		return "", false
+	}
+	key := knowledgeKey{group: id.Group, resource: id.Resource, namespace: id.Namespace}
+	if b != nil {
+		key.streams[0] = b.StreamID
+	}
+	if a != nil {
+		key.streams[1] = a.StreamID
+	}
+	if reason, ok := k.memo[key]; ok {
+		return reason, reason != ""
+	}
+	reason := ""
+	for _, st := range k.state.streams {
+		if st.status.StreamID != key.streams[0] && st.status.StreamID != key.streams[1] && !claims(st.status.Stream, id) {
+			continue
+		}
+		if st.cov.Covered {
+			reason = ""
+			break
+		}
+		if reason == "" {
+			reason = st.cov.Reason
+			if reason == "" {
+				reason = "stream " + st.status.StreamID + " is not covered"
+			}
+		}
+	}
+	if k.memo == nil {
+		k.memo = make(map[knowledgeKey]string)
+	}
+	k.memo[key] = reason
+	return reason, reason != ""
+}
+
+// unknownEnd names the end(s) of the window whose state is unknown, and
+// the reason.
+func unknownEnd(fromUnknown, toUnknown bool, fromReason, toReason string) (DiffEnd, string) {
+	switch {
+	case !toUnknown:
+		return DiffFrom, fromReason
+	case !fromUnknown:
+		return DiffTo, toReason
+	case fromReason == toReason:
+		return DiffBoth, fromReason
+	}
+	return DiffBoth, "at the start: " + fromReason + "; at the end: " + toReason
 }
 
 func kindOf(od ObjectDiff) string {

@@ -94,8 +94,8 @@ func TestDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !d.HasGaps || len(describeDiff(d)) != 3 {
-		t.Fatalf("from before the first baseline: hasGaps=%v %q", d.HasGaps, describeDiff(d))
+	if want := []string{"unknown ConfigMap shop/old", "unknown ConfigMap shop/same", "unknown Deployment shop/web"}; !d.HasGaps || !slices.Equal(describeDiff(d), want) {
+		t.Fatalf("from before the first baseline: hasGaps=%v %q, want %q", d.HasGaps, describeDiff(d), want)
 	}
 	if _, err := m.Diff(context.Background(), scope, at(3), at(2)); err == nil {
 		t.Fatal("no error for a reversed window")
@@ -115,8 +115,8 @@ func TestDiffGaps(t *testing.T) {
 	}{
 		{name: "before the outage", from: at(1), to: at(4.5), objects: []string{"changed ConfigMap shop/a", "removed ConfigMap shop/b", "added ConfigMap shop/c"}},
 		// The gap is recorded at minute 8 but began at 5: a window ending
-		// at 6 intersects it.
-		{name: "ends inside the outage", from: at(4.5), to: at(6), hasGaps: true, gaps: 1, objects: []string{"changed ConfigMap shop/c"}},
+		// at 6 intersects it, and the state at 6 is unknown.
+		{name: "ends inside the outage", from: at(4.5), to: at(6), hasGaps: true, gaps: 1, objects: []string{"unknown ConfigMap shop/a", "unknown ConfigMap shop/c"}},
 		{name: "spans the outage", from: at(4.5), to: at(10), hasGaps: true, gaps: 1, objects: []string{"removed ConfigMap shop/c"}},
 		{name: "after the relist", from: at(9), to: at(10)},
 	}
@@ -208,4 +208,114 @@ Deployment  shop/web  spec.template.spec.containers[name=app].image  shop:1 → 
 	if unified.String() != wantUnified {
 		t.Fatalf("unified\n%s\nwant\n%s", unified.String(), wantUnified)
 	}
+}
+
+// An object whose state the journal does not know at one end of the window
+// — before its stream's first complete baseline, or inside a gap — is
+// unknown at that end, with the reason, never added or removed.
+func TestDiffUnknownAtEnds(t *testing.T) {
+	type want struct {
+		desc string // type kind namespace/name
+		// For an unknown object: the end, a part of the reason, and
+		// whether it has versions before and after.
+		end           materialize.DiffEnd
+		reason        string
+		before, after bool
+	}
+	check := func(t *testing.T, m *materialize.Materializer, from, to time.Time, wants ...want) *materialize.Diff {
+		t.Helper()
+		d, err := m.Diff(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, from, to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, wantDesc []string
+		for _, od := range d.Objects {
+			got = append(got, fmt.Sprintf("%s %s %s/%s", od.Type, od.Kind, od.ID.Namespace, od.ID.Name))
+		}
+		for _, w := range wants {
+			wantDesc = append(wantDesc, w.desc)
+		}
+		if !slices.Equal(got, wantDesc) {
+			t.Fatalf("objects %q, want %q", got, wantDesc)
+		}
+		if unknown := slices.ContainsFunc(d.Objects, func(od materialize.ObjectDiff) bool { return od.Type == materialize.ObjectUnknown }); unknown != d.HasGaps {
+			t.Errorf("HasGaps is %v, objects of unknown state: %v", d.HasGaps, unknown)
+		}
+		for i, od := range d.Objects {
+			w := wants[i]
+			if od.UnknownAt != w.end || !strings.Contains(od.Reason, w.reason) || (w.reason == "") != (od.Reason == "") {
+				t.Errorf("%s: unknown at %q (%q), want %q (%q)", w.desc, od.UnknownAt, od.Reason, w.end, w.reason)
+			}
+			if (od.Before != nil) != w.before || (od.After != nil) != w.after {
+				t.Errorf("%s: before %v after %v, want %v and %v", w.desc, od.Before != nil, od.After != nil, w.before, w.after)
+			}
+			if od.Type == materialize.ObjectUnknown && (len(od.Changes) != 0 || od.Recreated) {
+				t.Errorf("%s: changes %v claimed for an unknown state", w.desc, od.Changes)
+			}
+		}
+		return d
+	}
+
+	t.Run("window starts before the first baseline", func(t *testing.T) {
+		j, _, _ := deployJournal(t)
+		start := "no complete baseline"
+		d := check(t, j.materializer(), at(0), at(2),
+			want{desc: "unknown ConfigMap shop/old", end: materialize.DiffFrom, reason: start, after: true},
+			want{desc: "unknown ConfigMap shop/same", end: materialize.DiffFrom, reason: start, after: true},
+			want{desc: "unknown Deployment shop/web", end: materialize.DiffFrom, reason: start, after: true})
+		var table, unified strings.Builder
+		if err := d.WriteTable(&table); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.WriteUnified(&unified); err != nil {
+			t.Fatal(err)
+		}
+		wantTable := `warning: 2 part(s) of the scope are not covered at one end of the window
+ConfigMap   shop/old   (unknown at start: no complete baseline at or before this time)
+ConfigMap   shop/same  (unknown at start: no complete baseline at or before this time)
+Deployment  shop/web   (unknown at start: no complete baseline at or before this time)
+`
+		if table.String() != wantTable {
+			t.Errorf("table\n%s\nwant\n%s", table.String(), wantTable)
+		}
+		wantUnified := `# warning: 2 part(s) of the scope are not covered at one end of the window
+# unknown at start: ConfigMap shop/old: no complete baseline at or before this time
+# unknown at start: ConfigMap shop/same: no complete baseline at or before this time
+# unknown at start: Deployment shop/web: no complete baseline at or before this time
+`
+		if unified.String() != wantUnified {
+			t.Errorf("unified\n%s\nwant\n%s", unified.String(), wantUnified)
+		}
+		// Covered from the baseline on: the window's changes as usual.
+		check(t, j.materializer(), at(1), at(10),
+			want{desc: "added ConfigMap shop/new", after: true},
+			want{desc: "removed ConfigMap shop/old", before: true},
+			want{desc: "changed Deployment shop/web", before: true, after: true})
+	})
+	t.Run("window ends inside a gap", func(t *testing.T) {
+		// c was modified at the gap's start and deleted during the gap (the
+		// relist at 9 found it absent): at 6 its state is unknown.
+		j := newOutageJournal(t)
+		d := check(t, j.materializer(), at(4.5), at(6),
+			want{desc: "unknown ConfigMap shop/a", end: materialize.DiffTo, reason: "gap from", before: true, after: true},
+			want{desc: "unknown ConfigMap shop/c", end: materialize.DiffTo, reason: "gap from", before: true, after: true})
+		// After is the last version recorded before the gap.
+		if got := dataOfString(d.Objects[1].After.Object); got != "2" {
+			t.Errorf("c after: data.v %q, want the last recorded 2", got)
+		}
+	})
+	t.Run("window ends in a second gap, after the inferred deletion", func(t *testing.T) {
+		j := newOutageJournal(t)
+		j.gap(j.cms, at(9.5), at(11))
+		check(t, j.materializer(), at(4.5), at(10),
+			want{desc: "unknown ConfigMap shop/a", end: materialize.DiffTo, reason: "gap from", before: true, after: true},
+			want{desc: "unknown ConfigMap shop/c", end: materialize.DiffTo, reason: "gap from", before: true})
+	})
+	t.Run("both ends unknown", func(t *testing.T) {
+		j := newOutageJournal(t)
+		both := "at the start: no complete baseline at or before this time; at the end: gap from"
+		check(t, j.materializer(), at(0.5), at(6),
+			want{desc: "unknown ConfigMap shop/a", end: materialize.DiffBoth, reason: both, after: true},
+			want{desc: "unknown ConfigMap shop/c", end: materialize.DiffBoth, reason: both, after: true})
+	})
 }

@@ -1,13 +1,21 @@
 // Package materialize answers questions about the past from a krply
 // journal: what an object looked like at a time (ObjectAt), every version
 // of it with what changed and who changed it (History), the state of a
-// whole scope at a time (Snapshot, saved in the journal), and what changed
-// in a scope between two times (Diff, with table and unified-YAML
-// renderers). Every answer says how far it can be trusted.
+// whole scope at a time (Snapshot), and what changed in a scope between two
+// times (Diff, with table and unified-YAML renderers). Every answer says how
+// far it can be trusted.
 //
 //	m, err := materialize.New(store)
-//	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "prod", Namespaces: []string{"shop"}}, t, "before deploy")
+//	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "prod", Namespaces: []string{"shop"}}, t)
 //	if !snap.Complete { /* snap.Missing says which streams and why */ }
+//	err = m.SaveSnapshot(ctx, snap, "before deploy") // only when asked to keep it
+//
+// # Reads never write
+//
+// Every query — ObjectAt, History, Snapshot, Diff, GetSnapshot,
+// ListSnapshots — only reads the journal, so a Materializer works on a
+// plain storage.Reader, e.g. a journal opened read-only. Saving a snapshot
+// is an explicit act, SaveSnapshot, and the only write of this package.
 //
 // # Guarantees
 //
@@ -45,6 +53,12 @@
 //     stream is not covered at either end, a gap or loss of availability
 //     intersects the window, or a requested part of the scope is not
 //     recorded.
+//   - Diff never calls an object added, removed or changed when its state
+//     is unknown at an end of the window: when no stream that records it is
+//     covered there (before the stream's first complete baseline, inside a
+//     gap, while it was unavailable), the object is ObjectUnknown, with
+//     UnknownAt (from, to or both) and the Reason. Objects of a window that
+//     starts before recording began are unknown at its start, not added.
 //   - Queries go through the storage.Reader's indexed methods (LatestAt,
 //     AliveAt, ObjectHistory, Records by stream and type); none scans the
 //     whole journal.
@@ -56,7 +70,7 @@
 // # What it does not do
 //
 //   - It does not record anything; the watch package's Collector does.
-//     It only writes snapshot records.
+//     It writes only the snapshots SaveSnapshot is asked to save.
 //   - A Diff compares two states. Objects created and deleted inside the
 //     window do not appear in it; History shows them.
 //   - A time after the stream's last record is answered from what the

@@ -84,7 +84,7 @@ func ExampleMaterializer_Snapshot() {
 	}
 	ctx := context.Background()
 	at := time.Date(2025, 3, 1, 10, 15, 0, 0, time.UTC)
-	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "prod", Namespaces: []string{"shop"}}, at, "before the rollout")
+	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "prod", Namespaces: []string{"shop"}}, at)
 	if err != nil {
 		panic(err)
 	}
@@ -94,6 +94,10 @@ func ExampleMaterializer_Snapshot() {
 	}
 	for _, o := range snap.Objects {
 		fmt.Println("object", o.Ref.Kind, o.Ref.ObjectKey(), "synthetic:", o.Synthetic)
+	}
+	// Computing a snapshot saves nothing; saving it is a separate act.
+	if err := m.SaveSnapshot(ctx, snap, "before the rollout"); err != nil {
+		panic(err)
 	}
 	saved, err := m.GetSnapshot(ctx, snap.ID)
 	if err != nil {

@@ -118,7 +118,7 @@ func TestRecordedByCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	scope := materialize.Scope{ClusterID: cluster, Namespaces: []string{ns}}
-	snap, err := m.Snapshot(ctx, scope, t1, "before")
+	snap, err := m.Snapshot(ctx, scope, t1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,21 +50,25 @@ func WithLogger(log logr.Logger) Option {
 	return optionFunc(func(c *config) { c.log = log })
 }
 
-// WithClock sets the clock that stamps snapshots' CreatedAt. The default is
-// the real clock.
+// WithClock sets the clock that stamps snapshots' CreatedAt and the time
+// they are saved at. The default is the real clock.
 func WithClock(clk clock.PassiveClock) Option {
 	return optionFunc(func(c *config) { c.clock = clk })
 }
 
-// WithIDGenerator sets the function that makes snapshot IDs. The default
-// makes random UUIDs. IDs must be unique in the journal.
+// WithIDGenerator sets the function that makes the IDs SaveSnapshot gives
+// snapshots. The default makes random UUIDs. IDs must be unique in the
+// journal.
 func WithIDGenerator(newID func() string) Option {
 	return optionFunc(func(c *config) { c.newID = newID })
 }
 
-// New returns a Materializer reading store. To save snapshots store must
-// also be a storage.Writer (any storage.Store is); otherwise Snapshot
-// returns ErrReadOnly. New starts no goroutines and does no I/O.
+// New returns a Materializer reading store. Every query (ObjectAt,
+// History, Snapshot, Diff, GetSnapshot, ListSnapshots) only reads, so store
+// may be a plain storage.Reader, e.g. a journal opened read-only. To save
+// snapshots (SaveSnapshot) store must also be a storage.Writer (any
+// storage.Store is); otherwise SaveSnapshot returns ErrReadOnly. New starts
+// no goroutines and does no I/O.
 func New(store storage.Reader, opts ...Option) (*Materializer, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)

@@ -176,7 +176,7 @@ func TestObjectAtInferredDeletionCountsFromBaselineEnd(t *testing.T) {
 	if st.Exists || !st.Covered {
 		t.Fatalf("exists=%v covered=%v at the relist's end, want deleted and covered", st.Exists, st.Covered)
 	}
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(4), "")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(4))
 	if err != nil {
 		t.Fatal(err)
 	}

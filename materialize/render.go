@@ -19,8 +19,11 @@ const maxValueWidth = 60
 //
 //	Deployment  shop/web  spec.replicas  2 → 5
 //
-// Added and removed objects take one line each. Warnings come first,
-// prefixed "warning: ".
+// Added, removed and unknown objects take one line each:
+//
+//	ConfigMap   shop/a    (unknown at start: no complete baseline at or before this time)
+//
+// Warnings come first, prefixed "warning: ".
 func (d *Diff) WriteTable(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, warn := range d.Warnings {
@@ -32,6 +35,9 @@ func (d *Diff) WriteTable(w io.Writer) error {
 		switch od.Type {
 		case ObjectAdded, ObjectRemoved:
 			fmt.Fprintf(tw, "%s\t%s\t(%s)\n", od.Kind, name, od.Type)
+			continue
+		case ObjectUnknown:
+			fmt.Fprintf(tw, "%s\t%s\t(%s: %s)\n", od.Kind, name, unknownAt(od.UnknownAt), od.Reason)
 			continue
 		}
 		if od.Recreated {
@@ -46,6 +52,17 @@ func (d *Diff) WriteTable(w io.Writer) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// unknownAt says in words at which end a state is unknown.
+func unknownAt(end DiffEnd) string {
+	switch end {
+	case DiffFrom:
+		return "unknown at start"
+	case DiffTo:
+		return "unknown at end"
+	}
+	return "unknown at both ends"
 }
 
 func objectName(od ObjectDiff) string {
@@ -94,13 +111,18 @@ const unifiedContext = 3
 // WriteUnified writes the diff like `kubectl diff`: for each object that
 // differs, a unified diff of its YAML at From against its YAML at To, with
 // the fields the diff ignored left out. Warnings come first as "# warning:"
-// lines.
+// lines. An object whose state is unknown at an end gets a "# unknown:"
+// line instead of a diff: the journal cannot say what changed.
 func (d *Diff) WriteUnified(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	for _, warn := range d.Warnings {
 		fmt.Fprintf(bw, "# warning: %s\n", warn)
 	}
 	for _, od := range d.Objects {
+		if od.Type == ObjectUnknown {
+			fmt.Fprintf(bw, "# %s: %s %s: %s\n", unknownAt(od.UnknownAt), od.Kind, objectName(od), od.Reason)
+			continue
+		}
 		before, after, err := d.yamlPair(od)
 		if err != nil {
 			return err

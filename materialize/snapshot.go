@@ -16,16 +16,10 @@ import (
 func newUUID() string { return uuid.NewString() }
 
 // Snapshot computes the state of scope at at — every object alive then,
-// with per-stream watermarks, Complete, Missing and warnings — and saves it
-// in the journal as a TypeSnapshot record named name. The returned
-// snapshot's ID fetches it again with GetSnapshot.
-//
-// The store must be a storage.Writer; otherwise Snapshot returns
-// ErrReadOnly before reading anything.
-func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time, name string) (*Snapshot, error) {
-	if m.writer == nil {
-		return nil, fmt.Errorf("%w: the store given to New is not a storage.Writer", ErrReadOnly)
-	}
+// with per-stream watermarks, Complete, Missing and warnings. It only
+// reads: the snapshot is not saved, and its ID is empty, until SaveSnapshot
+// stores it. The store may be a plain storage.Reader.
+func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) (*Snapshot, error) {
 	if at.IsZero() {
 		return nil, fmt.Errorf("%w: snapshot without a time", ErrInvalidArgument)
 	}
@@ -34,8 +28,6 @@ func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time, 
 		return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
 	}
 	snap := &Snapshot{
-		ID:         m.newID(),
-		Name:       name,
 		Scope:      scope,
 		At:         at,
 		CreatedAt:  m.clock.Now(),
@@ -48,24 +40,50 @@ func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time, 
 	for i, o := range st.objects {
 		snap.Objects[i] = snapshotObject(o.rec)
 	}
-	doc, err := json.Marshal(snap)
+	return snap, nil
+}
+
+// SaveSnapshot stores snap, as Snapshot computed it, in the journal as a
+// TypeSnapshot record named name, and sets its ID and Name: GetSnapshot
+// fetches it by that ID, and a replay.Source can name it. Saving is an
+// explicit act; no query saves anything.
+//
+// It returns ErrReadOnly when the store given to New is not a
+// storage.Writer, and ErrInvalidArgument for a nil snapshot, one without a
+// cluster or a time, or one already saved (its ID is set). On an error snap
+// is left as it was.
+func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name string) error {
+	switch {
+	case m.writer == nil:
+		return fmt.Errorf("%w: the store given to New is not a storage.Writer", ErrReadOnly)
+	case snap == nil:
+		return fmt.Errorf("%w: nil snapshot", ErrInvalidArgument)
+	case snap.ID != "":
+		return fmt.Errorf("%w: snapshot is already saved as %q", ErrInvalidArgument, snap.ID)
+	case snap.Scope.ClusterID == "" || snap.At.IsZero():
+		return fmt.Errorf("%w: snapshot without a cluster or a time", ErrInvalidArgument)
+	}
+	saved := *snap
+	saved.ID, saved.Name = m.newID(), name
+	doc, err := json.Marshal(&saved)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s: encode: %w", snap.ID, err)
+		return fmt.Errorf("snapshot %s: encode: %w", saved.ID, err)
 	}
 	rec := event.Record{
 		Type:       event.TypeSnapshot,
-		EventID:    snap.ID,
-		ClusterID:  scope.ClusterID,
-		ObservedAt: snap.CreatedAt,
-		Snapshot:   &event.SnapshotRef{ID: snap.ID, Name: name, At: at, Complete: snap.Complete},
+		EventID:    saved.ID,
+		ClusterID:  saved.Scope.ClusterID,
+		ObservedAt: m.clock.Now(),
+		Snapshot:   &event.SnapshotRef{ID: saved.ID, Name: name, At: saved.At, Complete: saved.Complete},
 		Object:     doc,
 		ObjectHash: event.ObjectHash(doc),
 	}
 	if _, err := m.writer.Append(ctx, []event.Record{rec}); err != nil {
-		return nil, fmt.Errorf("snapshot %s: save: %w", snap.ID, err)
+		return fmt.Errorf("snapshot %s: save: %w", saved.ID, err)
 	}
-	m.log.V(1).Info("snapshot saved", "id", snap.ID, "cluster", scope.ClusterID, "at", at, "objects", len(snap.Objects), "complete", snap.Complete)
-	return snap, nil
+	snap.ID, snap.Name = saved.ID, name
+	m.log.V(1).Info("snapshot saved", "id", saved.ID, "name", name, "cluster", saved.Scope.ClusterID, "at", saved.At, "objects", len(saved.Objects), "complete", saved.Complete)
+	return nil
 }
 
 func snapshotObject(rec event.Record) SnapshotObject {

@@ -44,7 +44,7 @@ func TestSnapshotBoundaries(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			snap, err := m.Snapshot(context.Background(), scope, tc.at, tc.name)
+			snap, err := m.Snapshot(context.Background(), scope, tc.at)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +70,7 @@ func TestSnapshotBoundaries(t *testing.T) {
 func TestSnapshotWatermarkIsLastProgressAtOrBeforeT(t *testing.T) {
 	j := newOutageJournal(t)
 	m := j.materializer()
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(3.5), "")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(3.5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestSnapshotTwoStreamsWithDifferentCoverage(t *testing.T) {
 	s1 := obj{kind: "Secret", namespace: "shop", name: "s1", uid: "us1", body: map[string]any{"type": "Opaque"}}
 	j.baseline(secrets, "bs", at(1), s1)
 	m := j.materializer()
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(6), "outage")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSnapshotTwoStreamsWithDifferentCoverage(t *testing.T) {
 	}
 
 	// Restricted to secrets, the same time is complete.
-	snap, err = m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Resources: []schema.GroupResource{{Resource: "secrets"}}}, at(6), "")
+	snap, err = m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Resources: []schema.GroupResource{{Resource: "secrets"}}}, at(6))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestSnapshotMissingResourceAndNamespace(t *testing.T) {
 	m := j.materializer()
 	scope := materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop", "web"},
 		Resources: []schema.GroupResource{{Resource: "configmaps"}, {Group: "apps", Resource: "deployments"}}}
-	snap, err := m.Snapshot(context.Background(), scope, at(4.5), "")
+	snap, err := m.Snapshot(context.Background(), scope, at(4.5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func TestSnapshotObjectInTwoStreams(t *testing.T) {
 	j.watch(all, event.Deleted, c, at(2)) // only the all-namespaces stream sees the deletion
 	m := j.materializer()
 
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(2.5), "")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(2.5))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,12 +185,36 @@ func TestSnapshotSavedGetList(t *testing.T) {
 	n := 0
 	m := j.materializer(materialize.WithClock(clk), materialize.WithIDGenerator(func() string { n++; return fmt.Sprintf("snap-%d", n) }))
 	ctx := context.Background()
-	s1, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(4.5), "before outage")
+	s1, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(4.5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(6), "during outage"); err != nil {
+	if s1.ID != "" || s1.Name != "" {
+		t.Fatalf("a computed snapshot has ID %q and name %q before it is saved", s1.ID, s1.Name)
+	}
+	if list, err := m.ListSnapshots(ctx, "c1"); err != nil || len(list) != 0 {
+		t.Fatalf("computing a snapshot saved it: %+v, %v", list, err)
+	}
+	if err := m.SaveSnapshot(ctx, s1, "before outage"); err != nil {
 		t.Fatal(err)
+	}
+	if s1.ID != "snap-1" || s1.Name != "before outage" {
+		t.Fatalf("saved snapshot has ID %q and name %q", s1.ID, s1.Name)
+	}
+	if err := m.SaveSnapshot(ctx, s1, "again"); !errors.Is(err, materialize.ErrInvalidArgument) || s1.Name != "before outage" {
+		t.Fatalf("saving a saved snapshot again: %v, name %q", err, s1.Name)
+	}
+	s2, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveSnapshot(ctx, s2, "during outage"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []*materialize.Snapshot{nil, {At: at(1)}, {Scope: materialize.Scope{ClusterID: "c1"}}} {
+		if err := m.SaveSnapshot(ctx, bad, "bad"); !errors.Is(err, materialize.ErrInvalidArgument) {
+			t.Errorf("SaveSnapshot(%+v) = %v, want ErrInvalidArgument", bad, err)
+		}
 	}
 	got, err := m.GetSnapshot(ctx, s1.ID)
 	if err != nil {
@@ -227,7 +251,7 @@ func TestSnapshotSavedGetList(t *testing.T) {
 func TestSnapshotFutureIsWarned(t *testing.T) {
 	j := newOutageJournal(t)
 	m := j.materializer(materialize.WithClock(clocktesting.NewFakePassiveClock(at(10))))
-	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(20), "")
+	snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,17 +263,36 @@ func TestSnapshotFutureIsWarned(t *testing.T) {
 // readOnly hides the store's Writer.
 type readOnly struct{ materializeReader }
 
-func TestSnapshotReadOnlyStore(t *testing.T) {
+// Every query answers from a plain storage.Reader; only saving a snapshot
+// needs a Writer.
+func TestQueriesOnAReadOnlyStore(t *testing.T) {
 	j := newOutageJournal(t)
 	m, err := materialize.New(readOnly{j.store})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, at(2), ""); !errors.Is(err, materialize.ErrReadOnly) {
-		t.Fatalf("err %v, want ErrReadOnly", err)
+	ctx := context.Background()
+	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(2))
+	if err != nil || !snap.Complete || !slices.Equal(names(snap), []string{"configmaps:shop/a", "configmaps:shop/b"}) {
+		t.Fatalf("snapshot on a read-only store: %v, %+v", err, snap)
 	}
-	if _, err := m.Snapshot(context.Background(), materialize.Scope{}, at(2), ""); err == nil {
-		t.Fatal("no error for a scope without cluster")
+	if err := m.SaveSnapshot(ctx, snap, "x"); !errors.Is(err, materialize.ErrReadOnly) || snap.ID != "" {
+		t.Fatalf("SaveSnapshot on a read-only store: %v, ID %q; want ErrReadOnly and no ID", err, snap.ID)
+	}
+	if st, err := m.ObjectAt(ctx, idOf(j.cms, "a", "shop"), at(2)); err != nil || !st.Exists {
+		t.Fatalf("ObjectAt on a read-only store: %v, %+v", err, st)
+	}
+	if h, err := m.History(ctx, idOf(j.cms, "c", "shop")); err != nil || len(h.Versions()) != 3 {
+		t.Fatalf("History on a read-only store: %v, %+v", err, h)
+	}
+	if d, err := m.Diff(ctx, materialize.Scope{ClusterID: "c1"}, at(1), at(4.5)); err != nil || len(d.Objects) != 3 {
+		t.Fatalf("Diff on a read-only store: %v, %+v", err, d)
+	}
+	if list, err := m.ListSnapshots(ctx, "c1"); err != nil || len(list) != 0 {
+		t.Fatalf("ListSnapshots on a read-only store: %v, %+v", err, list)
+	}
+	if _, err := m.Snapshot(ctx, materialize.Scope{}, at(2)); !errors.Is(err, materialize.ErrInvalidArgument) {
+		t.Fatalf("no ErrInvalidArgument for a scope without cluster: %v", err)
 	}
 }
 
@@ -274,7 +317,7 @@ func TestSnapshotUnavailableStream(t *testing.T) {
 		{at(4.5), false, "stream unavailable since"},
 		{at(5), true, ""},
 	} {
-		snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, tc.at, "")
+		snap, err := m.Snapshot(context.Background(), materialize.Scope{ClusterID: "c1"}, tc.at)
 		if err != nil {
 			t.Fatal(err)
 		}

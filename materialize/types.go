@@ -66,14 +66,17 @@ type MissingStream struct {
 }
 
 // Snapshot is the state of a scope at a time, with how far it can be
-// trusted. Snapshots are saved in the journal as TypeSnapshot records.
+// trusted. Materializer.Snapshot computes one; SaveSnapshot saves it in the
+// journal as a TypeSnapshot record.
 type Snapshot struct {
-	// ID is the snapshot's EventID in the journal; Name is the caller's.
-	ID   string `json:"id"`
+	// ID is the snapshot's EventID in the journal, empty until it is
+	// saved; Name is the caller's, given to SaveSnapshot.
+	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
 	// Scope is what was asked for.
 	Scope Scope `json:"scope"`
-	// At is the time the snapshot describes; CreatedAt when it was taken.
+	// At is the time the snapshot describes; CreatedAt when it was
+	// computed.
 	At        time.Time `json:"at"`
 	CreatedAt time.Time `json:"createdAt"`
 	// Complete is true only when every contributing stream is covered at At

@@ -66,15 +66,18 @@ type ApplyReport struct {
 	Results []ApplyResult `json:"results"`
 }
 
-// Apply writes a plan into a cluster with server-side apply, never forcing
-// and never deleting anything. Before writing it refuses (errors matching
-// ErrRefused, of the types in errors.go):
+// Apply writes a saved plan into a cluster with server-side apply, never
+// forcing and never deleting anything. Before writing it refuses (errors
+// matching ErrRefused, of the types in errors.go):
 //
 //   - without a Confirmation naming the plan's ID and hash
 //     (*ConfirmationRequiredError);
 //   - when the plan's content no longer matches its hash, or its last
 //     clean dry run is older than the Planner's max dry-run age
 //     (*StalePlanError);
+//   - when the journal does not hold the plan with that ID and hash
+//     (*UnsavedPlanError): only the saved plan that was reviewed is
+//     applied;
 //   - over incomplete coverage without Policy.AllowGaps
 //     (*CoverageIncompleteError);
 //   - into a cluster other than Target.ClusterID (*WrongTargetError), or
@@ -90,7 +93,9 @@ type ApplyReport struct {
 // dry-runs every other object again, and stops (*DryRunNotCleanError, only
 // the namespaces written) unless that second dry run is StatusDryRunOK.
 // Finally it applies the objects in order and stops at the first failure
-// (*ApplyError). Every dry run and the apply report are saved in the journal.
+// (*ApplyError). Every dry run and the apply report are saved in the
+// journal: like DryRun, Apply is an act that writes, not a query, and needs
+// a writable store (ErrReadOnly otherwise).
 //
 // On an error after the first write the returned report says precisely what
 // was written; applying the same plan again is safe.
@@ -262,7 +267,7 @@ func (p *Planner) finishApply(ctx context.Context, plan *Plan, report *ApplyRepo
 		report.Status = StatusApplyFailed
 	}
 	eventID := event.EventID("", event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: recordKindApply, Name: report.PlanID}, "", report.ID)
-	err := p.save(ctx, report.Cluster.UID, recordKindApply, report.PlanID, eventID, report.FinishedAt,
+	_, err := p.save(ctx, report.Cluster.UID, recordKindApply, report.PlanID, eventID, report.FinishedAt,
 		&event.SnapshotRef{ID: report.ID, Name: "apply of replay plan " + report.PlanID, At: report.FinishedAt, Complete: cause == nil}, report)
 	plan.Status = report.Status
 	p.log.Info("replay apply", "plan", report.PlanID, "cluster", report.Cluster.String(), "status", report.Status, "error", cause)

@@ -25,8 +25,8 @@ func deploymentBody(ns, name string, i int) []byte {
 }
 
 // BenchmarkPlan plans a namespace of n objects (half ConfigMaps, half
-// Deployments) from the memory store: snapshot, sanitize, map, order, hash
-// and save.
+// Deployments) from the memory store: snapshot, sanitize, map, order and
+// hash (a plan is saved only by SavePlan).
 func BenchmarkPlan(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
@@ -100,6 +100,9 @@ func BenchmarkDryRun(b *testing.B) {
 	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
 		replay.Target{Namespaces: map[string]string{ns: target}})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
 		b.Fatal(err)
 	}
 	c, err := replay.NewClusterForConfig(env.Config())

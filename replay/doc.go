@@ -9,6 +9,7 @@
 //	plan, _ := planner.Plan(ctx, replay.Source{ClusterID: id, Namespaces: []string{"shop"}, At: t},
 //		replay.Target{Namespaces: map[string]string{"shop": "shop-sandbox"}})
 //	yaml, _ := plan.YAML()                       // review it; kubectl accepts it too
+//	err := planner.SavePlan(ctx, plan)           // keep the reviewed plan
 //	target, _ := replay.NewClusterForConfig(cfg)
 //	report, _ := planner.DryRun(ctx, plan, target)
 //	applied, err := planner.Apply(ctx, plan, target,
@@ -18,9 +19,20 @@
 // see the materialize package), refuses a snapshot that is not Complete
 // unless Policy.AllowGaps (and then every object from an uncovered stream
 // carries a warning), leaves out the kinds of DefaultExclusions with their
-// reasons, sanitizes and maps every other object, orders them (see TierOf),
-// and saves the plan in the journal as a TypePlan record. LoadPlan reads it
-// back in another process, with its hash checked.
+// reasons, sanitizes and maps every other object, and orders them (see
+// TierOf). Plan only reads the journal: the plan is a preview. SavePlan
+// saves it as a TypePlan record, an explicit act; LoadPlan reads it back in
+// another process, with its hash checked.
+//
+// # Reads and acts
+//
+// Plan and LoadPlan are queries: they work on a plain storage.Reader (a
+// journal opened read-only) and change nothing. SavePlan, DryRun and Apply
+// are acts that write to the journal — the plan, the dry-run reports Apply
+// relies on, the apply reports — and return ErrReadOnly on a read-only
+// store. DryRun and Apply accept only a saved plan: the journal must hold a
+// plan with the same ID and hash (*UnsavedPlanError otherwise), so the plan
+// dry-run and applied is the plan reviewed.
 //
 // # Sanitizing
 //
@@ -66,11 +78,12 @@
 // to it too: krply then co-owns the labels and annotations that Namespace
 // carries (and the plan annotation).
 //
-// Apply refuses without a Confirmation naming the plan's ID and hash, unless
-// the newest dry run of the same plan (same hash) against the same cluster
-// with the same field manager was clean (or needed only the plan's
-// namespaces) and is younger than the max dry-run age, and into the source
-// cluster unless Policy.AllowSourceCluster. A cluster's identity is its
+// Apply refuses without a Confirmation naming the plan's ID and hash; a plan
+// the journal does not hold with that ID and hash; unless the newest dry
+// run of the same plan (same hash) against the same cluster with the same
+// field manager was clean (or needed only the plan's namespaces) and is
+// younger than the max dry-run age; and into the source cluster unless
+// Policy.AllowSourceCluster. A cluster's identity is its
 // kube-system namespace UID, the Collector's default cluster ID (name it
 // with WithClusterID when the Collector was given another ID). Apply dry-runs
 // again right before writing, never forces, never deletes, and stops at the
@@ -78,7 +91,8 @@
 // was written; applying again is safe. Refusals are typed errors matching
 // ErrRefused: *ConfirmationRequiredError, *CoverageIncompleteError,
 // *DryRunNotCleanError, *SourceClusterError, *StalePlanError,
-// *WrongTargetError. Every dry-run and apply report is saved in the journal.
+// *UnsavedPlanError, *WrongTargetError. Every dry-run and apply report is
+// saved in the journal.
 //
 // # What it does not do
 //

@@ -133,10 +133,12 @@ func (r *DryRunReport) Summary() string {
 	return strings.Join(parts, ", ")
 }
 
-// DryRun sends every object of the plan to the cluster as a server-side
-// apply with dryRun=All and force=false, and reports per object what the
-// server would do. Nothing is written to the cluster. The report is saved
-// in the journal and becomes plan.LastDryRun; plan.Status follows it.
+// DryRun sends every object of a saved plan to the cluster as a
+// server-side apply with dryRun=All and force=false, and reports per object
+// what the server would do. Nothing is written to the cluster, but DryRun
+// is an act, not a query: it saves its report in the journal (Apply relies
+// on it), so it needs a writable store (ErrReadOnly otherwise). The report
+// becomes plan.LastDryRun; plan.Status follows it.
 //
 // Status is StatusDryRunOK only when every object was validated by the
 // server and is clean. Objects whose namespace does not exist yet cannot be
@@ -145,8 +147,10 @@ func (r *DryRunReport) Summary() string {
 // resolves by creating the namespaces first and dry-running again.
 //
 // DryRun refuses (see ErrRefused) a plan whose content no longer matches its
-// hash, a cluster other than Target.ClusterID, and the source cluster
-// unless Policy.AllowSourceCluster. Failures of single objects are results,
+// hash (*StalePlanError), a plan the journal does not hold with that ID and
+// hash (*UnsavedPlanError: save it with SavePlan first), a cluster other
+// than Target.ClusterID, and the source cluster unless
+// Policy.AllowSourceCluster. Failures of single objects are results,
 // not errors.
 func (p *Planner) DryRun(ctx context.Context, plan *Plan, c *Cluster) (*DryRunReport, error) {
 	id, manager, err := p.checkTarget(ctx, plan, c)
@@ -162,7 +166,13 @@ func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Iden
 	if plan == nil || c == nil {
 		return Identity{}, "", fmt.Errorf("%w: nil plan or cluster", ErrInvalidArgument)
 	}
+	if p.writer == nil {
+		return Identity{}, "", fmt.Errorf("%w: dry runs and applies save reports in the journal; the store given to NewPlanner is not a storage.Writer", ErrReadOnly)
+	}
 	if err := plan.verifyHash(); err != nil {
+		return Identity{}, "", err
+	}
+	if err := p.requireSaved(ctx, plan); err != nil {
 		return Identity{}, "", err
 	}
 	if !plan.Coverage.Complete && !plan.Policy.AllowGaps {
@@ -196,7 +206,7 @@ func (p *Planner) dryRun(ctx context.Context, plan *Plan, c *Cluster, id Identit
 	}
 	report.Status = dryRunStatus(report.Results)
 	eventID := event.EventID("", event.TypePlan, event.ResourceRef{Group: recordGroup, Kind: recordKindDryRun, Name: plan.ID}, "", report.ID)
-	if err := p.save(ctx, id.UID, recordKindDryRun, plan.ID, eventID, report.At,
+	if _, err := p.save(ctx, id.UID, recordKindDryRun, plan.ID, eventID, report.At,
 		&event.SnapshotRef{ID: report.ID, Name: "dry run of replay plan " + plan.ID, At: report.At, Complete: report.Status == StatusDryRunOK}, report); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,9 @@ var (
 	ErrInvalidPlan = errors.New("replay: invalid plan")
 	// ErrNotFound: no saved plan with that ID.
 	ErrNotFound = errors.New("replay: plan not found")
+	// ErrReadOnly: the store cannot save plans or reports (it is not a
+	// storage.Writer), so SavePlan, DryRun and Apply cannot run.
+	ErrReadOnly = errors.New("replay: store cannot save plans or reports")
 	// ErrIdentity: the target cluster's identity could not be read, so it
 	// cannot be told apart from the source.
 	ErrIdentity = errors.New("replay: cannot identify target cluster")
@@ -115,6 +118,22 @@ func (e *StalePlanError) Error() string {
 
 // Unwrap returns ErrRefused.
 func (e *StalePlanError) Unwrap() error { return ErrRefused }
+
+// UnsavedPlanError: DryRun, Apply or SavePlan was given a plan the journal
+// does not hold as it is: a preview that was never saved (see
+// Planner.SavePlan), or a plan whose ID the journal holds with another
+// hash. Only the saved, reviewed plan is dry-run and applied.
+type UnsavedPlanError struct {
+	PlanID, PlanHash string
+	Reason           string
+}
+
+func (e *UnsavedPlanError) Error() string {
+	return fmt.Sprintf("replay: plan %s with hash %s is not a saved plan: %s (save the plan you reviewed with SavePlan, then dry-run it)", e.PlanID, e.PlanHash, e.Reason)
+}
+
+// Unwrap returns ErrRefused.
+func (e *UnsavedPlanError) Unwrap() error { return ErrRefused }
 
 // WrongTargetError: the cluster is not the one the plan's Target names.
 type WrongTargetError struct {

@@ -147,12 +147,16 @@ func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journa
 }
 
 // planNow plans namespace ns of the journal's cluster, as it is now, into
-// namespace target.
+// namespace target, and saves the plan (only a saved plan is dry-run and
+// applied).
 func planNow(t *testing.T, ctx context.Context, p *replay.Planner, j *journal, ns, target string) *replay.Plan {
 	t.Helper()
 	plan, err := p.Plan(ctx, replay.Source{ClusterID: j.cluster, Namespaces: []string{ns}, At: time.Now()},
 		replay.Target{Namespaces: map[string]string{ns: target}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
 		t.Fatal(err)
 	}
 	return plan
@@ -605,6 +609,9 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	if got, want := refs(plan.Objects), []string{"namespaces " + target, "configmaps " + target + "/settings",
 		"services " + target + "/web", "apps/deployments " + target + "/web"}; !slices.Equal(got, want) {
 		t.Fatalf("plan objects = %q, want %q", got, want)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
+		t.Fatal(err)
 	}
 	c := clusterOf(t, env.Config())
 	if _, err := p.DryRun(ctx, plan, c); err != nil {

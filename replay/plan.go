@@ -105,7 +105,7 @@ type Status string
 
 // The statuses of a plan.
 const (
-	// StatusPlanned: made and saved, not dry-run yet.
+	// StatusPlanned: made (and maybe saved), not dry-run yet.
 	StatusPlanned Status = "planned"
 	// StatusDryRunOK: the last dry run validated every object on the
 	// server and found no conflict and no error.
@@ -128,13 +128,16 @@ const (
 // Plan is a reviewed-before-applied replay: the sanitized objects that
 // rebuild a recorded state, in apply order, with what was left out and why.
 // A plan is immutable once made; its Hash covers everything but Status and
-// LastDryRun. Plans are saved in the journal (see Planner.LoadPlan), so a
-// plan reviewed today can be dry-run and applied by another process later.
+// LastDryRun. Planner.Plan makes a preview; Planner.SavePlan saves it in the
+// journal (see Planner.LoadPlan), so a plan reviewed today can be dry-run
+// and applied by another process later. Only a saved plan is dry-run and
+// applied.
 type Plan struct {
 	ID        string    `json:"id"`
 	CreatedAt time.Time `json:"createdAt"`
-	// Source is what the plan rebuilds, resolved: SnapshotID names the
-	// snapshot it was made from, At its time.
+	// Source is what the plan rebuilds, resolved: At is its time, and
+	// SnapshotID names the saved snapshot it was made from, if it was made
+	// from one (planning from a time saves no snapshot).
 	Source Source `json:"source"`
 	// SourceClusterUID is the UID of the source cluster's kube-system
 	// namespace when the journal recorded it; Apply compares it with the

@@ -32,10 +32,12 @@ const (
 const DefaultMaxDryRunAge = 24 * time.Hour
 
 // Planner makes replay plans from a journal, saves them in it, dry-runs and
-// applies them. It is safe for concurrent use; it starts no goroutines and
-// does not own the store (the caller closes it).
+// applies them. Plan only reads; SavePlan, DryRun and Apply write to the
+// journal. It is safe for concurrent use; it starts no goroutines and does
+// not own the store (the caller closes it).
 type Planner struct {
-	store        storage.Store
+	store        storage.Reader
+	writer       storage.Writer // nil when the store is read-only
 	mat          *materialize.Materializer
 	policy       Policy
 	log          logr.Logger
@@ -94,9 +96,12 @@ func (l LoggerOption) applyCluster(c *clusterConfig) { c.log = l.Logger }
 // everything.
 func WithLogger(log logr.Logger) LoggerOption { return LoggerOption{log} }
 
-// NewPlanner returns a Planner on store. It starts no goroutines and does no
-// I/O.
-func NewPlanner(store storage.Store, opts ...Option) (*Planner, error) {
+// NewPlanner returns a Planner on store. Plan and LoadPlan only read, so
+// store may be a plain storage.Reader, e.g. a journal opened read-only;
+// SavePlan, DryRun and Apply write and need a storage.Writer too (any
+// storage.Store is), otherwise they return ErrReadOnly. NewPlanner starts
+// no goroutines and does no I/O.
+func NewPlanner(store storage.Reader, opts ...Option) (*Planner, error) {
 	if store == nil {
 		return nil, fmt.Errorf("%w: nil store", ErrInvalidArgument)
 	}
@@ -122,7 +127,11 @@ func NewPlanner(store storage.Store, opts ...Option) (*Planner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: materializer: %w", err)
 	}
-	return &Planner{store: store, mat: mat, policy: cfg.policy, log: cfg.log, clock: cfg.clock, newID: cfg.newID, maxDryRunAge: cfg.maxDryRunAge}, nil
+	p := &Planner{store: store, mat: mat, policy: cfg.policy, log: cfg.log, clock: cfg.clock, newID: cfg.newID, maxDryRunAge: cfg.maxDryRunAge}
+	if w, ok := store.(storage.Writer); ok {
+		p.writer = w
+	}
+	return p, nil
 }
 
 func clonePolicy(p Policy) Policy {
@@ -135,7 +144,8 @@ func clonePolicy(p Policy) Policy {
 
 // Plan materializes the source, refuses incomplete coverage unless the
 // policy allows gaps (a *CoverageIncompleteError), sanitizes, maps and
-// orders the objects, and saves the plan in the journal.
+// orders the objects. It only reads: the plan is a preview until SavePlan
+// saves it, and DryRun and Apply accept only a saved plan.
 func (p *Planner) Plan(ctx context.Context, src Source, tgt Target) (*Plan, error) {
 	if src.SnapshotID == "" && (src.ClusterID == "" || src.At.IsZero()) {
 		return nil, fmt.Errorf("%w: source needs a snapshot ID, or a cluster ID and a time", ErrInvalidArgument)
@@ -188,13 +198,76 @@ func (p *Planner) Plan(ctx context.Context, src Source, tgt Target) (*Plan, erro
 	if plan.Hash, err = plan.ComputeHash(); err != nil {
 		return nil, err
 	}
-	if err := p.save(ctx, plan.Source.ClusterID, recordKindPlan, plan.ID, plan.ID, plan.CreatedAt,
-		&event.SnapshotRef{ID: plan.ID, Name: "replay plan", At: plan.Source.At, Complete: plan.Coverage.Complete}, plan); err != nil {
-		return nil, err
+	p.log.V(1).Info("replay plan made (not saved)", "plan", plan.ID, "hash", plan.Hash, "objects", len(plan.Objects),
+		"exclusions", len(plan.Exclusions), "complete", plan.Coverage.Complete)
+	return plan, nil
+}
+
+// SavePlan saves a plan in the journal as a TypePlan record, so that it can
+// be reviewed, loaded by another process (LoadPlan), dry-run and applied.
+// Saving is an explicit act; Plan saves nothing. Saving the same plan again
+// stores nothing new.
+//
+// It refuses a plan whose content no longer matches its hash
+// (*StalePlanError) and a plan whose ID the journal already holds with
+// other content (*UnsavedPlanError), and returns ErrReadOnly when the store
+// is not a storage.Writer.
+func (p *Planner) SavePlan(ctx context.Context, plan *Plan) error {
+	switch {
+	case p.writer == nil:
+		return fmt.Errorf("%w: the store given to NewPlanner is not a storage.Writer", ErrReadOnly)
+	case plan == nil:
+		return fmt.Errorf("%w: nil plan", ErrInvalidArgument)
+	}
+	if err := plan.verifyHash(); err != nil {
+		return err
+	}
+	// Status and LastDryRun are not part of the saved content: LoadPlan
+	// derives them from the journal's dry-run and apply records.
+	saved := *plan
+	saved.Status, saved.LastDryRun = StatusPlanned, nil
+	dup, err := p.save(ctx, plan.Source.ClusterID, recordKindPlan, plan.ID, plan.ID, p.clock.Now().UTC(),
+		&event.SnapshotRef{ID: plan.ID, Name: "replay plan", At: plan.Source.At, Complete: plan.Coverage.Complete}, &saved)
+	if err != nil {
+		return err
+	}
+	if dup {
+		// The ID was taken: by this plan (nothing to do) or another record.
+		if err := p.requireSaved(ctx, plan); err != nil {
+			return err
+		}
 	}
 	p.log.Info("replay plan saved", "plan", plan.ID, "hash", plan.Hash, "objects", len(plan.Objects),
 		"exclusions", len(plan.Exclusions), "complete", plan.Coverage.Complete)
-	return plan, nil
+	return nil
+}
+
+// requireSaved refuses a plan the journal does not hold with the same ID
+// and hash: a preview that was never saved, or a plan changed and hashed
+// again after it was saved.
+func (p *Planner) requireSaved(ctx context.Context, plan *Plan) error {
+	refuse := func(reason string) error {
+		return &UnsavedPlanError{PlanID: plan.ID, PlanHash: plan.Hash, Reason: reason}
+	}
+	rec, err := p.store.Get(ctx, plan.ID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return refuse("the journal holds no plan with this ID")
+	case err != nil:
+		return fmt.Errorf("replay: saved plan %s: %w", plan.ID, err)
+	case rec.Type != event.TypePlan || rec.Resource.Group != recordGroup || rec.Resource.Kind != recordKindPlan:
+		return refuse(fmt.Sprintf("the journal's record with this ID is a %s record, not a replay plan", rec.Type))
+	}
+	var head struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal(rec.Object, &head); err != nil {
+		return fmt.Errorf("%w: saved plan %s: %v", ErrInvalidPlan, plan.ID, err)
+	}
+	if head.Hash != plan.Hash {
+		return refuse(fmt.Sprintf("the journal holds plan %s with hash %s", plan.ID, head.Hash))
+	}
+	return nil
 }
 
 func cloneTarget(t Target) Target {
@@ -223,7 +296,7 @@ func (p *Planner) snapshot(ctx context.Context, src Source) (*materialize.Snapsh
 		return snap, nil
 	}
 	scope := materialize.Scope{ClusterID: src.ClusterID, Namespaces: slices.Clone(src.Namespaces)}
-	snap, err := p.mat.Snapshot(ctx, scope, src.At, "replay source")
+	snap, err := p.mat.Snapshot(ctx, scope, src.At)
 	if err != nil {
 		return nil, fmt.Errorf("replay: snapshot of cluster %s at %s: %w", src.ClusterID, src.At.UTC().Format(time.RFC3339Nano), err)
 	}
@@ -311,11 +384,15 @@ func (p *Planner) sourceClusterUID(ctx context.Context, clusterID string) string
 	return uid
 }
 
-// save appends a plan, dry-run or apply record.
-func (p *Planner) save(ctx context.Context, clusterID, kind, planID, id string, at time.Time, ref *event.SnapshotRef, doc any) error {
+// save appends a plan, dry-run or apply record and reports whether the
+// journal already held a record with that ID (and stored nothing).
+func (p *Planner) save(ctx context.Context, clusterID, kind, planID, id string, at time.Time, ref *event.SnapshotRef, doc any) (bool, error) {
+	if p.writer == nil {
+		return false, fmt.Errorf("%w: save %s %s: the store given to NewPlanner is not a storage.Writer", ErrReadOnly, kind, id)
+	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
-		return fmt.Errorf("replay: encode %s %s: %w", kind, id, err)
+		return false, fmt.Errorf("replay: encode %s %s: %w", kind, id, err)
 	}
 	rec := event.Record{
 		Type:       event.TypePlan,
@@ -327,10 +404,11 @@ func (p *Planner) save(ctx context.Context, clusterID, kind, planID, id string, 
 		Object:     raw,
 		Snapshot:   ref,
 	}
-	if _, err := p.store.Append(ctx, []event.Record{rec}); err != nil {
-		return fmt.Errorf("replay: save %s %s: %w", kind, id, err)
+	res, err := p.writer.Append(ctx, []event.Record{rec})
+	if err != nil {
+		return false, fmt.Errorf("replay: save %s %s: %w", kind, id, err)
 	}
-	return nil
+	return res.Duplicates > 0, nil
 }
 
 // LoadPlan returns a saved plan, with its content hash checked and its

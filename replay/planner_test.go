@@ -21,6 +21,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 )
 
@@ -157,6 +158,16 @@ func TestPlanSanitizesMapsOrdersAndExcludes(t *testing.T) {
 		t.Errorf("warnings on a complete plan: %q", plan.Warnings)
 	}
 
+	// Planning saves nothing: the plan is a preview until SavePlan.
+	if _, err := p.LoadPlan(ctx, plan.ID); !errors.Is(err, replay.ErrNotFound) {
+		t.Fatalf("LoadPlan of an unsaved plan = %v, want ErrNotFound", err)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
+		t.Fatalf("saving the same plan again: %v", err)
+	}
 	loaded, err := p.LoadPlan(ctx, plan.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -353,6 +364,18 @@ func TestRefusals(t *testing.T) {
 	source := fakeCluster(t, "ks-uid") // the journal recorded this kube-system UID for "src"
 	ok := replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}
 
+	// Only a saved plan is dry-run or applied.
+	var unsaved *replay.UnsavedPlanError
+	if _, err := p.DryRun(ctx, plan, other); !errors.As(err, &unsaved) || !errors.Is(err, replay.ErrRefused) {
+		t.Errorf("DryRun of an unsaved plan = %v, want *UnsavedPlanError", err)
+	}
+	if _, err := p.Apply(ctx, plan, other, ok); !errors.As(err, &unsaved) {
+		t.Errorf("Apply of an unsaved plan = %v, want *UnsavedPlanError", err)
+	}
+	if err := p.SavePlan(ctx, plan); err != nil {
+		t.Fatal(err)
+	}
+
 	var confirmErr *replay.ConfirmationRequiredError
 	if _, err := p.Apply(ctx, plan, other, replay.Confirmation{}); !errors.As(err, &confirmErr) {
 		t.Errorf("Apply without confirmation = %v", err)
@@ -383,6 +406,9 @@ func TestRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.SavePlan(ctx, pinned); err != nil {
+		t.Fatal(err)
+	}
 	var wrong *replay.WrongTargetError
 	if _, err := p.DryRun(ctx, pinned, other); !errors.As(err, &wrong) || wrong.Want != "sandbox-uid" {
 		t.Errorf("DryRun into another cluster than the target = %v", err)
@@ -398,6 +424,54 @@ func TestRefusals(t *testing.T) {
 	if _, err := p.Apply(ctx, &tampered, other, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &stale) {
 		t.Errorf("Apply of a changed plan = %v", err)
 	}
+	if err := p.SavePlan(ctx, &tampered); !errors.As(err, &stale) {
+		t.Errorf("SavePlan of a changed plan = %v", err)
+	}
+	// Changed and hashed again, it is not the plan the journal holds.
+	if tampered.Hash, err = tampered.ComputeHash(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DryRun(ctx, &tampered, other); !errors.As(err, &unsaved) || !strings.Contains(err.Error(), "holds plan "+plan.ID+" with hash "+plan.Hash) {
+		t.Errorf("DryRun of a changed, re-hashed plan = %v, want *UnsavedPlanError", err)
+	}
+	if _, err := p.Apply(ctx, &tampered, other, replay.Confirmation{PlanID: tampered.ID, PlanHash: tampered.Hash}); !errors.As(err, &unsaved) {
+		t.Errorf("Apply of a changed, re-hashed plan = %v, want *UnsavedPlanError", err)
+	}
+	if err := p.SavePlan(ctx, &tampered); !errors.As(err, &unsaved) {
+		t.Errorf("SavePlan of another plan under a saved plan's ID = %v, want *UnsavedPlanError", err)
+	}
+}
+
+// readOnly hides the store's Writer.
+type readOnly struct{ storage.Reader }
+
+// A plan preview needs only a storage.Reader; saving, dry-running and
+// applying write and need a Writer.
+func TestPlanOnAReadOnlyStore(t *testing.T) {
+	ctx := context.Background()
+	j := shopJournal(t)
+	p, err := replay.NewPlanner(readOnly{j.store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(ctx, replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(2 * time.Minute)},
+		replay.Target{Namespaces: map[string]string{"shop": "sandbox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Objects) != 4 || !plan.Coverage.Complete {
+		t.Fatalf("plan on a read-only store: %d objects, complete %v", len(plan.Objects), plan.Coverage.Complete)
+	}
+	if err := p.SavePlan(ctx, plan); !errors.Is(err, replay.ErrReadOnly) {
+		t.Errorf("SavePlan on a read-only store = %v, want ErrReadOnly", err)
+	}
+	other := fakeCluster(t, "other-uid")
+	if _, err := p.DryRun(ctx, plan, other); !errors.Is(err, replay.ErrReadOnly) {
+		t.Errorf("DryRun on a read-only store = %v, want ErrReadOnly", err)
+	}
+	if _, err := p.Apply(ctx, plan, other, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.Is(err, replay.ErrReadOnly) {
+		t.Errorf("Apply on a read-only store = %v, want ErrReadOnly", err)
+	}
 }
 
 func TestPlanFromSavedSnapshot(t *testing.T) {
@@ -407,8 +481,11 @@ func TestPlanFromSavedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "src", Namespaces: []string{"shop"}}, t0.Add(30*time.Second), "before the change")
+	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "src", Namespaces: []string{"shop"}}, t0.Add(30*time.Second))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SaveSnapshot(ctx, snap, "before the change"); err != nil {
 		t.Fatal(err)
 	}
 	p := newPlanner(t, j)

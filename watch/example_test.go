@@ -21,7 +21,8 @@ import (
 
 // Recording with client-go's fakes and the in-memory store, as a downstream
 // project's unit test would: the existing ConfigMap becomes a baseline, a
-// later update a real event.
+// later update a real event. Every wait is bounded: a regression fails the
+// output check with what was awaited instead of hanging go test.
 func ExampleCollector() {
 	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	cm := &unstructured.Unstructured{Object: map[string]any{
@@ -48,14 +49,16 @@ func ExampleCollector() {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- c.Start(ctx) }()
-	if err := c.WaitForSync(ctx); err != nil {
-		fmt.Println(err)
+	syncCtx, cancelSync := context.WithTimeout(ctx, waitLimit)
+	defer cancelSync()
+	if err := c.WaitForSync(syncCtx); err != nil {
+		fmt.Println("not in sync:", err)
 		return
 	}
 	// The fake replays no history from the baseline's resourceVersion (a
 	// real apiserver does): change it only once the watch is open.
-	for c.Status()[0].State != watch.StateWatching {
-		time.Sleep(time.Millisecond)
+	if !waitFor("the watch to open", func() bool { return c.Status()[0].State == watch.StateWatching }) {
+		return
 	}
 
 	cm.Object["data"] = map[string]any{"color": "green"}
@@ -64,12 +67,18 @@ func ExampleCollector() {
 		return
 	}
 	stream := event.Stream{ClusterID: "dev", Version: "v1", Resource: "configmaps"}.ID()
-	for c.Status()[0].Events < 2 {
-		time.Sleep(time.Millisecond)
+	if !waitFor("the update recorded", func() bool { return c.Status()[0].Events >= 2 }) {
+		return
 	}
 	cancel()
-	if err := <-done; err != nil {
-		fmt.Println(err)
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+	case <-time.After(waitLimit):
+		fmt.Println("Start did not return within", waitLimit, "of the cancel")
 		return
 	}
 
@@ -90,6 +99,21 @@ func ExampleCollector() {
 	// baseline end items: 1
 	// event MODIFIED shop/settings synthetic: false
 	// covered now: true
+}
+
+// waitLimit bounds every wait of the examples.
+const waitLimit = 10 * time.Second
+
+// waitFor polls cond until it holds, at most waitLimit; then it prints what
+// it was waiting for, which fails the example's output check.
+func waitFor(what string, cond func() bool) bool {
+	for deadline := time.Now().Add(waitLimit); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			fmt.Println("timed out after", waitLimit, "waiting for", what)
+			return false
+		}
+	}
+	return true
 }
 
 // An unknown resource name is an error that lists close matches.

@@ -491,7 +491,7 @@ func (d *demo) diff(ctx context.Context, res *result, from, to time.Time) error 
 func (d *demo) snapshots(ctx context.Context, res *result, inOutage, end time.Time) error {
 	scope := krply.Namespaces(res.ClusterID, shop)
 	d.section("Snapshot of %q during the outage (%s)", shop, d.rel(inOutage))
-	s, err := d.j.Snapshot(ctx, scope, inOutage, "during the outage")
+	s, err := d.j.Snapshot(ctx, scope, inOutage)
 	if err != nil {
 		return err
 	}
@@ -499,7 +499,7 @@ func (d *demo) snapshots(ctx context.Context, res *result, inOutage, end time.Ti
 	d.printSnapshot(s)
 
 	d.section("Snapshot of %q at the end (%s)", shop, d.rel(end))
-	if s, err = d.j.Snapshot(ctx, scope, end, "the end"); err != nil {
+	if s, err = d.j.Snapshot(ctx, scope, end); err != nil {
 		return err
 	}
 	res.FinalComplete = s.Complete
@@ -557,6 +557,12 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 		res.Excluded = append(res.Excluded, e.Ref.Kind+"/"+e.Ref.Name+": "+string(e.Rule))
 		d.say("excluded %s %s: %s", e.Ref.Kind, e.Ref.Name, e.Reason)
 	}
+	// Planning only read the journal; the reviewed plan is saved explicitly,
+	// and only a saved plan is dry-run and applied.
+	if err := d.j.SavePlan(ctx, plan); err != nil {
+		return err
+	}
+	d.say("plan %s saved in the journal", plan.ID)
 
 	cluster, err := replay.NewClusterForConfig(target)
 	if err != nil {

@@ -1,7 +1,9 @@
 // Command diff prints what changed in a scope between two times, from a
 // journal written by examples/record: objects added, removed and changed,
 // with field paths and values, as a table or a unified diff. It warns when
-// the journal may miss changes in that window.
+// the journal may miss changes in that window, and says which objects'
+// state it does not know at an end of it (before recording began, inside a
+// gap) instead of calling them added or removed.
 //
 //	go run ./examples/diff --store krply.db --namespace shop --from "1h ago" --to now
 package main
@@ -55,6 +57,15 @@ func run(out io.Writer, store, cluster string, namespaces []string, from, to str
 		return err
 	}
 	fmt.Fprintf(out, "changes from %s to %s: %d objects\n", t1.Local().Format(time.RFC3339), t2.Local().Format(time.RFC3339), len(d.Objects))
+	unknown := 0
+	for _, od := range d.Objects {
+		if od.Type == materialize.ObjectUnknown {
+			unknown++
+		}
+	}
+	if unknown > 0 {
+		fmt.Fprintf(out, "%d of them unknown at an end of the window: the journal did not cover them there, so it cannot say whether they were added, removed or changed\n", unknown)
+	}
 	switch output {
 	case "table":
 		return d.WriteTable(out)

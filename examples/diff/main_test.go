@@ -33,3 +33,22 @@ func TestDiff(t *testing.T) {
 		t.Errorf("unified diff lacks the color change:\n%s", out.String())
 	}
 }
+
+// A window that starts before recording began: the objects' state at its
+// start is unknown, so none of them is "added".
+func TestDiffBeforeRecordingBegan(t *testing.T) {
+	r, before, _ := clitest.Shop(t)
+	var out bytes.Buffer
+	if err := run(&out, r.Path, "", []string{"shop"}, before.Add(-time.Hour).Format(time.RFC3339Nano), before.Format(time.RFC3339Nano), false, "table"); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"3 objects", "3 of them unknown at an end", "shop/settings", "shop/web", "shop/debug", "(unknown at start: no complete baseline"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("diff table lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "(added)") {
+		t.Errorf("objects recorded from the start are called added:\n%s", text)
+	}
+}

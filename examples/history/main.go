@@ -1,7 +1,9 @@
 // Command history prints one object's timeline from a journal written by
 // examples/record: every version, the fields that changed, the gaps of the
 // streams that record it, and — given the API server's audit log — who made
-// each change.
+// each change. It only reads the journal, unless --audit-log asks it to link
+// the log's writes to the journal's events: those links are saved in the
+// journal, so later histories show them too.
 //
 //	go run ./examples/history --store krply.db --resource deployments --namespace shop --name web --audit-log audit.log
 package main
@@ -27,7 +29,7 @@ func main() {
 	namespace := flag.String("namespace", "", "the object's namespace (empty for cluster-scoped objects)")
 	name := flag.String("name", "", "the object's name")
 	status := flag.Bool("status", false, "show changes of status too")
-	flag.Var(&auditLogs, "audit-log", "kube-apiserver audit log (JSON lines, rotated files and .gz welcome) to correlate first, repeatable")
+	flag.Var(&auditLogs, "audit-log", "kube-apiserver audit log (JSON lines, rotated files and .gz welcome) to correlate first, repeatable; saves the links in the journal")
 	flag.Parse()
 	if *resource == "" || *name == "" {
 		cli.Fail("history", fmt.Errorf("--resource and --name are required"))
@@ -49,7 +51,7 @@ func run(out io.Writer, store, cluster, resource, namespace, name string, status
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "audit: %d events, %d writes matched exactly, %d by best effort, %d unmatched, %d malformed lines\n",
+		fmt.Fprintf(out, "audit: %d events, %d writes matched exactly, %d by best effort (links saved in the journal), %d unmatched, %d malformed lines\n",
 			sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
 	}
 	obj, err := cli.ObjectID(ctx, j.Store(), cluster, resource, namespace, name)

@@ -2,14 +2,25 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/krply/krply/examples/internal/clitest"
 )
 
+func records(t *testing.T, path string) int64 {
+	t.Helper()
+	stats, err := clitest.Open(t, path).Stats(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stats.Records
+}
+
 func TestHistory(t *testing.T) {
 	r, _, _ := clitest.Shop(t)
+	before := records(t, r.Path)
 	var out bytes.Buffer
 	// "deployments" is resolved to apps from the journal's streams.
 	if err := run(&out, r.Path, "", "deployments", "shop", "web", false, nil); err != nil {
@@ -35,5 +46,8 @@ func TestHistory(t *testing.T) {
 	}
 	if err := run(&out, r.Path, "", "widgets", "shop", "web", false, nil); err == nil {
 		t.Error("a resource the journal does not record was accepted")
+	}
+	if after := records(t, r.Path); after != before {
+		t.Errorf("history without --audit-log wrote to the journal: %d records, then %d", before, after)
 	}
 }

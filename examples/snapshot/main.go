@@ -1,8 +1,10 @@
 // Command snapshot prints the state of a scope at a time from a journal
 // written by examples/record: every object alive then, whether that picture
-// is complete, and which streams are missing if it is not.
+// is complete, and which streams are missing if it is not. It only reads the
+// journal, unless --save NAME asks it to save the snapshot there.
 //
 //	go run ./examples/snapshot --store krply.db --namespace shop --at "10m ago"
+//	go run ./examples/snapshot --store krply.db --namespace shop --at "10m ago" --save before-rollout
 package main
 
 import (
@@ -27,15 +29,16 @@ func main() {
 	flag.Var(&namespaces, "namespace", "namespace to include, repeatable (default: the whole cluster)")
 	at := flag.String("at", "now", `time of the snapshot: RFC 3339, "now" or "10m ago"`)
 	cluster := flag.String("cluster", "", "cluster ID (default: the only one in the journal)")
-	name := flag.String("name", "", "name to save the snapshot under")
+	save := flag.String("save", "", "save the snapshot in the journal under this name (default: save nothing)")
 	output := flag.String("o", "table", "output: table, yaml or json")
 	flag.Parse()
-	if err := run(os.Stdout, *store, *cluster, namespaces, *at, *name, *output); err != nil {
+	if err := run(os.Stdout, *store, *cluster, namespaces, *at, *save, *output); err != nil {
 		cli.Fail("snapshot", err)
 	}
 }
 
-func run(out io.Writer, store, cluster string, namespaces []string, at, name, output string) error {
+// run prints the snapshot; save, when not empty, names it in the journal.
+func run(out io.Writer, store, cluster string, namespaces []string, at, save, output string) error {
 	ctx := context.Background()
 	when, err := cli.ParseTime(at, time.Now())
 	if err != nil {
@@ -46,9 +49,14 @@ func run(out io.Writer, store, cluster string, namespaces []string, at, name, ou
 		return err
 	}
 	defer j.Close()
-	snap, err := j.Snapshot(ctx, krply.Namespaces(cluster, namespaces...), when, name)
+	snap, err := j.Snapshot(ctx, krply.Namespaces(cluster, namespaces...), when)
 	if err != nil {
 		return err
+	}
+	if save != "" {
+		if err := j.SaveSnapshot(ctx, snap, save); err != nil {
+			return err
+		}
 	}
 	switch output {
 	case "json":
@@ -73,7 +81,11 @@ func table(out io.Writer, s *krply.Snapshot) error {
 	if !s.Complete {
 		complete = "NO — the journal may miss changes before this time"
 	}
-	fmt.Fprintf(out, "snapshot %s of cluster %s at %s\ncomplete: %s\n", s.ID, s.Scope.ClusterID, s.At.Local().Format(time.RFC3339), complete)
+	saved := "not saved (--save NAME saves it)"
+	if s.ID != "" {
+		saved = fmt.Sprintf("saved as %q, ID %s", s.Name, s.ID)
+	}
+	fmt.Fprintf(out, "snapshot of cluster %s at %s, %s\ncomplete: %s\n", s.Scope.ClusterID, s.At.Local().Format(time.RFC3339), saved, complete)
 	for _, m := range s.Missing {
 		what := m.StreamID
 		if what == "" {

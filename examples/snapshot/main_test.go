@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -53,5 +54,54 @@ func TestSnapshot(t *testing.T) {
 	}
 	if err := run(&out, r.Path+".missing", "", nil, "now", "", "table"); err == nil {
 		t.Error("a missing journal was accepted")
+	}
+}
+
+// snapshots returns the journal file's saved snapshots and record count.
+func snapshots(t *testing.T, path string) ([]materialize.Snapshot, int64) {
+	t.Helper()
+	ctx := context.Background()
+	store := clitest.Open(t, path)
+	m, err := materialize.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.ListSnapshots(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := store.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list, stats.Records
+}
+
+// The snapshot is saved only when --save asks for it.
+func TestSnapshotSavesOnlyWhenAsked(t *testing.T) {
+	r, before, _ := clitest.Shop(t)
+	_, records := snapshots(t, r.Path)
+
+	var out bytes.Buffer
+	if err := run(&out, r.Path, "", []string{"shop"}, before.Format(time.RFC3339Nano), "", "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "not saved") {
+		t.Errorf("table does not say the snapshot is not saved:\n%s", out.String())
+	}
+	if list, n := snapshots(t, r.Path); len(list) != 0 || n != records {
+		t.Fatalf("a snapshot without --save wrote to the journal: %d snapshots, %d records (was %d)", len(list), n, records)
+	}
+
+	out.Reset()
+	if err := run(&out, r.Path, "", []string{"shop"}, before.Format(time.RFC3339Nano), "before-rollout", "table"); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := snapshots(t, r.Path)
+	if len(list) != 1 || list[0].Name != "before-rollout" || !list[0].At.Equal(before) || !list[0].Complete {
+		t.Fatalf("saved snapshots %+v, want one named before-rollout at the first mark", list)
+	}
+	if !strings.Contains(out.String(), `saved as "before-rollout", ID `+list[0].ID) {
+		t.Errorf("table does not name the saved snapshot:\n%s", out.String())
 	}
 }

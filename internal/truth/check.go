@@ -656,7 +656,7 @@ func (c *checker) checkQuiescent(ctx context.Context, points []time.Time) error 
 				c.report.add(KindObjectAt, "at the quiescent point %s: %s: %s", stamp(at), v.Object.Name, msg)
 			}
 		}
-		snap, err := c.mat.Snapshot(ctx, materialize.Scope{ClusterID: c.cfg.ClusterID, Namespaces: c.cfg.Namespaces, Resources: c.cfg.Resources}, at, "truth quiescent")
+		snap, err := c.mat.Snapshot(ctx, materialize.Scope{ClusterID: c.cfg.ClusterID, Namespaces: c.cfg.Namespaces, Resources: c.cfg.Resources}, at)
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -848,7 +848,7 @@ func (c *checker) checkGapSnapshots(ctx context.Context) error {
 		if in.sj.stream.Namespace != "" {
 			scope.Namespaces = []string{in.sj.stream.Namespace}
 		}
-		snap, err := c.mat.Snapshot(ctx, scope, in.at, "truth inside a gap")
+		snap, err := c.mat.Snapshot(ctx, scope, in.at)
 		if err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
 
@@ -124,4 +125,21 @@ func (r *Recording) Close() error {
 	err := r.stop()
 	r.stop = nil
 	return err
+}
+
+// Open opens the journal file at path for a test's own checks, such as
+// whether an example wrote to it; it is closed when the test ends.
+func Open(t TB, path string) *sqlite.Store {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatalf("clitest: %v", err)
+		return nil
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Errorf("clitest: close %s: %v", path, err)
+		}
+	})
+	return store
 }

@@ -232,7 +232,7 @@ type versionState struct {
 // checker holds the state of one Check.
 type checker struct {
 	cfg      Config
-	st       storage.Store
+	st       storage.Reader
 	mat      *materialize.Materializer
 	report   *Report
 	versions []Version
@@ -246,8 +246,8 @@ type checker struct {
 }
 
 // Check compares a journal with the oracle of the workload that produced
-// it. The store must be a storage.Writer, since the snapshots it checks
-// are saved. An error means the check could not be made; disagreements are
+// it. It only reads the store (a journal opened read-only will do). An
+// error means the check could not be made; disagreements are
 // Report.Mismatches.
 //
 // The rules, for each stream (writes are sequential, so write order is
@@ -280,7 +280,7 @@ type checker struct {
 //     last version (in write order) that the journal had observed by then.
 //   - A snapshot at a time inside a gap is not Complete and names the
 //     stream.
-func Check(ctx context.Context, o *Oracle, st storage.Store, cfg Config) (*Report, error) {
+func Check(ctx context.Context, o *Oracle, st storage.Reader, cfg Config) (*Report, error) {
 	mat, err := materialize.New(st)
 	if err != nil {
 		return nil, fmt.Errorf("truth: %w", err)

@@ -339,7 +339,7 @@ func (c *checker) checkEvidence(s savedSnapshot) {
 // checkFlip computes a Complete snapshot (or a plan's) again: it must still
 // be Complete and hold the same versions.
 func (c *checker) checkFlip(ctx context.Context, s savedSnapshot) error {
-	now, err := c.mat.Snapshot(ctx, s.scope, s.at, "truth never-flips")
+	now, err := c.mat.Snapshot(ctx, s.scope, s.at)
 	if err != nil {
 		return fmt.Errorf("%s again: %w", s.what, err)
 	}

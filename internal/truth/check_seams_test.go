@@ -98,7 +98,10 @@ func buildSeams(t *testing.T) *seamScenario {
 		t.Fatal(err)
 	}
 	for _, ms := range []int{105, 300} {
-		snap, err := mat.Snapshot(ctx, seamScope(), s.at(ms), "scenario")
+		snap, err := mat.Snapshot(ctx, seamScope(), s.at(ms))
+		if err == nil {
+			err = mat.SaveSnapshot(ctx, snap, "scenario")
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +112,9 @@ func buildSeams(t *testing.T) *seamScenario {
 		t.Fatal(err)
 	}
 	plan, err := planner.Plan(ctx, replay.Source{ClusterID: testCluster, Namespaces: []string{testNS}, At: s.at(105)}, replay.Target{Namespaces: map[string]string{testNS: "copy"}})
+	if err == nil {
+		err = planner.SavePlan(ctx, plan)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,6 +307,7 @@ func TestCheckCatchesBrokenSeams(t *testing.T) {
 			}
 			snap.Complete, snap.Missing = true, nil
 			recs[i].Object, _ = json.Marshal(snap)
+			recs[i].ObjectHash = event.ObjectHash(recs[i].Object)
 			return recs
 		}, withComplete(ss.saved, incomplete.ID), KindPastEvidence},
 		{"loses a saved snapshot", func(recs []event.Record) []event.Record {

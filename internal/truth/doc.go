@@ -92,7 +92,6 @@
 //
 // # Concurrency and Close
 //
-// An Oracle is safe for concurrent use. Check reads the store and saves the
-// snapshots it takes into it; it starts no goroutines and does not close
-// the store, which its caller owns.
+// An Oracle is safe for concurrent use. Check only reads the store; it
+// starts no goroutines and does not close the store, which its caller owns.
 package truth

@@ -165,14 +165,18 @@ func (q *querier) snapshot(ctx context.Context) (*Saved, error) {
 		scope.Namespaces = []string{q.cfg.Namespaces[q.rnd.Intn(len(q.cfg.Namespaces))]}
 	}
 	at := q.when()
-	snap, err := q.mat.Snapshot(ctx, scope, at, "truth query "+q.cfg.Name)
+	snap, err := q.mat.Snapshot(ctx, scope, at)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot at %s: %w", stamp(at), err)
+	}
+	if err := q.mat.SaveSnapshot(ctx, snap, "truth query "+q.cfg.Name); err != nil {
+		return nil, fmt.Errorf("save the snapshot at %s: %w", stamp(at), err)
 	}
 	return &Saved{Kind: SavedSnapshot, By: q.cfg.Name, ID: snap.ID, At: snap.At, Complete: snap.Complete, Objects: len(snap.Objects)}, nil
 }
 
-// plan saves a replay plan of one namespace into a copy of it.
+// plan makes a replay plan of one namespace into a copy of it, and saves
+// it, or, one time in three, leaves it a preview.
 func (q *querier) plan(ctx context.Context) (*Saved, error) {
 	ns := q.cfg.Namespaces[q.rnd.Intn(len(q.cfg.Namespaces))]
 	at := q.when()
@@ -181,8 +185,14 @@ func (q *querier) plan(ctx context.Context) (*Saved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan of %s at %s: %w", ns, stamp(at), err)
 	}
+	preview := q.rnd.Intn(3) == 0
+	if !preview {
+		if err := q.planner.SavePlan(ctx, plan); err != nil {
+			return nil, fmt.Errorf("save the plan of %s at %s: %w", ns, stamp(at), err)
+		}
+	}
 	return &Saved{Kind: SavedPlan, By: q.cfg.Name, ID: plan.ID, At: plan.Source.At, Complete: plan.Coverage.Complete,
-		Objects: len(plan.Objects), Hash: plan.Hash}, nil
+		Objects: len(plan.Objects), Hash: plan.Hash, Preview: preview}, nil
 }
 
 // ingest ingests the audit log as far as it is written.

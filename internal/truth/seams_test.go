@@ -165,7 +165,10 @@ func (r *run) probe(label string, lastAlive time.Time) {
 	}
 	var said []string
 	for _, at := range times {
-		snap, err := mat.Snapshot(r.ctx, r.scope(), at, "truth probe "+label)
+		snap, err := mat.Snapshot(r.ctx, r.scope(), at)
+		if err == nil {
+			err = mat.SaveSnapshot(r.ctx, snap, "truth probe "+label)
+		}
 		if err != nil {
 			r.t.Errorf("snapshot %s at %s: %v", label, stamp(at), err)
 			continue

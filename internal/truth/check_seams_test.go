@@ -28,8 +28,8 @@ import (
 //	gap) to their items of baseline b1, not exactly; y's deletion to its
 //	inferred deletion
 //	a snapshot saved at 105 (Complete: z's deletion observed at 112 is
-//	evidence after it), one at 300 (after the last evidence: not Complete),
-//	and a replay plan at 105
+//	evidence after it), one at 300 (after the last evidence, the progress
+//	checkpoint at 250: not Complete), and a replay plan at 105
 type seamScenario struct {
 	*scenario
 	records []event.Record // the whole journal, saved snapshots and plans included
@@ -244,8 +244,7 @@ func TestCheckCatchesBrokenSeams(t *testing.T) {
 			return recs
 		}, ss.saved, KindAuditSynthetic},
 		{"links a write again when its audit log is ingested after another relist", func(recs []event.Record) []event.Record {
-			again := recs[nth(recs, 0, isCorrelation(z1.AuditID))]
-			relink([]event.Record{again}, 0, itemOf(recs, z1, "b1"), "seen-through-relist", 0.5)
+			again := relinked(recs[nth(recs, 0, isCorrelation(z1.AuditID))], itemOf(recs, z1, "b1"), "seen-through-relist", 0.5)
 			return append(recs, again)
 		}, ss.saved, KindAuditDuplicate},
 		{"links a write exactly to another version's event", func(recs []event.Record) []event.Record {

@@ -24,7 +24,7 @@ import (
 //	gap (410) from the last event                 x updated, y deleted, w created: lost in the gap
 //	baseline b1: x, z, w; inferred deletion of y
 //	x updated, z deleted                          watch events
-//	quiescent point
+//	quiescent point, then a progress checkpoint
 type scenario struct {
 	t0      time.Time
 	oracle  *Oracle
@@ -132,6 +132,15 @@ func (s *scenario) baseline(ms int, id string, items []Version, inferred []Versi
 	}
 }
 
+// progress records a progress checkpoint at ms, as the Collector writes
+// while its watch is healthy: evidence that the stream was continuous
+// until then.
+func (s *scenario) progress(ms int) {
+	rv := fmt.Sprint(s.rv)
+	s.records = append(s.records, event.Record{Type: event.TypeCheckpoint, EventID: event.EventID(s.stream, event.TypeCheckpoint, event.ResourceRef{ResourceVersion: rv}, "", "progress", fmt.Sprint(ms)),
+		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), Checkpoint: &event.Checkpoint{ResourceVersion: rv}})
+}
+
 func (s *scenario) gap(ms int, from time.Time, lastRV string) {
 	s.records = append(s.records, event.Record{Type: event.TypeGap, EventID: event.EventID(s.stream, event.TypeGap, event.ResourceRef{ResourceVersion: lastRV}, "", fmt.Sprint(ms)),
 		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), Gap: &event.Gap{From: from, To: s.at(ms), Reason: "410 Gone", LastResourceVersion: lastRV}})
@@ -159,6 +168,7 @@ func build() *scenario {
 	z2 := s.write(110, OpDelete, "z")
 	s.observe(112, z2)
 	s.oracle.Quiescent(s.at(200))
+	s.progress(250)
 	return s
 }
 

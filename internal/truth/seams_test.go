@@ -154,10 +154,6 @@ func (r *run) probe(label string, lastAlive time.Time) {
 		r.t.Fatal(err)
 	}
 	defer st.Close()
-	mat, err := materialize.New(st)
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	times := []time.Time{time.Now(), lastAlive.Add(-time.Second), lastAlive.Add(-3 * time.Second)}
 	if points := r.oracle.QuiescentPoints(); len(points) > 0 && lastAlive.After(points[len(points)-1]) {
 		last := points[len(points)-1]
@@ -165,18 +161,30 @@ func (r *run) probe(label string, lastAlive time.Time) {
 	}
 	var said []string
 	for _, at := range times {
-		snap, err := mat.Snapshot(r.ctx, r.scope(), at)
-		if err == nil {
-			err = mat.SaveSnapshot(r.ctx, snap, "truth probe "+label)
+		if snap := r.saveSnapshot(st, "truth probe "+label, at); snap != nil {
+			said = append(said, fmt.Sprintf("%s complete=%v", stamp(at), snap.Complete))
 		}
-		if err != nil {
-			r.t.Errorf("snapshot %s at %s: %v", label, stamp(at), err)
-			continue
-		}
-		r.saved = append(r.saved, Saved{Kind: SavedSnapshot, By: "test " + label, ID: snap.ID, At: snap.At, Complete: snap.Complete, Objects: len(snap.Objects)})
-		said = append(said, fmt.Sprintf("%s complete=%v", stamp(at), snap.Complete))
 	}
 	fmt.Fprintf(r.logFile, "%s test: snapshots %s: %s\n", stamp(time.Now()), label, strings.Join(said, ", "))
+}
+
+// saveSnapshot saves a snapshot of the whole scope at at into st, and
+// notes it in r.saved; nil (and the test failed) if that failed.
+func (r *run) saveSnapshot(st storage.Store, name string, at time.Time) *materialize.Snapshot {
+	mat, err := materialize.New(st)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	snap, err := mat.Snapshot(r.ctx, r.scope(), at)
+	if err == nil {
+		err = mat.SaveSnapshot(r.ctx, snap, name)
+	}
+	if err != nil {
+		r.t.Errorf("%s at %s: %v", name, stamp(at), err)
+		return nil
+	}
+	r.saved = append(r.saved, Saved{Kind: SavedSnapshot, By: "test", ID: snap.ID, At: snap.At, Complete: snap.Complete, Objects: len(snap.Objects)})
+	return snap
 }
 
 // ingestAudit waits until the audit log holds every write of the oracle,

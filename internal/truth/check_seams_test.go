@@ -153,19 +153,7 @@ func correlation(v Version, target event.Record, rule string, confidence float64
 // store.
 func (ss *seamScenario) store(t *testing.T, mutate func([]event.Record) []event.Record) storage.Store {
 	t.Helper()
-	recs := slices.Clone(ss.records)
-	for i := range recs {
-		recs[i].IngestSeq = 0
-	}
-	if mutate != nil {
-		recs = mutate(recs)
-	}
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Append(context.Background(), recs); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return mutatedJournal(t, ss.records, mutate)
 }
 
 func (ss *seamScenario) check(t *testing.T, st storage.Store, saved []Saved) *Report {

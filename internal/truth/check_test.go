@@ -13,7 +13,6 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/memory"
 )
 
 // A hand-made journal of one ConfigMap stream, written the way the
@@ -174,16 +173,17 @@ func build() *scenario {
 
 func (s *scenario) store(t *testing.T, mutate func([]event.Record) []event.Record) storage.Store {
 	t.Helper()
-	recs := slices.Clone(s.records)
+	return mutatedJournal(t, s.records, mutate)
+}
+
+// mutatedJournal copies recs, as mutate leaves them, into a new store.
+func mutatedJournal(t *testing.T, recs []event.Record, mutate func([]event.Record) []event.Record) storage.Store {
+	t.Helper()
+	recs = slices.Clone(recs)
 	if mutate != nil {
 		recs = mutate(recs)
 	}
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Append(context.Background(), recs); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return copyJournal(t, recs)
 }
 
 func checkScenario(t *testing.T, s *scenario, st storage.Store) *Report {

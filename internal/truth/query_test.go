@@ -1,10 +1,8 @@
 package truth
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -12,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -62,13 +59,8 @@ const (
 // plans, and ingests the API server's audit log, reporting each act. It
 // returns 1 when an act failed.
 func runQuery(configPath string) int {
-	raw, err := os.ReadFile(configPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	var cfg queryConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	if err := readConfig(configPath, &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -220,51 +212,11 @@ type queryProcess struct {
 // journal until stop, and returns once it opened the journal.
 func startQuery(ctx context.Context, cfg queryConfig, dir string, logs io.Writer) (*queryProcess, error) {
 	cfg.Report = filepath.Join(dir, cfg.Name+".jsonl")
-	raw, err := json.Marshal(cfg)
+	cmd, err := reexec(ctx, queryEnv, cfg, filepath.Join(dir, cfg.Name+".json"), logs, "opened")
 	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, cfg.Name+".json")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), queryEnv+"="+path)
-	cmd.SysProcAttr = childAttr()
-	cmd.Stderr = logs
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &queryProcess{name: cfg.Name, cmd: cmd, report: cfg.Report}
-	opened := make(chan error, 1)
-	go func() {
-		s := bufio.NewScanner(out)
-		for s.Scan() {
-			if strings.TrimSpace(s.Text()) == "opened" {
-				opened <- nil
-				_, _ = io.Copy(io.Discard, out)
-				return
-			}
-		}
-		opened <- errors.New("exited before it opened the journal")
-	}()
-	select {
-	case err = <-opened:
-	case <-time.After(time.Minute):
-		err = errors.New("did not open the journal within a minute")
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		return nil, fmt.Errorf("query process %s: %w", cfg.Name, err)
 	}
-	return p, nil
+	return &queryProcess{name: cfg.Name, cmd: cmd, report: cfg.Report}, nil
 }
 
 // queryResult is what a querying child did.

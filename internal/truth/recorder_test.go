@@ -77,13 +77,8 @@ func fileLogger(w io.Writer, name string) logr.Logger {
 // killed; it prints "opened" once it opened the journal and "synced" once
 // every stream has a baseline or resumed.
 func runChild(configPath string) int {
-	raw, err := os.ReadFile(configPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	var cfg childConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	if err := readConfig(configPath, &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -165,16 +160,31 @@ func startInProcess(ctx context.Context, cfg *rest.Config, journal string, names
 // journal until it is killed. It returns once the child synced, or, when
 // synced is false, once it opened the journal.
 func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer, synced bool) (*recorder, error) {
+	want := "opened"
+	if synced {
+		want = "synced"
+	}
+	cmd, err := reexec(ctx, childEnv, cfg, filepath.Join(dir, "child.json"), logs, want)
+	if err != nil {
+		return nil, fmt.Errorf("recording child: %w", err)
+	}
+	return &recorder{cmd: cmd}, nil
+}
+
+// reexec starts the test binary again as a child process that runs what
+// env names, with cfg written as JSON to path (readConfig reads it), and
+// returns once the child printed the line ready. On an error the child is
+// killed.
+func reexec(ctx context.Context, env string, cfg any, path string, logs io.Writer, ready string) (*exec.Cmd, error) {
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "child.json")
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"="+path)
+	cmd.Env = append(os.Environ(), env+"="+path)
 	cmd.SysProcAttr = childAttr()
 	cmd.Stderr = logs
 	out, err := cmd.StdoutPipe()
@@ -184,35 +194,40 @@ func startChild(ctx context.Context, cfg childConfig, dir string, logs io.Writer
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := &recorder{cmd: cmd}
-	want := "opened"
-	if synced {
-		want = "synced"
-	}
-	ready := make(chan error, 1)
+	printed := make(chan error, 1)
 	go func() {
 		s := bufio.NewScanner(out)
 		for s.Scan() {
-			if strings.TrimSpace(s.Text()) == want {
-				ready <- nil
+			if strings.TrimSpace(s.Text()) == ready {
+				printed <- nil
 				_, _ = io.Copy(io.Discard, out)
 				return
 			}
 		}
-		ready <- fmt.Errorf("child exited before it %s", want)
+		printed <- fmt.Errorf("exited before it printed %q", ready)
 	}()
 	select {
-	case err = <-ready:
+	case err = <-printed:
 	case <-time.After(time.Minute):
-		err = fmt.Errorf("child not %s within a minute", want)
+		err = fmt.Errorf("did not print %q within a minute", ready)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
 	if err != nil {
-		_ = r.kill()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
 		return nil, err
 	}
-	return r, nil
+	return cmd, nil
+}
+
+// readConfig reads the configuration reexec wrote for a child.
+func readConfig(path string, cfg any) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, cfg)
 }
 
 // stop ends an in-process recorder cleanly and closes the journal.

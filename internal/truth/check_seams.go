@@ -134,6 +134,11 @@ func (c *checker) checkHistories(ctx context.Context) error {
 		items = append(items, rec)
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].IngestSeq < items[j].IngestSeq })
+	type streamAt struct {
+		stream string
+		at     time.Time
+	}
+	alive := map[streamAt]map[string]event.Record{} // the objects alive in a stream at a time, by EventID
 	for _, item := range items {
 		obj := storage.ObjectIDOf(item)
 		if rec, err := c.st.LatestAt(ctx, obj, item.ObservedAt); err == nil {
@@ -146,14 +151,19 @@ func (c *checker) checkHistories(ctx context.Context) error {
 		} else if !errors.Is(err, storage.ErrNotFound) {
 			return fmt.Errorf("event of %s rv=%s: %w", obj.Name, item.Resource.ResourceVersion, err)
 		}
-		alive, err := c.st.AliveAt(ctx, storage.AliveQuery{At: item.ObservedAt, StreamID: item.StreamID, WithoutBodies: true})
-		if err != nil {
-			return fmt.Errorf("alive in %s: %w", item.StreamID, err)
-		}
-		for _, rec := range alive {
-			if rec.EventID == item.EventID {
-				c.visible(rec, fmt.Sprintf("AliveAt(%s, %s)", item.StreamID, stamp(item.ObservedAt)))
+		k := streamAt{item.StreamID, item.ObservedAt}
+		if alive[k] == nil {
+			recs, err := c.st.AliveAt(ctx, storage.AliveQuery{At: item.ObservedAt, StreamID: item.StreamID, WithoutBodies: true})
+			if err != nil {
+				return fmt.Errorf("alive in %s: %w", item.StreamID, err)
 			}
+			alive[k] = map[string]event.Record{}
+			for _, rec := range recs {
+				alive[k][rec.EventID] = rec
+			}
+		}
+		if rec, ok := alive[k][item.EventID]; ok {
+			c.visible(rec, fmt.Sprintf("AliveAt(%s, %s)", item.StreamID, stamp(item.ObservedAt)))
 		}
 	}
 	return nil

@@ -6,7 +6,7 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
 
-.PHONY: all test testbin vet fmt-check unit race bench demo examples api api-check
+.PHONY: all test testbin vet fmt-check unit race bench demo examples examples-test api api-check
 
 all: test
 
@@ -15,7 +15,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check vet api-check examples
+test: fmt-check vet api-check examples examples-test
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m ./...; \
@@ -47,6 +47,14 @@ examples:
 		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
 	done
 	$(GO) test -count=1 ./examples/testing/
+
+## examples-test: the tests of the nested example modules (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
+examples-test:
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
+		echo "testing $$mod"; \
+		(cd "$$mod" && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -race -timeout 15m ./...); \
+	done
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
 .PHONY: truth-soak

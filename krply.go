@@ -60,6 +60,7 @@ type config struct {
 	policy    replay.Policy
 	collector []watch.Option
 	sqlite    []sqlite.Option
+	readOnly  bool
 }
 
 // WithResources sets what Record records (see watch.WithResources):
@@ -108,6 +109,18 @@ func WithSQLiteOptions(opts ...sqlite.Option) Option {
 	return optionFunc(func(c *config) { c.sqlite = append(c.sqlite, opts...) })
 }
 
+// WithReadOnly opens the journal read-only (Open only; see
+// sqlite.WithReadOnly), for a process that only queries it: Open never
+// creates, migrates or writes the file, and every query answers, seeing
+// what recorders commit meanwhile. What writes — Record, saving a
+// snapshot, a plan or audit correlations, Compact — fails with an error
+// wrapping storage.ErrReadOnly. Without it, Open of a journal this process
+// may not write fails at once, wrapping storage.ErrReadOnly and saying to
+// use it.
+func WithReadOnly() Option {
+	return optionFunc(func(c *config) { c.readOnly = true })
+}
+
 // Journal is a krply journal with everything that reads and writes it:
 // the queries of materialize.Materializer (ObjectAt, History, Snapshot,
 // Diff, …), the replay.Planner (Plan, LoadPlan, SavePlan, DryRun, Apply),
@@ -123,13 +136,18 @@ type Journal struct {
 	cfg   config
 }
 
-// Open opens the durable SQLite journal at path, creating it if needed.
-// Close the Journal when done.
+// Open opens the durable SQLite journal at path, creating it if needed
+// (unless WithReadOnly). Any number of processes may open one journal and
+// record into it or query it at once (see storage/sqlite). Close the
+// Journal when done.
 func Open(ctx context.Context, path string, opts ...Option) (*Journal, error) {
 	cfg := newConfig(opts)
 	sopts := cfg.sqlite
 	if cfg.log != nil {
 		sopts = append([]sqlite.Option{sqlite.WithLogger(*cfg.log)}, sopts...)
+	}
+	if cfg.readOnly {
+		sopts = append(sopts, sqlite.WithReadOnly())
 	}
 	store, err := sqlite.Open(ctx, path, sopts...)
 	if err != nil {
@@ -195,13 +213,28 @@ func (j *Journal) Close() error {
 // the journal, configured by the Journal's options and then by extra. Run
 // it with Start (it blocks until its context ends) and WaitForSync.
 func (j *Journal) Record(cfg *rest.Config, extra ...watch.Option) (*watch.Collector, error) {
+	if err := j.writable(); err != nil {
+		return nil, err
+	}
 	return watch.NewCollectorForConfig(cfg, j.store, j.collectorOptions(extra)...)
 }
 
 // RecordClients is Record for clients the caller made, such as client-go
 // fakes in a test.
 func (j *Journal) RecordClients(dyn dynamic.Interface, disc discovery.DiscoveryInterface, extra ...watch.Option) (*watch.Collector, error) {
+	if err := j.writable(); err != nil {
+		return nil, err
+	}
 	return watch.NewCollector(dyn, disc, j.store, j.collectorOptions(extra)...)
+}
+
+// writable refuses to make a Collector for a journal opened read-only,
+// which would fail at its first write.
+func (j *Journal) writable() error {
+	if j.owned && j.cfg.readOnly {
+		return fmt.Errorf("krply: record: the journal was opened with WithReadOnly: %w", storage.ErrReadOnly)
+	}
+	return nil
 }
 
 func (j *Journal) collectorOptions(extra []watch.Option) []watch.Option {

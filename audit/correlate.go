@@ -41,6 +41,13 @@ const (
 	// inferred the deletion (the object was absent from a relist after a
 	// gap). Confidence 0.9.
 	RuleInferredDeletion = "inferred-deletion-uid"
+	// RuleSeenThroughRelist: as RuleExactResourceVersion, but the journal
+	// knows the version only from a synthetic record — a baseline item (a
+	// relist after a gap, or the initial list) or an inferred deletion: the
+	// write happened while no watch recorded the object. The link names
+	// the right version; the journal has no record of the write itself.
+	// Confidence 0.9, never exact.
+	RuleSeenThroughRelist = "seen-through-relist"
 	// RuleNearestFollowing: the audit event carries no response body; the
 	// match is the nearest following journal event of the same object in
 	// the request's time window. Confidence 0.8 when it is the only event
@@ -50,10 +57,11 @@ const (
 
 // Confidences of the rules.
 const (
-	ConfidenceExact            = 1.0
-	ConfidenceInferredDeletion = 0.9
-	ConfidenceSoleCandidate    = 0.8
-	ConfidenceAmbiguous        = 0.5
+	ConfidenceExact             = 1.0
+	ConfidenceInferredDeletion  = 0.9
+	ConfidenceSeenThroughRelist = 0.9
+	ConfidenceSoleCandidate     = 0.8
+	ConfidenceAmbiguous         = 0.5
 )
 
 // Journal is what a Correlator needs of a store: storage.Store satisfies it.
@@ -168,8 +176,13 @@ type Summary struct {
 	Events int `json:"events"`
 	// Exact counts events matched by an exact rule (confidence 1).
 	Exact int `json:"exact"`
-	// Scored counts events matched by a best-effort rule (confidence < 1).
+	// Scored counts events matched by a rule with confidence < 1.
 	Scored int `json:"scored"`
+	// SeenThroughRelist counts the Scored events matched to a synthetic
+	// record (RuleSeenThroughRelist, RuleInferredDeletion): the write
+	// happened while no watch recorded the object, and the journal shows
+	// its result only as a baseline item or an inferred deletion.
+	SeenThroughRelist int `json:"seenThroughRelist"`
 	// Unmatched counts successful writes no journal event matched: the
 	// journal does not cover the object, or the best-effort rule found no
 	// candidate.
@@ -216,6 +229,7 @@ const (
 	outcomeDryRun
 	outcomeNoObject
 	outcomeNoChange
+	outcomeThroughRelist
 	outcomeBestEffort // not final: the best-effort pass decides
 )
 
@@ -243,6 +257,9 @@ func (s *Summary) count(o outcome) {
 		s.Exact++
 	case outcomeScored:
 		s.Scored++
+	case outcomeThroughRelist:
+		s.Scored++
+		s.SeenThroughRelist++
 	case outcomeUnmatched:
 		s.Unmatched++
 	case outcomeReadOnly:
@@ -268,8 +285,10 @@ type correlation struct {
 }
 
 // Match returns the EventID of the journal event evt caused, without
-// recording anything. For a deletecollection that removed several objects
-// it returns the first. Errors: ErrNoMatch (wrapped) when nothing matches,
+// recording anything: a real watch event, or, for a write the journal knows
+// only from a relist (RuleSeenThroughRelist, RuleInferredDeletion), the
+// synthetic record that shows its result. For a deletecollection that
+// removed several objects it returns the first. Errors: ErrNoMatch (wrapped) when nothing matches,
 // ErrNotAChange (wrapped) when evt cannot have caused a journal event.
 func (c *Correlator) Match(ctx context.Context, evt Event) (string, error) {
 	o, found, err := c.matchExact(ctx, evt, nil)
@@ -283,7 +302,7 @@ func (c *Correlator) Match(ctx context.Context, evt Event) (string, error) {
 		}
 	}
 	switch o {
-	case outcomeExact, outcomeScored:
+	case outcomeExact, outcomeScored, outcomeThroughRelist:
 		return found[0].target.EventID, nil
 	case outcomeUnmatched:
 		return "", fmt.Errorf("%w: audit event %s (%s %s)", ErrNoMatch, evt.AuditID, evt.Verb, evt.RequestURI)
@@ -356,7 +375,7 @@ func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summar
 	if len(batch) == 0 {
 		return nil
 	}
-	claims := map[string]string{} // target EventID → audit ID of an exact match
+	claims := map[string]string{} // target EventID → audit ID of a match by version
 	outcomes := make([]outcome, len(batch))
 	found := make([][]correlation, len(batch))
 	for i, evt := range batch {
@@ -365,7 +384,7 @@ func (c *Correlator) ingestBatch(ctx context.Context, batch []Event, sum *Summar
 			return err
 		}
 		outcomes[i], found[i] = o, corr
-		if o == outcomeExact {
+		if o == outcomeExact || o == outcomeThroughRelist {
 			for _, m := range corr {
 				claims[m.target.EventID] = evt.AuditID
 			}
@@ -539,7 +558,7 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 		if err != nil || m == nil {
 			return outcomeUnmatched, nil, err
 		}
-		return outcomeExact, []correlation{*m}, nil
+		return matched(*m)
 	case evt.Verb == "deletecollection":
 		var found []correlation
 		for _, item := range resp.Items {
@@ -557,7 +576,7 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 		if len(found) == 0 {
 			return outcomeUnmatched, nil, nil
 		}
-		return outcomeExact, found, nil
+		return matched(found...)
 	case resp.Metadata.ResourceVersion == "":
 		if evt.Verb == "create" && evt.ObjectRef.Subresource == "" {
 			// A create whose result has no resourceVersion stored nothing
@@ -577,11 +596,14 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 		if err != nil || m == nil {
 			return outcomeUnmatched, nil, err
 		}
-		return outcomeExact, []correlation{*m}, nil
+		return matched(*m)
 	}
 	// Everything else, including a delete that left the object
 	// terminating (finalizers, graceful deletion): the response's
-	// resourceVersion is that of the change the request made.
+	// resourceVersion is that of the change the request made. The store
+	// answers the real event with it, or else the first synthetic record
+	// that shows it (never a later relist's copy, so that ingesting again
+	// after another relist finds the same target).
 	target, err := c.journal.EventByResourceVersion(ctx, obj, resp.Metadata.UID, resp.Metadata.ResourceVersion)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -604,7 +626,21 @@ func (c *Correlator) matchExact(ctx context.Context, evt Event, claims map[strin
 	if claimedByOther(stored[target.EventID], evt.AuditID) {
 		return outcomeNoChange, nil, nil
 	}
-	return outcomeExact, []correlation{{target: target, confidence: ConfidenceExact, rule: RuleExactResourceVersion}}, nil
+	if target.Synthetic {
+		return matched(correlation{target: target, confidence: ConfidenceSeenThroughRelist, rule: RuleSeenThroughRelist})
+	}
+	return matched(correlation{target: target, confidence: ConfidenceExact, rule: RuleExactResourceVersion})
+}
+
+// matched is the outcome of matches by the exact rules: exact, unless one
+// of them is a synthetic record (the result seen through a relist).
+func matched(found ...correlation) (outcome, []correlation, error) {
+	for _, m := range found {
+		if m.target.Synthetic {
+			return outcomeThroughRelist, found, nil
+		}
+	}
+	return outcomeExact, found, nil
 }
 
 // deletionOf finds the DELETED event of the object with the given uid
@@ -724,9 +760,13 @@ func (c *Correlator) matchBestEffort(ctx context.Context, evt Event, claims map[
 	return outcomeScored, []correlation{{target: chosen, confidence: confidence, rule: RuleNearestFollowing}}, nil
 }
 
+// claimedByOther reports whether another audit event was linked to the
+// same journal record by an exact rule or by its version seen through a
+// relist: a version is made by one write.
 func claimedByOther(correlations []event.Record, auditID string) bool {
 	for _, rec := range correlations {
-		if rec.Audit != nil && rec.Audit.AuditID != auditID && rec.Audit.Confidence >= ConfidenceExact {
+		if rec.Audit != nil && rec.Audit.AuditID != auditID &&
+			(rec.Audit.Confidence >= ConfidenceExact || rec.Audit.Rule == RuleSeenThroughRelist) {
 			return true
 		}
 	}

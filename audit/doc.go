@@ -48,13 +48,19 @@
 //     or scale subresource, a delete that left the object terminating
 //     (finalizers, graceful deletion) — matches the journal event of that
 //     object, uid and resourceVersion (storage.Reader's
-//     EventByResourceVersion). If that event was observed before the
-//     request was received (minus the clock skew), or another request
-//     matched it exactly before (earlier in the batch, or stored), the
-//     request was a no-op write returning the object unchanged: it is
-//     skipped as SkippedNoChange. A create whose response has no
-//     resourceVersion stored nothing (token and access reviews) and is
-//     skipped as SkippedNoObject.
+//     EventByResourceVersion): only a real watch event. When the journal
+//     has the version only as a synthetic record — a baseline item or an
+//     inferred deletion, because the write happened while no watch
+//     recorded the object (a gap, or before the recorder started) — the
+//     rule is RuleSeenThroughRelist with confidence 0.9, linked to the
+//     first such record (the relist that revealed the version, never a
+//     later one repeating it). If the matched record was observed before
+//     the request was received (minus the clock skew), or another request
+//     was matched to it by its version before (earlier in the batch, or
+//     stored), the request was a no-op write returning the object
+//     unchanged: it is skipped as SkippedNoChange. A create whose response
+//     has no resourceVersion stored nothing (token and access reviews) and
+//     is skipped as SkippedNoObject.
 //  3. RuleNearestFollowing (confidence 0.8, or 0.5 when ambiguous): when the
 //     audit level carries no response body (Metadata, Request), the
 //     candidates are the non-synthetic journal events of the object
@@ -82,14 +88,23 @@
 // (TargetEventID, user, groups, user agent, source IPs, verb, request URI,
 // requestReceivedTimestamp, confidence, rule); its ObservedAt is the audit
 // event's stageTimestamp. The record's EventID (CorrelationID) is derived
-// from the audit ID and the target event, so ingesting the same log twice
-// stores nothing new. storage.Reader's Correlations returns the records of
-// given events; the materialize package shows them in History.
+// from the audit ID and the target event, and every rule picks its target
+// deterministically (the first record with the version or the uid's
+// deletion, not the newest), so ingesting the same log twice — also after
+// another relist repeated the versions — stores nothing new and counts the
+// matches as Duplicates. Summary counts matches to synthetic records in
+// Scored and SeenThroughRelist. storage.Reader's Correlations returns the
+// records of given events; the materialize package shows them in History
+// (on a baseline item or an inferred deletion, only links with a
+// confidence below 1).
 //
 // # Guarantees
 //
 //   - An exact match (confidence 1) is never a guess: the response's
-//     resourceVersion, or the deleted uid, names exactly one change.
+//     resourceVersion, or the deleted uid, names exactly one change, and
+//     the journal recorded it as a real watch event. Baseline items and
+//     inferred deletions say "the object was like this by then", never
+//     "this write made it so": links to them are labelled and below 1.
 //   - Re-ingesting is idempotent, so a log can be ingested whenever it
 //     grows, and a webhook batch the API server retries is harmless.
 //   - resourceVersions are compared for equality only, never ordered.

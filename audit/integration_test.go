@@ -31,6 +31,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -518,6 +519,193 @@ current-context: krply
 				t.Logf("captured a webhook body into %s", file)
 				break
 			}
+		}
+	}
+}
+
+// TestAttributionAcrossRelists: changes made while the Collector watched
+// are linked to their real watch events even after 410s and relists repeat
+// their versions as baseline items; a change made while the watch was down
+// is linked to the first relist's item (seen through the relist) and a
+// delete made then to the inferred deletion, both below confidence 1;
+// ingesting the same log again after a second relist stores nothing; and
+// History shows users (audit) and field managers (managedFields) apart.
+func TestAttributionAcrossRelists(t *testing.T) {
+	env := testenv.Start(t, testenv.WithAudit(integrationPolicy(t)))
+	ns := env.CreateNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	p := faultproxy.Start(t, env.Config())
+	st := memory.New()
+	t.Cleanup(func() { st.Close() })
+	record(t, ctx, p.Config(), st, ns, watch.WithResources("cm"), watch.WithBackoff(20*time.Millisecond, 200*time.Millisecond))
+	streamID := event.Stream{ClusterID: "it", Version: "v1", Resource: "configmaps", Namespace: ns}.ID()
+
+	alice := clientFor(t, env.ConfigFor(testenv.UserAlice))
+	bob := clientFor(t, env.ConfigFor(testenv.UserBob))
+	cms := func(c dynamic.Interface) dynamic.ResourceInterface { return c.Resource(configMaps).Namespace(ns) }
+	settings := must(cms(alice).Create(ctx, obj("v1", "ConfigMap", ns, "settings", map[string]any{"data": map[string]any{"mode": "blue"}}), metav1.CreateOptions{}))(t, "alice creates settings")
+	created := change{"create settings", configMaps, "settings", event.Added, settings.GetResourceVersion(), testenv.UserAlice, RuleExactResourceVersion, 1}
+	settings = must(cms(bob).Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"mode":"green"}}`), metav1.PatchOptions{}))(t, "bob patches settings")
+	patched := change{"patch settings", configMaps, "settings", event.Modified, settings.GetResourceVersion(), testenv.UserBob, RuleExactResourceVersion, 1}
+	old := must(cms(alice).Create(ctx, obj("v1", "ConfigMap", ns, "old", nil), metav1.CreateOptions{}))(t, "alice creates old")
+	oldCreated := change{"create old", configMaps, "old", event.Added, old.GetResourceVersion(), testenv.UserAlice, RuleExactResourceVersion, 1}
+	watched := []event.Record{waitForJournal(t, ctx, st, ns, created), waitForJournal(t, ctx, st, ns, patched), waitForJournal(t, ctx, st, ns, oldCreated)}
+
+	// The watch goes down; bob patches settings and alice deletes old
+	// unseen; then a 410 leads to a gap and a relist.
+	baselineEnds := func() int {
+		n := 0
+		for _, r := range must(st.Records(ctx, storage.Query{StreamID: streamID, Types: []event.RecordType{event.TypeBaseline}}))(t, "records").Records {
+			if r.Baseline.Phase == event.BaselineEnd {
+				n++
+			}
+		}
+		return n
+	}
+	watchCM := faultproxy.Match{Verb: "watch", Resource: "configmaps", Namespace: ns}
+	p.FailNext(1000, watchCM, faultproxy.Status(503))
+	p.CutWatches(watchCM)
+	time.Sleep(100 * time.Millisecond)
+	unseen := must(cms(bob).Patch(ctx, "settings", types.MergePatchType, []byte(`{"data":{"mode":"red"}}`), metav1.PatchOptions{}))(t, "bob patches settings unseen")
+	if err := cms(alice).Delete(ctx, "old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.ClearFaults()
+	p.FailNext(1, watchCM, faultproxy.WatchError(410))
+	for baselineEnds() < 2 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no relist after the 410")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	relistItem := waitForRecord(t, ctx, st, ns, "settings", func(r event.Record) bool {
+		return r.Synthetic && r.WatchType == event.Added && r.Resource.ResourceVersion == unseen.GetResourceVersion()
+	})
+	oldGone := waitForRecord(t, ctx, st, ns, "old", func(r event.Record) bool { return r.Inferred != nil })
+	must(cms(alice).Create(ctx, obj("v1", "ConfigMap", ns, "zz-last", nil), metav1.CreateOptions{}))(t, "alice creates the last configmap")
+	waitForAuditLine(t, ctx, env.AuditLogPath(), "zz-last")
+	files := must(RotatedFiles(env.AuditLogPath()))(t, "rotated files")
+	ingest := func() Summary {
+		t.Helper()
+		corr := must(NewCorrelator(st, "it", WithLogger(testr.New(t))))(t, "correlator")
+		src := must(OpenFiles(files))(t, "open")
+		defer src.Close()
+		sum := must(corr.Ingest(ctx, onlyObjects{nsSource{src, ns}, []string{"settings", "old"}}))(t, "ingest")
+		t.Logf("summary: %+v", sum)
+		return sum
+	}
+	sum := ingest()
+	if sum.Exact != 3 || sum.Scored != 2 || sum.SeenThroughRelist != 2 || sum.Unmatched != 0 || sum.Recorded != 5 {
+		t.Errorf("first ingest %+v, want 3 exact, 2 seen through the relist, 5 recorded", withoutProblems(sum))
+	}
+	want := []struct {
+		target     event.Record
+		user, rule string
+		confidence float64
+	}{
+		{watched[0], testenv.UserAlice, RuleExactResourceVersion, 1},
+		{watched[1], testenv.UserBob, RuleExactResourceVersion, 1},
+		{watched[2], testenv.UserAlice, RuleExactResourceVersion, 1},
+		{relistItem, testenv.UserBob, RuleSeenThroughRelist, ConfidenceSeenThroughRelist},
+		{oldGone, testenv.UserAlice, RuleInferredDeletion, ConfidenceInferredDeletion},
+	}
+	checkLinks := func(when string) {
+		t.Helper()
+		targets := make([]event.Record, len(want))
+		for i, w := range want {
+			targets[i] = w.target
+		}
+		got := correlationsOf(t, st, targets...)
+		for _, w := range want {
+			list := got[w.target.EventID]
+			if len(list) != 1 || list[0].Audit.User != w.user || list[0].Audit.Rule != w.rule || list[0].Audit.Confidence != w.confidence {
+				t.Errorf("%s: %s %s rv %s (synthetic %v): correlations %+v, want one by %s (%s, %.1f)", when, w.target.WatchType, w.target.Resource.Name,
+					w.target.Resource.ResourceVersion, w.target.Synthetic, list, w.user, w.rule, w.confidence)
+			}
+		}
+	}
+	checkLinks("after the first relist")
+
+	// A second 410 and relist repeats settings at the unseen version;
+	// ingesting the log again changes nothing.
+	p.FailNext(1, watchCM, faultproxy.WatchError(410))
+	p.CutWatches(watchCM)
+	for baselineEnds() < 3 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no second relist")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	again := ingest()
+	if again.Recorded != 0 || again.Duplicates != 5 || again.Exact != 3 || again.SeenThroughRelist != 2 {
+		t.Errorf("ingest after the second relist %+v, want nothing recorded, 5 duplicates", withoutProblems(again))
+	}
+	checkLinks("after the second relist")
+
+	// History: users from the audit log, field managers from managedFields.
+	m := must(materialize.New(st))(t, "materializer")
+	h := must(m.History(ctx, storage.ObjectIDOf(watched[0])))(t, "history")
+	var lines []string
+	for _, v := range h.Versions() {
+		line := fmt.Sprintf("%s %s", v.Origin, v.WatchType)
+		for _, p := range v.Provenance {
+			line += fmt.Sprintf(" user %s (%s)", p.User, p.Rule)
+		}
+		lines = append(lines, line)
+		if v.Origin == materialize.OriginWatch && (len(v.FieldManagers) != 1 || v.FieldManagers[0].Manager == "" || v.FieldManagers[0].Time.IsZero()) {
+			t.Errorf("%s version %s: field managers %+v, want the writer's entry", v.WatchType, v.ResourceVersion, v.FieldManagers)
+		}
+		for _, c := range v.Changes {
+			if c.Path == "data.mode" && (c.FieldManager == nil || c.FieldManager.Operation != "Update") {
+				t.Errorf("version %s: data.mode changed by field manager %+v, want the patch's Update entry", v.ResourceVersion, c.FieldManager)
+			}
+		}
+	}
+	wantLines := []string{
+		"watch ADDED user alice (" + RuleExactResourceVersion + ")",
+		"watch MODIFIED user bob (" + RuleExactResourceVersion + ")",
+		"baseline ADDED user bob (" + RuleSeenThroughRelist + ")",
+		"baseline ADDED",
+	}
+	if !slices.Equal(lines, wantLines) {
+		t.Errorf("History of settings:\n got %q\nwant %q", lines, wantLines)
+	}
+}
+
+// onlyObjects passes the events about the named objects.
+type onlyObjects struct {
+	src   Source
+	names []string
+}
+
+func (s onlyObjects) Next(ctx context.Context) (Event, error) {
+	for {
+		evt, err := s.src.Next(ctx)
+		if err != nil || (evt.ObjectRef != nil && slices.Contains(s.names, evt.ObjectRef.Name)) {
+			return evt, err
+		}
+	}
+}
+
+// waitForRecord waits until the journal holds a record of the configmap
+// name that ok accepts.
+func waitForRecord(t *testing.T, ctx context.Context, st storage.Reader, ns, name string, ok func(event.Record) bool) event.Record {
+	t.Helper()
+	obj := storage.ObjectID{ClusterID: "it", Resource: "configmaps", Namespace: ns, Name: name}
+	for {
+		history := must(st.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true}))(t, "history")
+		for _, rec := range history {
+			if ok(rec) {
+				return rec
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the journal never recorded the expected record of %s; history %+v", name, history)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 }

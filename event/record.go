@@ -150,8 +150,9 @@ type Baseline struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 	// ItemCount is the number of items (set on the end record).
 	ItemCount int `json:"itemCount,omitempty"`
-	// Reason says why the baseline was taken: "initial", "relist after gap",
-	// "coverage restored", "compaction".
+	// Reason says why the baseline was taken: "initial", "initial baseline
+	// interrupted" (the initial list was killed before its end: taken
+	// again), "relist after gap", "coverage restored", "compaction".
 	Reason string `json:"reason,omitempty"`
 	// ClosesGap is the EventID of the gap this baseline ends, if any (set
 	// on the end record); its ResourceVersion is the gap's end.

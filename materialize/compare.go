@@ -243,14 +243,23 @@ func decodeJSON(raw []byte) (any, error) {
 // compareValues returns the field changes from before to after, sorted by
 // path, ignoring the given pointers.
 func compareValues(before, after any, ignore []pointer, mergeKeys map[string][]string) []FieldChange {
+	out, _ := compareValuesPaths(before, after, ignore, mergeKeys)
+	return out
+}
+
+// compareValuesPaths is compareValues that also returns the path of each
+// change as segments.
+func compareValuesPaths(before, after any, ignore []pointer, mergeKeys map[string][]string) ([]FieldChange, [][]seg) {
 	c := comparer{mergeKeys: mergeKeys}
 	c.walk(nil, "", startPointers(ignore), before, after, true, true)
 	sort.SliceStable(c.out, func(i, j int) bool { return comparePaths(c.out[i].path, c.out[j].path) < 0 })
 	out := make([]FieldChange, len(c.out))
+	paths := make([][]seg, len(c.out))
 	for i, ch := range c.out {
 		out[i] = FieldChange{Path: renderPath(ch.path), Op: ch.op, Before: ch.before, After: ch.after}
+		paths[i] = ch.path
 	}
-	return out
+	return out, paths
 }
 
 func (c *comparer) emit(path []seg, op ChangeOp, before, after any) {
@@ -490,24 +499,32 @@ func objectMetaOf(ref event.ResourceRef, body any) objectMeta {
 // compareBodies returns the field changes between two raw bodies of one
 // object; nil bodies are absent objects.
 func (c *compareConfig) compareBodies(ref event.ResourceRef, before, after json.RawMessage) ([]FieldChange, error) {
+	out, _, err := c.compareBodiesPaths(ref, before, after)
+	return out, err
+}
+
+// compareBodiesPaths is compareBodies that also returns the path of each
+// change as segments (empty for a whole object added or removed).
+func (c *compareConfig) compareBodiesPaths(ref event.ResourceRef, before, after json.RawMessage) ([]FieldChange, [][]seg, error) {
 	if bytes.Equal(before, after) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	b, err := decodeJSON(before)
 	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("decode %s: %w", ref, err)
 	}
 	a, err := decodeJSON(after)
 	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", ref, err)
+		return nil, nil, fmt.Errorf("decode %s: %w", ref, err)
 	}
 	switch {
 	case len(before) == 0 && len(after) == 0:
-		return nil, nil
+		return nil, nil, nil
 	case len(before) == 0:
-		return []FieldChange{{Op: OpAdd, After: a}}, nil
+		return []FieldChange{{Op: OpAdd, After: a}}, [][]seg{nil}, nil
 	case len(after) == 0:
-		return []FieldChange{{Op: OpRemove, Before: b}}, nil
+		return []FieldChange{{Op: OpRemove, Before: b}}, [][]seg{nil}, nil
 	}
-	return compareValues(b, a, c.pointersFor(objectMetaOf(ref, a)), c.mergeKeys), nil
+	out, paths := compareValuesPaths(b, a, c.pointersFor(objectMetaOf(ref, a)), c.mergeKeys)
+	return out, paths, nil
 }

@@ -59,6 +59,17 @@
 //     gap, while it was unavailable), the object is ObjectUnknown, with
 //     UnknownAt (from, to or both) and the Reason. Objects of a window that
 //     starts before recording began are unknown at its start, not added.
+//   - Who changed a version comes from two sources, labelled apart. With
+//     an audit log ingested (package audit), Version.Provenance names the
+//     user of the request; on a real watch event any link, on a baseline
+//     item or an inferred deletion only links below confidence 1 (the
+//     journal shows the result of the write, not the write). Without one,
+//     Version.FieldManagers and FieldChange.FieldManager say what the
+//     object's own metadata.managedFields tell: the field manager (a client
+//     name such as "kubectl" or a controller's, never a user), its
+//     operation and subresource, and the entry's time (in seconds).
+//   - The items of a baseline without an end record (a list killed or
+//     still running) are not versions: storage.Reader leaves them out.
 //   - Queries go through the storage.Reader's indexed methods (LatestAt,
 //     AliveAt, ObjectHistory, Records by stream and type); none scans the
 //     whole journal.

@@ -98,10 +98,21 @@ type Version struct {
 	Object json.RawMessage
 	// Changes are the field changes from the previous version (ignoring
 	// server-owned metadata, see DefaultIgnorePointers). Empty for the
-	// first version and the first after a deletion.
+	// first version and the first after a deletion. Each names the field
+	// manager that changed it where managedFields tell.
 	Changes []FieldChange
+	// FieldManagers are who wrote this version according to the object's
+	// own metadata.managedFields, without an audit log: the entries that
+	// are new since the previous version, whose time moved or whose fields
+	// grew, or that own a field this version changed — all of them for the
+	// first version. Entry times have seconds precision. They name clients
+	// (field managers), not users; Provenance names users.
+	FieldManagers []FieldManager `json:"fieldManagers,omitempty"`
 	// Provenance lists the audited requests correlated with this version,
-	// most confident first.
+	// most confident first. On a baseline item or an inferred deletion
+	// (Origin not OriginWatch) it holds only links below confidence 1
+	// (audit's "seen-through-relist" and "inferred-deletion-uid"): the
+	// journal shows the result of the write, not the write.
 	Provenance []event.AuditCorrelation
 }
 
@@ -164,18 +175,21 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		if prev != nil && prev.WatchType != event.Deleted {
 			v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
 			if !v.Recreated {
-				v.Changes, err = cc.compareBodies(rec.Resource, prev.Object, rec.Object)
+				var paths [][]seg
+				v.Changes, paths, err = cc.compareBodiesPaths(rec.Resource, prev.Object, rec.Object)
 				if err != nil {
 					h.Warnings = append(h.Warnings, fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err))
 				}
+				v.FieldManagers = attributeFields(prev.Object, rec.Object, v.Changes, paths)
 			}
+		}
+		if prev == nil || prev.WatchType == event.Deleted || v.Recreated {
+			v.FieldManagers = fieldManagers(managedEntries(rec.Object))
 		}
 		prev = &recs[i]
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
-		if !rec.Synthetic {
-			ids = append(ids, rec.EventID)
-		}
+		ids = append(ids, rec.EventID)
 	}
 
 	if len(ids) > 0 {
@@ -186,7 +200,11 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		for i := range entries {
 			v := entries[i].Version
 			for _, c := range corr[entries[i].EventID] {
-				if c.Audit != nil {
+				// A baseline item or an inferred deletion is no evidence
+				// of a write: only a link labelled as seen through it
+				// (confidence below 1) belongs there; an exact one is a
+				// mismatch recorded by an older krply.
+				if c.Audit != nil && (v.Origin == OriginWatch || c.Audit.Confidence < 1) {
 					v.Provenance = append(v.Provenance, *c.Audit)
 				}
 			}

@@ -138,22 +138,29 @@ func TestObjectAtWatermarkAndNearbyGaps(t *testing.T) {
 }
 
 // A baseline whose end was never written (a crash in the middle of the
-// list) is never trusted for coverage, though its items are observations.
+// list, or a list still running) is never trusted: not for coverage, and
+// its items are not observations (storage.Reader leaves them out) until
+// the end exists.
 func TestObjectAtBaselineWithoutEnd(t *testing.T) {
 	j := newJournal(t)
 	deploys := j.stream("apps", "v1", "deployments", "shop")
 	web := obj{kind: "Deployment", namespace: "shop", name: "web", uid: "uw", body: map[string]any{"spec": map[string]any{"replicas": 2}}}
-	j.append(j.baselineRecords(deploys, "b1", at(1), false, web)...)
+	recs := j.baselineRecords(deploys, "b1", at(1), true, web)
+	j.append(recs[:len(recs)-1]...)
 	m := j.materializer()
 	st, err := m.ObjectAt(context.Background(), idOf(deploys, "web", "shop"), at(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Covered || !st.Exists {
-		t.Fatalf("covered=%v exists=%v, want an uncovered observation", st.Covered, st.Exists)
+	if st.Covered || st.Exists {
+		t.Fatalf("covered=%v exists=%v, want an uncovered time and no observation", st.Covered, st.Exists)
 	}
 	if st.Coverage[0].Reason != "no complete baseline at or before this time" {
 		t.Errorf("reason %q", st.Coverage[0].Reason)
+	}
+	j.append(recs[len(recs)-1])
+	if st, err = m.ObjectAt(context.Background(), idOf(deploys, "web", "shop"), at(2)); err != nil || !st.Covered || !st.Exists {
+		t.Fatalf("once the baseline ended: covered=%v exists=%v, %v; want the item, covered", st.Covered, st.Exists, err)
 	}
 }
 

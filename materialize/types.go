@@ -119,6 +119,10 @@ type FieldChange struct {
 	// absent; Op tells absent from null.
 	Before any `json:"before,omitempty"`
 	After  any `json:"after,omitempty"`
+	// FieldManager is the field manager that the object's managedFields
+	// say changed this field (History only; nil elsewhere and where
+	// managedFields do not tell): a client name, not a user.
+	FieldManager *FieldManager `json:"fieldManager,omitempty"`
 }
 
 // Coverage is re-exported so callers of this package need not import

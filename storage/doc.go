@@ -41,7 +41,12 @@
 //
 // # Concurrency and Close
 //
-// A Store is safe for concurrent use: one writer and any number of readers.
-// The caller that opened a store must Close it; calls after Close return
-// ErrClosed.
+// A Store is safe for concurrent use by any number of goroutines, readers
+// and writers alike: Append and Compact are serialized, each atomic, and a
+// reader sees whole batches. Backends say whether several processes may
+// share one journal: storage/sqlite lets any number of them read and write
+// one file, serializing their writes with the file's lock and trusting
+// nothing it remembers across another process's write; storage/memory
+// lives in its process. The caller that opened a store must Close it;
+// calls after Close return ErrClosed.
 package storage

@@ -24,10 +24,17 @@ var (
 	// ErrIncompatible: the file was written by a newer krply, is not a krply
 	// journal, or is corrupt. The store leaves such a file untouched.
 	ErrIncompatible = errors.New("storage: incompatible journal file")
+	// ErrReadOnly: the store was opened read-only, so Append and Compact
+	// are refused; or a writable open found a journal it cannot write.
+	ErrReadOnly = errors.New("storage: read-only journal")
 )
 
-// Store is a journal backend. Implementations are safe for concurrent use by
-// one writer and any number of readers.
+// Store is a journal backend. Implementations are safe for concurrent use
+// by any number of goroutines: writes (Append, Compact) are serialized and
+// readers see whole batches. A durable backend may also let several
+// processes share one journal, each process's writes serialized with the
+// others' and never colliding (storage/sqlite does); each backend
+// documents its contract.
 type Store interface {
 	Reader
 	Writer
@@ -87,13 +94,31 @@ type CompactResult struct {
 
 // Reader answers the queries the collector, materializer, planner and audit
 // correlator need. Every query uses an index; none scans the whole journal.
+//
+// # Open baselines
+//
+// A baseline is trusted only once its end record exists. The items of a
+// baseline that has a begin record but no end record — a list that is
+// still running, or one whose recorder was killed mid-list — are left out
+// of every object query (ObjectHistory, LatestAt, AliveAt,
+// EventByResourceVersion): those answer as if the items were not there.
+// The items of a baseline are the synthetic object changes of its stream
+// that carry its BaselineID (Timeline.InOpenBaseline tells them apart).
+// When the end is appended, the items become visible together; a baseline
+// that never ends (a restart lists again under a new ID: the new baseline
+// supersedes it) stays invisible until compaction removes it. Get,
+// Records and Correlations return records as stored, open items included;
+// a caller of Records that must tell them apart reads the stream's
+// Timeline.
 type Reader interface {
-	// Get returns the record with the given EventID.
+	// Get returns the record with the given EventID, as stored.
 	Get(ctx context.Context, eventID string) (event.Record, error)
 
 	// Records returns the records that match q, ordered by IngestSeq
 	// (descending when q.Descending), at most q.Limit of them, and a cursor
-	// for the next page ("" when there is none).
+	// for the next page ("" when there is none). It returns the journal as
+	// stored: the items of open baselines are included (see Open
+	// baselines above).
 	Records(ctx context.Context, q Query) (Page, error)
 
 	// StreamStatus returns the durable state of one stream; ErrNotFound if
@@ -105,20 +130,30 @@ type Reader interface {
 
 	// ObjectHistory returns the object-change records (TypeEvent) of one
 	// object in IngestSeq order, across UIDs (a re-created object keeps
-	// its history), restricted by q's time range and limit.
+	// its history), restricted by q's time range and limit. Items of open
+	// baselines are left out.
 	ObjectHistory(ctx context.Context, obj ObjectID, q HistoryQuery) ([]event.Record, error)
 
 	// LatestAt returns the last object-change record of obj observed at or
-	// before at (ties broken by IngestSeq). It may be a DELETED record; the
-	// caller decides what a deletion means. ErrNotFound when none exists.
+	// before at (ties broken by IngestSeq), items of open baselines left
+	// out. It may be a DELETED record; the caller decides what a deletion
+	// means. ErrNotFound when none exists.
 	LatestAt(ctx context.Context, obj ObjectID, at time.Time) (event.Record, error)
 
 	// AliveAt returns, for every object whose last object-change record at
-	// or before q.At is not a deletion, that record, ordered by object.
+	// or before q.At (items of open baselines left out, but see
+	// q.IncludeBaseline) is not a deletion, that record, ordered by object.
 	AliveAt(ctx context.Context, q AliveQuery) ([]event.Record, error)
 
-	// EventByResourceVersion returns the object-change record of obj whose
-	// resourceVersion is rv (and whose UID is uid, when uid is not empty).
+	// EventByResourceVersion returns the record of the write that made
+	// version rv of obj (of UID uid, when uid is not empty): the first
+	// real (non-synthetic) object change with that resourceVersion, in
+	// IngestSeq order. Only when no real event has it, it returns the
+	// first synthetic one — a baseline item or an inferred deletion, which
+	// shows the version but is no evidence of the write; the caller checks
+	// Record.Synthetic. Items of open baselines are left out. The answer
+	// does not change when later records (another relist) repeat the
+	// version. ErrNotFound when no record has it.
 	EventByResourceVersion(ctx context.Context, obj ObjectID, uid, rv string) (event.Record, error)
 
 	// Correlations returns the audit_correlation records that point at
@@ -200,6 +235,11 @@ type AliveQuery struct {
 	// WithoutBodies leaves Record.Object empty; the collector uses it to
 	// find inferred deletions without reading bodies.
 	WithoutBodies bool
+	// IncludeBaseline counts the items of the open baseline with this ID
+	// as if it had ended. The Collector, which is writing that baseline,
+	// uses it to find the objects the baseline lacks before it appends
+	// the end (and the inferred deletions) in one batch.
+	IncludeBaseline string
 }
 
 // StreamStatus is the durable state of one stream, kept up to date by Append.

@@ -164,3 +164,55 @@ func (t Timeline) BaselineEnd(baselineID string) *event.Record {
 	}
 	return nil
 }
+
+// OpenBaselines returns the baselines of the timeline that have a begin
+// record and no end record, by ID, with the IngestSeq of their begin: lists
+// still running, or killed before they ended. Their items are invisible to
+// object queries (see Reader). Nil when there is none.
+func (t Timeline) OpenBaselines() map[string]int64 {
+	const ended = -1
+	var open map[string]int64
+	for i := range t.Records {
+		rec := &t.Records[i]
+		if rec.Type != event.TypeBaseline || rec.Baseline == nil || rec.BaselineID == "" {
+			continue
+		}
+		if open == nil {
+			open = map[string]int64{}
+		}
+		switch rec.Baseline.Phase {
+		case event.BaselineEnd:
+			open[rec.BaselineID] = ended
+		case event.BaselineBegin:
+			if _, seen := open[rec.BaselineID]; !seen {
+				open[rec.BaselineID] = rec.IngestSeq
+			}
+		}
+	}
+	for id, seq := range open {
+		if seq == ended {
+			delete(open, id)
+		}
+	}
+	if len(open) == 0 {
+		return nil
+	}
+	return open
+}
+
+// IsBaselineItem reports whether rec is an object change that a baseline
+// wrote: a synthetic event record (a list item, or an inferred deletion)
+// that names its baseline.
+func IsBaselineItem(rec *event.Record) bool {
+	return rec.Type == event.TypeEvent && rec.Synthetic && rec.BaselineID != ""
+}
+
+// InOpenBaseline reports whether rec, a record of t's stream, is an item of
+// one of t's open baselines, which object queries leave out.
+func (t Timeline) InOpenBaseline(rec *event.Record) bool {
+	if !IsBaselineItem(rec) || rec.StreamID != t.StreamID {
+		return false
+	}
+	_, open := t.OpenBaselines()[rec.BaselineID]
+	return open
+}

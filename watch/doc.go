@@ -81,6 +81,12 @@
 //     covered watches from the durable checkpoint. Changes made while it was
 //     down arrive as real events and unchanged objects are not stored again.
 //     If the server answers 410, the gap spans the downtime.
+//   - A list killed midway is never half-trusted: its items stay invisible
+//     to every query (storage.Reader: a baseline without an end), and the
+//     restart's baseline supersedes it. When the killed list was the initial
+//     one, the restart logs "initial baseline interrupted; relisting" and
+//     takes the initial baseline again with that Reason — no gap is
+//     recorded, because the journal never claimed coverage.
 //   - At-least-once, stored once: watch events are delivered from the last
 //     durable resourceVersion after any failure; EventIDs make a second
 //     delivery a no-op in the store.
@@ -115,7 +121,7 @@
 //
 // # Concurrency and Close
 //
-// Start may be called once; Status, WaitForSync and ClusterID are safe to
+// Start may be called once; Status, Synced, WaitForSync and ClusterID are safe to
 // call concurrently with it. The Collector owns no resource that needs
 // closing: when Start returns, every goroutine it started has ended and
 // every record it received is appended: a stop (the end of Start's ctx)

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 	if role := os.Getenv(rssChildEnv); role != "" {
 		os.Exit(runRSSChild(role))
 	}
+	if spec := os.Getenv(killedListChildEnv); spec != "" {
+		os.Exit(killedListChild(spec))
+	}
 	os.Exit(testenv.RunMain(m))
 }
 

@@ -80,6 +80,11 @@ type stream struct {
 	// the current baseline began (read from the store at each relist), so
 	// the baseline is a relist and must look for inferred deletions.
 	hadHistory bool
+	// interrupted is true when the journal holds an initial baseline that
+	// never ended (the recorder was killed mid-list) and no complete one:
+	// the next baseline is the initial one again, not a relist after a
+	// gap (there is none). Its items stay invisible (storage.Reader).
+	interrupted bool
 	// prior maps the key of every object the journal held alive when the
 	// current relist began to that object's last record (without body); a
 	// relist item under the same key with another UID replaced it.
@@ -217,13 +222,23 @@ func (s *stream) load(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	s.m.covered.Set(boolGauge(s.covered))
-	if s.covered && s.rv != "" {
+	s.interrupted = st.OpenBaselineID != "" && st.LastBaselineID == ""
+	switch {
+	case s.covered && s.rv != "":
 		s.log.Info("resuming from the durable checkpoint", "resourceVersion", s.rv, "checkpointAt", s.lastAt)
-	} else {
+	case s.interrupted:
+		s.log.Info("initial baseline interrupted; relisting", "interruptedBaseline", st.OpenBaselineID)
+	case st.OpenBaselineID != "":
+		s.log.Info("journal not continuous for this stream: relisting", "reason", cov.Reason, "interruptedBaseline", st.OpenBaselineID)
+	default:
 		s.log.Info("journal not continuous for this stream: relisting", "reason", cov.Reason)
 	}
 	return nil
 }
+
+// interruptedReason is the Baseline.Reason of the initial baseline taken
+// again after one that never ended.
+const interruptedReason = "initial baseline interrupted"
 
 // handle reacts to the end of a list or watch; it returns false when the
 // stream must stop.
@@ -376,11 +391,18 @@ func (s *stream) relist(ctx context.Context) error {
 	if err := s.loadPrior(ctx); err != nil {
 		return err
 	}
-	defer func() { s.prior = nil }()
+	defer func() {
+		s.prior = nil
+		if s.covered {
+			s.interrupted = false
+		}
+	}()
 	reason := "initial"
 	switch {
 	case !s.available:
 		reason = "coverage restored"
+	case s.interrupted:
+		reason = interruptedReason
 	case s.hadHistory:
 		reason = "relist after gap"
 	}
@@ -617,7 +639,8 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 // last record in the stream is alive and not part of baseline id. It reads
 // keys without bodies and fetches the body of the missing objects only.
 func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([]event.Record, error) {
-	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true})
+	// The baseline has no end yet: its items count only when asked for.
+	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true, IncludeBaseline: id})
 	if err != nil {
 		return nil, fmt.Errorf("%w: alive objects of %s: %w", ErrStore, s.id, err)
 	}

@@ -1,19 +1,26 @@
 // Command controller runs krply's Collector inside a controller-runtime
 // manager: added with mgr.Add, it records only while this replica holds
-// the leader lease, and its metrics are Prometheus metrics served on the
+// the leader lease; /readyz reports Collector.Synced, /healthz that the
+// process serves; and its metrics are Prometheus metrics served on the
 // manager's /metrics endpoint.
 //
 //	cd examples/controller && go run . --kubeconfig ~/.kube/config --store krply.db --resource deploy,cm
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -24,33 +31,58 @@ import (
 )
 
 func main() {
-	store := flag.String("store", "krply.db", "path of the SQLite journal")
-	resources := flag.String("resource", "", "comma-separated resources to record (default: krply's defaults)")
-	metricsAddr := flag.String("metrics-bind-address", ":8080", "address of the /metrics endpoint")
-	leaderElect := flag.Bool("leader-elect", true, "record only while holding the leader lease (one writer per journal)")
-	leaseNamespace := flag.String("leader-election-namespace", "", "namespace of the lease (default: the pod's namespace)")
+	if err := run(ctrl.SetupSignalHandler(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole command. It returns instead of exiting, so the deferred
+// cleanup — waiting for the Collector, then closing the journal — runs on
+// every path out.
+func run(ctx context.Context, args []string) (err error) {
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "path of a kubeconfig (default: $KUBECONFIG, the in-cluster config, then ~/.kube/config)")
+	store := fs.String("store", "krply.db", "path of the SQLite journal")
+	resources := fs.String("resource", "", "comma-separated resources to record (default: krply's defaults)")
+	metricsAddr := fs.String("metrics-bind-address", ":8080", `address of the /metrics endpoint ("0" turns it off)`)
+	probeAddr := fs.String("health-probe-bind-address", ":8081", `address of the /healthz and /readyz endpoints ("0" turns them off)`)
+	leaderElect := fs.Bool("leader-elect", true, "record only while holding the leader lease (one writer per journal)")
+	leaseNamespace := fs.String("leader-election-namespace", "", "namespace of the lease (default: the pod's namespace)")
 	opts := zap.Options{Development: true}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
+	opts.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("krply")
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+	cfg, err := restConfig(*kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w (set --kubeconfig)", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:  *probeAddr,
 		LeaderElection:          *leaderElect,
 		LeaderElectionID:        "krply-recorder",
 		LeaderElectionNamespace: *leaseNamespace,
+		// Step down when stopped, so that a rollout's new pod takes over
+		// at once instead of after the lease expires. The manager releases
+		// the lease only after its Runnables returned (within its graceful
+		// shutdown timeout, 30s by default), so the Collector's final
+		// commit (at most 10s after the stop) precedes the release.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		log.Error(err, "manager")
-		os.Exit(1)
+		return fmt.Errorf("manager: %w", err)
 	}
-
-	ctx := ctrl.SetupSignalHandler()
 	provider, err := NewPrometheusMetrics(metrics.Registry)
 	if err != nil {
-		log.Error(err, "metrics")
-		os.Exit(1)
+		return fmt.Errorf("metrics: %w", err)
 	}
 	jopts := []krply.Option{krply.WithLogger(log), krply.WithCollectorOptions(watch.WithMetrics(provider))}
 	if *resources != "" {
@@ -58,47 +90,93 @@ func main() {
 	}
 	j, err := krply.Open(ctx, *store, jopts...)
 	if err != nil {
-		log.Error(err, "journal")
-		os.Exit(1)
+		return fmt.Errorf("journal: %w", err)
 	}
-	defer j.Close()
+	defer func() {
+		if cerr := j.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing the journal: %w", cerr))
+		}
+	}()
 	rec, err := j.Record(mgr.GetConfig())
 	if err != nil {
-		log.Error(err, "collector")
-		os.Exit(1)
+		return fmt.Errorf("collector: %w", err)
 	}
-	// Collector.Start(ctx) error is a manager.Runnable as is. Wrapped so it
-	// runs only on the leader: a standby replica must not write the journal.
-	if err := mgr.Add(leaderOnly{rec}); err != nil {
-		log.Error(err, "add collector")
-		os.Exit(1)
+	// The Collector (Start(ctx) error) is a manager.Runnable that does not
+	// implement LeaderElectionRunnable, so the manager starts it only once
+	// this replica is elected. It is wrapped only so that the journal is
+	// closed after its Start returned: the manager does not wait for its
+	// Runnables when it loses the lease.
+	collector := &awaited{runnable: rec}
+	defer collector.wait()
+	if err := mgr.Add(collector); err != nil {
+		return fmt.Errorf("add collector: %w", err)
 	}
-	// Ready once every stream has its first baseline.
-	if err := mgr.AddReadyzCheck("krply-synced", func(*http.Request) error { return synced(rec) }); err != nil {
-		log.Error(err, "readyz")
-		os.Exit(1)
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("healthz: %w", err)
 	}
-	log.Info("starting", "store", *store, "leaderElection", *leaderElect)
-	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "manager stopped")
-		os.Exit(1)
+	if err := mgr.AddReadyzCheck("krply-synced", readiness(mgr, rec)); err != nil {
+		return fmt.Errorf("readyz: %w", err)
+	}
+	log.Info("starting", "store", *store, "leaderElection", *leaderElect, "probes", *probeAddr, "metrics", *metricsAddr)
+	return mgr.Start(ctx)
+}
+
+// restConfig loads the kubeconfig at path, or controller-runtime's default
+// configuration when path is empty.
+func restConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return ctrl.GetConfig()
+}
+
+// readiness is the /readyz check: on the elected leader (every replica
+// when leader election is off) it is rec.Synced — ready once every stream
+// is recording, not ready while one is not; a standby replica is ready as
+// a standby, so that a rolling update, which waits for the new pod to be
+// ready before it stops the old leader, can complete.
+func readiness(mgr manager.Manager, rec *watch.Collector) healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-mgr.Elected():
+			return rec.Synced()
+		default:
+			return nil
+		}
 	}
 }
 
-// leaderOnly runs a Runnable only on the elected leader.
-type leaderOnly struct{ manager.Runnable }
+// awaited runs a Runnable and lets wait block until its Start returned.
+type awaited struct {
+	runnable manager.Runnable
 
-// NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (leaderOnly) NeedLeaderElection() bool { return true }
+	mu      sync.Mutex
+	done    chan struct{} // closed when Start returned; nil until Start
+	waiting bool          // wait was called: Start must not begin
+}
 
-var _ manager.LeaderElectionRunnable = leaderOnly{}
-
-// synced reports whether every stream has its first baseline.
-func synced(rec *watch.Collector) error {
-	for _, st := range rec.Status() {
-		if !st.Synced && st.State != watch.StatePending {
-			return fmt.Errorf("stream %s is %s", st.StreamID, st.State)
-		}
+// Start implements manager.Runnable.
+func (a *awaited) Start(ctx context.Context) error {
+	a.mu.Lock()
+	if a.waiting {
+		a.mu.Unlock()
+		return nil
 	}
-	return nil
+	done := make(chan struct{})
+	a.done = done
+	a.mu.Unlock()
+	defer close(done)
+	return a.runnable.Start(ctx)
+}
+
+// wait keeps the Runnable from starting from now on and waits for a Start
+// in progress to return (its context ends with the manager).
+func (a *awaited) wait() {
+	a.mu.Lock()
+	a.waiting = true
+	done := a.done
+	a.mu.Unlock()
+	if done != nil {
+		<-done
+	}
 }

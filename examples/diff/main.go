@@ -47,7 +47,7 @@ func run(out io.Writer, store, cluster string, namespaces []string, from, to str
 	if err != nil {
 		return err
 	}
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster, krply.WithReadOnly())
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func main() {
 
 func run(out io.Writer, store, cluster, resource, namespace, name string, status bool, auditLogs []string) error {
 	ctx := context.Background()
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster, cli.ReadOnlyUnless(len(auditLogs) > 0)...)
 	if err != nil {
 		return err
 	}

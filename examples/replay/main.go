@@ -89,7 +89,8 @@ func run(out io.Writer, o options) error {
 	if err != nil {
 		return err
 	}
-	j, cluster, err := cli.OpenJournal(ctx, o.store, o.cluster, krply.WithPolicy(o.policy))
+	// A preview only reads; saving, a dry run and applying write.
+	j, cluster, err := cli.OpenJournal(ctx, o.store, o.cluster, append(cli.ReadOnlyUnless(o.save || o.planID != ""), krply.WithPolicy(o.policy))...)
 	if err != nil {
 		return err
 	}

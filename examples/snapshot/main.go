@@ -44,7 +44,7 @@ func run(out io.Writer, store, cluster string, namespaces []string, at, save, ou
 	if err != nil {
 		return err
 	}
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster)
+	j, cluster, err := cli.OpenJournal(ctx, store, cluster, cli.ReadOnlyUnless(save != "")...)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,9 @@
 //     ObjectHash is filled in on Append.
 //   - Compact keeps every answer about a time at or after its argument; the
 //     rule is the one storage/sqlite uses (storage/internal/compaction).
+//   - The items of open baselines (storage.Reader) are left out of object
+//     queries by a per-stream set of open baseline IDs; while no baseline
+//     is open nothing is checked.
 //
 // # What it does not do
 //

@@ -30,6 +30,9 @@ type state struct {
 	bodies    map[string]*body
 	bodyBytes int64
 	events    int64
+	// openBaselines counts the baselines of all streams that began and
+	// did not end; while it is zero no record is hidden.
+	openBaselines int
 }
 
 type body struct {
@@ -44,6 +47,10 @@ type streamIndex struct {
 	timeline []event.Record
 	byType   map[event.RecordType][]*event.Record
 	objects  map[storage.ObjectID]*objectIndex
+	// open holds the IDs of the stream's baselines that have a begin
+	// record and no end record; their items are hidden from object
+	// queries (storage.Reader). ended holds the IDs that have an end.
+	open, ended map[string]bool
 }
 
 // objectIndex holds the object-change records of one object (in one stream
@@ -105,6 +112,9 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 	si.byType[rec.Type] = append(si.byType[rec.Type], rec)
 	if storage.IsTimelineRecord(rec) {
 		si.timeline = append(si.timeline, *copyRecord(rec, false))
+		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.BaselineID != "" {
+			st.baselineMarker(si, rec)
+		}
 	}
 	if updateStatus {
 		ss := st.status[rec.StreamID]
@@ -138,6 +148,48 @@ func (st *state) add(rec *event.Record, updateStatus bool) {
 	}
 }
 
+// baselineMarker keeps si's open baselines up to date with a begin or end.
+func (st *state) baselineMarker(si *streamIndex, rec *event.Record) {
+	id := rec.BaselineID
+	switch rec.Baseline.Phase {
+	case event.BaselineBegin:
+		if !si.ended[id] && !si.open[id] {
+			if si.open == nil {
+				si.open = map[string]bool{}
+			}
+			si.open[id] = true
+			st.openBaselines++
+		}
+	case event.BaselineEnd:
+		if si.ended == nil {
+			si.ended = map[string]bool{}
+		}
+		si.ended[id] = true
+		if si.open[id] {
+			delete(si.open, id)
+			st.openBaselines--
+		}
+	}
+}
+
+// visibility says which records object queries leave out: the items of
+// open baselines, except those of the baseline named include.
+type visibility struct {
+	st      *state
+	include string
+}
+
+func (st *state) visibility(include string) visibility { return visibility{st, include} }
+
+// hidden reports whether rec is an item of an open baseline.
+func (v visibility) hidden(rec *event.Record) bool {
+	if v.st.openBaselines == 0 || !storage.IsBaselineItem(rec) || rec.BaselineID == v.include {
+		return false
+	}
+	si := v.st.streamIdx[rec.StreamID]
+	return si != nil && si.open[rec.BaselineID]
+}
+
 func (oi *objectIndex) add(rec *event.Record) {
 	oi.bySeq = append(oi.bySeq, rec)
 	// Records mostly arrive in time order: insert from the end.
@@ -157,20 +209,23 @@ func timeLess(a, b *event.Record) bool {
 	return a.IngestSeq < b.IngestSeq
 }
 
-// latestAt returns the last record observed at or before at, or nil.
-func (oi *objectIndex) latestAt(at time.Time) *event.Record {
+// latestAt returns the last record observed at or before at that v does
+// not hide, or nil.
+func (oi *objectIndex) latestAt(at time.Time, v visibility) *event.Record {
 	if oi == nil {
 		return nil
 	}
 	i := sort.Search(len(oi.byTime), func(i int) bool { return oi.byTime[i].ObservedAt.After(at) })
-	if i == 0 {
-		return nil
+	for ; i > 0; i-- {
+		if rec := oi.byTime[i-1]; !v.hidden(rec) {
+			return rec
+		}
 	}
-	return oi.byTime[i-1]
+	return nil
 }
 
 func (st *state) latestAt(obj storage.ObjectID, at time.Time) *event.Record {
-	return st.objects[obj].latestAt(at)
+	return st.objects[obj].latestAt(at, st.visibility(""))
 }
 
 func (st *state) streams(clusterID string) []storage.StreamStatus {
@@ -205,8 +260,9 @@ func (st *state) history(obj storage.ObjectID, q storage.HistoryQuery) []event.R
 		return nil
 	}
 	var out []event.Record
+	v := st.visibility("")
 	for _, rec := range oi.bySeq {
-		if q.StreamID != "" && rec.StreamID != q.StreamID {
+		if q.StreamID != "" && rec.StreamID != q.StreamID || v.hidden(rec) {
 			continue
 		}
 		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {
@@ -236,6 +292,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 		objs = st.objects
 	}
 	alive := make([]*event.Record, 0, len(objs))
+	v := st.visibility(q.IncludeBaseline)
 	for id, oi := range objs {
 		if q.Namespace != "" && id.Namespace != q.Namespace ||
 			q.Group != "" && id.Group != q.Group ||
@@ -243,7 +300,7 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 			q.ClusterID != "" && id.ClusterID != q.ClusterID {
 			continue
 		}
-		if rec := oi.latestAt(q.At); rec != nil && rec.WatchType != event.Deleted {
+		if rec := oi.latestAt(q.At, v); rec != nil && rec.WatchType != event.Deleted {
 			alive = append(alive, rec)
 		}
 	}
@@ -255,18 +312,28 @@ func (st *state) aliveAt(q storage.AliveQuery) []event.Record {
 	return out
 }
 
+// byResourceVersion returns the first real record of obj with the
+// resourceVersion (and uid), else the first visible synthetic one, or nil;
+// see storage.Reader.EventByResourceVersion.
 func (st *state) byResourceVersion(obj storage.ObjectID, uid, rv string) *event.Record {
 	oi := st.objects[obj]
 	if oi == nil {
 		return nil
 	}
-	for i := len(oi.bySeq) - 1; i >= 0; i-- {
-		rec := oi.bySeq[i]
-		if rec.Resource.ResourceVersion == rv && (uid == "" || rec.Resource.UID == uid) {
+	v := st.visibility("")
+	var synthetic *event.Record
+	for _, rec := range oi.bySeq {
+		if rec.Resource.ResourceVersion != rv || uid != "" && rec.Resource.UID != uid {
+			continue
+		}
+		if !rec.Synthetic {
 			return rec
 		}
+		if synthetic == nil && !v.hidden(rec) {
+			synthetic = rec
+		}
 	}
-	return nil
+	return synthetic
 }
 
 // records answers a Query: it picks the narrowest index, bounds it by

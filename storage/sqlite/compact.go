@@ -13,13 +13,17 @@ import (
 )
 
 // Compact implements storage.Writer with the shared rule of
-// storage/internal/compaction: it decides on a consistent view (the write
-// lock is held, so nothing is appended meanwhile), then applies the plan in
-// one transaction. Bodies no record uses any more are deleted; the file
+// storage/internal/compaction: it takes the journal's write lock (BEGIN
+// IMMEDIATE), so that no process appends meanwhile, decides on that
+// consistent view, and applies the plan in the same transaction. Bodies
+// no record uses any more are deleted, except the one with the highest
+// ID: body IDs are assigned upwards from it and so are never reused,
+// which keeps what any process cached about a body ID true. The file
 // does not shrink (SQLite reuses the free pages) unless the caller runs
-// VACUUM.
+// VACUUM. Every compaction raises the journal's seq floor, which tells
+// other processes to drop their caches.
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
-	done, err := s.enter()
+	done, err := s.enterWrite("compact")
 	if err != nil {
 		return storage.CompactResult{}, err
 	}
@@ -27,6 +31,16 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := s.catchUp(ctx, tx); err != nil {
+		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: %w", err)
+	}
+	// The read pool sees what tx sees: no process can commit while tx
+	// holds the write lock, and tx has written nothing yet.
 	plan, err := compaction.Decide(ctx, s, before)
 	if err != nil {
 		return storage.CompactResult{}, fmt.Errorf("sqlite: %w", err)
@@ -38,12 +52,6 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	if err != nil {
 		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: %w", err)
 	}
-
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: begin: %w", err)
-	}
-	defer tx.Rollback()
 	exec := func(what, q string, args ...any) (int64, error) {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
@@ -97,12 +105,20 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: markers: %w", err)
 	}
 
+	// The seq floor keeps new seqs above every seq handed out before, and
+	// grows with every compaction, even one after which nothing was
+	// appended: other processes and the timelines of readers learn of a
+	// compaction from it.
+	newFloor := max(s.seqFloor+1, s.nextSeq-1)
+
 	// Bodies: deltas first, then keyframes no delta points at any more.
 	bodiesBefore := int64(0)
 	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM bodies`).Scan(&bodiesBefore); err != nil {
 		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: %w", err)
 	}
-	const unused = `NOT EXISTS (SELECT 1 FROM records r WHERE r.body = bodies.id)`
+	// The body with the highest ID stays (with its keyframe, if it is a
+	// delta), so that the next ID is never one that was used before.
+	const unused = `NOT EXISTS (SELECT 1 FROM records r WHERE r.body = bodies.id) AND id < (SELECT max(id) FROM bodies)`
 	if _, err := exec("remove deltas", `DELETE FROM bodies WHERE base IS NOT NULL AND `+unused); err != nil {
 		return storage.CompactResult{}, err
 	}
@@ -114,7 +130,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	}
 	if _, err := exec("totals", `UPDATE totals SET records = (SELECT count(*) FROM records), events = events - ?,
 		bodies = (SELECT count(*) FROM bodies), body_bytes = (SELECT coalesce(sum(length(data)), 0) FROM bodies),
-		raw_bytes = (SELECT coalesce(sum(raw_len), 0) FROM bodies), seq_floor = max(seq_floor, ?)`, removedEvents, s.nextSeq-1); err != nil {
+		raw_bytes = (SELECT coalesce(sum(raw_len), 0) FROM bodies), seq_floor = ?`, removedEvents, newFloor); err != nil {
 		return storage.CompactResult{}, err
 	}
 	var bodiesAfter int64
@@ -139,13 +155,10 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	if err := tx.Commit(); err != nil {
 		return storage.CompactResult{}, fmt.Errorf("sqlite: compact: commit: %w", err)
 	}
-	// Body ids may be reused after deletion: forget decoded keyframes.
-	s.keyframes.clear()
-	s.keyframeRaw.clear()
-	s.bases.clear()
-	clear(s.objectIDs)
-	clear(s.streamObjects)
-	clear(s.kindKeyframes)
+	// Keyframes and stream_objects rows may be gone.
+	s.forgetBodies()
+	s.seqFloor = newFloor
+	s.nextSeq = max(s.nextSeq, newFloor+1)
 	res := storage.CompactResult{
 		RecordsRemoved: removed - int64(len(plan.Markers)),
 		BodiesRemoved:  bodiesBefore - bodiesAfter,

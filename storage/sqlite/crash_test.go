@@ -28,6 +28,7 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	runChildRole()
 	if path := os.Getenv(crashJournalEnv); path != "" {
 		start, _ := strconv.Atoi(os.Getenv(crashStartEnv))
 		if err := crashChild(path, start); err != nil {

@@ -57,6 +57,7 @@ type config struct {
 	loggerSet     bool
 	keyframeCache int
 	mmapBytes     int64
+	readOnly      bool
 }
 
 func defaultConfig() config {
@@ -134,4 +135,30 @@ func WithLogger(l logr.Logger) Option {
 // than the page cache.
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
+}
+
+// WithReadOnly opens the journal read-only, for a process that only
+// queries it. Open then never creates the file (a missing one is an
+// error wrapping fs.ErrNotExist), never migrates an older schema (an
+// *IncompatibleError says to open it once without WithReadOnly), and
+// never writes the journal; Append and Compact return an error wrapping
+// storage.ErrReadOnly. Every query works and sees what other processes
+// commit, as they commit it.
+//
+// SQLite's readers share the write-ahead log with writers through the
+// journal's -shm file. When there is none, SQLite creates it (and an
+// empty -wal file) next to the journal where the folder allows, and a
+// read-only store leaves them there on Close (the next writer removes
+// them). In a folder this process may not write, with no -shm file, it
+// reads the file as immutable (SQLite's immutable=1: no locks, no
+// shared memory), which is exact for a journal nobody writes: a copy, an
+// archive, a read-only mount. Should another process write it after all,
+// every call fails, saying to open it again, rather than answer from a
+// file changing underneath; and if a -wal file there holds commits (a
+// writer crashed), Open fails, saying how to read them.
+//
+// The writer's settings (WithSynchronous, WithKeyframeCache, and
+// WithCacheSize for the writer) do not apply.
+func WithReadOnly() Option {
+	return optionFunc(func(c *config) { c.readOnly = true })
 }

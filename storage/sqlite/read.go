@@ -49,7 +49,9 @@ type rowRecord struct {
 	data   []byte
 }
 
-func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
+// scanRecords scans record rows; extra receives the columns that follow a
+// record's (the same on every row).
+func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
 	defer rows.Close()
 	var out []rowRecord
 	for rows.Next() {
@@ -62,8 +64,9 @@ func scanRecords(rows *sql.Rows) ([]rowRecord, error) {
 			grp, resource, namespace, nm sql.NullString
 			hash, meta                   []byte
 		)
-		if err := rows.Scan(&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
-			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta); err != nil {
+		dest := []any{&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
+			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta}
+		if err := rows.Scan(append(dest, extra...)...); err != nil {
 			return nil, err
 		}
 		r := &rr.rec
@@ -154,9 +157,10 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 	return s.decodeRows(ctx, rows)
 }
 
-// decodeRows scans record rows, closes them, and decodes the bodies.
-func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows) ([]event.Record, error) {
-	scanned, err := scanRecords(rows)
+// decodeRows scans record rows (extra as in scanRecords), closes them, and
+// decodes the bodies.
+func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([]event.Record, error) {
+	scanned, err := scanRecords(rows, extra...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,10 +429,24 @@ func (s *Store) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	defer done()
+	recs, err := s.objectHistory(ctx, obj, q)
+	if err != nil {
+		return nil, s.readErr("history of "+objectName(obj), err)
+	}
+	return recs, nil
+}
+
+// objectHistory is ObjectHistory.
+func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q storage.HistoryQuery) ([]event.Record, error) {
+	vis, err := s.visibility(ctx)
+	if err != nil {
+		return nil, err
+	}
+	visible, visArgs := vis.where("r", "", 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
-	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery)
-	args := objectArgs(obj)
+	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery + ` AND ` + visible)
+	args := append(objectArgs(obj), visArgs...)
 	if !q.Since.IsZero() {
 		b.WriteString(" AND r.observed_at >= ?")
 		args = append(args, encodeTime(q.Since))
@@ -446,32 +464,61 @@ func (s *Store) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		b.WriteString(" LIMIT ?")
 		args = append(args, q.Limit)
 	}
-	recs, err := s.query(ctx, b.String(), args...)
-	if err != nil {
-		return nil, s.readErr("history of "+objectName(obj), err)
-	}
-	return recs, nil
+	return s.query(ctx, b.String(), args...)
 }
 
 func objectName(obj storage.ObjectID) string {
 	return fmt.Sprintf("%s %s/%s %s/%s", obj.ClusterID, obj.Group, obj.Resource, obj.Namespace, obj.Name)
 }
 
-var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-	` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ? ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+// latestAtHead and latestAtTail surround the condition that leaves out the
+// items of open baselines. The statement also reads what the open
+// baselines it was built from depend on — the newest baseline record and
+// the compaction floor — so that one statement answers, and a change since
+// the Store's timelines were loaded is seen (freshColumns).
+const (
+	freshColumns = `, (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 2 AND type <> 1),` +
+		` (SELECT seq_floor FROM totals WHERE id = 1)`
+	latestAtHead = freshColumns + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ?`
+	latestAtTail = ` ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
+)
 
-// LatestAt implements storage.Reader.
+// latestAtQuery, prepared at Open, is LatestAt when no baseline is open.
+var latestAtQuery = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + latestAtTail
+
+// latestAtSelfContained answers LatestAt without the kept timelines: it
+// decides for each synthetic row it visits whether it is an item of an
+// open baseline (its stream has the begin of its baseline and no end), at
+// the cost of a walk of the stream's baseline markers with a JSON read of
+// each. LatestAt falls back to it when baselines keep beginning or ending
+// while it runs.
+var latestAtSelfContained = fmt.Sprintf(recordSelect, "b.data") + latestAtHead + ` AND NOT (r.synthetic <> 0 AND ` + openItemSQL("r") + `)` + latestAtTail
+
+// openItemSQL is the condition that the synthetic row a of the records
+// table is an item of an open baseline: its stream has the begin record
+// of the row's baseline and no end record of it (an inferred deletion
+// follows its baseline's end).
+func openItemSQL(a string) string {
+	marker := func(phase string) string {
+		return `SELECT 1 FROM records e INDEXED BY records_marker WHERE e.type = 2 AND e.type <> 1 AND e.stream = ` + a + `.stream` +
+			` AND json_extract(CAST(e.meta AS TEXT), '$.b') = json_extract(CAST(` + a + `.meta AS TEXT), '$.b')` +
+			` AND json_extract(CAST(e.meta AS TEXT), '$.bl.phase') = '` + phase + `'`
+	}
+	return `EXISTS (` + marker("begin") + `) AND NOT EXISTS (` + marker("end") + `)`
+}
+
+// LatestAt implements storage.Reader. Usually one statement: built with the
+// open baselines of the kept timelines, it also reads whether they are
+// still current; when they are not (or no row answers), the timelines
+// are brought up to date and the statement runs again.
 func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
 	done, err := s.enter()
 	if err != nil {
 		return event.Record{}, err
 	}
 	defer done()
-	rows, err := s.latestAtStmt.QueryContext(ctx, append(objectArgs(obj), encodeTime(at))...)
-	var recs []event.Record
-	if err == nil {
-		recs, err = s.decodeRows(ctx, rows)
-	}
+	recs, err := s.latestAt(ctx, obj, at)
 	if err != nil {
 		return event.Record{}, s.readErr("latest of "+objectName(obj), err)
 	}
@@ -481,6 +528,56 @@ func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 	return recs[0], nil
 }
 
+func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time) ([]event.Record, error) {
+	args := append(objectArgs(obj), encodeTime(at))
+	v, ok := s.keptTimelines()
+	for attempt := 0; attempt < 3; attempt++ {
+		if !ok {
+			var err error
+			if v, err = s.loadTimelines(ctx); err != nil {
+				return nil, err
+			}
+		}
+		vis, err := s.visibilityOf(ctx, v, v.open)
+		if err != nil {
+			return nil, err
+		}
+		var rows *sql.Rows
+		exclude, exArgs := vis.exclude("r", "", 0)
+		if exclude == "" {
+			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
+		} else {
+			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
+		}
+		if err != nil {
+			return nil, err
+		}
+		var baseline, floor int64
+		recs, err := s.decodeRows(ctx, rows, &baseline, &floor)
+		if err != nil {
+			return nil, err
+		}
+		if len(recs) > 0 && baseline == v.maxBaseline && floor == v.floor {
+			return recs, nil
+		}
+		prev := v
+		if v, err = s.loadTimelines(ctx); err != nil {
+			return nil, err
+		}
+		if len(recs) == 0 && v.maxBaseline == prev.maxBaseline && v.floor == prev.floor {
+			// No baseline began or ended since the open set was read,
+			// so none did before the statement either: none answers.
+			return nil, nil
+		}
+		ok = true
+	}
+	rows, err := s.cachedQuery(ctx, latestAtSelfContained, args...)
+	if err != nil {
+		return nil, err
+	}
+	return s.decodeRows(ctx, rows, new(int64), new(int64))
+}
+
 // AliveAt implements storage.Reader.
 func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Record, error) {
 	done, err := s.enter()
@@ -488,23 +585,31 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		return nil, err
 	}
 	defer done()
+	vis, err := s.visibility(ctx)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
 	var where []string
 	var args []any
 	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
 	args = append(args, encodeTime(q.At))
 	if q.StreamID != "" {
 		var rowID int64
-		err := s.r.QueryRowContext(ctx, `SELECT id FROM streams WHERE stream_id = ?`, q.StreamID).Scan(&rowID)
+		err := s.streamRow(ctx, q.StreamID, &rowID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil
 		}
 		if err != nil {
 			return nil, s.readErr("alive in "+q.StreamID, err)
 		}
-		latest += ` AND x.stream = ?`
-		args = append(args, rowID)
+		visible, visArgs := vis.where("x", q.IncludeBaseline, rowID)
+		latest += ` AND x.stream = ? AND ` + visible
+		args = append(append(args, rowID), visArgs...)
 		where, args = append(where, "o.id IN (SELECT obj FROM stream_objects WHERE stream = ?)"), append(args, rowID)
 	} else {
+		visible, visArgs := vis.where("x", q.IncludeBaseline, 0)
+		latest += ` AND ` + visible
+		args = append(args, visArgs...)
 		if q.ClusterID != "" {
 			where, args = append(where, "o.cluster = ?"), append(args, q.ClusterID)
 		}
@@ -530,18 +635,40 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 }
 
 // EventByResourceVersion implements storage.Reader.
+// The first real record with the resourceVersion, else the first
+// synthetic one, in seq order: see storage.Reader.
 func (s *Store) EventByResourceVersion(ctx context.Context, obj storage.ObjectID, uid, rv string) (event.Record, error) {
-	history, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	done, err := s.enter()
 	if err != nil {
 		return event.Record{}, err
 	}
-	for i := len(history) - 1; i >= 0; i-- {
-		r := history[i]
-		if r.Resource.ResourceVersion == rv && (uid == "" || r.Resource.UID == uid) {
-			return s.Get(ctx, r.EventID)
+	defer done()
+	history, err := s.objectHistory(ctx, obj, storage.HistoryQuery{WithoutBodies: true})
+	if err != nil {
+		return event.Record{}, s.readErr("history of "+objectName(obj), err)
+	}
+	var found *event.Record
+	for i := range history {
+		r := &history[i]
+		if r.Resource.ResourceVersion != rv || uid != "" && r.Resource.UID != uid {
+			continue
+		}
+		if !r.Synthetic {
+			found = r
+			break
+		}
+		if found == nil {
+			found = r
 		}
 	}
-	return event.Record{}, fmt.Errorf("sqlite: %s uid %q resourceVersion %q: %w", objectName(obj), uid, rv, storage.ErrNotFound)
+	if found == nil {
+		return event.Record{}, fmt.Errorf("sqlite: %s uid %q resourceVersion %q: %w", objectName(obj), uid, rv, storage.ErrNotFound)
+	}
+	rec, err := s.Get(ctx, found.EventID)
+	if err != nil {
+		return event.Record{}, err
+	}
+	return rec, nil
 }
 
 // Correlations implements storage.Reader.

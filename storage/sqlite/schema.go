@@ -204,6 +204,9 @@ func checkVersion(ctx context.Context, path string) (int, error) {
 	if err == nil {
 		err = db.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&appID)
 	}
+	if err != nil && cannotShare(err) && !exists(path+"-shm") {
+		return 0, walNeedsShm(path, err)
+	}
 	if err != nil {
 		return 0, &IncompatibleError{Path: path, SupportedVersion: SchemaVersion, Reason: "cannot read the schema version (corrupt file?)", Err: err}
 	}
@@ -241,7 +244,8 @@ func fileURL(path string) string {
 }
 
 // migrate brings the writer's database from version from to SchemaVersion
-// in one transaction.
+// in one transaction. Another process may have migrated it since from was
+// read: the version is read again under the write lock.
 func migrate(ctx context.Context, db *sql.DB, from int) error {
 	if from == SchemaVersion {
 		return nil
@@ -251,6 +255,15 @@ func migrate(ctx context.Context, db *sql.DB, from int) error {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	defer tx.Rollback()
+	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&from); err != nil {
+		return fmt.Errorf("sqlite: migrate: read version: %w", err)
+	}
+	switch {
+	case from == SchemaVersion:
+		return nil
+	case from > SchemaVersion:
+		return fmt.Errorf("%w: migrated meanwhile by a newer krply to schema version %d (this build reads up to %d)", storage.ErrIncompatible, from, SchemaVersion)
+	}
 	for v := from; v < SchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
 			return fmt.Errorf("sqlite: migrate schema %d to %d: %w", v, v+1, err)

@@ -22,6 +22,12 @@ import (
 
 const driverName = "sqlite"
 
+// writeBusyTimeout is how long a write waits for another process's write
+// transaction to end before it fails with SQLITE_BUSY. A Compact holds the
+// write lock for its whole run, seconds on a large journal: a recorder in
+// another process waits rather than fails.
+const writeBusyTimeout = time.Minute
+
 // Store is a krply journal in one SQLite file. It implements storage.Store.
 type Store struct {
 	path string
@@ -36,15 +42,24 @@ type Store struct {
 	closed    bool
 	inFlight  int
 
-	w *sql.DB // exactly one connection: the only writer
+	w *sql.DB // exactly one connection: the only writer; nil when read-only
 	r *sql.DB // the read pool, query_only
+	// immutable is set when a read-only Store reads the file as
+	// immutable; it notices when the file changes after all.
+	immutable *immutableFile
 
 	// writeMu serializes Append and Compact; the fields below belong to
-	// the writer.
+	// the writer. Other processes may write the journal too: every write
+	// transaction first catches up with them (see catchUp), so the next
+	// IDs are read afresh and the caches below hold only what no other
+	// process can invalidate but a compaction.
 	writeMu      sync.Mutex
 	nextSeq      int64
 	nextBodyID   int64
 	nextObjectID int64
+	// seqFloor is the journal's seq floor as of this Store's last write
+	// transaction: it grows with every compaction, by any process.
+	seqFloor int64
 	// sized holds the multi-row INSERTs and the IN (...) lookups, by
 	// their text and row (key) count; see sizedKey.
 	sized     map[string]*sql.Stmt
@@ -94,7 +109,10 @@ var _ storage.Store = (*Store)(nil)
 // migrating an older schema forward. A file that is not a krply journal,
 // is corrupt, or was written by a newer krply yields an error wrapping
 // storage.ErrIncompatible (an *IncompatibleError), and the file is left
-// untouched. The caller must Close the store.
+// untouched. A journal this process cannot write (the file, its folder,
+// or its -wal and -shm files are read-only) is refused before SQLite
+// touches it, with an error wrapping storage.ErrReadOnly: open it with
+// WithReadOnly instead. The caller must Close the store.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -106,11 +124,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if !cfg.loggerSet {
 		cfg.logger = logr.FromContextOrDiscard(ctx)
 	}
-	syncMode, _ := cfg.synchronous.pragma()
 
 	isNew, err := inspectFile(path)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.readOnly && isNew:
+		return nil, noJournal(path)
+	case !cfg.readOnly:
+		if err := checkWritable(path, isNew); err != nil {
+			return nil, err
+		}
 	}
 	if isNew {
 		if err := create(ctx, path); err != nil {
@@ -120,6 +145,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	version, err := checkVersion(ctx, path)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.readOnly && version != SchemaVersion {
+		return nil, &IncompatibleError{Path: path, FileVersion: version, SupportedVersion: SchemaVersion,
+			Reason: fmt.Sprintf("schema version %d, which a read-only open does not migrate to %d: open it once without WithReadOnly", version, SchemaVersion)}
 	}
 
 	s := &Store{
@@ -135,77 +164,134 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
-	writerDSN := fileURL(path) + "?_txlock=immediate" +
-		"&_pragma=busy_timeout(10000)" +
+	if !cfg.readOnly {
+		if err := s.openWriter(ctx, version); err != nil {
+			s.closeDBs()
+			return nil, err
+		}
+	}
+	if err := s.openReaders(ctx); err != nil {
+		s.closeDBs()
+		return nil, err
+	}
+	syncMode, _ := cfg.synchronous.pragma()
+	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode,
+		"readOnly", cfg.readOnly, "immutable", s.immutable != nil)
+	return s, nil
+}
+
+// openWriter opens the writer's connection, migrates the schema from
+// version and prepares the writer's statements.
+func (s *Store) openWriter(ctx context.Context, version int) error {
+	syncMode, _ := s.cfg.synchronous.pragma()
+	// Every write transaction takes the write lock at BEGIN (IMMEDIATE),
+	// so writes of several processes queue up and never need to retry; a
+	// write waits up to writeBusyTimeout for the one in progress.
+	writerDSN := fileURL(s.path) + "?_txlock=immediate" +
+		fmt.Sprintf("&_pragma=busy_timeout(%d)", writeBusyTimeout.Milliseconds()) +
 		"&_pragma=synchronous(" + syncMode + ")" +
-		fmt.Sprintf("&_pragma=cache_size(-%d)", cfg.cacheKiB) +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", s.cfg.cacheKiB) +
 		"&_pragma=temp_store(MEMORY)"
+	var err error
 	if s.w, err = sql.Open(driverName, writerDSN); err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+		return fmt.Errorf("sqlite: open %s: %w", s.path, err)
 	}
 	s.w.SetMaxOpenConns(1)
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	fail := func(err error) (*Store, error) {
-		s.w.Close()
-		if s.r != nil {
-			s.r.Close()
-		}
-		return nil, err
-	}
 	if err := migrate(ctx, s.w, version); err != nil {
-		return fail(fmt.Errorf("%w (%s)", err, path))
+		return fmt.Errorf("%w (%s)", err, s.path)
 	}
 	var mode string
 	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
-		return fail(fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", path, mode, err))
+		return fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", s.path, mode, err)
 	}
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 4000`); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
-
-	// Readers map the file: a page read is a memory access, not a
-	// pread system call per page (the bulk of LatestAt's time without it).
-	readerDSN := fileURL(path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
-		fmt.Sprintf("&_pragma=mmap_size(%d)", cfg.mmapBytes) +
-		fmt.Sprintf("&_pragma=cache_size(-%d)", max(cfg.cacheKiB/4, 1024)) +
-		"&_pragma=temp_store(MEMORY)"
-	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
-		return fail(fmt.Errorf("sqlite: open %s for reading: %w", path, err))
-	}
-	s.r.SetMaxOpenConns(cfg.readers)
-	s.r.SetMaxIdleConns(cfg.readers)
-
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
 	if err := s.prepareSized(ctx); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: %w", path, err))
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
+	if err := s.readCounters(ctx, s.stmts.counters); err != nil {
+		return fmt.Errorf("sqlite: %s: read sequence: %w", s.path, err)
+	}
+	return nil
+}
+
+// openReaders opens the read pool and prepares the hot read statements.
+// A read-only Store's pool opens the file read-only (mode=ro), sharing
+// the write-ahead log with writers through the -shm file, which SQLite
+// creates when it is missing. Where it cannot (a folder this process may
+// not write), and no write-ahead log holds commits, the pool reads the
+// file as immutable; see WithReadOnly.
+func (s *Store) openReaders(ctx context.Context) error {
+	err := s.openPool(ctx, "")
+	if err != nil && s.cfg.readOnly && cannotShare(err) && !exists(s.path+"-shm") {
+		if nonEmpty(s.path + "-wal") {
+			return walNeedsShm(s.path, err)
+		}
+		var imm *immutableFile
+		if imm, err = watchImmutable(s.path); err != nil {
+			return err
+		}
+		s.r.Close()
+		if err = s.openPool(ctx, "&immutable=1"); err == nil {
+			s.immutable = imm
+		}
+	}
+	return err
+}
+
+// openPool opens the read pool with the extra URI parameters and prepares
+// its statements.
+func (s *Store) openPool(ctx context.Context, extra string) error {
+	// Readers map the file: a page read is a memory access, not a
+	// pread system call per page (the bulk of LatestAt's time without it).
+	readerDSN := fileURL(s.path) + "?_pragma=busy_timeout(10000)&_pragma=query_only(1)" +
+		fmt.Sprintf("&_pragma=mmap_size(%d)", s.cfg.mmapBytes) +
+		fmt.Sprintf("&_pragma=cache_size(-%d)", max(s.cfg.cacheKiB/4, 1024)) +
+		"&_pragma=temp_store(MEMORY)"
+	if s.cfg.readOnly {
+		readerDSN += "&mode=ro" + extra
+	}
+	var err error
+	if s.r, err = sql.Open(driverName, readerDSN); err != nil {
+		return fmt.Errorf("sqlite: open %s for reading: %w", s.path, err)
+	}
+	s.r.SetMaxOpenConns(s.cfg.readers)
+	s.r.SetMaxIdleConns(s.cfg.readers)
 	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
+		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
 	}
 	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: prepare: %w", path, err))
+		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
 	}
-	var maxSeq, floor, maxBody, maxObject sql.NullInt64
-	if err := s.w.QueryRowContext(ctx, `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies), (SELECT max(id) FROM objects) FROM totals`).Scan(&maxSeq, &floor, &maxBody, &maxObject); err != nil {
-		return fail(fmt.Errorf("sqlite: %s: read sequence: %w", path, err))
+	return nil
+}
+
+// closeDBs closes the connections of a Store that failed to open.
+func (s *Store) closeDBs() {
+	for _, db := range []*sql.DB{s.w, s.r} {
+		if db != nil {
+			db.Close()
+		}
 	}
-	s.nextSeq = max(maxSeq.Int64, floor.Int64) + 1
-	s.nextBodyID = maxBody.Int64 + 1
-	s.nextObjectID = maxObject.Int64 + 1
-	s.log.V(1).Info("journal opened", "schemaVersion", SchemaVersion, "migratedFrom", version, "synchronous", syncMode)
-	return s, nil
 }
 
 // create makes a new, empty journal at path. It builds the file under a
-// temporary name and renames it into place, so a crash during creation
-// never leaves a half-made journal at path.
+// temporary name of its own and links it into place, so a crash during
+// creation never leaves a half-made journal at path, and of processes
+// creating the same journal at once one wins and the others open its
+// file (a rename would replace a journal another process already
+// writes).
 func create(ctx context.Context, path string) error {
-	tmp := path + ".creating"
+	tmp := fmt.Sprintf("%s.creating-%d", path, os.Getpid())
 	for _, f := range []string{tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"} {
+		// Left by a crash of an earlier process with this pid.
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("sqlite: create %s: %w", path, err)
 		}
@@ -229,16 +315,32 @@ func create(ctx context.Context, path string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = place(tmp, path)
 	}
+	os.Remove(tmp)
 	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("sqlite: create %s: %w", path, err)
 	}
 	if dir, err := os.Open(filepath.Dir(path)); err == nil {
 		// Make the rename durable; not every platform can sync a directory.
 		_ = dir.Sync()
 		dir.Close()
+	}
+	return nil
+}
+
+// place puts the new journal tmp at path unless another process put one
+// there first. An empty file at path (made by touch, say) is replaced.
+func place(tmp, path string) error {
+	err := os.Link(tmp, path)
+	if errors.Is(err, os.ErrExist) {
+		if fi, serr := os.Stat(path); serr != nil || fi.Size() > 0 {
+			return nil // another process created it: open that one
+		}
+	}
+	if err != nil {
+		// Empty, or a file system without hard links.
+		return os.Rename(tmp, path)
 	}
 	return nil
 }
@@ -266,7 +368,11 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
-	return errors.Join(s.r.Close(), s.w.Close())
+	var werr error
+	if s.w != nil {
+		werr = s.w.Close()
+	}
+	return errors.Join(s.r.Close(), werr)
 }
 
 // enter starts an operation; the returned func ends it.
@@ -276,8 +382,27 @@ func (s *Store) enter() (func(), error) {
 	if s.closed {
 		return nil, fmt.Errorf("sqlite: %s: %w", s.path, storage.ErrClosed)
 	}
+	if s.immutable != nil {
+		if err := s.immutable.check(); err != nil {
+			return nil, err
+		}
+	}
 	s.inFlight++
 	return s.exit, nil
+}
+
+// enterWrite is enter for Append and Compact, which a read-only Store
+// refuses.
+func (s *Store) enterWrite(op string) (func(), error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.readOnly {
+		done()
+		return nil, fmt.Errorf("sqlite: %s %s: %w (opened with WithReadOnly)", op, s.path, storage.ErrReadOnly)
+	}
+	return done, nil
 }
 
 func (s *Store) exit() {
@@ -292,7 +417,58 @@ func (s *Store) exit() {
 type writerStmts struct {
 	bodyRow                               *sql.Stmt
 	streamRow, insertStream, updateStream *sql.Stmt
-	latestBody, updateTotals              *sql.Stmt
+	latestBody, updateTotals, counters    *sql.Stmt
+}
+
+// countersQuery reads what the next IDs follow from: the newest seq, the
+// seq floor, the newest body and object IDs. Each is one seek.
+const countersQuery = `SELECT (SELECT max(seq) FROM records), seq_floor, (SELECT max(id) FROM bodies), (SELECT max(id) FROM objects) FROM totals WHERE id = 1`
+
+// readCounters sets the next IDs and the seq floor from countersQuery
+// run by st.
+func (s *Store) readCounters(ctx context.Context, st *sql.Stmt) error {
+	var maxSeq, maxBody, maxObject sql.NullInt64
+	var floor int64
+	if err := st.QueryRowContext(ctx).Scan(&maxSeq, &floor, &maxBody, &maxObject); err != nil {
+		return err
+	}
+	s.nextSeq = max(maxSeq.Int64, floor) + 1
+	s.nextBodyID = maxBody.Int64 + 1
+	s.nextObjectID = maxObject.Int64 + 1
+	s.seqFloor = floor
+	return nil
+}
+
+// catchUp is the first step of every write transaction, which holds the
+// journal's write lock (BEGIN IMMEDIATE): other processes may have
+// written since this Store's last write. Their appends only move the
+// next IDs, which it reads again; the caches stay true, since a stored
+// object, body or stream_objects row never changes and is removed only
+// by a compaction. A compaction by another process — the seq floor grew
+// — empties the caches that point at bodies and stream_objects rows.
+// Body IDs are never reused (see Compact), so the readers' decoded
+// keyframes stay true even then.
+func (s *Store) catchUp(ctx context.Context, tx *sql.Tx) error {
+	seq, body, object, floor := s.nextSeq, s.nextBodyID, s.nextObjectID, s.seqFloor
+	if err := s.readCounters(ctx, tx.StmtContext(ctx, s.stmts.counters)); err != nil {
+		return fmt.Errorf("read sequence: %w", err)
+	}
+	if s.seqFloor != floor {
+		s.forgetBodies()
+	}
+	if seq != s.nextSeq || body != s.nextBodyID || object != s.nextObjectID || floor != s.seqFloor {
+		s.log.V(1).Info("another process wrote the journal", "nextSeq", s.nextSeq, "compacted", floor != s.seqFloor)
+	}
+	return nil
+}
+
+// forgetBodies empties the writer's caches of bodies and stream_objects
+// rows after a compaction.
+func (s *Store) forgetBodies() {
+	s.keyframes.clear()
+	s.keyframeRaw.clear()
+	clear(s.streamObjects)
+	clear(s.kindKeyframes)
 }
 
 func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -306,6 +482,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&ws.updateStream, `UPDATE streams SET checkpoint_rv=?, checkpoint_at=?, available=?, availability_reason=?, last_baseline_id=?, last_baseline_end_at=?, open_baseline_id=?, gaps=?, last_gap_at=?, first_observed_at=?, last_observed_at=?, records=?, last_seq=? WHERE id=?`},
 		{&ws.latestBody, `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`},
 		{&ws.updateTotals, `UPDATE totals SET records=records+?, events=events+?, bodies=bodies+?, body_bytes=body_bytes+?, raw_bytes=raw_bytes+? WHERE id=1`},
+		{&ws.counters, countersQuery},
 	} {
 		st, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
@@ -319,7 +496,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 
 func (ws *writerStmts) close() {
 	for _, st := range []*sql.Stmt{ws.bodyRow, ws.streamRow, ws.insertStream, ws.updateStream,
-		ws.latestBody, ws.updateTotals} {
+		ws.latestBody, ws.updateTotals, ws.counters} {
 		if st != nil {
 			st.Close()
 		}
@@ -396,7 +573,7 @@ type appendTx struct {
 
 // Append implements storage.Writer.
 func (s *Store) Append(ctx context.Context, records []event.Record) (storage.AppendResult, error) {
-	done, err := s.enter()
+	done, err := s.enterWrite("append to")
 	if err != nil {
 		return storage.AppendResult{}, err
 	}
@@ -417,6 +594,9 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		return storage.AppendResult{}, fmt.Errorf("sqlite: append: begin: %w", err)
 	}
 	defer tx.Rollback()
+	if err := s.catchUp(ctx, tx); err != nil {
+		return storage.AppendResult{}, fmt.Errorf("sqlite: append: %w", err)
+	}
 	at := s.newAppendTx(ctx, tx)
 	res := storage.AppendResult{Seqs: make([]int64, len(records))}
 	ids := make([]any, len(records))

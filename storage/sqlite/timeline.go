@@ -26,10 +26,13 @@ type timelineKey struct {
 	floor, streams, baseline, gap, coverage int64
 }
 
+// timelineKeyQuery reads the timelineKey and, last, the journal's newest
+// seq (which is not part of the key).
 const timelineKeyQuery = `SELECT seq_floor, (SELECT coalesce(max(id), 0) FROM streams),` +
 	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 2 AND type <> 1),` +
 	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 3 AND type <> 1),` +
-	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 4 AND type <> 1)` +
+	` (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 4 AND type <> 1),` +
+	` (SELECT coalesce(max(seq), 0) FROM records)` +
 	` FROM totals WHERE id = 1`
 
 // timelineRecords selects the timeline records after a seq, oldest first.
@@ -52,6 +55,39 @@ type timelines struct {
 	// byCluster holds each cluster's timelines ordered by stream ID, and
 	// all of them under "".
 	byCluster map[string][]storage.Timeline
+	// open lists the open baselines of the loaded timelines, which depend
+	// on the baseline records only: maxBaseline is the newest loaded.
+	open        []openStream
+	maxBaseline int64
+}
+
+// timelineView is the kept timelines as one call sees them: a refresh
+// replaces the maps, it never changes them.
+type timelineView struct {
+	// bound is the journal's newest seq, read before the timelines were
+	// brought up to date: every timeline record with a seq up to bound is
+	// in them (and maybe newer ones, up to maxSeq).
+	bound, maxSeq int64
+	byStream      map[string]storage.Timeline
+	byCluster     map[string][]storage.Timeline
+	// open are the open baselines as of the loaded baseline records, the
+	// newest of which is maxBaseline, since the compaction floor.
+	open               []openStream
+	maxBaseline, floor int64
+}
+
+// keptTimelines returns the kept timelines as they are, without checking
+// that they are current (bound is not set); false before the first load.
+func (s *Store) keptTimelines() (timelineView, bool) {
+	t := &s.timelines
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.view(0), t.loaded
+}
+
+func (t *timelines) view(bound int64) timelineView {
+	return timelineView{bound: bound, maxSeq: t.maxSeq, byStream: t.byStream, byCluster: t.byCluster,
+		open: t.open, maxBaseline: t.maxBaseline, floor: t.key.floor}
 }
 
 // Timelines implements storage.TimelineReader. It costs one query when no
@@ -63,29 +99,40 @@ func (s *Store) Timelines(ctx context.Context, clusterID string) ([]storage.Time
 		return nil, err
 	}
 	defer done()
-	var key timelineKey
-	rows, err := s.cachedQuery(ctx, timelineKeyQuery)
+	v, err := s.loadTimelines(ctx)
 	if err != nil {
 		return nil, s.readErr("timelines", err)
 	}
+	return v.byCluster[clusterID], nil
+}
+
+// loadTimelines brings the kept timelines up to date (one query when
+// nothing changed) and returns them.
+func (s *Store) loadTimelines(ctx context.Context) (timelineView, error) {
+	var key timelineKey
+	var bound int64
+	rows, err := s.cachedQuery(ctx, timelineKeyQuery)
+	if err != nil {
+		return timelineView{}, err
+	}
 	for rows.Next() {
-		err = rows.Scan(&key.floor, &key.streams, &key.baseline, &key.gap, &key.coverage)
+		err = rows.Scan(&key.floor, &key.streams, &key.baseline, &key.gap, &key.coverage, &bound)
 	}
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return nil, s.readErr("timelines", err)
+		return timelineView{}, err
 	}
 	t := &s.timelines
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.loaded || key != t.key {
 		if err := s.refreshTimelines(ctx, key); err != nil {
-			return nil, s.readErr("timelines", err)
+			return timelineView{}, err
 		}
 	}
-	return t.byCluster[clusterID], nil
+	return t.view(bound), nil
 }
 
 // refreshTimelines brings the kept timelines up to key, which was read
@@ -95,7 +142,7 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 	t := &s.timelines
 	if !t.loaded || key.floor != t.key.floor {
 		// First use, or a compaction removed records: start over.
-		t.maxSeq, t.maxStream, t.byStream = 0, 0, map[string]storage.Timeline{}
+		t.maxSeq, t.maxStream, t.maxBaseline, t.byStream = 0, 0, 0, map[string]storage.Timeline{}
 	}
 	byStream := make(map[string]storage.Timeline, len(t.byStream))
 	for id, tl := range t.byStream {
@@ -134,9 +181,12 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 	if err != nil {
 		return err
 	}
-	maxSeq := t.maxSeq
+	maxSeq, maxBaseline := t.maxSeq, t.maxBaseline
 	for _, rec := range recs {
 		maxSeq = max(maxSeq, rec.IngestSeq)
+		if rec.Type == event.TypeBaseline {
+			maxBaseline = max(maxBaseline, rec.IngestSeq)
+		}
 		tl, ok := byStream[rec.StreamID]
 		if !ok {
 			// A stream row newer than the stream list just read.
@@ -160,8 +210,9 @@ func (s *Store) refreshTimelines(ctx context.Context, key timelineKey) error {
 		}
 		byCluster[""] = all
 		t.byCluster = byCluster
+		t.open = openBaselinesOf(byStream, math.MaxInt64)
 	}
-	t.byStream, t.maxSeq, t.maxStream, t.key, t.loaded = byStream, maxSeq, maxStream, key, true
+	t.byStream, t.maxSeq, t.maxStream, t.maxBaseline, t.key, t.loaded = byStream, maxSeq, maxStream, maxBaseline, key, true
 	return nil
 }
 

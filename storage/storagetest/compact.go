@@ -175,6 +175,37 @@ func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
 			t.Fatalf("record after the cut changed:\n got %+v\nwant %+v", got, r)
 		}
 	}
+	// An interrupted baseline whose restart began before the cut is gone,
+	// begin and items; any other is still there.
+	abandoned := 0
+	for i, r := range all {
+		if r.Type != event.TypeBaseline || r.Baseline.Phase != event.BaselineBegin || !strings.HasPrefix(r.BaselineID, "crashed-") {
+			continue
+		}
+		var restart event.Record
+		for _, n := range all[i+1:] {
+			if n.StreamID == r.StreamID && n.Type == event.TypeBaseline && n.Baseline.Phase == event.BaselineBegin {
+				restart = n
+				break
+			}
+		}
+		gone := restart.EventID != "" && restart.ObservedAt.Before(cut)
+		if gone {
+			abandoned++
+		}
+		for _, item := range all[i:] {
+			if item.BaselineID != r.BaselineID {
+				continue
+			}
+			if _, err := s.Get(ctx, item.EventID); gone != errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("record of interrupted baseline %s (restarted at %s, cut %s): Get = %v, want gone=%v", r.BaselineID,
+					restart.ObservedAt.Format(time.RFC3339Nano), cut.Format(time.RFC3339Nano), err, gone)
+			}
+		}
+	}
+	if abandoned == 0 {
+		t.Fatalf("no interrupted baseline restarted before the cut %s: the journal does not exercise their removal", cut.Format(time.RFC3339Nano))
+	}
 	// A stream covered at the cut by a baseline that ended before it is
 	// now covered by a compaction baseline.
 	folded := 0

@@ -24,10 +24,16 @@
 // re-create with a new UID; LatestAt at its boundaries (exactly at T,
 // before the first record, after a delete and an inferred delete, ties
 // broken by IngestSeq); AliveAt per stream and per cluster scope;
-// EventByResourceVersion; Correlations; snapshots and plans as records;
+// EventByResourceVersion (the real event with the version, else the first
+// synthetic record, never a later relist's copy); open baselines (the
+// items of a baseline without an end invisible to every object query,
+// visible in Records, told apart by the Timeline, superseded by a
+// restart's baseline, visible at once when the end comes; IncludeBaseline);
+// Correlations; snapshots and plans as records;
 // Stats (bodies counted once); isolation of records handed in and out;
 // Compact invariants on a simulated journal (every answer about a time at
-// or after the compaction time unchanged, the journal smaller); one writer
+// or after the compaction time unchanged, the journal smaller, interrupted
+// baselines that a later one superseded removed); one writer
 // with concurrent readers (run it with -race); storage.ErrClosed from every
 // method after Close.
 //

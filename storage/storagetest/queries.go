@@ -364,6 +364,67 @@ func testEventByResourceVersion(t *testing.T, s storage.Store) {
 			t.Fatalf("uid %q rv %q: got %s, %v; want %s", tc.uid, tc.rv, got.EventID, err, tc.want.EventID)
 		}
 	}
+	eventByRVAfterRelists(t, s)
+}
+
+// eventByRVAfterRelists checks that EventByResourceVersion answers the
+// write that made a version: the real event when there is one, however
+// many relists repeat the version later; otherwise the first synthetic
+// record that shows it; never an item of an open baseline.
+func eventByRVAfterRelists(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	// b's initial baseline shows x at 5; the watch sees x change to 20 and
+	// y created at 21.
+	b1 := Baseline(deployShop, "b1", at(10), "6", []Item{
+		{Ref: Ref(deployShop, "Deployment", "shop", "x", "ux", "5"), Object: Deployment("shop", "x", "ux", "5", 1, "app:5")},
+	})
+	x20 := deploy(event.Modified, "x", "ux", "20", 2, at(11))
+	y21 := deploy(event.Added, "y", "uy", "21", 1, at(12))
+	mustAppend(t, s, append(b1, x20, y21)...)
+	// A 410, and a relist: x unchanged, z created during the gap, y
+	// deleted during it (inferred).
+	itemOf := func(rec event.Record) Item { return Item{Ref: rec.Resource, Object: rec.Object} }
+	z30 := deploy(event.Added, "z", "uz", "30", 1, at(20))
+	b2 := Baseline(deployShop, "b2", at(21), "31", []Item{itemOf(x20), itemOf(z30)})
+	y21gone := InferredDelete(deployShop, y21, at(12), at(21), "b2")
+	mustAppend(t, s, Gap(deployShop, at(12), at(20), "410 Gone", "21"))
+	mustAppend(t, s, append(b2, y21gone)...)
+	// Another gap and relist: the same versions again.
+	b3 := Baseline(deployShop, "b3", at(31), "32", []Item{itemOf(x20), itemOf(z30)})
+	mustAppend(t, s, Gap(deployShop, at(21), at(30), "410 Gone", "31"))
+	mustAppend(t, s, b3...)
+	// A relist killed mid-list shows w at 40 and x at 41.
+	w40 := deploy(event.Added, "w", "uw", "40", 1, at(40))
+	x41 := deploy(event.Modified, "x", "ux", "41", 3, at(40))
+	mustAppend(t, s, Gap(deployShop, at(31), at(39), "410 Gone", "32"))
+	mustAppend(t, s, BaselineBegin(deployShop, "killed", at(40), []Item{itemOf(w40), itemOf(x41)})...)
+
+	for _, tc := range []struct {
+		name, obj, uid, rv string
+		want               *event.Record
+	}{
+		{"real event, not the relist items repeating it", "x", "ux", "20", &x20},
+		{"real ADDED, not the inferred deletion carrying its body", "y", "", "21", &y21},
+		{"seen only through relists: the first item", "z", "uz", "30", &b2[2]},
+		{"seen only through the initial baseline", "x", "", "5", &b1[1]},
+		{"item of an open baseline", "w", "", "40", nil},
+		{"a version only an open baseline shows", "x", "ux", "41", nil},
+	} {
+		got, err := s.EventByResourceVersion(ctx, objectID(deploy(event.Added, tc.obj, "", "", 1, at(0))), tc.uid, tc.rv)
+		if tc.want == nil {
+			if !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("%s: got %s (synthetic %v, baseline %q), %v; want ErrNotFound", tc.name, got.EventID, got.Synthetic, got.BaselineID, err)
+			}
+			continue
+		}
+		if err != nil || got.EventID != tc.want.EventID {
+			t.Fatalf("%s: got %s (synthetic %v, baseline %q, watch type %s), %v; want %s (synthetic %v, baseline %q)", tc.name,
+				got.EventID, got.Synthetic, got.BaselineID, got.WatchType, err, tc.want.EventID, tc.want.Synthetic, tc.want.BaselineID)
+		}
+		if string(got.Object) != string(tc.want.Object) || got.Synthetic != tc.want.Synthetic {
+			t.Fatalf("%s: the record's body or Synthetic differ from what was appended", tc.name)
+		}
+	}
 }
 
 func testCorrelations(t *testing.T, s storage.Store) {

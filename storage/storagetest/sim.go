@@ -12,7 +12,8 @@ import (
 // streams (configmaps of shop, configmaps of all namespaces, deployments of
 // shop), with creations, updates, deletions, bookmarks, silent breaks found
 // later by a 410 (gap, relist, inferred deletions), streams becoming
-// unavailable and available again, baselines interrupted by a crash, audit
+// unavailable and available again, baselines interrupted by a crash (one
+// of whose items is an object no other record shows), audit
 // correlations and saved snapshots. It writes what the collector would, in
 // the batches it would.
 type sim struct {
@@ -142,8 +143,18 @@ func (m *sim) relist(ss *simStream, gapFrom time.Time) {
 		}
 	}
 	if m.rnd.IntN(3) == 0 {
+		// The interrupted list also saw an object created and deleted
+		// before the next one: nothing else ever records it, and it must
+		// stay invisible (through compactions too).
 		m.nextID++
-		m.emit(BaselineBegin(ss.s, fmt.Sprintf("crashed-%d", m.nextID), m.now, items[:len(items)/2])...)
+		m.uids++
+		ns := ss.s.Namespace
+		if ns == "" {
+			ns = "web"
+		}
+		ghost := &simObject{kind: ss.kind, ns: ns, name: fmt.Sprintf("ghost-%d", m.nextID), uid: fmt.Sprintf("uid-%d", m.uids), rv: fmt.Sprint(m.rv), replicas: 1}
+		crashed := append(items[:len(items)/2:len(items)/2], Item{Ref: m.ref(ss, ghost), Object: m.body(ghost)})
+		m.emit(BaselineBegin(ss.s, fmt.Sprintf("crashed-%d", m.nextID), m.now, crashed)...)
 		m.tick()
 	}
 	m.nextID++

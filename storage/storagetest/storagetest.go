@@ -19,8 +19,8 @@ import (
 // The subtests can be selected with go test -run 'TestX/Name', where Name
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
-// EventByResourceVersion, Correlations, Documents, Stats, Copies, Compact,
-// Timelines, ConcurrentReaders, Closed.
+// EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
+// Copies, Compact, Timelines, ConcurrentReaders, Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"LatestAt", testLatestAt},
 		{"AliveAt", testAliveAt},
 		{"EventByResourceVersion", testEventByResourceVersion},
+		{"OpenBaselines", testOpenBaselines},
 		{"Correlations", testCorrelations},
 		{"Documents", testDocuments},
 		{"Stats", testStats},

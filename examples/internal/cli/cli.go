@@ -78,6 +78,17 @@ func OpenExisting(ctx context.Context, path string, opts ...krply.Option) (*krpl
 	return krply.Open(ctx, path, opts...)
 }
 
+// ReadOnlyUnless returns the options that open the journal read-only,
+// unless the command writes (saves a snapshot, a plan or audit
+// correlations): a query then leaves the journal as it was, and works on
+// a journal the user may only read.
+func ReadOnlyUnless(writes bool) []krply.Option {
+	if writes {
+		return nil
+	}
+	return []krply.Option{krply.WithReadOnly()}
+}
+
 // OpenJournal opens an existing journal and finds its cluster: cluster
 // when set, otherwise the only one recorded.
 func OpenJournal(ctx context.Context, path, cluster string, opts ...krply.Option) (*krply.Journal, string, error) {

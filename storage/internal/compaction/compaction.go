@@ -39,6 +39,15 @@
 //     after every kept record that B's state includes.
 //   - Audit correlations go with the event they point at; snapshots and
 //     plans are always kept.
+//   - A baseline without an end record (its items are invisible to every
+//     object query, see storage.Reader) is ignored by the rules above: its
+//     items are never anyone's last record, and its begin marker is kept.
+//     Once a later baseline of its stream began (the restart's: the open
+//     one was abandoned) strictly before `before`, its begin and its items
+//     go together; they all precede that later begin. This assumes one
+//     recorder per stream at a time, so that the baselines of a stream do
+//     not interleave: when an item of the abandoned baseline follows the
+//     later begin, nothing of it goes.
 //
 // With these, every answer of the storage.Reader interface about a time T'
 // at or after `before` — LatestAt (a deletion may become ErrNotFound: both
@@ -107,9 +116,26 @@ type baselineMarkers struct {
 	endAt            time.Time
 }
 
+// openBaseline is a baseline without an end record.
+type openBaseline struct {
+	// nextBegin is the seq of the first baseline begin of the stream after
+	// this one's (0 when there is none), and nextBeginAt its ObservedAt.
+	nextBegin   int64
+	nextBeginAt time.Time
+	// interleaved is set when an item follows nextBegin.
+	interleaved bool
+}
+
+// removable reports whether the abandoned baseline goes, with its items.
+func (o *openBaseline) removable(before time.Time) bool {
+	return o.nextBegin != 0 && o.nextBeginAt.Before(before) && !o.interleaved
+}
+
 type streamInfo struct {
-	clusterID   string
-	baselines   map[string]*baselineMarkers
+	clusterID string
+	baselines map[string]*baselineMarkers
+	// open holds the stream's baselines without an end, by ID.
+	open        map[string]*openBaseline
 	lastProg    recInfo // the last record carrying progress, by seq
 	hasProg     bool
 	lastProgObj bool // lastProg is an object change
@@ -126,17 +152,35 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 	streams := map[string]*streamInfo{}
 	lastS := map[streamObject]recInfo{}
 	lastG := map[storage.ObjectID]recInfo{}
+	open, err := openBaselines(ctx, r)
+	if err != nil {
+		return plan, fmt.Errorf("compaction before %s: %w", before.UTC().Format(time.RFC3339Nano), err)
+	}
+	// openItem returns the open baseline rec is an item of, or nil.
+	openItem := func(rec *event.Record) *openBaseline {
+		if !storage.IsBaselineItem(rec) {
+			return nil
+		}
+		return open[rec.StreamID][rec.BaselineID]
+	}
 
 	// Pass 1: the last record of every object (per stream and overall),
 	// each stream's baselines and watermark record.
-	err := scan(ctx, r, before, func(rec *event.Record) {
+	err = scan(ctx, r, before, func(rec *event.Record) {
 		if rec.StreamID == "" {
 			return
 		}
 		si := streams[rec.StreamID]
 		if si == nil {
-			si = &streamInfo{clusterID: rec.ClusterID, baselines: map[string]*baselineMarkers{}}
+			si = &streamInfo{clusterID: rec.ClusterID, baselines: map[string]*baselineMarkers{}, open: open[rec.StreamID]}
 			streams[rec.StreamID] = si
+		}
+		if o := openItem(rec); o != nil {
+			// Invisible: no object's last record.
+			if o.nextBegin != 0 && rec.IngestSeq > o.nextBegin {
+				o.interleaved = true
+			}
+			return
 		}
 		info := recInfo{seq: rec.IngestSeq, at: rec.ObservedAt}
 		if rec.IsObjectChange() {
@@ -225,6 +269,15 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 			return
 		}
 		var remove bool
+		if o := openItem(rec); o != nil {
+			// Not part of any state: it leaves with its abandoned
+			// baseline, and does not place the compaction marker.
+			if o.removable(before) {
+				removedEvents[rec.EventID] = true
+				plan.Remove = append(plan.Remove, rec.IngestSeq)
+			}
+			return
+		}
 		switch rec.Type {
 		case event.TypeEvent:
 			remove = rec.IsObjectChange() && !keep[rec.IngestSeq]
@@ -242,6 +295,13 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 				}
 				if si.replace != nil && (rec.IngestSeq == si.replace.beginSeq || rec.IngestSeq == si.replace.endSeq) {
 					remove = true
+				}
+				if o := si.open[rec.BaselineID]; o != nil && rec.Baseline.Phase == event.BaselineBegin {
+					// Its items stay invisible only while it is there.
+					if o.removable(before) {
+						plan.Remove = append(plan.Remove, rec.IngestSeq)
+					}
+					return
 				}
 			}
 		case event.TypeAuditCorrelation:
@@ -310,6 +370,35 @@ func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, erro
 		plan.Streams++
 	}
 	return plan, nil
+}
+
+// openBaselines returns, per stream, the baselines without an end record,
+// from the streams' whole timelines (an end may follow before).
+func openBaselines(ctx context.Context, r storage.Reader) (map[string]map[string]*openBaseline, error) {
+	timelines, err := storage.Timelines(ctx, r, "")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]*openBaseline{}
+	for _, tl := range timelines {
+		ids := tl.OpenBaselines()
+		if len(ids) == 0 {
+			continue
+		}
+		m := make(map[string]*openBaseline, len(ids))
+		for id, beginSeq := range ids {
+			o := &openBaseline{}
+			for _, rec := range tl.Records {
+				if rec.IngestSeq > beginSeq && rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineBegin {
+					o.nextBegin, o.nextBeginAt = rec.IngestSeq, rec.ObservedAt
+					break
+				}
+			}
+			m[id] = o
+		}
+		out[tl.StreamID] = m
+	}
+	return out, nil
 }
 
 // scan calls f for every record observed at or before `before`, in

@@ -55,8 +55,8 @@ func (r *run) killDuringInitialBaseline() {
 	if err != nil {
 		r.t.Fatalf("recording child: %v", err)
 	}
-	r.t.Cleanup(func() { _ = child.kill() }) // when the test fails before the kill below
-	st, err := sqlite.Open(r.ctx, r.journal)
+	r.t.Cleanup(func() { _ = child.kill() })                        // when the test fails before the kill below
+	st, err := sqlite.Open(r.ctx, r.journal, sqlite.WithReadOnly()) // watched while the child writes
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -190,7 +190,7 @@ func (r *run) saveSnapshot(st storage.Store, name string, at time.Time) *materia
 // ingestAudit waits until the audit log holds every write of the oracle,
 // then ingests it twice, and returns what each ingest did: the second must
 // store nothing.
-func (r *run) ingestAudit(st *sqlite.Store) []audit.Summary {
+func (r *run) ingestAudit() []audit.Summary {
 	path := r.env.AuditLogPath()
 	want := map[string]bool{}
 	for _, v := range r.oracle.Versions() {
@@ -210,6 +210,11 @@ func (r *run) ingestAudit(st *sqlite.Store) []audit.Summary {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	st, err := sqlite.Open(r.ctx, r.journal)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	defer st.Close()
 	c, err := audit.NewCorrelator(st, clusterID)
 	if err != nil {
 		r.t.Fatal(err)

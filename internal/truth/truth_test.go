@@ -207,12 +207,13 @@ func TestTruth(t *testing.T) {
 	r.probe("after the last stop", stopped)
 	elapsed := time.Since(began)
 
-	st, err := sqlite.Open(r.ctx, r.journal)
+	ingests := r.ingestAudit()
+	// Every query of the check works on a journal opened read-only.
+	st, err := sqlite.Open(r.ctx, r.journal, sqlite.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ingests := r.ingestAudit(st)
 	cfg := r.checkConfig()
 	cfg.Saved, cfg.AuditIngested = r.saved, true
 	checkBegan := time.Now()
@@ -613,7 +614,7 @@ func TestRecheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"), sqlite.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -477,7 +477,9 @@ func (r *run) quiesce() {
 		}
 	}
 	if r.catchUp() {
-		r.saveSnapshot(r.rec.store, "truth quiescent point", at)
+		if snap := r.saveSnapshot(r.rec.store, "truth quiescent point", at); snap != nil && !snap.Complete {
+			r.t.Errorf("the snapshot of the quiescent point %s, saved once the journal held evidence past it, is not Complete: %v", stamp(at), snap.Missing)
+		}
 	}
 }
 

@@ -280,6 +280,16 @@ type checker struct {
 //     last version (in write order) that the journal had observed by then.
 //   - A snapshot at a time inside a gap is not Complete and names the
 //     stream.
+//
+// And over the whole journal, the rules of the seams (see the package
+// documentation): a snapshot or plan saved Complete stays Complete with
+// the same objects, and had evidence past its time when it was made; what
+// was reported saved (cfg.Saved) is in the journal once, and nothing else
+// is; no item of a baseline that never ended shows in any answer, and no
+// history repeats a baseline item without a loss in between; every audit
+// link names the version's writer and a record of that version, exactly
+// only a watch event, at most once; and with cfg.AuditIngested, every
+// version recorded as a watch event is linked exactly to it.
 func Check(ctx context.Context, o *Oracle, st storage.Reader, cfg Config) (*Report, error) {
 	mat, err := materialize.New(st)
 	if err != nil {

@@ -23,8 +23,7 @@ import (
 	"github.com/krply/krply/storage"
 )
 
-// seams is what Check reads of the journal for the rules of the seams,
-// before it takes snapshots of its own.
+// seams is what Check reads of the journal for the rules of the seams.
 type seams struct {
 	// saved holds the snapshot and plan records, in journal order.
 	saved []event.Record

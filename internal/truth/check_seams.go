@@ -222,6 +222,7 @@ func (c *checker) savedSnapshots(ctx context.Context, planner *replay.Planner) (
 			for _, o := range plan.Objects {
 				if !o.Synthesized {
 					s.objects = append(s.objects, snapshotKey(o.Source))
+					c.visible(event.Record{EventID: o.SourceEventID, WatchType: event.Added, Resource: o.Source}, s.what)
 				}
 			}
 			out = append(out, s)

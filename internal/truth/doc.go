@@ -151,6 +151,15 @@
 // have no finalizers, and Services are headless, so deletes are immediate
 // and re-creates never exhaust the service IP range.
 //
+// Never-flips is checked for the snapshots and plans that were saved, at
+// the times the workload, the faults and the querying processes happened
+// to save them, not for every time. Attribution is checked at the
+// RequestResponse level only, where every write's response names its
+// version; the best-effort rule for logs without bodies is the audit
+// package's own tests' business. A baseline killed mid-list is checked
+// for the stream it was killed on, the big namespace's ConfigMaps, and
+// wherever else a recorder happened to be killed or a relist abandoned.
+//
 // # Concurrency and Close
 //
 // An Oracle is safe for concurrent use. Check only reads the store; it

@@ -24,7 +24,7 @@
 // kube-apiserver whose ConfigMaps are served from etcd (no watch cache), puts
 // the fault proxy in front of it, and records four namespaces of
 // ConfigMaps, Secrets, headless Services and Deployments with a Collector on
-// a SQLite journal; one namespace holds 120 ConfigMaps more, so its
+// a SQLite journal; one namespace holds 60 ConfigMaps more, so its
 // baseline takes several pages. A seeded random workload creates, updates
 // (data, labels, annotations, spec, replicas, images), deletes and
 // re-creates objects under the same names, one write at a time, straight to

@@ -61,7 +61,7 @@ func collectorOptions(namespaces []string, log logr.Logger) []watch.Option {
 }
 
 // pageSize is the page size of every recorder's baseline lists.
-const pageSize = 30
+const pageSize = 15
 
 // fileLogger writes log lines to w.
 func fileLogger(w io.Writer, name string) logr.Logger {

@@ -26,7 +26,7 @@ const (
 	// bulkObjects ConfigMaps in the bulk namespace make its baseline
 	// bulkObjects/pageSize pages long; each list request of the first
 	// recorder is held bulkListDelay.
-	bulkObjects   = 120
+	bulkObjects   = 60
 	bulkListDelay = time.Second
 )
 

@@ -125,8 +125,10 @@ func (r *run) startQueries() {
 			r.t.Fatal(err)
 		}
 		r.queries = append(r.queries, q)
-		r.t.Cleanup(func() { _, _ = q.stop() }) // when the test fails before stopQueries
 	}
+	// When the test fails before stopQueries; what they saved is then
+	// kept for TestRecheck.
+	r.t.Cleanup(r.stopQueries)
 }
 
 // stopQueries stops the querying processes and collects what they did.

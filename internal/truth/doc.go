@@ -57,8 +57,8 @@
 //
 //	truth: seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
 //
-// The short form (at least 2,000 operations and 12 faults, about two and a
-// half minutes on a busy two-core machine) runs with every `go test ./...`;
+// The short form (at least 2,000 operations and 12 faults, about two
+// minutes on a busy two-core machine) runs with every `go test ./...`;
 // the long form (at least 10,000 operations and 24 faults) runs with
 // -truth.long or
 // KRPLY_TRUTH_LONG=1, or `make truth-soak`. -truth.seed=N or

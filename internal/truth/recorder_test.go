@@ -118,10 +118,11 @@ func runChild(configPath string) int {
 // a child process.
 type recorder struct {
 	// in process: exited is closed when Start returned err
-	store  *sqlite.Store
-	cancel context.CancelFunc
-	exited chan struct{}
-	err    error
+	store     *sqlite.Store
+	collector *watch.Collector
+	cancel    context.CancelFunc
+	exited    chan struct{}
+	err       error
 	// child process
 	cmd *exec.Cmd
 }
@@ -138,7 +139,7 @@ func startInProcess(ctx context.Context, cfg *rest.Config, journal string, names
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
-	r := &recorder{store: st, cancel: cancel, exited: make(chan struct{})}
+	r := &recorder{store: st, collector: c, cancel: cancel, exited: make(chan struct{})}
 	go func() {
 		r.err = c.Start(runCtx)
 		close(r.exited)

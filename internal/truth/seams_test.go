@@ -170,6 +170,26 @@ func (r *run) probe(label string, lastAlive time.Time) {
 	fmt.Fprintf(r.logFile, "%s test: snapshots %s: %s\n", stamp(time.Now()), label, strings.Join(said, ", "))
 }
 
+// snapshotOfNow waits until every stream's evidence of continuity passes
+// now (Collector.WaitForProgress: a quiet stream's progress checkpoint
+// comes within the progress interval) and saves a snapshot of now, which
+// must then be Complete.
+func (r *run) snapshotOfNow() {
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(r.ctx, convergeTimeout)
+	defer cancel()
+	if err := r.rec.collector.WaitForProgress(ctx, now); err != nil {
+		r.t.Errorf("wait until the journal's evidence passes %s: %v", stamp(now), err)
+		return
+	}
+	waited := time.Since(now)
+	snap := r.saveSnapshot(r.rec.store, "truth now, after WaitForProgress", now)
+	if snap != nil && !snap.Complete {
+		r.t.Errorf("the snapshot of %s, once WaitForProgress returned (after %v), is not Complete: %v", stamp(now), waited, snap.Missing)
+	}
+	fmt.Fprintf(r.logFile, "%s test: snapshot of %s after waiting %v for progress: complete=%v\n", stamp(time.Now()), stamp(now), waited, snap != nil && snap.Complete)
+}
+
 // saveSnapshot saves a snapshot of the whole scope at at into st, and
 // notes it in r.saved; nil (and the test failed) if that failed.
 func (r *run) saveSnapshot(st storage.Store, name string, at time.Time) *materialize.Snapshot {

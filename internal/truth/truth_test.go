@@ -201,6 +201,7 @@ func TestTruth(t *testing.T) {
 	r.startInProcess()
 	r.startQueries()
 	r.workload(ops, faults)
+	r.snapshotOfNow()
 	r.stopQueries()
 	stopped := time.Now()
 	r.stopInProcess()

@@ -55,13 +55,22 @@ func collectorOptions(namespaces []string, log logr.Logger) []watch.Option {
 		watch.AllowSecrets(), watch.KeepSecretValues(), // test data: bodies are compared with the server's
 		watch.WithBackoff(20*time.Millisecond, 500*time.Millisecond),
 		watch.WithPageSize(pageSize), // a baseline of the bulk namespace's ConfigMaps takes several pages
+		// A quiet stream's evidence advances every few seconds, not the
+		// default ten: waiting for progress stays short, and every watch
+		// ends at its timeout (the interval less a second) and resumes
+		// many times in a run, faults or not.
+		watch.WithProgressInterval(progressInterval),
 		watch.WithRediscoveryInterval(0),
 		watch.WithLogger(log),
 	}
 }
 
-// pageSize is the page size of every recorder's baseline lists.
-const pageSize = 15
+// pageSize is the page size of every recorder's baseline lists, and
+// progressInterval how often their streams' evidence advances while quiet.
+const (
+	pageSize         = 15
+	progressInterval = 4 * time.Second
+)
 
 // fileLogger writes log lines to w.
 func fileLogger(w io.Writer, name string) logr.Logger {

@@ -183,6 +183,7 @@ func (r *run) snapshotOfNow() {
 		return
 	}
 	waited := time.Since(now)
+	r.waitedForProgress = waited
 	snap := r.saveSnapshot(r.rec.store, "truth now, after WaitForProgress", now)
 	if snap != nil && !snap.Complete {
 		r.t.Errorf("the snapshot of %s, once WaitForProgress returned (after %v), is not Complete: %v", stamp(now), waited, snap.Missing)
@@ -297,7 +298,8 @@ func (r *run) queriedSummary(ingests []audit.Summary) string {
 		recorded += a.Recorded
 	}
 	parts := []string{fmt.Sprintf("query processes %d: snapshots %d, plans %d (Complete %d), audit ingests %d storing %d correlations, errors %d",
-		*queriesFlag, snapshots, plans, complete, len(r.queried.audits), recorded, len(r.queried.errors))}
+		*queriesFlag, snapshots, plans, complete, len(r.queried.audits), recorded, len(r.queried.errors)),
+		fmt.Sprintf("waited for progress %v", r.waitedForProgress.Round(time.Millisecond))}
 	for i, s := range ingests {
 		parts = append(parts, fmt.Sprintf("final audit ingest %d: events %d, exact %d, scored %d, unmatched %d, recorded %d", i+1, s.Events, s.Exact, s.Scored, s.Unmatched, s.Recorded))
 	}

@@ -125,6 +125,9 @@ type run struct {
 	queries []*queryProcess
 	saved   []Saved
 	queried queryResult
+	// waitedForProgress is how long the snapshot of now waited for every
+	// stream's evidence.
+	waitedForProgress time.Duration
 }
 
 // TestTruth is krply's central promise under a randomized workload with

@@ -87,6 +87,7 @@ func synthetic(versions, objects, gapEvery int) *scenario {
 		closeGap()
 	}
 	s.oracle.Quiescent(s.at(ms + 100))
+	s.progress(ms + 150)
 	return s
 }
 

@@ -2,11 +2,15 @@ package truth
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 )
@@ -164,7 +168,8 @@ func brokenCollectors() []corruption {
 func checkBrokenJournals(t *testing.T, o *Oracle, st storage.Reader, cfg Config, intact *Report) {
 	t.Helper()
 	recs := journalRecords(t, st, cfg.ClusterID)
-	cfg.RandomTimes, cfg.GapSnapshots = 0, 0 // the journal checks suffice, and are quick
+	cfg.RandomTimes, cfg.GapSnapshots = 0, 0  // the journal checks suffice, and are quick
+	cfg.Saved, cfg.AuditIngested = nil, false // the streams' records only: no saved snapshots, no correlations
 	for _, c := range brokenCollectors() {
 		t.Run("broken collector "+c.name, func(t *testing.T) {
 			corrupted := c.apply(recs)
@@ -181,6 +186,185 @@ func checkBrokenJournals(t *testing.T, o *Oracle, st storage.Reader, cfg Config,
 			}
 			first := r.Mismatches[slices.IndexFunc(r.Mismatches, func(m Mismatch) bool { return slices.Contains(c.want, m.Kind) })]
 			t.Logf("caught: %d mismatches %v; e.g. %s", len(r.Mismatches), kinds, first)
+		})
+	}
+}
+
+// isSaved selects the saved snapshots and plans.
+func isSaved(r event.Record) bool { return r.Type == event.TypeSnapshot || r.Type == event.TypePlan }
+
+// seamCorruption is a way a broken store, correlator or materializer would
+// have left the journal. apply gets the journal without its saved
+// snapshots and plans, and those; it returns the corrupted journal, or nil
+// when the run offers nothing to corrupt this way. Each corruption is a
+// few breakages at once, each of a kind of its own, to keep the run short
+// (the unit tests in check_seams_test.go break one thing at a time).
+type seamCorruption struct {
+	name  string
+	apply func(recs, saved []event.Record) []event.Record
+	// leaky answers object histories with the items of baselines that
+	// never ended, as a store that does not leave them out.
+	leaky bool
+	want  []string // every one of these mismatch kinds must be found
+}
+
+// twin is a version the journal holds both as a watch event and as an item
+// of a later complete baseline (a relist showed it again), and a
+// correlation linked to one of the two.
+type twin struct {
+	corr       int // index of the correlation
+	real, item event.Record
+}
+
+// twins returns up to n twins, with different correlations.
+func twins(recs []event.Record, n int) []twin {
+	type key struct{ stream, uid, rv string }
+	ended := map[string]bool{}
+	for _, r := range recs {
+		if r.Baseline != nil && r.Baseline.Phase == event.BaselineEnd {
+			ended[r.BaselineID] = true
+		}
+	}
+	real, item := map[key]event.Record{}, map[key]event.Record{}
+	byID := map[string]key{}
+	for _, r := range recs {
+		if !r.IsObjectChange() || r.WatchType == event.Deleted {
+			continue
+		}
+		k := key{r.StreamID, r.Resource.UID, r.Resource.ResourceVersion}
+		byID[r.EventID] = k
+		switch {
+		case !r.Synthetic:
+			real[k] = r
+		case ended[r.BaselineID]:
+			item[k] = r
+		}
+	}
+	var out []twin
+	for i, r := range recs {
+		if len(out) == n {
+			break
+		}
+		if r.Audit == nil {
+			continue
+		}
+		k, ok := byID[r.Audit.TargetEventID]
+		e, hasReal := real[k]
+		b, hasItem := item[k]
+		if ok && hasReal && hasItem {
+			out = append(out, twin{i, e, b})
+		}
+	}
+	return out
+}
+
+// relinked returns a correlation linked to target by rule.
+func relinked(corr, target event.Record, rule string, confidence float64) event.Record {
+	a := *corr.Audit
+	a.TargetEventID, a.Rule, a.Confidence = target.EventID, rule, confidence
+	corr.Audit, corr.Resource, corr.EventID, corr.IngestSeq = &a, target.Resource, audit.CorrelationID(a.AuditID, target), 0
+	return corr
+}
+
+func brokenSeams() []seamCorruption {
+	return []seamCorruption{
+		{"links writes exactly to the baseline items of a relist, again after another relist, to another user, and loses one", func(recs, _ []event.Record) []event.Record {
+			tw := twins(recs, 2)
+			if len(tw) < 2 {
+				return nil
+			}
+			out := slices.Clone(recs)
+			out[tw[0].corr] = relinked(out[tw[0].corr], tw[0].item, audit.RuleExactResourceVersion, audit.ConfidenceExact)
+			// Linked to both records of the version.
+			again := relinked(recs[tw[1].corr], tw[1].item, "seen-through-relist", 0.5)
+			if again.EventID == recs[tw[1].corr].EventID {
+				again = relinked(recs[tw[1].corr], tw[1].real, audit.RuleExactResourceVersion, audit.ConfidenceExact)
+			}
+			out = append(out, again)
+			other := slices.IndexFunc(out, func(r event.Record) bool { return r.Audit != nil && r.Audit.Confidence >= 1 })
+			a := *out[other].Audit
+			a.User = "mallory"
+			out[other].Audit = &a
+			lost := slices.IndexFunc(out[other+1:], func(r event.Record) bool { return r.Audit != nil && r.Audit.Confidence >= 1 })
+			return slices.Delete(out, other+1+lost, other+2+lost)
+		}, false, []string{KindAuditSynthetic, KindAuditDuplicate, KindAuditWrong, KindAuditMissing}},
+		{"shows the items of a killed baseline", func(recs, _ []event.Record) []event.Record { return recs }, true, []string{KindUnfinishedVisible}},
+		{"recomputes a Complete snapshot as incomplete (a gap reaching back) and says Complete after the last evidence", func(recs, saved []event.Record) []event.Record {
+			var flips, past *event.Record
+			var gap event.Record
+			for _, s := range saved {
+				var snap materialize.Snapshot
+				if s.Type != event.TypeSnapshot || json.Unmarshal(s.Object, &snap) != nil {
+					continue
+				}
+				if i := slices.IndexFunc(recs, func(r event.Record) bool { return r.StreamID != "" && inScope(streamOfRecord(r), snap.Scope) }); flips == nil && snap.Complete && i >= 0 {
+					gap = event.Record{Type: event.TypeGap, EventID: "late-gap", ClusterID: recs[i].ClusterID, StreamID: recs[i].StreamID,
+						ObservedAt: time.Now(), Gap: &event.Gap{From: snap.At.Add(-time.Millisecond), To: time.Now(), Reason: "410 Gone"}}
+					flips = &s
+				}
+				// A snapshot taken while nothing recorded, of now.
+				if past == nil && !snap.Complete && strings.HasPrefix(snap.Name, "truth probe") && snap.At.Sub(snap.CreatedAt).Abs() < time.Second {
+					snap.Complete, snap.Missing = true, nil
+					s.Object, _ = json.Marshal(snap)
+					s.ObjectHash = event.ObjectHash(s.Object)
+					past = &s
+				}
+			}
+			if flips == nil || past == nil {
+				return nil
+			}
+			return append(slices.Clone(recs), *flips, *past, gap)
+		}, false, []string{KindFlip, KindPastEvidence}},
+	}
+}
+
+// streamOfRecord returns the stream a record's StreamID names, as far as
+// scopes go.
+func streamOfRecord(r event.Record) event.Stream {
+	return event.Stream{ClusterID: r.ClusterID, Group: r.Resource.Group, Resource: r.Resource.Resource, Namespace: r.Resource.Namespace}
+}
+
+// checkBrokenSeams corrupts the recorded journal, its correlations and
+// saved snapshots the way a broken store, correlator or materializer would
+// have, and expects Check to catch each.
+func checkBrokenSeams(t *testing.T, o *Oracle, st storage.Reader, cfg Config, intact *Report) {
+	t.Helper()
+	all, err := allRecords(context.Background(), st, storage.Query{ClusterID: cfg.ClusterID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs, saved []event.Record
+	for _, r := range all {
+		switch {
+		case isSaved(r):
+			saved = append(saved, r)
+		default:
+			recs = append(recs, r)
+		}
+	}
+	cfg.RandomTimes, cfg.GapSnapshots, cfg.Saved = 0, 0, nil
+	for _, c := range brokenSeams() {
+		t.Run("broken seam "+c.name, func(t *testing.T) {
+			corrupted := c.apply(recs, saved)
+			if corrupted == nil {
+				t.Fatalf("the run offers nothing to corrupt this way: it proves too little (%s)", intact.Summary())
+			}
+			var journal storage.Store = copyJournal(t, corrupted)
+			if c.leaky {
+				journal = newLeakyStore(journal)
+			}
+			r, err := Check(context.Background(), o, journal, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range c.want {
+				if r.Kinds()[want] == 0 {
+					t.Errorf("a journal that %s goes unnoticed: want a mismatch of kind %s; %s", c.name, want, r.Summary())
+					continue
+				}
+				t.Logf("caught: %s", r.Mismatches[slices.IndexFunc(r.Mismatches, func(m Mismatch) bool { return m.Kind == want })])
+			}
+			t.Logf("%d mismatches %v", len(r.Mismatches), r.Kinds())
 		})
 	}
 }

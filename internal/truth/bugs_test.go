@@ -40,7 +40,7 @@ func TestEmptyInitialBaselineInfersDeletions(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	p := faultproxy.Start(t, env.Config())
 	o := &Oracle{}
-	w, err := newWriter(env.Config(), o, clusterID)
+	w, err := newWriter(o, clusterID, writerUser{testenv.UserAdmin, env.Config()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestEmptyInitialBaselineInfersDeletions(t *testing.T) {
 	watches := faultproxy.Match{Verb: "watch", Resource: "configmaps", Namespace: ns}
 	p.FailNext(-1, watches, faultproxy.Status(503))
 	p.CutWatches(watches)
-	if _, err := w.delete(ctx, cm, created); err != nil {
+	if _, err := w.delete(ctx, cm, created, rand.New(rand.NewSource(2))); err != nil {
 		t.Fatal(err)
 	}
 	p.ClearFaults()
@@ -121,7 +121,7 @@ func TestCleanStopLongAfterStart(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.CreateNamespace(t)
 	o := &Oracle{}
-	w, err := newWriter(env.Config(), o, clusterID)
+	w, err := newWriter(o, clusterID, writerUser{testenv.UserAdmin, env.Config()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,43 @@ const (
 	// before it (say, when the loss was detected), so the journal claims
 	// coverage for part of the outage.
 	KindGapStart = "gap-start"
+
+	// The seams: what a journal shared by processes, audit correlation,
+	// killed baselines and stopped recorders can break (see check_seams.go).
+
+	// KindFlip: a snapshot (or a replay plan) that was saved Complete is
+	// no longer Complete, or no longer holds the same objects, when
+	// computed again for the same scope and time.
+	KindFlip = "flip"
+	// KindPastEvidence: a snapshot (or a plan) was saved Complete for a
+	// time after some stream's last durable evidence of continuity when it
+	// was made: that time was not yet observed.
+	KindPastEvidence = "past-evidence"
+	// KindSaved: a snapshot or plan a process reported saved is not in the
+	// journal as saved, a preview it did not save is, or the journal holds
+	// one nobody saved (a query that wrote).
+	KindSaved = "saved"
+	// KindUnfinishedVisible: an item of a baseline that never ended (its
+	// recorder was killed mid-list) shows in an answer: history, ObjectAt,
+	// AliveAt, a snapshot, EventByResourceVersion or an audit match.
+	KindUnfinishedVisible = "unfinished-visible"
+	// KindHistoryDuplicate: an object's history shows the same version as
+	// a baseline item twice in one stream with no loss of continuity in
+	// between (a baseline listed again over one that was not trusted).
+	KindHistoryDuplicate = "history-duplicate"
+	// KindAuditSynthetic: an audit event is linked exactly (confidence 1)
+	// to a baseline item or an inferred deletion, which shows a version
+	// but is no evidence of the write.
+	KindAuditSynthetic = "audit-exact-synthetic"
+	// KindAuditDuplicate: one audit event linked more than once, or one
+	// journal event linked exactly to more than one audit event.
+	KindAuditDuplicate = "audit-duplicate"
+	// KindAuditWrong: an audit event linked to a record of another
+	// version, or attributed to a user other than the one who wrote.
+	KindAuditWrong = "audit-wrong"
+	// KindAuditMissing: a write recorded as a watch event is not linked
+	// exactly to that event although its audit event was ingested.
+	KindAuditMissing = "audit-missing"
 )
 
 // Mismatch is one way the journal disagrees with the oracle.
@@ -84,7 +121,41 @@ type Config struct {
 	GapSnapshots int
 	// Seed makes the random times reproducible.
 	Seed int64
+
+	// Saved, when not nil, is every snapshot and replay plan that was
+	// saved into the journal, as the processes that saved them reported
+	// it, and the plan previews they made without saving: the journal must
+	// hold exactly the saved ones.
+	Saved []Saved
+	// AuditIngested says the API server's audit log of every write of the
+	// oracle (Version.AuditID) was ingested after the recording ended, at
+	// a level that carries the response: every version recorded as a
+	// watch event must then be linked exactly to it.
+	AuditIngested bool
 }
+
+// Saved is a snapshot or a replay plan a process saved into the journal
+// (or, Preview, made without saving).
+type Saved struct {
+	// Kind is SavedSnapshot or SavedPlan; By says who saved it.
+	Kind string `json:"kind"`
+	By   string `json:"by,omitempty"`
+	ID   string `json:"id"`
+	// At is the time it describes, Complete and Objects what it said.
+	At       time.Time `json:"at"`
+	Complete bool      `json:"complete"`
+	Objects  int       `json:"objects"`
+	// Hash is a plan's hash.
+	Hash string `json:"hash,omitempty"`
+	// Preview: a plan made and not saved; the journal must not hold it.
+	Preview bool `json:"preview,omitempty"`
+}
+
+// The kinds of Saved.
+const (
+	SavedSnapshot = "snapshot"
+	SavedPlan     = "plan"
+)
 
 // Report is what Check found.
 type Report struct {
@@ -103,6 +174,19 @@ type Report struct {
 	// ObjectAtChecks counts ObjectAt answers compared, SnapshotsInGaps and
 	// SnapshotsCovered the snapshots checked.
 	ObjectAtChecks, SnapshotsInGaps, SnapshotsCovered int
+	// SavedSnapshots and SavedPlans count the snapshots and plans found
+	// saved in the journal, SavedComplete those saved Complete (each
+	// computed again: never-flips), SavedChecked the Saved reports
+	// checked against the journal.
+	SavedSnapshots, SavedPlans, SavedComplete, SavedChecked int
+	// UnfinishedItems counts the items of baselines that never ended.
+	UnfinishedItems int
+	// Correlations counts the audit correlations; Attributed the versions
+	// linked exactly to the watch event that recorded them,
+	// ThroughRelist the versions linked (not exactly) to a baseline item
+	// or an inferred deletion, and Unattributed the audited versions
+	// linked to nothing.
+	Correlations, Attributed, ThroughRelist, Unattributed int
 	// DeliveryLag is how long after the server's answer the Collector
 	// observed the recorded versions (negative when the watch was faster
 	// than the answer): its median, 99th percentile and maximum. Versions
@@ -126,9 +210,10 @@ func (r *Report) Kinds() map[string]int {
 
 // Summary is a one-line account of the report.
 func (r *Report) Summary() string {
-	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, delivery lag p50/p99/max %v/%v/%v, mismatches %d %v",
-		r.Versions, r.Recorded, r.InsideGaps, r.BeforeRecording, r.Gaps, r.BaselineItems, r.Inferred, r.RecreatedInGap,
+	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, unfinished baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, saved snapshots %d, saved plans %d, of them Complete %d, saved reports %d, audit correlations %d, attributed %d, through a relist %d, unattributed %d, delivery lag p50/p99/max %v/%v/%v, mismatches %d %v",
+		r.Versions, r.Recorded, r.InsideGaps, r.BeforeRecording, r.Gaps, r.BaselineItems, r.UnfinishedItems, r.Inferred, r.RecreatedInGap,
 		r.ObjectAtChecks, r.SnapshotsInGaps, r.SnapshotsCovered,
+		r.SavedSnapshots, r.SavedPlans, r.SavedComplete, r.SavedChecked, r.Correlations, r.Attributed, r.ThroughRelist, r.Unattributed,
 		r.DeliveryLag[0].Round(time.Millisecond), r.DeliveryLag[1].Round(time.Millisecond), r.DeliveryLag[2].Round(time.Millisecond),
 		len(r.Mismatches), r.Kinds())
 }
@@ -147,7 +232,7 @@ type versionState struct {
 // checker holds the state of one Check.
 type checker struct {
 	cfg      Config
-	st       storage.Store
+	st       storage.Reader
 	mat      *materialize.Materializer
 	report   *Report
 	versions []Version
@@ -157,11 +242,12 @@ type checker struct {
 	perStream map[*streamJournal][]int
 	// perObject holds the indexes of each object's versions, in write order.
 	perObject map[storage.ObjectID][]int
+	seams     seams
 }
 
 // Check compares a journal with the oracle of the workload that produced
-// it. The store must be a storage.Writer, since the snapshots it checks
-// are saved. An error means the check could not be made; disagreements are
+// it. It only reads the store (a journal opened read-only will do). An
+// error means the check could not be made; disagreements are
 // Report.Mismatches.
 //
 // The rules, for each stream (writes are sequential, so write order is
@@ -194,7 +280,17 @@ type checker struct {
 //     last version (in write order) that the journal had observed by then.
 //   - A snapshot at a time inside a gap is not Complete and names the
 //     stream.
-func Check(ctx context.Context, o *Oracle, st storage.Store, cfg Config) (*Report, error) {
+//
+// And over the whole journal, the rules of the seams (see the package
+// documentation): a snapshot or plan saved Complete stays Complete with
+// the same objects, and had evidence past its time when it was made; what
+// was reported saved (cfg.Saved) is in the journal once, and nothing else
+// is; no item of a baseline that never ended shows in any answer, and no
+// history repeats a baseline item without a loss in between; every audit
+// link names the version's writer and a record of that version, exactly
+// only a watch event, at most once; and with cfg.AuditIngested, every
+// version recorded as a watch event is linked exactly to it.
+func Check(ctx context.Context, o *Oracle, st storage.Reader, cfg Config) (*Report, error) {
 	mat, err := materialize.New(st)
 	if err != nil {
 		return nil, fmt.Errorf("truth: %w", err)
@@ -206,10 +302,17 @@ func Check(ctx context.Context, o *Oracle, st storage.Store, cfg Config) (*Repor
 	if err := c.readJournal(ctx); err != nil {
 		return nil, fmt.Errorf("truth: read the journal: %w", err)
 	}
+	if err := c.readSeams(ctx); err != nil {
+		return nil, fmt.Errorf("truth: read the journal: %w", err)
+	}
 	c.matchEvents()
 	c.checkSegments()
 	c.checkBaselines()
 	c.checkInferred()
+	if err := c.checkHistories(ctx); err != nil {
+		return nil, fmt.Errorf("truth: histories: %w", err)
+	}
+	c.checkAudit()
 	if err := c.checkQuiescent(ctx, o.QuiescentPoints()); err != nil {
 		return nil, fmt.Errorf("truth: quiescent points: %w", err)
 	}
@@ -218,6 +321,9 @@ func Check(ctx context.Context, o *Oracle, st storage.Store, cfg Config) (*Repor
 	}
 	if err := c.checkGapSnapshots(ctx); err != nil {
 		return nil, fmt.Errorf("truth: snapshots in gaps: %w", err)
+	}
+	if err := c.checkSaved(ctx); err != nil {
+		return nil, fmt.Errorf("truth: saved snapshots and plans: %w", err)
 	}
 	return c.report, nil
 }
@@ -550,6 +656,9 @@ func (c *checker) checkQuiescent(ctx context.Context, points []time.Time) error 
 				return fmt.Errorf("object at: %w", err)
 			}
 			c.report.ObjectAtChecks++
+			if state.Record != nil {
+				c.visible(*state.Record, "ObjectAt at the quiescent point "+stamp(at))
+			}
 			if v.Op != OpDelete {
 				want[v.Object] = v
 			}
@@ -566,6 +675,7 @@ func (c *checker) checkQuiescent(ctx context.Context, points []time.Time) error 
 			c.report.add(KindSnapshot, "snapshot at the quiescent point %s is not complete: %v", stamp(at), snap.Missing)
 		}
 		for _, so := range snap.Objects {
+			c.visible(event.Record{EventID: so.EventID, WatchType: event.Added, Resource: so.Ref}, "the snapshot at the quiescent point "+stamp(at))
 			obj := storage.ObjectID{ClusterID: c.cfg.ClusterID, Group: so.Ref.Group, Resource: so.Ref.Resource, Namespace: so.Ref.Namespace, Name: so.Ref.Name}
 			v, ok := want[obj]
 			delete(want, obj)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/memory"
 )
 
 // A hand-made journal of one ConfigMap stream, written the way the
@@ -24,7 +23,7 @@ import (
 //	gap (410) from the last event                 x updated, y deleted, w created: lost in the gap
 //	baseline b1: x, z, w; inferred deletion of y
 //	x updated, z deleted                          watch events
-//	quiescent point
+//	quiescent point, then a progress checkpoint
 type scenario struct {
 	t0      time.Time
 	oracle  *Oracle
@@ -132,6 +131,15 @@ func (s *scenario) baseline(ms int, id string, items []Version, inferred []Versi
 	}
 }
 
+// progress records a progress checkpoint at ms, as the Collector writes
+// while its watch is healthy: evidence that the stream was continuous
+// until then.
+func (s *scenario) progress(ms int) {
+	rv := fmt.Sprint(s.rv)
+	s.records = append(s.records, event.Record{Type: event.TypeCheckpoint, EventID: event.EventID(s.stream, event.TypeCheckpoint, event.ResourceRef{ResourceVersion: rv}, "", "progress", fmt.Sprint(ms)),
+		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), Checkpoint: &event.Checkpoint{ResourceVersion: rv}})
+}
+
 func (s *scenario) gap(ms int, from time.Time, lastRV string) {
 	s.records = append(s.records, event.Record{Type: event.TypeGap, EventID: event.EventID(s.stream, event.TypeGap, event.ResourceRef{ResourceVersion: lastRV}, "", fmt.Sprint(ms)),
 		ClusterID: testCluster, StreamID: s.stream, ObservedAt: s.at(ms), Gap: &event.Gap{From: from, To: s.at(ms), Reason: "410 Gone", LastResourceVersion: lastRV}})
@@ -159,21 +167,23 @@ func build() *scenario {
 	z2 := s.write(110, OpDelete, "z")
 	s.observe(112, z2)
 	s.oracle.Quiescent(s.at(200))
+	s.progress(250)
 	return s
 }
 
 func (s *scenario) store(t *testing.T, mutate func([]event.Record) []event.Record) storage.Store {
 	t.Helper()
-	recs := slices.Clone(s.records)
+	return mutatedJournal(t, s.records, mutate)
+}
+
+// mutatedJournal copies recs, as mutate leaves them, into a new store.
+func mutatedJournal(t *testing.T, recs []event.Record, mutate func([]event.Record) []event.Record) storage.Store {
+	t.Helper()
+	recs = slices.Clone(recs)
 	if mutate != nil {
 		recs = mutate(recs)
 	}
-	st := memory.New()
-	t.Cleanup(func() { _ = st.Close() })
-	if _, err := st.Append(context.Background(), recs); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	return copyJournal(t, recs)
 }
 
 func checkScenario(t *testing.T, s *scenario, st storage.Store) *Report {
@@ -302,14 +312,19 @@ func TestCheckCatchesBrokenCollectors(t *testing.T) {
 	}
 }
 
+// mismatchLines lists the mismatches, at most five of each kind.
 func mismatchLines(r *Report) string {
 	var b strings.Builder
-	for i, m := range r.Mismatches {
-		if i == 20 {
-			fmt.Fprintf(&b, "  … %d more\n", len(r.Mismatches)-i)
-			break
+	shown := map[string]int{}
+	for _, m := range r.Mismatches {
+		if shown[m.Kind]++; shown[m.Kind] <= 5 {
+			fmt.Fprintf(&b, "  %s\n", m)
 		}
-		fmt.Fprintf(&b, "  %s\n", m)
+	}
+	for kind, n := range shown {
+		if n > 5 {
+			fmt.Fprintf(&b, "  … %d more %s\n", n-5, kind)
+		}
 	}
 	return b.String()
 }

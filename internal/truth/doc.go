@@ -4,35 +4,63 @@
 //
 // An Oracle holds every object version the server returned for each write,
 // in write order, and the quiescent points at which the journal had caught
-// up with the server. Check compares a journal (any storage.Store) with an
-// oracle and returns a Report: counts, and a Mismatch for every way the
-// journal breaks the promise. The checker is a plain function over the two,
-// so its unit tests corrupt journals the way broken Collectors would write
-// them (a dropped event, a redelivered one stored twice, a missing gap, a
-// skipped relist, a missing inferred deletion, a gap stamped when the loss
-// was detected) and expect it to notice.
+// up with the server; each version also says who wrote it and the ID of its
+// request in the API server's audit log. Check compares a journal (any
+// storage.Reader) with an oracle and returns a Report: counts, and a
+// Mismatch for every way the journal breaks the promise. The checker is a
+// plain function over the two, so its unit tests corrupt journals the way
+// broken Collectors would write them (a dropped event, a redelivered one
+// stored twice, a missing gap, a skipped relist, a missing inferred
+// deletion, a gap stamped when the loss was detected) and the way broken
+// stores, correlators and materializers would answer (an exact audit link
+// to a baseline item, a write linked twice or to the wrong user, the items
+// of a killed baseline shown, a Complete snapshot that later flips or that
+// claims time after the evidence, a lost save or a preview stored), and
+// expect it to notice.
 //
 // # The soak test
 //
 // TestTruth starts a real control plane (internal/testenv) with a second
 // kube-apiserver whose ConfigMaps are served from etcd (no watch cache), puts
-// the fault proxy in front of it, and records three namespaces of
+// the fault proxy in front of it, and records four namespaces of
 // ConfigMaps, Secrets, headless Services and Deployments with a Collector on
-// a SQLite journal. A seeded random workload creates, updates (data, labels,
-// annotations, spec, replicas, images), deletes and re-creates objects
-// under the same names, one write at a time, straight to the primary
-// apiserver; seeded faults interrupt the recording: cut watches, outages
-// ended by a forced 410, outages of ConfigMaps ended by an etcd compaction
-// (a real 410), a 403 flap, 500s, a restart of the Collector's apiserver
-// (its watch cache is rebuilt: real 410s), clean Collector restarts on the
-// same journal, and a child process recording until it is killed with
-// SIGKILL. It prints one line:
+// a SQLite journal; one namespace holds 60 ConfigMaps more, so its
+// baseline takes several pages. A seeded random workload creates, updates
+// (data, labels, annotations, spec, replicas, images), deletes and
+// re-creates objects under the same names, one write at a time, straight to
+// the primary apiserver, as one of three users (admin, alice, bob) with an
+// audit ID of its own; seeded faults interrupt the recording: cut watches,
+// outages ended by a forced 410, outages of ConfigMaps ended by an etcd
+// compaction (a real 410), a 403 flap, 500s, a restart of the Collector's
+// apiserver (its watch cache is rebuilt: real 410s), clean Collector
+// restarts on the same journal, and a child process recording until it is
+// killed with SIGKILL.
+//
+// The seams, where a user combines the pieces:
+//
+//   - The first recorder is a child process killed with SIGKILL in the
+//     middle of its initial baseline of the big namespace (its list
+//     requests are slowed down, and it is killed once the first page is
+//     committed); the next recorder starts on the same journal.
+//   - While the journal is recorded, two other processes (-truth.queries)
+//     open it and, over and over, save snapshots of times around now, make
+//     replay plans (saving two in three, leaving the rest previews) and
+//     ingest the primary apiserver's audit log (RequestResponse level),
+//     through every relist. The recorder must never fail, nor must they.
+//   - After every clean stop and every kill, and after the last stop, the
+//     test saves snapshots of the whole scope: of now, after every record,
+//     and of moments before the recorder stopped.
+//   - After the workload the audit log is ingested twice; the second
+//     ingest must store nothing.
+//
+// It prints one line:
 //
 //	truth: seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
 //
-// The short form (at least 2,000 operations and 12 faults, about a minute
-// and a half) runs with every `go test ./...`; the long form (at least
-// 10,000 operations and 24 faults) runs with -truth.long or
+// The short form (at least 2,000 operations and 12 faults, about two
+// minutes on a busy two-core machine) runs with every `go test ./...`;
+// the long form (at least 10,000 operations and 24 faults) runs with
+// -truth.long or
 // KRPLY_TRUTH_LONG=1, or `make truth-soak`. -truth.seed=N or
 // KRPLY_TRUTH_SEED=N repeats a run's workload and fault schedule; timing
 // on a real control plane still varies between runs.
@@ -71,6 +99,39 @@
 //   - At random times, for every stream covered then, ObjectAt equals the
 //     last version, in write order, that the journal had observed by then.
 //
+// The rules of the seams, over the whole journal:
+//
+//   - Never-flips: every snapshot saved Complete (by any process, at any
+//     time) is Complete when computed again at the end for the same scope
+//     and time, and holds the same objects (UID and resourceVersion); every
+//     replay plan saved Complete still is, and each object it rebuilds is
+//     still in the snapshot of its source time.
+//   - Not yet observed: a snapshot or plan saved Complete had, for every
+//     stream of its scope, durable evidence of continuity (an event, a
+//     checkpoint or a baseline end) observed after its time and before it
+//     was made. A snapshot of now taken after a recorder stopped or was
+//     killed is therefore never Complete.
+//   - Saved once: every snapshot and plan a process reported saving is in
+//     the journal as it was saved (time, Complete, objects; a plan's hash);
+//     no plan preview is; and the journal holds no snapshot or plan that
+//     nobody saved (a query that wrote).
+//   - A baseline that never ended (its recorder was killed mid-list) is
+//     invisible: none of its items shows in an object's history, in
+//     LatestAt, AliveAt or EventByResourceVersion, in ObjectAt or a
+//     snapshot, or as the target of an audit correlation; and no history
+//     shows a version twice as a baseline item of one stream without a loss
+//     of continuity in between.
+//   - Attribution: every audit correlation of a workload write links it to
+//     a record of the very version it made (object, UID, resourceVersion;
+//     its deletion for a delete) and names the user who made it; an exact
+//     link (confidence 1) is only to a real watch event, never to a
+//     baseline item or an inferred deletion; an audit event is linked at
+//     most once, and a watch event exactly to at most one audit event; and
+//     once the whole log was ingested, every version recorded as a watch
+//     event is linked exactly to it. A version the journal shows only
+//     through a relist may be linked to that record, labelled, or to
+//     nothing; a version lost in a gap is linked to nothing.
+//
 // ObservedAt is when the Collector saw a change, not when the server made
 // it, so the server's state at an arbitrary time is not what a correct
 // journal shows then. The checker therefore compares exact state only at
@@ -90,9 +151,17 @@
 // have no finalizers, and Services are headless, so deletes are immediate
 // and re-creates never exhaust the service IP range.
 //
+// Never-flips is checked for the snapshots and plans that were saved, at
+// the times the workload, the faults and the querying processes happened
+// to save them, not for every time. Attribution is checked at the
+// RequestResponse level only, where every write's response names its
+// version; the best-effort rule for logs without bodies is the audit
+// package's own tests' business. A baseline killed mid-list is checked
+// for the stream it was killed on, the big namespace's ConfigMaps, and
+// wherever else a recorder happened to be killed or a relist abandoned.
+//
 // # Concurrency and Close
 //
-// An Oracle is safe for concurrent use. Check reads the store and saves the
-// snapshots it takes into it; it starts no goroutines and does not close
-// the store, which its caller owns.
+// An Oracle is safe for concurrent use. Check only reads the store; it
+// starts no goroutines and does not close the store, which its caller owns.
 package truth

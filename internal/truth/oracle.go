@@ -55,6 +55,11 @@ type Version struct {
 	// after the answer arrived: the server committed the version between
 	// the two.
 	IssuedAt, RespondedAt time.Time
+	// User is who made the write, and AuditID the ID of its request in
+	// the API server's audit log (the client chose it, in the Audit-ID
+	// header). Both are empty when the workload does not track them.
+	User    string `json:",omitempty"`
+	AuditID string `json:",omitempty"`
 }
 
 func (v Version) String() string {

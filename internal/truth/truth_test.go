@@ -19,6 +19,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
 )
@@ -27,6 +28,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(childEnv); path != "" {
 		os.Exit(runChild(path))
 	}
+	if path := os.Getenv(queryEnv); path != "" {
+		os.Exit(runQuery(path))
+	}
 	os.Exit(m.Run())
 }
 
@@ -34,6 +38,9 @@ func TestMain(m *testing.M) {
 var (
 	seedFlag = flag.Int64("truth.seed", 0, "seed of the workload and the faults (0: a new one; also "+seedEnv+")")
 	longFlag = flag.Bool("truth.long", false, "run the long form (also "+longEnv+"=1)")
+	// queriesFlag lets a failure be bisected: does it need processes
+	// sharing the journal?
+	queriesFlag = flag.Int("truth.queries", 2, "how many processes query the journal while it is recorded")
 )
 
 const (
@@ -108,6 +115,19 @@ type run struct {
 	ops        int
 	faults     map[string]int
 	pending    chan error // an apiserver restart in progress
+
+	// bulk is the namespace whose many ConfigMaps make a baseline long
+	// enough to kill a recorder in the middle of it.
+	bulk string
+	// queries are the processes querying the journal while it is
+	// recorded; saved is what they and the test saved into it, and
+	// queried what they did.
+	queries []*queryProcess
+	saved   []Saved
+	queried queryResult
+	// waitedForProgress is how long the snapshot of now waited for every
+	// stream's evidence.
+	waitedForProgress time.Duration
 }
 
 // TestTruth is krply's central promise under a randomized workload with
@@ -117,7 +137,9 @@ type run struct {
 func TestTruth(t *testing.T) {
 	seed, ops, faults := settings(t)
 	t.Logf("seed %d (rerun with -truth.seed=%d or %s=%d)", seed, seed, seedEnv, seed)
-	env := testenv.Start(t)
+	// The primary apiserver, which the workload writes to, keeps an audit
+	// log of every write with its response.
+	env := testenv.Start(t, testenv.WithAudit(""))
 	// The Collector watches a second apiserver whose ConfigMaps are served
 	// from etcd (no watch cache), so a compaction makes their watches
 	// fail with a real 410; the other kinds come from its watch cache,
@@ -140,6 +162,9 @@ func TestTruth(t *testing.T) {
 			if err := r.oracle.WriteFile(filepath.Join(dir, "oracle.json")); err != nil {
 				t.Log(err)
 			}
+			if err := writeSaved(filepath.Join(dir, "saved.json"), r.saved); err != nil {
+				t.Log(err)
+			}
 			t.Logf("journal, oracle and collector logs kept in %s; check them again with %s=%s go test -run TestRecheck ./internal/truth/", dir, recheckEnv, dir)
 			return
 		}
@@ -154,44 +179,66 @@ func TestTruth(t *testing.T) {
 	for i := 0; i < workloadNamespaces; i++ {
 		r.namespaces = append(r.namespaces, env.CreateNamespace(t))
 	}
-	if r.w, err = newWriter(env.Config(), r.oracle, clusterID); err != nil {
+	r.bulk = env.CreateNamespace(t)
+	r.namespaces = append(r.namespaces, r.bulk)
+	// Three users write: the oracle knows who made each version.
+	if r.w, err = newWriter(r.oracle, clusterID, writerUser{testenv.UserAdmin, env.Config()},
+		writerUser{testenv.UserAlice, env.ConfigFor(testenv.UserAlice)}, writerUser{testenv.UserBob, env.ConfigFor(testenv.UserBob)}); err != nil {
 		t.Fatal(err)
 	}
-	// One object of each kind in all namespaces but the last before
-	// recording starts, so some initial baselines hold items and some are
-	// empty (see TestEmptyInitialBaselineInfersDeletions).
+	// One object of each kind in the first namespaces before recording
+	// starts, so some initial baselines hold items and some are empty
+	// (see TestEmptyInitialBaselineInfersDeletions); and the bulk
+	// namespace's ConfigMaps.
 	for _, k := range r.kinds {
-		for _, ns := range r.namespaces[:len(r.namespaces)-1] {
+		for _, ns := range r.namespaces[:workloadNamespaces-1] {
 			if _, err := r.w.create(r.ctx, k, ns, objectName(k, 0), r.rnd); err != nil {
 				t.Fatal(err)
 			}
 			r.ops++
 		}
 	}
+	r.createBulk()
 	began := time.Now()
+	r.killDuringInitialBaseline()
 	r.startInProcess()
+	r.startQueries()
 	r.workload(ops, faults)
+	r.snapshotOfNow()
+	r.stopQueries()
+	stopped := time.Now()
 	r.stopInProcess()
+	r.probe("after the last stop", stopped)
 	elapsed := time.Since(began)
 
-	st, err := sqlite.Open(r.ctx, r.journal)
+	ingests := r.ingestAudit()
+	// Every query of the check works on a journal opened read-only.
+	st, err := sqlite.Open(r.ctx, r.journal, sqlite.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	cfg := r.checkConfig()
+	cfg.Saved, cfg.AuditIngested = r.saved, true
 	checkBegan := time.Now()
 	report, err := Check(r.ctx, r.oracle, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	summary := fmt.Sprintf("truth: seed %d, operations %d, faults %d %s, %s, gap reasons %s, workload %v, check %v",
-		seed, r.ops, total(r.faults), formatCounts(r.faults), report.Summary(), gapReasons(t, st),
+	if again := ingests[len(ingests)-1]; again.Recorded > 0 {
+		report.Mismatches = append(report.Mismatches, Mismatch{Kind: KindAuditDuplicate,
+			Detail: fmt.Sprintf("ingesting the audit log again stored %d more correlations (%+v)", again.Recorded, again)})
+	}
+	summary := fmt.Sprintf("truth: seed %d, operations %d, faults %d %s, %s, gap reasons %s, %s, workload %v, check %v",
+		seed, r.ops, total(r.faults), formatCounts(r.faults), report.Summary(), gapReasons(t, st), r.queriedSummary(ingests),
 		elapsed.Round(time.Second), time.Since(checkBegan).Round(time.Second))
 	fmt.Println(summary)
 	t.Log(summary)
 	for _, err := range r.stopErrors {
 		t.Errorf("a clean stop of the Collector failed (see TestCleanStopLongAfterStart): %v", err)
+	}
+	for _, e := range r.queried.errors {
+		t.Errorf("a process querying the journal while it was recorded failed: %s", e)
 	}
 	if len(report.Mismatches) > 0 {
 		t.Errorf("%d mismatches (seed %d):\n%s", len(report.Mismatches), seed, mismatchLines(report))
@@ -202,10 +249,21 @@ func TestTruth(t *testing.T) {
 	if report.InsideGaps == 0 || report.Recorded == 0 {
 		t.Errorf("the run proves little: %d versions recorded, %d inside gaps", report.Recorded, report.InsideGaps)
 	}
+	if report.UnfinishedItems == 0 || report.SavedComplete == 0 || report.SavedPlans == 0 || report.Attributed == 0 || report.ThroughRelist == 0 {
+		t.Errorf("the seams prove little: %d items of unfinished baselines, %d saved Complete snapshots or plans, %d saved plans, %d versions attributed, %d through a relist",
+			report.UnfinishedItems, report.SavedComplete, report.SavedPlans, report.Attributed, report.ThroughRelist)
+	}
 	checkBrokenJournals(t, r.oracle, st, cfg, report)
+	checkBrokenSeams(t, r.oracle, st, cfg, report)
 }
 
 func (r *run) checkConfig() Config { return checkConfig(r.namespaces, r.seed) }
+
+// scope is the scope of the workload.
+func (r *run) scope() materialize.Scope {
+	cfg := r.checkConfig()
+	return materialize.Scope{ClusterID: clusterID, Namespaces: cfg.Namespaces, Resources: cfg.Resources}
+}
 
 func checkConfig(namespaces []string, seed int64) Config {
 	cfg := Config{ClusterID: clusterID, Namespaces: namespaces, RandomTimes: 40, GapSnapshots: 40, Seed: seed}
@@ -272,7 +330,7 @@ func (r *run) opOn(k kind, ns string, mayDelete bool) {
 	case !ok || last.Op == OpDelete:
 		_, err = r.w.create(r.ctx, k, ns, name, r.rnd)
 	case mayDelete && r.rnd.Intn(5) == 0:
-		_, err = r.w.delete(r.ctx, k, last)
+		_, err = r.w.delete(r.ctx, k, last, r.rnd)
 	default:
 		_, _, err = r.w.update(r.ctx, k, last, r.rnd, r.ops)
 	}
@@ -322,22 +380,26 @@ func (r *run) inject(kind string) {
 		r.pending = make(chan error, 1)
 		go func() { r.pending <- r.direct.Restart(r.ctx) }()
 	case faultCollectorRestart:
+		stopped := time.Now()
 		r.stopInProcess()
 		r.opsFor(r.outageLength()) // while nothing records
+		r.probe("after a clean stop", stopped)
 		r.startInProcess()
 	case faultCollectorSIGKILL:
 		r.stopInProcess()
 		cfg := r.proxy.Config()
-		child, err := startChild(r.ctx, childConfig{Journal: r.journal, Host: cfg.Host, Token: cfg.BearerToken, CAData: cfg.CAData, Namespaces: r.namespaces}, r.dir, r.logFile)
+		child, err := startChild(r.ctx, childConfig{Journal: r.journal, Host: cfg.Host, Token: cfg.BearerToken, CAData: cfg.CAData, Namespaces: r.namespaces}, r.dir, r.logFile, true)
 		if err != nil {
 			r.t.Fatalf("recording child: %v", err)
 		}
 		r.t.Cleanup(func() { _ = child.kill() }) // when the test fails before the kill below
 		r.opsFor(r.outageLength())               // while the child records
+		killed := time.Now()
 		if err := child.kill(); err != nil {
 			r.t.Fatalf("kill the recording child: %v", err)
 		}
 		r.opsFor(r.outageLength() / 2) // while nothing records
+		r.probe("after a kill", killed)
 		r.startInProcess()
 	}
 }
@@ -396,24 +458,33 @@ func (r *run) stopInProcess() {
 }
 
 // quiesce pauses the workload until the journal has caught up with every
-// write and every stream is covered, and records that moment in the oracle.
+// write and every stream is continuous, and records that moment in the
+// oracle.
 //
 // Then it changes one object of every stream and waits for the journal to
 // catch up again. A gap starts at its stream's last durable record (README,
 // Limitations), and a quiet stream's last record may be older than the
 // quiescent point: without a record after the point, a fault injected
-// right after it would truthfully leave the point uncovered.
+// right after it would truthfully leave the point uncovered; and a time is
+// covered only once evidence after it is recorded. With that evidence it
+// saves a snapshot of the quiescent point, which must be Complete, and
+// must stay so whatever follows (see Check).
 func (r *run) quiesce() {
 	if !r.catchUp() {
 		return
 	}
-	r.oracle.Quiescent(time.Now())
+	at := time.Now()
+	r.oracle.Quiescent(at)
 	for _, k := range r.kinds {
 		for _, ns := range r.namespaces {
 			r.opOn(k, ns, false)
 		}
 	}
-	r.catchUp()
+	if r.catchUp() {
+		if snap := r.saveSnapshot(r.rec.store, "truth quiescent point", at); snap != nil && !snap.Complete {
+			r.t.Errorf("the snapshot of the quiescent point %s, saved once the journal held evidence past it, is not Complete: %v", stamp(at), snap.Missing)
+		}
+	}
 }
 
 // catchUp waits until the journal has caught up with every write and every
@@ -423,6 +494,9 @@ func (r *run) catchUp() bool {
 	r.waitPending()
 	deadline := time.Now().Add(convergeTimeout)
 	for {
+		if err := r.rec.failed(); err != nil {
+			r.t.Fatalf("the recorder failed at operation %d (seed %d): %v", r.ops, r.seed, err)
+		}
 		why, err := r.behind()
 		if err != nil {
 			r.t.Fatal(err)
@@ -456,7 +530,9 @@ func (r *run) behind() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if !cov.Covered {
+		// Continuous up to now: covered, or not yet observed only
+		// because its evidence cannot lie after now yet.
+		if cov.BaselineID == "" || len(cov.Gaps) > 0 {
 			return fmt.Sprintf("%s not covered: %s", s.StreamID, cov.Reason), nil
 		}
 		alive, err := r.rec.store.AliveAt(r.ctx, storage.AliveQuery{At: now, StreamID: s.StreamID, WithoutBodies: true})
@@ -544,7 +620,7 @@ func TestRecheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "journal.db"), sqlite.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +633,11 @@ func TestRecheck(t *testing.T) {
 			namespaces = append(namespaces, v.Object.Namespace)
 		}
 	}
-	report, err := Check(context.Background(), o, st, checkConfig(namespaces, 1))
+	cfg := checkConfig(namespaces, 1)
+	if saved, err := readSaved(filepath.Join(dir, "saved.json")); err == nil {
+		cfg.Saved, cfg.AuditIngested = saved, true
+	}
+	report, err := Check(context.Background(), o, st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"time"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -154,19 +155,46 @@ func workloadKinds() []kind {
 }
 
 // writer makes the workload's writes through the REST client, so it has
-// the server's exact answers, and records them in the oracle.
+// the server's exact answers, and records them in the oracle. Each write is
+// made as one of its users, chosen at random, with an audit ID the writer
+// chooses (the Audit-ID header, which the API server's audit log keeps), so
+// the oracle knows who made every version and which audit event says so.
 type writer struct {
-	rest    rest.Interface
+	users   []string
+	rest    map[string]rest.Interface
 	oracle  *Oracle
 	cluster string
 }
 
-func newWriter(cfg *rest.Config, oracle *Oracle, cluster string) (*writer, error) {
-	rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(cfg))
-	if err != nil {
-		return nil, err
+// writerUser is a user the writer writes as.
+type writerUser struct {
+	name string
+	cfg  *rest.Config
+}
+
+func newWriter(oracle *Oracle, cluster string, users ...writerUser) (*writer, error) {
+	w := &writer{rest: map[string]rest.Interface{}, oracle: oracle, cluster: cluster}
+	for _, u := range users {
+		rc, err := rest.UnversionedRESTClientFor(dynamic.ConfigFor(u.cfg))
+		if err != nil {
+			return nil, err
+		}
+		w.users = append(w.users, u.name)
+		w.rest[u.name] = rc
 	}
-	return &writer{rest: rc, oracle: oracle, cluster: cluster}, nil
+	if len(w.users) == 0 {
+		return nil, fmt.Errorf("a writer needs a user")
+	}
+	return w, nil
+}
+
+// as picks the user of the next write.
+func (w *writer) as(rnd *rand.Rand) string { return w.users[rnd.Intn(len(w.users))] }
+
+// request starts a request of verb as user, with a new audit ID.
+func (w *writer) request(verb, user string) (*rest.Request, string) {
+	id := uuid.NewString()
+	return w.rest[user].Verb(verb).SetHeader("Audit-ID", id), id
 }
 
 func (w *writer) objectID(k kind, ns, name string) storage.ObjectID {
@@ -182,13 +210,13 @@ type meta struct {
 	} `json:"metadata"`
 }
 
-func (w *writer) record(obj storage.ObjectID, op Op, issued time.Time, raw []byte) (Version, error) {
+func (w *writer) record(obj storage.ObjectID, op Op, user, auditID string, issued time.Time, raw []byte) (Version, error) {
 	var m meta
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return Version{}, fmt.Errorf("%s %s: decode answer: %w", op, obj.Name, err)
 	}
 	return w.oracle.Record(Version{Object: obj, Op: op, UID: m.Metadata.UID, ResourceVersion: m.Metadata.ResourceVersion,
-		Body: raw, IssuedAt: issued, RespondedAt: time.Now()}), nil
+		Body: raw, IssuedAt: issued, RespondedAt: time.Now(), User: user, AuditID: auditID}), nil
 }
 
 func (w *writer) create(ctx context.Context, k kind, ns, name string, rnd *rand.Rand) (Version, error) {
@@ -201,12 +229,14 @@ func (w *writer) create(ctx context.Context, k kind, ns, name string, rnd *rand.
 	if err != nil {
 		return Version{}, err
 	}
+	user := w.as(rnd)
+	req, auditID := w.request("POST", user)
 	issued := time.Now()
-	raw, err := w.rest.Post().AbsPath(k.collection(ns)).Body(body).Do(ctx).Raw()
+	raw, err := req.AbsPath(k.collection(ns)).Body(body).Do(ctx).Raw()
 	if err != nil {
-		return Version{}, fmt.Errorf("create %s %s/%s: %w", k.kind, ns, name, err)
+		return Version{}, fmt.Errorf("create %s %s/%s as %s: %w", k.kind, ns, name, user, err)
 	}
-	return w.record(w.objectID(k, ns, name), OpCreate, issued, raw)
+	return w.record(w.objectID(k, ns, name), OpCreate, user, auditID, issued, raw)
 }
 
 // update applies a mutation to the last version. Each update also stamps
@@ -223,12 +253,14 @@ func (w *writer) update(ctx context.Context, k kind, last Version, rnd *rand.Ran
 	if err != nil {
 		return Version{}, "", err
 	}
+	user := w.as(rnd)
+	req, auditID := w.request("PUT", user)
 	issued := time.Now()
-	raw, err := w.rest.Put().AbsPath(k.collection(last.Object.Namespace), last.Object.Name).Body(body).Do(ctx).Raw()
+	raw, err := req.AbsPath(k.collection(last.Object.Namespace), last.Object.Name).Body(body).Do(ctx).Raw()
 	if err != nil {
-		return Version{}, "", fmt.Errorf("update %s %s/%s: %w", k.kind, last.Object.Namespace, last.Object.Name, err)
+		return Version{}, "", fmt.Errorf("update %s %s/%s as %s: %w", k.kind, last.Object.Namespace, last.Object.Name, user, err)
 	}
-	v, err := w.record(last.Object, OpUpdate, issued, raw)
+	v, err := w.record(last.Object, OpUpdate, user, auditID, issued, raw)
 	return v, what, err
 }
 
@@ -236,7 +268,7 @@ func (w *writer) update(ctx context.Context, k kind, last Version, rnd *rand.Ran
 // resourceVersion, so the deleted state is known exactly even when the
 // server answers with a Status instead of the object (as it does for most
 // kinds).
-func (w *writer) delete(ctx context.Context, k kind, last Version) (Version, error) {
+func (w *writer) delete(ctx context.Context, k kind, last Version, rnd *rand.Rand) (Version, error) {
 	opts, err := json.Marshal(map[string]any{
 		"apiVersion": "v1", "kind": "DeleteOptions",
 		"preconditions": map[string]any{"uid": last.UID, "resourceVersion": last.ResourceVersion},
@@ -244,16 +276,18 @@ func (w *writer) delete(ctx context.Context, k kind, last Version) (Version, err
 	if err != nil {
 		return Version{}, err
 	}
+	user := w.as(rnd)
+	req, auditID := w.request("DELETE", user)
 	issued := time.Now()
-	raw, err := w.rest.Delete().AbsPath(k.collection(last.Object.Namespace), last.Object.Name).Body(opts).Do(ctx).Raw()
+	raw, err := req.AbsPath(k.collection(last.Object.Namespace), last.Object.Name).Body(opts).Do(ctx).Raw()
 	if err != nil {
-		return Version{}, fmt.Errorf("delete %s %s/%s: %w", k.kind, last.Object.Namespace, last.Object.Name, err)
+		return Version{}, fmt.Errorf("delete %s %s/%s as %s: %w", k.kind, last.Object.Namespace, last.Object.Name, user, err)
 	}
 	var m meta
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return Version{}, fmt.Errorf("delete %s: decode answer: %w", last.Object.Name, err)
 	}
-	v := Version{Object: last.Object, Op: OpDelete, UID: last.UID, Body: last.Body, IssuedAt: issued, RespondedAt: time.Now()}
+	v := Version{Object: last.Object, Op: OpDelete, UID: last.UID, Body: last.Body, IssuedAt: issued, RespondedAt: time.Now(), User: user, AuditID: auditID}
 	if m.Kind == k.kind {
 		v.Body, v.ResourceVersion = raw, m.Metadata.ResourceVersion
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -20,6 +22,7 @@ import (
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage/storagetest"
 	"github.com/krply/krply/watch"
 )
 
@@ -101,6 +104,61 @@ func TestOneNotFoundSentinel(t *testing.T) {
 	for _, s := range []error{materialize.ErrNotFound, replay.ErrNotFound, krply.ErrNotFound} {
 		if s != storage.ErrNotFound {
 			t.Errorf("%v is not storage.ErrNotFound: one sentinel, re-exported", s)
+		}
+	}
+}
+
+// Read-only is storage.ErrReadOnly, whoever refuses the write: on a
+// journal opened read-only every consumer answers its queries and every
+// save fails with it. The packages' ErrReadOnly are that sentinel.
+func TestOneReadOnlySentinel(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "krply.db")
+	writeShopJournal(t, path)
+	j, err := krply.Open(ctx, path, krply.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	at := shopAt.Add(30 * time.Second)
+	snap, err := j.Snapshot(ctx, krply.Namespaces("c1", "shop"), at)
+	if err != nil || !snap.Complete || len(snap.Objects) != 2 {
+		t.Fatalf("Snapshot on a read-only journal = %+v, %v; want both ConfigMaps, complete", snap, err)
+	}
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: "c1", Namespaces: []string{"shop"}, At: at}, krply.Target{Namespaces: map[string]string{"shop": "copy"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	correlator, err := audit.NewCorrelator(j.Store(), "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := storagetest.ConfigMap("shop", "new", "u2", "12", map[string]string{"k": "v"})
+	write := audit.Event{Kind: "Event", APIVersion: audit.APIVersion, Level: audit.LevelRequestResponse, AuditID: "a1",
+		Stage: audit.StageResponseComplete, Verb: "create", RequestURI: "/api/v1/namespaces/shop/configmaps",
+		User:           authnv1.UserInfo{Username: "alice"},
+		ObjectRef:      &audit.ObjectReference{Resource: "configmaps", Namespace: "shop", Name: "new", APIVersion: "v1"},
+		ResponseStatus: &metav1.Status{Code: 201}, ResponseObject: created,
+		RequestReceivedTimestamp: metav1.NewMicroTime(shopAt.Add(9 * time.Second)),
+		StageTimestamp:           metav1.NewMicroTime(shopAt.Add(9*time.Second + 5*time.Millisecond))}
+	if id, err := correlator.Match(ctx, write); err != nil || id == "" {
+		t.Fatalf("Match on a read-only journal = %q, %v; want the creation of new", id, err)
+	}
+	for what, err := range map[string]error{
+		"Journal.SaveSnapshot":      j.SaveSnapshot(ctx, snap, "x"),
+		"Materializer.SaveSnapshot": j.Materializer().SaveSnapshot(ctx, snap, "x"),
+		"Journal.SavePlan":          j.SavePlan(ctx, plan),
+		"Planner.SavePlan":          j.Planner().SavePlan(ctx, plan),
+		"Correlator.Ingest":         second(correlator.Ingest(ctx, audit.Events(write))),
+		"Store.Compact":             second(j.Store().Compact(ctx, at)),
+	} {
+		if !errors.Is(err, storage.ErrReadOnly) || !errors.Is(err, krply.ErrReadOnly) {
+			t.Errorf("%s on a read-only journal = %v, want storage.ErrReadOnly", what, err)
+		}
+	}
+	for _, s := range []error{materialize.ErrReadOnly, replay.ErrReadOnly, krply.ErrReadOnly} {
+		if s != storage.ErrReadOnly {
+			t.Errorf("%v is not storage.ErrReadOnly: one sentinel, re-exported", s)
 		}
 	}
 }

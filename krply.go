@@ -22,14 +22,19 @@ import (
 const Version = "0.1.0"
 
 // Sentinel errors, the same values as storage's: errors.Is(err,
-// ErrInvalidArgument) and errors.Is(err, ErrNotFound) hold for the errors
-// of every krply package, whichever of them returned it.
+// ErrInvalidArgument), errors.Is(err, ErrNotFound) and errors.Is(err,
+// ErrReadOnly) hold for the errors of every krply package, whichever of
+// them returned it.
 var (
 	// ErrInvalidArgument: an argument or an option cannot be used, or an
 	// option was given to a call that does not take it.
 	ErrInvalidArgument = storage.ErrInvalidArgument
 	// ErrNotFound: no saved plan, snapshot, record or object by that name.
 	ErrNotFound = storage.ErrNotFound
+	// ErrReadOnly: the journal was opened read-only (WithReadOnly), so
+	// what writes — a Collector, SaveSnapshot, SavePlan, DryRun, Apply,
+	// audit correlations, Compact — fails.
+	ErrReadOnly = storage.ErrReadOnly
 )
 
 // Aliases of every krply type the exported API of this package names, so
@@ -158,9 +163,10 @@ func WithSQLiteOptions(opts ...SQLiteOption) Option {
 // the file, and every query answers, seeing what recorders commit
 // meanwhile. What writes — a Collector (NewCollector refuses), saving a
 // snapshot, a plan or audit correlations, Compact — fails with an error
-// wrapping storage.ErrReadOnly. Without it, Open of a journal this process
-// may not write fails at once, wrapping storage.ErrReadOnly and saying to
-// use it. Only Open takes it: NewJournal returns ErrInvalidArgument.
+// wrapping ErrReadOnly (storage.ErrReadOnly). Without it, Open of a
+// journal this process may not write fails at once, wrapping ErrReadOnly
+// and saying to use it. Only Open takes it: NewJournal returns
+// ErrInvalidArgument.
 func WithReadOnly() Option {
 	return optionFunc(func(c *config) { c.readOnly, c.openOnly = true, append(c.openOnly, "WithReadOnly") })
 }

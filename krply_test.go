@@ -146,28 +146,13 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Fatalf("Open(missing, WithReadOnly) created the journal: %v", err)
 	}
 
-	j, err := krply.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
-	ref := storagetest.Ref(stream, "ConfigMap", "shop", "web", "u1", "10")
-	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	recs := storagetest.Baseline(stream, "b1", at, "10", []storagetest.Item{{Ref: ref, Object: storagetest.ConfigMap("shop", "web", "u1", "10", map[string]string{"k": "v"})}})
-	recs = append(recs, storagetest.Checkpoint(stream, "11", true, at.Add(time.Minute)))
-	if _, err := j.Store().Append(ctx, recs); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	j, err = krply.Open(ctx, path, krply.WithReadOnly())
+	recs := writeShopJournal(t, path)
+	j, err := krply.Open(ctx, path, krply.WithReadOnly())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	obj, err := j.ObjectAt(ctx, krply.Object("c1", "configmaps", "shop", "web"), at.Add(30*time.Second))
+	obj, err := j.ObjectAt(ctx, krply.Object("c1", "configmaps", "shop", "web"), shopAt.Add(30*time.Second))
 	if err != nil || !obj.Exists || obj.Object == nil || !obj.Covered {
 		t.Errorf("ObjectAt on a read-only journal = %+v, %v; want the covered ConfigMap", obj, err)
 	}
@@ -177,4 +162,34 @@ func TestOpenReadOnly(t *testing.T) {
 	if _, err := j.Store().Append(ctx, recs); !errors.Is(err, storage.ErrReadOnly) {
 		t.Errorf("Append on a read-only journal = %v, want storage.ErrReadOnly", err)
 	}
+}
+
+// shopAt is when writeShopJournal's baseline ended.
+var shopAt = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// writeShopJournal writes a journal of cluster c1 at path: a baseline of
+// the ConfigMaps of namespace shop at shopAt holding "web" (UID u1,
+// resourceVersion 10), the creation of "new" (u2, 12) watched 10s later,
+// and a checkpoint a minute later. It returns the records.
+func writeShopJournal(t *testing.T, path string) []event.Record {
+	t.Helper()
+	ctx := context.Background()
+	j, err := krply.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	ref := storagetest.Ref(stream, "ConfigMap", "shop", "web", "u1", "10")
+	recs := storagetest.Baseline(stream, "b1", shopAt, "10", []storagetest.Item{{Ref: ref, Object: storagetest.ConfigMap("shop", "web", "u1", "10", map[string]string{"k": "v"})}})
+	recs = append(recs,
+		storagetest.Event(stream, event.Added, storagetest.Ref(stream, "ConfigMap", "shop", "new", "u2", "12"),
+			storagetest.ConfigMap("shop", "new", "u2", "12", map[string]string{"k": "v"}), shopAt.Add(10*time.Second)),
+		storagetest.Checkpoint(stream, "13", true, shopAt.Add(time.Minute)))
+	if _, err := j.Store().Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return recs
 }

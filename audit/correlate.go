@@ -64,12 +64,6 @@ const (
 	ConfidenceAmbiguous         = 0.5
 )
 
-// Journal is what a Correlator needs of a store: storage.Store satisfies it.
-type Journal interface {
-	storage.Reader
-	storage.Writer
-}
-
 // Option configures a Correlator.
 type Option interface {
 	apply(*config)
@@ -134,15 +128,18 @@ func WithMaxProblems(n int) Option {
 //
 // A Correlator is safe for concurrent use; it holds no state between calls.
 type Correlator struct {
-	journal Journal
+	journal storage.ReadWriter
 	cluster string
 	cfg     config
 }
 
 // NewCorrelator returns a Correlator of the journal of one cluster:
 // clusterID is the ClusterID the collector wrote the cluster's records
-// with, the cluster whose API server wrote the audit events.
-func NewCorrelator(j Journal, clusterID string, opts ...Option) (*Correlator, error) {
+// with, the cluster whose API server wrote the audit events. The caller
+// keeps j and closes it. Match only reads; Ingest appends correlation
+// records, and on a journal opened read-only it returns an error wrapping
+// storage.ErrReadOnly.
+func NewCorrelator(j storage.ReadWriter, clusterID string, opts ...Option) (*Correlator, error) {
 	if j == nil {
 		return nil, fmt.Errorf("audit: %w: nil journal", ErrInvalidArgument)
 	}
@@ -316,7 +313,8 @@ func (c *Correlator) Match(ctx context.Context, evt Event) (string, error) {
 // the target event.
 //
 // Malformed lines are counted and listed in the Summary, never fatal. Ingest
-// stops at the first fatal error (of src, of the journal, or ctx), after
+// stops at the first fatal error (of src; of the journal, such as
+// storage.ErrReadOnly from one opened read-only; or of ctx), after
 // recording the matches of the events read before it, and returns the
 // Summary so far with the error.
 func (c *Correlator) Ingest(ctx context.Context, src Source) (Summary, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
 )
 
@@ -79,7 +80,7 @@ func newFixtureJournal() fixtureJournal {
 	return j
 }
 
-func newCorrelator(t *testing.T, j Journal, opts ...Option) *Correlator {
+func newCorrelator(t *testing.T, j storage.ReadWriter, opts ...Option) *Correlator {
 	t.Helper()
 	c, err := NewCorrelator(j, cluster, opts...)
 	if err != nil {
@@ -507,10 +508,43 @@ func TestIngestBatchesAndCapsProblems(t *testing.T) {
 	}
 }
 
+// On a journal opened read-only, Match answers and Ingest fails with
+// storage.ErrReadOnly at its first append of correlations.
+func TestIngestOnAReadOnlyJournal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	w, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	j := newFixtureJournal()
+	if _, err := w.Append(ctx, j.all); err != nil {
+		t.Fatal(err)
+	}
+	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	c := newCorrelator(t, ro)
+	create := writeEvent("a1", "alice", "create", at(0, 100), cmBody("1001"))
+	if id, err := c.Match(ctx, create); err != nil || id != j.added.EventID {
+		t.Fatalf("Match on a read-only journal = %q, %v; want %s", id, err, j.added.EventID)
+	}
+	sum, err := c.Ingest(ctx, Events(create))
+	if !errors.Is(err, storage.ErrReadOnly) || sum.Exact != 1 || sum.Recorded != 0 {
+		t.Fatalf("Ingest on a read-only journal = %+v, %v; want one exact match, none recorded, storage.ErrReadOnly", sum, err)
+	}
+	if got := correlationsOf(t, w, j.added); len(got[j.added.EventID]) != 0 {
+		t.Fatalf("a read-only Ingest stored correlations: %v", got)
+	}
+}
+
 func TestNewCorrelatorValidates(t *testing.T) {
 	st := newJournal(t)
 	for name, tc := range map[string]struct {
-		j       Journal
+		j       storage.ReadWriter
 		cluster string
 		opts    []Option
 	}{

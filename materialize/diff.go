@@ -119,7 +119,7 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 
 	// Losses of continuity recorded from From on that start before To.
 	for _, st := range after.streams {
-		tl, err := storage.StreamTimeline(ctx, m.reader, st.status.StreamID)
+		tl, err := storage.StreamTimeline(ctx, m.store, st.status.StreamID)
 		if err != nil {
 			return nil, wrap(fmt.Errorf("gaps of %s: %w", st.status.StreamID, err))
 		}

@@ -13,9 +13,10 @@
 // # Reads never write
 //
 // Every query — ObjectAt, History, Snapshot, Diff, GetSnapshot,
-// ListSnapshots — only reads the journal, so a Materializer works on a
-// plain storage.Reader, e.g. a journal opened read-only. Saving a snapshot
-// is an explicit act, SaveSnapshot, and the only write of this package.
+// ListSnapshots — only reads the journal, so a Materializer answers them
+// all on a journal opened read-only. Saving a snapshot is an explicit act,
+// SaveSnapshot, and the only write of this package; on a read-only journal
+// it returns an error wrapping ErrReadOnly (storage.ErrReadOnly).
 //
 // # Guarantees
 //

@@ -133,7 +133,7 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		return nil, err
 	}
 	what := describeObject(obj)
-	recs, err := m.reader.ObjectHistory(ctx, obj, storage.HistoryQuery{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit})
+	recs, err := m.store.ObjectHistory(ctx, obj, storage.HistoryQuery{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit})
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
@@ -142,7 +142,7 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 	// The version before the first one, so the first has its changes.
 	var prev *event.Record
 	if !qc.since.IsZero() {
-		rec, err := m.reader.LatestAt(ctx, obj, qc.since.Add(-time.Nanosecond))
+		rec, err := m.store.LatestAt(ctx, obj, qc.since.Add(-time.Nanosecond))
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 		case err != nil:
@@ -193,7 +193,7 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 	}
 
 	if len(ids) > 0 {
-		corr, err := m.reader.Correlations(ctx, ids)
+		corr, err := m.store.Correlations(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("history of %s: audit correlations: %w", what, err)
 		}
@@ -277,7 +277,7 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 		if qc.streamID != "" && id != qc.streamID {
 			continue
 		}
-		tl, err := storage.StreamTimeline(ctx, m.reader, id)
+		tl, err := storage.StreamTimeline(ctx, m.store, id)
 		if err != nil {
 			return nil, fmt.Errorf("gaps of %s: %w", id, err)
 		}

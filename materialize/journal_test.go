@@ -22,7 +22,7 @@ func at(minutes float64) time.Time { return t0.Add(time.Duration(minutes * float
 // journal writes records shaped like the Collector's output into a store.
 type journal struct {
 	t       testing.TB
-	store   *memory.Store
+	store   storage.Store
 	cluster string
 	rv      int
 }
@@ -31,7 +31,12 @@ func newJournal(t testing.TB) *journal {
 	t.Helper()
 	s := memory.New()
 	t.Cleanup(func() { _ = s.Close() })
-	return &journal{t: t, store: s, cluster: "c1", rv: 100}
+	return newJournalIn(t, s)
+}
+
+// newJournalIn writes into store; the caller closes it.
+func newJournalIn(t testing.TB, store storage.Store) *journal {
+	return &journal{t: t, store: store, cluster: "c1", rv: 100}
 }
 
 func (j *journal) materializer(opts ...materialize.Option) *materialize.Materializer {
@@ -201,9 +206,6 @@ func idOf(s event.Stream, name, namespace string) storage.ObjectID {
 func cm(namespace, name, uid string, data map[string]any) obj {
 	return obj{kind: "ConfigMap", namespace: namespace, name: name, uid: uid, body: map[string]any{"data": data}}
 }
-
-// materializeReader is storage.Reader, embedded to hide a store's Writer.
-type materializeReader = storage.Reader
 
 func dataOfString(raw []byte) string {
 	var o struct {

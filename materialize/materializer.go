@@ -1,7 +1,6 @@
 package materialize
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -16,9 +15,9 @@ var (
 	// unusable. It is storage.ErrInvalidArgument, the sentinel of every
 	// krply package.
 	ErrInvalidArgument = storage.ErrInvalidArgument
-	// ErrReadOnly: the store cannot save snapshots (it is not a
-	// storage.Writer).
-	ErrReadOnly = errors.New("materialize: store cannot save snapshots")
+	// ErrReadOnly: the store refuses writes (it was opened read-only), so
+	// SaveSnapshot cannot save. It is storage.ErrReadOnly.
+	ErrReadOnly = storage.ErrReadOnly
 	// ErrNotFound: no snapshot with that ID. It is storage.ErrNotFound.
 	ErrNotFound = storage.ErrNotFound
 )
@@ -27,11 +26,10 @@ var (
 // a time, an object's history, the state of a scope at a time (a snapshot)
 // and what changed between two times. It is safe for concurrent use.
 type Materializer struct {
-	reader storage.Reader
-	writer storage.Writer // nil when the store is read-only
-	log    logr.Logger
-	clock  clock.PassiveClock
-	newID  func() string
+	store storage.ReadWriter
+	log   logr.Logger
+	clock clock.PassiveClock
+	newID func() string
 }
 
 type config struct {
@@ -65,13 +63,12 @@ func WithIDGenerator(newID func() string) Option {
 	return optionFunc(func(c *config) { c.newID = newID })
 }
 
-// New returns a Materializer reading store. Every query (ObjectAt,
-// History, Snapshot, Diff, GetSnapshot, ListSnapshots) only reads, so store
-// may be a plain storage.Reader, e.g. a journal opened read-only. To save
-// snapshots (SaveSnapshot) store must also be a storage.Writer (any
-// storage.Store is); otherwise SaveSnapshot returns ErrReadOnly. New starts
-// no goroutines and does no I/O.
-func New(store storage.Reader, opts ...Option) (*Materializer, error) {
+// New returns a Materializer on store. Every query (ObjectAt, History,
+// Snapshot, Diff, GetSnapshot, ListSnapshots) only reads, so a journal
+// opened read-only answers them all; SaveSnapshot is the only write, and on
+// a read-only journal it returns an error wrapping ErrReadOnly. The caller
+// keeps store and closes it. New starts no goroutines and does no I/O.
+func New(store storage.ReadWriter, opts ...Option) (*Materializer, error) {
 	if store == nil {
 		return nil, fmt.Errorf("materialize: %w: nil store", ErrInvalidArgument)
 	}
@@ -87,9 +84,5 @@ func New(store storage.Reader, opts ...Option) (*Materializer, error) {
 	if cfg.newID == nil {
 		return nil, fmt.Errorf("materialize: %w: nil ID generator", ErrInvalidArgument)
 	}
-	m := &Materializer{reader: store, log: cfg.log, clock: cfg.clock, newID: cfg.newID}
-	if w, ok := store.(storage.Writer); ok {
-		m.writer = w
-	}
-	return m, nil
+	return &Materializer{store: store, log: cfg.log, clock: cfg.clock, newID: cfg.newID}, nil
 }

@@ -57,7 +57,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return nil, fmt.Errorf("materialize: %w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
 	}
 	st := &ObjectState{ID: obj, At: at}
-	rec, err := m.reader.LatestAt(ctx, obj, at)
+	rec, err := m.store.LatestAt(ctx, obj, at)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
@@ -77,7 +77,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return nil, err
 	}
 	for _, tl := range timelines {
-		cov, err := storage.CoverageFrom(ctx, m.reader, tl.Timeline, tl.evidence, at)
+		cov, err := storage.CoverageFrom(ctx, m.store, tl.Timeline, tl.evidence, at)
 		if err != nil {
 			return nil, err
 		}

@@ -29,7 +29,11 @@ type outageJournal struct {
 }
 
 func newOutageJournal(t *testing.T) outageJournal {
-	j := outageJournal{journal: newJournal(t)}
+	return newOutageJournalIn(newJournal(t))
+}
+
+func newOutageJournalIn(jr *journal) outageJournal {
+	j := outageJournal{journal: jr}
 	j.cms = j.stream("", "v1", "configmaps", "shop")
 	a := cm("shop", "a", "ua", map[string]any{"v": "1"})
 	b := cm("shop", "b", "ub", map[string]any{"v": "1"})

@@ -18,7 +18,7 @@ func newUUID() string { return uuid.NewString() }
 // Snapshot computes the state of scope at at — every object alive then,
 // with per-stream watermarks, Complete, Missing and warnings. It only
 // reads: the snapshot is not saved, and its ID is empty, until SaveSnapshot
-// stores it. The store may be a plain storage.Reader.
+// stores it.
 func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) (*Snapshot, error) {
 	if at.IsZero() {
 		return nil, fmt.Errorf("materialize: %w: snapshot without a time", ErrInvalidArgument)
@@ -48,14 +48,12 @@ func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) 
 // fetches it by that ID, and a replay.Source can name it. Saving is an
 // explicit act; no query saves anything.
 //
-// It returns ErrReadOnly when the store given to New is not a
-// storage.Writer, and ErrInvalidArgument for a nil snapshot, one without a
+// It returns an error wrapping ErrReadOnly when the store refuses writes
+// (a journal opened read-only), and ErrInvalidArgument for a nil snapshot, one without a
 // cluster or a time, or one already saved (its ID is set). On an error snap
 // is left as it was.
 func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name string) error {
 	switch {
-	case m.writer == nil:
-		return fmt.Errorf("%w: the store given to New is not a storage.Writer", ErrReadOnly)
 	case snap == nil:
 		return fmt.Errorf("materialize: %w: nil snapshot", ErrInvalidArgument)
 	case snap.ID != "":
@@ -78,7 +76,7 @@ func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name st
 		Object:     doc,
 		ObjectHash: event.ObjectHash(doc),
 	}
-	if _, err := m.writer.Append(ctx, []event.Record{rec}); err != nil {
+	if _, err := m.store.Append(ctx, []event.Record{rec}); err != nil {
 		return fmt.Errorf("snapshot %s: save: %w", saved.ID, err)
 	}
 	snap.ID, snap.Name = saved.ID, name
@@ -94,7 +92,7 @@ func snapshotObject(rec event.Record) SnapshotObject {
 // GetSnapshot returns a saved snapshot by ID; ErrNotFound when the journal
 // has no snapshot with that ID.
 func (m *Materializer) GetSnapshot(ctx context.Context, id string) (*Snapshot, error) {
-	rec, err := m.reader.Get(ctx, id)
+	rec, err := m.store.Get(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("materialize: snapshot %q: %w", id, err)
 	}
@@ -128,7 +126,7 @@ func (m *Materializer) ListSnapshots(ctx context.Context, clusterID string) ([]S
 	var out []Snapshot
 	q := storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeSnapshot}}
 	for {
-		page, err := m.reader.Records(ctx, q)
+		page, err := m.store.Records(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("list snapshots of cluster %q: %w", clusterID, err)
 		}

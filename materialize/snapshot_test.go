@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
 )
 
 func names(snap *materialize.Snapshot) []string {
@@ -266,24 +269,32 @@ func TestSnapshotFutureIsWarned(t *testing.T) {
 	}
 }
 
-// readOnly hides the store's Writer.
-type readOnly struct{ materializeReader }
-
-// Every query answers from a plain storage.Reader; only saving a snapshot
-// needs a Writer.
+// Every query answers from a journal opened read-only; saving a snapshot
+// fails with storage.ErrReadOnly (materialize.ErrReadOnly is that value).
 func TestQueriesOnAReadOnlyStore(t *testing.T) {
-	j := newOutageJournal(t)
-	m, err := materialize.New(readOnly{j.store})
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	w, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	defer w.Close()
+	j := newOutageJournalIn(newJournalIn(t, w))
+	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	m, err := materialize.New(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
 	snap, err := m.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(2))
 	if err != nil || !snap.Complete || !slices.Equal(names(snap), []string{"configmaps:shop/a", "configmaps:shop/b"}) {
 		t.Fatalf("snapshot on a read-only store: %v, %+v", err, snap)
 	}
-	if err := m.SaveSnapshot(ctx, snap, "x"); !errors.Is(err, materialize.ErrReadOnly) || snap.ID != "" {
-		t.Fatalf("SaveSnapshot on a read-only store: %v, ID %q; want ErrReadOnly and no ID", err, snap.ID)
+	if err := m.SaveSnapshot(ctx, snap, "x"); !errors.Is(err, storage.ErrReadOnly) || !errors.Is(err, materialize.ErrReadOnly) || snap.ID != "" {
+		t.Fatalf("SaveSnapshot on a read-only store: %v, ID %q; want storage.ErrReadOnly and no ID", err, snap.ID)
 	}
 	if st, err := m.ObjectAt(ctx, idOf(j.cms, "a", "shop"), at(2)); err != nil || !st.Exists {
 		t.Fatalf("ObjectAt on a read-only store: %v, %+v", err, st)

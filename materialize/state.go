@@ -66,7 +66,7 @@ func validateScope(scope Scope) error {
 // resource is in scope and whose namespace is "" or in scope, ordered by
 // ID, and the requested parts of the scope no stream records.
 func (m *Materializer) contributingStreams(ctx context.Context, scope Scope) ([]storage.StreamStatus, []MissingStream, error) {
-	all, err := m.reader.Streams(ctx, scope.ClusterID)
+	all, err := m.store.Streams(ctx, scope.ClusterID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams of cluster %q: %w", scope.ClusterID, err)
 	}
@@ -156,13 +156,13 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 	cands := make(map[storage.ObjectID]candidate)
 	var coveredStreams []event.Stream
 	for _, st := range streams {
-		tl, err := storage.StreamTimeline(ctx, m.reader, st.StreamID)
+		tl, err := storage.StreamTimeline(ctx, m.store, st.StreamID)
 		if err != nil {
 			return nil, fmt.Errorf("coverage of %s: %w", st.StreamID, err)
 		}
 		// st was read (Streams) before tl: its CheckpointAt is evidence
 		// that a gap appended since cannot undercut (CoverageFrom).
-		cov, err := storage.CoverageFrom(ctx, m.reader, tl, st.CheckpointAt, at)
+		cov, err := storage.CoverageFrom(ctx, m.store, tl, st.CheckpointAt, at)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +246,7 @@ func (m *Materializer) aliveInStream(ctx context.Context, scope Scope, st storag
 		Group: st.Stream.Group, Resource: st.Stream.Resource, WithoutBodies: !withBodies}
 	if st.Stream.Namespace != "" || len(scope.Namespaces) == 0 {
 		q.Namespace = st.Stream.Namespace
-		recs, err := m.reader.AliveAt(ctx, q)
+		recs, err := m.store.AliveAt(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("objects alive in %s at %s: %w", st.StreamID, at.UTC().Format(time.RFC3339Nano), err)
 		}
@@ -257,7 +257,7 @@ func (m *Materializer) aliveInStream(ctx context.Context, scope Scope, st storag
 	var out []event.Record
 	for _, ns := range scope.Namespaces {
 		q.Namespace = ns
-		recs, err := m.reader.AliveAt(ctx, q)
+		recs, err := m.store.AliveAt(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("objects alive in %s namespace %q at %s: %w", st.StreamID, ns, at.UTC().Format(time.RFC3339Nano), err)
 		}
@@ -288,7 +288,7 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, tl storage.
 	// through the index without reading the stream's older records.
 	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 64, WithoutBodies: true}
 	for {
-		page, err := m.reader.Records(ctx, q)
+		page, err := m.store.Records(ctx, q)
 		if err != nil {
 			return nil, fmt.Errorf("inferred deletions of baseline %s in %s: %w", cov.BaselineID, cov.StreamID, err)
 		}
@@ -327,7 +327,7 @@ type claimingTimeline struct {
 // that record its resource in its namespace (or all namespaces), ordered by
 // stream ID, each with its evidence (read first: see storage.CoverageFrom).
 func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.ObjectID) ([]claimingTimeline, error) {
-	streams, err := m.reader.Streams(ctx, obj.ClusterID)
+	streams, err := m.store.Streams(ctx, obj.ClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}
@@ -335,7 +335,7 @@ func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.Object
 	for _, st := range streams {
 		evidence[st.StreamID] = st.CheckpointAt
 	}
-	all, err := storage.Timelines(ctx, m.reader, obj.ClusterID)
+	all, err := storage.Timelines(ctx, m.store, obj.ClusterID)
 	if err != nil {
 		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}

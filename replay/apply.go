@@ -97,7 +97,9 @@ type ApplyReport struct {
 // Finally it applies the objects in order and stops at the first failure
 // (*ApplyError). Every dry run and the apply report are saved in the
 // journal: like DryRun, Apply is an act that writes, not a query, and needs
-// a writable store (ErrReadOnly otherwise).
+// a writable journal: on one opened read-only, saving the dry run before
+// the first write fails, and Apply returns an error wrapping ErrReadOnly
+// with nothing written to the cluster.
 //
 // On an error after the first write the returned report says precisely what
 // was written; applying the same plan again is safe.

@@ -26,11 +26,12 @@
 //
 // # Reads and acts
 //
-// Plan and LoadPlan are queries: they work on a plain storage.Reader (a
-// journal opened read-only) and change nothing. SavePlan, DryRun and Apply
-// are acts that write to the journal — the plan, the dry-run reports Apply
-// relies on, the apply reports — and return ErrReadOnly on a read-only
-// store. DryRun and Apply accept only a saved plan: the journal must hold a
+// Plan and LoadPlan are queries: they work on a journal opened read-only
+// and change nothing. SavePlan, DryRun and Apply are acts that write to
+// the journal — the plan, the dry-run reports Apply relies on, the apply
+// reports — and on a journal opened read-only they return an error
+// wrapping ErrReadOnly (storage.ErrReadOnly); Apply then writes nothing to
+// the cluster. DryRun and Apply accept only a saved plan: the journal must hold a
 // plan with the same ID and hash (*UnsavedPlanError otherwise), so the plan
 // dry-run and applied is the plan reviewed.
 //

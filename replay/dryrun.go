@@ -139,8 +139,8 @@ func (r *DryRunReport) Summary() string {
 // server-side apply with dryRun=All and force=false, and reports per object
 // what the server would do. Nothing is written to the cluster, but DryRun
 // is an act, not a query: it saves its report in the journal (Apply relies
-// on it), so it needs a writable store (ErrReadOnly otherwise). The report
-// becomes plan.LastDryRun; plan.Status follows it.
+// on it), so on a journal opened read-only it returns an error wrapping
+// ErrReadOnly. The report becomes plan.LastDryRun; plan.Status follows it.
 //
 // Status is StatusDryRunOK only when every object was validated by the
 // server and is clean. Objects whose namespace does not exist yet cannot be
@@ -167,9 +167,6 @@ func (p *Planner) DryRun(ctx context.Context, plan *Plan, c *Cluster) (*DryRunRe
 func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Identity, string, error) {
 	if plan == nil || c == nil {
 		return Identity{}, "", fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
-	}
-	if p.writer == nil {
-		return Identity{}, "", fmt.Errorf("%w: dry runs and applies save reports in the journal; the store given to NewPlanner is not a storage.Writer", ErrReadOnly)
 	}
 	if err := plan.verifyHash(); err != nil {
 		return Identity{}, "", err

@@ -22,9 +22,10 @@ var (
 	ErrInvalidPlan = errors.New("replay: invalid plan")
 	// ErrNotFound: no saved plan with that ID. It is storage.ErrNotFound.
 	ErrNotFound = storage.ErrNotFound
-	// ErrReadOnly: the store cannot save plans or reports (it is not a
-	// storage.Writer), so SavePlan, DryRun and Apply cannot run.
-	ErrReadOnly = errors.New("replay: store cannot save plans or reports")
+	// ErrReadOnly: the store refuses writes (it was opened read-only), so
+	// SavePlan, DryRun and Apply, which save plans and reports, fail. It
+	// is storage.ErrReadOnly.
+	ErrReadOnly = storage.ErrReadOnly
 	// ErrIdentity: the target cluster's identity could not be read, so it
 	// cannot be told apart from the source.
 	ErrIdentity = errors.New("replay: cannot identify target cluster")

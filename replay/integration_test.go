@@ -27,6 +27,7 @@ import (
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
 
@@ -136,11 +137,17 @@ var sourceKinds = []kindInfo{cmKind, svcKind, deployKind, secretKind}
 // sourceJournal seeds namespace ns of env and records it.
 func sourceJournal(t *testing.T, ctx context.Context, env *testenv.Env) (*journal, dynamic.Interface, string) {
 	t.Helper()
+	store := memory.New()
+	t.Cleanup(func() { store.Close() })
+	return sourceJournalIn(t, ctx, env, store)
+}
+
+// sourceJournalIn is sourceJournal recording into store.
+func sourceJournalIn(t *testing.T, ctx context.Context, env *testenv.Env, store storage.Store) (*journal, dynamic.Interface, string) {
+	t.Helper()
 	dyn := dynFor(t, env.Config())
 	ns := env.CreateNamespace(t)
 	seed(t, ctx, dyn, ns)
-	store := memory.New()
-	t.Cleanup(func() { store.Close() })
 	j := &journal{t: t, store: store, cluster: clusterUID(t, ctx, dyn)}
 	recordBaselines(t, ctx, dyn, j, ns, sourceKinds...)
 	return j, dyn, ns
@@ -628,6 +635,54 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 	cm := get(t, ctx, dyn, cmKind, target, "settings")
 	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" {
 		t.Errorf("replayed color = %q, want the recorded green", color)
+	}
+}
+
+// TestApplyOnAReadOnlyJournal: with a clean dry run in the journal, Apply
+// through a journal opened read-only fails with storage.ErrReadOnly when it
+// saves its own dry run, before it writes anything to the cluster.
+func TestApplyOnAReadOnlyJournal(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "journal.db")
+	w, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	j, dyn, ns := sourceJournalIn(t, ctx, env, w)
+	target := env.CreateNamespace(t)
+	pw, err := replay.NewPlanner(w, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planNow(t, ctx, pw, j, ns, target)
+	c := clusterOf(t, env.Config())
+	if report, err := pw.DryRun(ctx, plan, c); err != nil || report.Status != replay.StatusDryRunOK {
+		t.Fatalf("dry run: %v, %s", err, report.Summary())
+	}
+
+	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	p, err := replay.NewPlanner(ro, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+	if !errors.Is(err, storage.ErrReadOnly) || !errors.Is(err, replay.ErrReadOnly) || report != nil {
+		t.Fatalf("Apply through a read-only journal = %+v, %v; want storage.ErrReadOnly and no report", report, err)
+	}
+	for _, k := range []kindInfo{cmKind, svcKind, deployKind} {
+		list, err := dyn.Resource(k.gvr).Namespace(target).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Items) != 0 {
+			t.Errorf("Apply through a read-only journal wrote %d %s into %s", len(list.Items), k.gvr.Resource, target)
+		}
 	}
 }
 

@@ -36,8 +36,7 @@ const DefaultMaxDryRunAge = 24 * time.Hour
 // journal. It is safe for concurrent use; it starts no goroutines and does
 // not own the store (the caller closes it).
 type Planner struct {
-	store        storage.Reader
-	writer       storage.Writer // nil when the store is read-only
+	store        storage.ReadWriter
 	mat          *materialize.Materializer
 	policy       Policy
 	log          logr.Logger
@@ -102,12 +101,13 @@ func (l loggerOption) applyCluster(c *clusterConfig) { c.log = l.log }
 // everything.
 func WithLogger(log logr.Logger) LoggerOption { return loggerOption{log} }
 
-// NewPlanner returns a Planner on store. Plan and LoadPlan only read, so
-// store may be a plain storage.Reader, e.g. a journal opened read-only;
-// SavePlan, DryRun and Apply write and need a storage.Writer too (any
-// storage.Store is), otherwise they return ErrReadOnly. NewPlanner starts
-// no goroutines and does no I/O.
-func NewPlanner(store storage.Reader, opts ...Option) (*Planner, error) {
+// NewPlanner returns a Planner on store. Plan and LoadPlan only read, so a
+// journal opened read-only answers them; SavePlan, DryRun and Apply save
+// plans and reports, and on a read-only journal they return an error
+// wrapping ErrReadOnly before Apply writes anything to a cluster. The
+// caller keeps store and closes it. NewPlanner starts no goroutines and
+// does no I/O.
+func NewPlanner(store storage.ReadWriter, opts ...Option) (*Planner, error) {
 	if store == nil {
 		return nil, fmt.Errorf("replay: %w: nil store", ErrInvalidArgument)
 	}
@@ -133,11 +133,7 @@ func NewPlanner(store storage.Reader, opts ...Option) (*Planner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: materializer: %w", err)
 	}
-	p := &Planner{store: store, mat: mat, policy: cfg.policy, log: cfg.log, clock: cfg.clock, newID: cfg.newID, maxDryRunAge: cfg.maxDryRunAge}
-	if w, ok := store.(storage.Writer); ok {
-		p.writer = w
-	}
-	return p, nil
+	return &Planner{store: store, mat: mat, policy: cfg.policy, log: cfg.log, clock: cfg.clock, newID: cfg.newID, maxDryRunAge: cfg.maxDryRunAge}, nil
 }
 
 func clonePolicy(p Policy) Policy {
@@ -216,13 +212,10 @@ func (p *Planner) Plan(ctx context.Context, src Source, tgt Target) (*Plan, erro
 //
 // It refuses a plan whose content no longer matches its hash
 // (*StalePlanError) and a plan whose ID the journal already holds with
-// other content (*UnsavedPlanError), and returns ErrReadOnly when the store
-// is not a storage.Writer.
+// other content (*UnsavedPlanError), and returns an error wrapping
+// ErrReadOnly when the journal was opened read-only.
 func (p *Planner) SavePlan(ctx context.Context, plan *Plan) error {
-	switch {
-	case p.writer == nil:
-		return fmt.Errorf("%w: the store given to NewPlanner is not a storage.Writer", ErrReadOnly)
-	case plan == nil:
+	if plan == nil {
 		return fmt.Errorf("replay: %w: nil plan", ErrInvalidArgument)
 	}
 	if err := plan.verifyHash(); err != nil {
@@ -415,9 +408,6 @@ func (d savedDoc) eventID() string {
 // journal already held a record with that ID (and stored nothing).
 func (p *Planner) save(ctx context.Context, d savedDoc) (bool, error) {
 	id := d.eventID()
-	if p.writer == nil {
-		return false, fmt.Errorf("%w: save %s %s: the store given to NewPlanner is not a storage.Writer", ErrReadOnly, d.kind, id)
-	}
 	raw, err := json.Marshal(d.doc)
 	if err != nil {
 		return false, fmt.Errorf("replay: encode %s %s: %w", d.kind, id, err)
@@ -433,7 +423,7 @@ func (p *Planner) save(ctx context.Context, d savedDoc) (bool, error) {
 		Object:     raw,
 		Saved:      &ref,
 	}
-	res, err := p.writer.Append(ctx, []event.Record{rec})
+	res, err := p.store.Append(ctx, []event.Record{rec})
 	if err != nil {
 		return false, fmt.Errorf("replay: save %s %s: %w", d.kind, id, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/storage/sqlite"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -34,6 +36,12 @@ func shopJournal(t *testing.T) *journal {
 	t.Helper()
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
+	return shopJournalIn(t, store)
+}
+
+// shopJournalIn writes the shop journal into store; the caller closes it.
+func shopJournalIn(t *testing.T, store storage.Store) *journal {
+	t.Helper()
 	j := &journal{t: t, store: store, cluster: "src"}
 	j.baseline(nsKind, "", t0, "101",
 		[]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","uid":"ns-shop","resourceVersion":"10","labels":{"kubernetes.io/metadata.name":"shop","team":"a"}},"spec":{"finalizers":["kubernetes"]},"status":{"phase":"Active"}}`),
@@ -445,35 +453,54 @@ func TestRefusals(t *testing.T) {
 	}
 }
 
-// readOnly hides the store's Writer.
-type readOnly struct{ storage.Reader }
-
-// A plan preview needs only a storage.Reader; saving, dry-running and
-// applying write and need a Writer.
+// A plan preview and LoadPlan answer from a journal opened read-only;
+// saving and dry-running write to the journal and fail with
+// storage.ErrReadOnly (replay.ErrReadOnly is that value).
+// TestApplyOnAReadOnlyJournal shows Apply failing so, with nothing written
+// to the cluster.
 func TestPlanOnAReadOnlyStore(t *testing.T) {
 	ctx := context.Background()
-	j := shopJournal(t)
-	p, err := replay.NewPlanner(readOnly{j.store})
+	path := filepath.Join(t.TempDir(), "journal.db")
+	w, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := p.Plan(ctx, replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(2 * time.Minute)},
-		replay.Target{Namespaces: map[string]string{"shop": "sandbox"}})
+	defer w.Close()
+	j := shopJournalIn(t, w)
+	src := replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(2 * time.Minute)}
+	tgt := replay.Target{Namespaces: map[string]string{"shop": "sandbox"}}
+	saved, err := newPlanner(t, j).Plan(ctx, src, tgt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newPlanner(t, j).SavePlan(ctx, saved); err != nil {
+		t.Fatal(err)
+	}
+
+	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	p, err := replay.NewPlanner(ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(ctx, src, tgt)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(plan.Objects) != 4 || !plan.Coverage.Complete {
 		t.Fatalf("plan on a read-only store: %d objects, complete %v", len(plan.Objects), plan.Coverage.Complete)
 	}
-	if err := p.SavePlan(ctx, plan); !errors.Is(err, replay.ErrReadOnly) {
-		t.Errorf("SavePlan on a read-only store = %v, want ErrReadOnly", err)
+	if loaded, err := p.LoadPlan(ctx, saved.ID); err != nil || loaded.Hash != saved.Hash {
+		t.Fatalf("LoadPlan on a read-only store: %v, %+v", err, loaded)
 	}
-	other := fakeCluster(t, "other-uid")
-	if _, err := p.DryRun(ctx, plan, other); !errors.Is(err, replay.ErrReadOnly) {
-		t.Errorf("DryRun on a read-only store = %v, want ErrReadOnly", err)
+	if err := p.SavePlan(ctx, plan); !errors.Is(err, storage.ErrReadOnly) || !errors.Is(err, replay.ErrReadOnly) {
+		t.Errorf("SavePlan on a read-only store = %v, want storage.ErrReadOnly", err)
 	}
-	if _, err := p.Apply(ctx, plan, other, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.Is(err, replay.ErrReadOnly) {
-		t.Errorf("Apply on a read-only store = %v, want ErrReadOnly", err)
+	if _, err := p.DryRun(ctx, saved, fakeCluster(t, "other-uid")); !errors.Is(err, storage.ErrReadOnly) {
+		t.Errorf("DryRun on a read-only store = %v, want storage.ErrReadOnly", err)
 	}
 }
 

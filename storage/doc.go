@@ -42,6 +42,17 @@
 // put in Record.Resource, and it does not decide what a deletion or a gap
 // means for a question; CoverageAt and the materialize package do.
 //
+// # Consumers
+//
+// Every consumer takes a storage.ReadWriter: watch.NewCollector,
+// materialize.New, replay.NewPlanner and audit.NewCorrelator. Any Store is
+// one; the caller keeps the Store and closes it when its consumers are
+// done. Queries only read; what writes (recording, SaveSnapshot, SavePlan,
+// dry runs and applies, audit ingestion) goes through Append. A store
+// opened read-only answers every query and refuses every write with an
+// error wrapping ErrReadOnly, which the consumers pass on; no consumer
+// checks at run time whether its store can write.
+//
 // # Concurrency and Close
 //
 // A Store is safe for concurrent use by any number of goroutines, readers

@@ -25,7 +25,10 @@ var (
 	// journal, or is corrupt. The store leaves such a file untouched.
 	ErrIncompatible = errors.New("storage: incompatible journal file")
 	// ErrReadOnly: the store was opened read-only, so Append and Compact
-	// are refused; or a writable open found a journal it cannot write.
+	// are refused, and so is every consumer call that saves something (a
+	// snapshot, a plan, a report, audit correlations); or a writable open
+	// found a journal it cannot write. materialize and replay export it as
+	// their ErrReadOnly (the same value).
 	ErrReadOnly = errors.New("storage: read-only journal")
 	// ErrInvalidArgument: an argument or an option of a call or a
 	// constructor cannot be used: a nil store, a negative limit, an option
@@ -44,10 +47,22 @@ var (
 // others' and never colliding (storage/sqlite does); each backend
 // documents its contract.
 type Store interface {
-	Reader
-	Writer
+	ReadWriter
 	// Close releases the store. Calls after Close return ErrClosed.
 	Close() error
+}
+
+// ReadWriter is what every consumer of a journal takes: the Collector
+// (watch.NewCollector), the Materializer (materialize.New), the Planner
+// (replay.NewPlanner) and the audit Correlator (audit.NewCorrelator). It is
+// a Store without Close: the caller that opened the store keeps it and
+// closes it. A store opened read-only (storage/sqlite WithReadOnly) is a
+// ReadWriter too; its Append and Compact return an error wrapping
+// ErrReadOnly, and so does every consumer call that would save something
+// in it.
+type ReadWriter interface {
+	Reader
+	Writer
 }
 
 // Writer appends to the journal.

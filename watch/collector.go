@@ -46,7 +46,7 @@ var (
 const drainTimeout = 10 * time.Second
 
 // Collector records a gap-aware history of Kubernetes objects into a
-// storage.Store. Make one with NewCollector or NewCollectorForConfig and run
+// journal (a storage.ReadWriter). Make one with NewCollector or NewCollectorForConfig and run
 // it with Start.
 type Collector struct {
 	dyn dynamic.Interface
@@ -54,7 +54,7 @@ type Collector struct {
 	// dyn, keeping the bodies the server sent.
 	raw   rest.Interface
 	disc  discovery.DiscoveryInterface
-	store storage.Store
+	store storage.ReadWriter
 	cfg   config
 	host  string // API server URL, for the fallback cluster ID
 
@@ -90,7 +90,7 @@ type Collector struct {
 // re-encoding (same content, keys sorted). NewCollectorForConfig records
 // the bodies as the server sent them, with less CPU per object; use
 // NewCollector for client-go fakes and clients made by the caller.
-func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, store storage.Store, opts ...Option) (*Collector, error) {
+func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, store storage.ReadWriter, opts ...Option) (*Collector, error) {
 	if isNil(dyn) || isNil(disc) || isNil(store) {
 		return nil, fmt.Errorf("watch: %w: the dynamic client, discovery client and store are required", ErrInvalidArgument)
 	}
@@ -150,7 +150,7 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 // built-in types come without kind and apiVersion; they are inserted first,
 // so the body is what a GET of the object returns. Secrets whose values are
 // redacted are decoded and re-encoded.
-func NewCollectorForConfig(cfg *rest.Config, store storage.Store, opts ...Option) (*Collector, error) {
+func NewCollectorForConfig(cfg *rest.Config, store storage.ReadWriter, opts ...Option) (*Collector, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("watch: %w: nil rest config", ErrInvalidArgument)
 	}

@@ -1,6 +1,6 @@
 // Package watch is krply's Collector: it lists and watches Kubernetes
-// resources and appends what it sees to a storage.Store as a journal that
-// never claims more than it saw.
+// resources and appends what it sees to a journal (a storage.ReadWriter,
+// such as any storage.Store) that never claims more than it saw.
 //
 //	c, err := watch.NewCollectorForConfig(cfg, store,
 //		watch.WithResources("deploy", "cm", "widgets.example.com"),

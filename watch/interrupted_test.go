@@ -50,7 +50,7 @@ func (l *logLines) containing(s string) []string {
 // killed baseline's items are invisible, the restart took the initial
 // baseline again and said so (no gap, no inferred deletion), and every
 // object has one version.
-func assertRestartAfterKilledBaseline(t *testing.T, st storage.Reader, logs *logLines, streamID, killedID string, names ...string) {
+func assertRestartAfterKilledBaseline(t *testing.T, st storage.ReadWriter, logs *logLines, streamID, killedID string, names ...string) {
 	t.Helper()
 	recs := streamRecords(t, st, streamID)
 	if gaps := ofType(recs, event.TypeGap); len(gaps) != 0 {

@@ -232,7 +232,7 @@ type versionState struct {
 // checker holds the state of one Check.
 type checker struct {
 	cfg      Config
-	st       storage.Reader
+	st       storage.ReadWriter
 	mat      *materialize.Materializer
 	report   *Report
 	versions []Version
@@ -290,7 +290,7 @@ type checker struct {
 // link names the version's writer and a record of that version, exactly
 // only a watch event, at most once; and with cfg.AuditIngested, every
 // version recorded as a watch event is linked exactly to it.
-func Check(ctx context.Context, o *Oracle, st storage.Reader, cfg Config) (*Report, error) {
+func Check(ctx context.Context, o *Oracle, st storage.ReadWriter, cfg Config) (*Report, error) {
 	mat, err := materialize.New(st)
 	if err != nil {
 		return nil, fmt.Errorf("truth: %w", err)

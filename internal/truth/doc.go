@@ -6,7 +6,7 @@
 // in write order, and the quiescent points at which the journal had caught
 // up with the server; each version also says who wrote it and the ID of its
 // request in the API server's audit log. Check compares a journal (any
-// storage.Reader) with an oracle and returns a Report: counts, and a
+// storage.ReadWriter; it only reads) with an oracle and returns a Report: counts, and a
 // Mismatch for every way the journal breaks the promise. The checker is a
 // plain function over the two, so its unit tests corrupt journals the way
 // broken Collectors would write them (a dropped event, a redelivered one

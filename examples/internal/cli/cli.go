@@ -123,7 +123,7 @@ func FormatChanges(changes []materialize.FieldChange) string {
 // rotated or gzipped files welcome) to the journal events they caused, so
 // histories can say who made each change. Correlating a log twice stores
 // nothing twice.
-func Correlate(ctx context.Context, j audit.Journal, clusterID string, paths ...string) (audit.Summary, error) {
+func Correlate(ctx context.Context, j storage.ReadWriter, clusterID string, paths ...string) (audit.Summary, error) {
 	c, err := audit.NewCorrelator(j, clusterID)
 	if err != nil {
 		return audit.Summary{}, err

@@ -87,17 +87,21 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	snap, err := j.Snapshot(ctx, krply.Namespaces("demo", "shop"), time.Now())
+	// A time is covered once every stream has evidence after it: on a real
+	// cluster rec.WaitForProgress(ctx, at) waits for it; a clean stop
+	// writes it too.
+	at := time.Now()
+	cancel() // stops the Collector; close the journal after Start returns
+	if err := <-done; err != nil {
+		panic(err)
+	}
+	snap, err := j.Snapshot(context.Background(), krply.Namespaces("demo", "shop"), at)
 	if err != nil {
 		panic(err)
 	}
 
 	fmt.Println("settings:", len(hist.Versions()), "version, from", hist.Versions()[0].Origin)
 	fmt.Println("shop: complete", snap.Complete, "with", len(snap.Objects), "objects")
-	cancel() // stops the Collector; close the journal after Start returns
-	if err := <-done; err != nil {
-		panic(err)
-	}
 	// Output:
 	// settings: 1 version, from baseline
 	// shop: complete true with 2 objects

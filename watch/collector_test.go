@@ -407,15 +407,7 @@ func TestRestartWith410RecordsGapSpanningDowntime(t *testing.T) {
 // covered stream also records a gap from its last durable record.
 func TestForbiddenFlapsCoverage(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
-	var deny atomic.Bool
-	deny.Store(true)
-	forbidden := apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC: denied"))
-	dyn.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if deny.Load() {
-			return true, nil, forbidden
-		}
-		return false, nil, nil
-	})
+	deny := denyConfigMapLists(dyn)
 	watches := controlWatches(dyn, "configmaps")
 	st := newMemory(t)
 	c, _ := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)

@@ -260,3 +260,20 @@ func newMemory(t *testing.T) *memory.Store {
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
+
+// forbidden is the 403 denyConfigMapLists answers with.
+var forbidden = apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC: denied"))
+
+// denyConfigMapLists makes every list of ConfigMaps fail with 403 while
+// the returned flag is set (it starts set).
+func denyConfigMapLists(dyn *dynamicfake.FakeDynamicClient) *atomic.Bool {
+	deny := new(atomic.Bool)
+	deny.Store(true)
+	dyn.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if deny.Load() {
+			return true, nil, forbidden
+		}
+		return false, nil, nil
+	})
+	return deny
+}

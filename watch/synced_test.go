@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -106,15 +105,7 @@ func TestSyncedFollowsTheCollectorsLife(t *testing.T) {
 // denied later; Synced turns nil whenever access returns.
 func TestSyncedNamesDeniedStream(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
-	var deny atomic.Bool
-	deny.Store(true)
-	forbidden := apierrors.NewForbidden(cmGVR.GroupResource(), "", errors.New("RBAC: denied"))
-	dyn.PrependReactor("list", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if deny.Load() {
-			return true, nil, forbidden
-		}
-		return false, nil, nil
-	})
+	deny := denyConfigMapLists(dyn)
 	watches := controlWatches(dyn, "configmaps")
 	c, _ := NewCollector(dyn, fakeDiscovery(), newMemory(t), testOpts(t)...)
 	run(t, c)

@@ -47,7 +47,8 @@ func TestEmptyInitialBaselineInfersDeletions(t *testing.T) {
 	ctx := context.Background()
 	st := memory.New()
 	t.Cleanup(func() { _ = st.Close() }) // after the Collector stopped (cleanups run last first)
-	runSynced(t, configMapCollector(t, p.Config(), st, ns))
+	c := configMapCollector(t, p.Config(), st, ns)
+	runSynced(t, c)
 	cm := workloadKinds()[0]
 	created, err := w.create(ctx, cm, ns, "doomed", rand.New(rand.NewSource(1)))
 	if err != nil {
@@ -76,7 +77,15 @@ func TestEmptyInitialBaselineInfersDeletions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	state, err := m.ObjectAt(ctx, obj, time.Now())
+	// A time is covered once the stream's evidence passed it: wait for the
+	// next progress checkpoint after now.
+	now := time.Now()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := c.WaitForProgress(wctx, now); err != nil {
+		t.Fatalf("waiting for the stream's evidence to pass %s: %v", now, err)
+	}
+	state, err := m.ObjectAt(ctx, obj, now)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,83 +137,15 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
+	prev, err := m.versionBefore(ctx, obj, qc)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", what, err)
+	}
 	h := &History{Object: obj}
-
-	// The version before the first one, so the first has its changes.
-	var prev *event.Record
-	if !qc.since.IsZero() {
-		rec, err := m.store.LatestAt(ctx, obj, qc.since.Add(-time.Nanosecond))
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-		case err != nil:
-			return nil, fmt.Errorf("history of %s: version before %s: %w", what, qc.since, err)
-		case qc.streamID == "" || rec.StreamID == qc.streamID:
-			prev = &rec
-		}
+	entries := h.versions(recs, prev, &cc)
+	if err := m.addProvenance(ctx, entries); err != nil {
+		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
-
-	type versionKey struct {
-		uid, rv string
-		wt      event.WatchType
-		origin  Origin
-	}
-	seen := make(map[versionKey]string) // key -> stream that recorded it
-	var entries []entryAt
-	var ids []string
-	for i := range recs {
-		rec := recs[i]
-		v := &Version{Ref: rec.Resource, WatchType: rec.WatchType, ResourceVersion: rec.Resource.ResourceVersion,
-			ObservedAt: rec.ObservedAt, Origin: originOf(rec), BaselineID: rec.BaselineID, Inferred: rec.Inferred, Object: rec.Object}
-		if rec.Inferred != nil && v.BaselineID == "" {
-			v.BaselineID = rec.Inferred.BaselineID
-		}
-		key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
-		if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
-			continue
-		}
-		seen[key] = rec.StreamID
-		if prev != nil && prev.WatchType != event.Deleted {
-			v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
-			if !v.Recreated {
-				var paths [][]seg
-				v.Changes, paths, err = cc.compareBodiesPaths(rec.Resource, prev.Object, rec.Object)
-				if err != nil {
-					h.Warnings = append(h.Warnings, fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err))
-				}
-				v.FieldManagers = attributeFields(prev.Object, rec.Object, v.Changes, paths)
-			}
-		}
-		if prev == nil || prev.WatchType == event.Deleted || v.Recreated {
-			v.FieldManagers = fieldManagers(managedEntries(rec.Object))
-		}
-		prev = &recs[i]
-		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
-			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
-		ids = append(ids, rec.EventID)
-	}
-
-	if len(ids) > 0 {
-		corr, err := m.store.Correlations(ctx, ids)
-		if err != nil {
-			return nil, fmt.Errorf("history of %s: audit correlations: %w", what, err)
-		}
-		for i := range entries {
-			v := entries[i].Version
-			for _, c := range corr[entries[i].EventID] {
-				// A baseline item or an inferred deletion is no evidence
-				// of a write: only a link labelled as seen through it
-				// (confidence below 1) belongs there; an exact one is a
-				// mismatch recorded by an older krply.
-				if c.Audit != nil && (v.Origin == OriginWatch || c.Audit.Confidence < 1) {
-					v.Provenance = append(v.Provenance, *c.Audit)
-				}
-			}
-			sort.SliceStable(v.Provenance, func(a, b int) bool {
-				return v.Provenance[a].Confidence > v.Provenance[b].Confidence
-			})
-		}
-	}
-
 	losses, err := m.historyLosses(ctx, obj, qc, entries)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
@@ -228,6 +160,124 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		h.Warnings = append(h.Warnings, fmt.Sprintf("the journal has no version of %s", what))
 	}
 	return h, nil
+}
+
+// versionBefore returns the version of obj before Since, so that the first
+// version of a history restricted by Since has its changes; nil without
+// Since, or when there is none (in the stream of FromStream).
+func (m *Materializer) versionBefore(ctx context.Context, obj storage.ObjectID, qc queryConfig) (*event.Record, error) {
+	if qc.since.IsZero() {
+		return nil, nil
+	}
+	rec, err := m.store.LatestAt(ctx, obj, qc.since.Add(-time.Nanosecond))
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("version before %s: %w", qc.since, err)
+	case qc.streamID != "" && rec.StreamID != qc.streamID:
+		return nil, nil
+	}
+	return &rec, nil
+}
+
+// versionKey identifies a version whichever stream recorded it.
+type versionKey struct {
+	uid, rv string
+	wt      event.WatchType
+	origin  Origin
+}
+
+// versions returns the version entries of recs, each compared with the
+// version before it (prev for the first), leaving out a version another
+// stream already recorded. Bodies that cannot be compared are warnings of h.
+func (h *History) versions(recs []event.Record, prev *event.Record, cc *compareConfig) []entryAt {
+	seen := make(map[versionKey]string) // key -> stream that recorded it
+	var entries []entryAt
+	for i := range recs {
+		rec := recs[i]
+		v := newVersion(rec)
+		key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
+		if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
+			continue
+		}
+		seen[key] = rec.StreamID
+		if warning := v.compare(prev, rec, cc); warning != "" {
+			h.Warnings = append(h.Warnings, warning)
+		}
+		prev = &recs[i]
+		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
+			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
+	}
+	return entries
+}
+
+// newVersion returns the version a record is, without its comparison to
+// the previous one.
+func newVersion(rec event.Record) *Version {
+	v := &Version{Ref: rec.Resource, WatchType: rec.WatchType, ResourceVersion: rec.Resource.ResourceVersion,
+		ObservedAt: rec.ObservedAt, Origin: originOf(rec), BaselineID: rec.BaselineID, Inferred: rec.Inferred, Object: rec.Object}
+	if rec.Inferred != nil && v.BaselineID == "" {
+		v.BaselineID = rec.Inferred.BaselineID
+	}
+	return v
+}
+
+// compare sets what v, the version rec, owes to the version before it,
+// prev (nil for none): Recreated, Changes and FieldManagers. It returns a
+// warning when the bodies cannot be compared.
+func (v *Version) compare(prev *event.Record, rec event.Record, cc *compareConfig) (warning string) {
+	if prev == nil || prev.WatchType == event.Deleted {
+		v.FieldManagers = fieldManagers(managedEntries(rec.Object))
+		return ""
+	}
+	v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
+	if v.Recreated {
+		v.FieldManagers = fieldManagers(managedEntries(rec.Object))
+		return ""
+	}
+	changes, paths, err := cc.compareBodiesPaths(rec.Resource, prev.Object, rec.Object)
+	v.Changes = changes
+	if err != nil {
+		warning = fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err)
+	}
+	v.FieldManagers = attributeFields(prev.Object, rec.Object, v.Changes, paths)
+	return warning
+}
+
+// addProvenance sets the audit provenance of the version entries.
+func (m *Materializer) addProvenance(ctx context.Context, entries []entryAt) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.EventID
+	}
+	corr, err := m.store.Correlations(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("audit correlations: %w", err)
+	}
+	for i := range entries {
+		entries[i].Version.Provenance = provenanceOf(entries[i].Version, corr[entries[i].EventID])
+	}
+	return nil
+}
+
+// provenanceOf returns the audit links of v among its correlation records,
+// most confident first. A baseline item or an inferred deletion is no
+// evidence of a write: only a link labelled as seen through it (confidence
+// below 1) belongs there; an exact one is a mismatch recorded by an older
+// krply.
+func provenanceOf(v *Version, corrs []event.Record) []event.AuditCorrelation {
+	var out []event.AuditCorrelation
+	for _, c := range corrs {
+		if c.Audit != nil && (v.Origin == OriginWatch || c.Audit.Confidence < 1) {
+			out = append(out, *c.Audit)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Confidence > out[b].Confidence })
+	return out
 }
 
 type entryAt struct {
@@ -252,15 +302,49 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 	if len(versions) == 0 {
 		return nil, nil
 	}
-	since := versions[0].ObservedAt
+	since, until := lossWindow(qc, versions)
+	ids, err := m.historyStreams(ctx, obj, qc, versions)
+	if err != nil {
+		return nil, err
+	}
+	var out []entryAt
+	for id := range ids {
+		tl, err := storage.StreamTimeline(ctx, m.store, id)
+		if err != nil {
+			return nil, fmt.Errorf("gaps of %s: %w", id, err)
+		}
+		for _, rec := range tl.Records {
+			if rec.ObservedAt.Before(since) || !until.IsZero() && rec.ObservedAt.After(until) {
+				continue
+			}
+			if e, ok := lossEntry(rec); ok {
+				out = append(out, entryAt{seq: rec.IngestSeq, Entry: e})
+			}
+		}
+	}
+	return out, nil
+}
+
+// lossWindow returns the times whose losses a history shows: from its
+// first version (or Since, when earlier) to Until, or to its last version
+// when Limit cut the versions short.
+func lossWindow(qc queryConfig, versions []entryAt) (since, until time.Time) {
+	since = versions[0].ObservedAt
 	if !qc.since.IsZero() && qc.since.Before(since) {
 		since = qc.since
 	}
-	until := qc.until
+	until = qc.until
 	if qc.limit > 0 && len(versions) >= qc.limit {
 		// The versions were cut short: so are the gaps.
 		until = versions[len(versions)-1].ObservedAt
 	}
+	return since, until
+}
+
+// historyStreams returns the IDs of the streams whose losses a history of
+// obj shows: those that claim obj and those that recorded a version of it,
+// only FromStream's when it is given.
+func (m *Materializer) historyStreams(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) (map[string]bool, error) {
 	timelines, err := m.timelinesClaiming(ctx, obj)
 	if err != nil {
 		return nil, err
@@ -272,32 +356,29 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 	for _, v := range versions {
 		ids[v.StreamID] = true
 	}
-	var out []entryAt
-	for id := range ids {
-		if qc.streamID != "" && id != qc.streamID {
-			continue
-		}
-		tl, err := storage.StreamTimeline(ctx, m.store, id)
-		if err != nil {
-			return nil, fmt.Errorf("gaps of %s: %w", id, err)
-		}
-		for _, rec := range tl.Records {
-			if rec.ObservedAt.Before(since) || !until.IsZero() && rec.ObservedAt.After(until) {
-				continue
+	if qc.streamID != "" {
+		for id := range ids {
+			if id != qc.streamID {
+				delete(ids, id)
 			}
-			e := Entry{StreamID: rec.StreamID, EventID: rec.EventID, ObservedAt: rec.ObservedAt}
-			switch {
-			case rec.Type == event.TypeGap && rec.Gap != nil:
-				e.Kind, e.Gap = EntryGap, rec.Gap
-			case rec.Type == event.TypeCoverageChange && rec.Coverage != nil && rec.Coverage.Available:
-				e.Kind, e.Coverage = EntryAvailable, rec.Coverage
-			case rec.Type == event.TypeCoverageChange && rec.Coverage != nil:
-				e.Kind, e.Coverage = EntryUnavailable, rec.Coverage
-			default:
-				continue
-			}
-			out = append(out, entryAt{seq: rec.IngestSeq, Entry: e})
 		}
 	}
-	return out, nil
+	return ids, nil
+}
+
+// lossEntry returns the history entry of a gap or coverage-change record;
+// false for any other record.
+func lossEntry(rec event.Record) (Entry, bool) {
+	e := Entry{StreamID: rec.StreamID, EventID: rec.EventID, ObservedAt: rec.ObservedAt}
+	switch {
+	case rec.Type == event.TypeGap && rec.Gap != nil:
+		e.Kind, e.Gap = EntryGap, rec.Gap
+	case rec.Type == event.TypeCoverageChange && rec.Coverage != nil && rec.Coverage.Available:
+		e.Kind, e.Coverage = EntryAvailable, rec.Coverage
+	case rec.Type == event.TypeCoverageChange && rec.Coverage != nil:
+		e.Kind, e.Coverage = EntryUnavailable, rec.Coverage
+	default:
+		return Entry{}, false
+	}
+	return e, true
 }

@@ -15,9 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/readonly"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
-	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
 )
 
@@ -512,21 +512,11 @@ func TestIngestBatchesAndCapsProblems(t *testing.T) {
 // storage.ErrReadOnly at its first append of correlations.
 func TestIngestOnAReadOnlyJournal(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	w, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, ro := readonly.Journal(t)
 	j := newFixtureJournal()
 	if _, err := w.Append(ctx, j.all); err != nil {
 		t.Fatal(err)
 	}
-	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
 	c := newCorrelator(t, ro)
 	create := writeEvent("a1", "alice", "create", at(0, 100), cmBody("1001"))
 	if id, err := c.Match(ctx, create); err != nil || id != j.added.EventID {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,9 +13,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/readonly"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 func names(snap *materialize.Snapshot) []string {
@@ -273,18 +272,8 @@ func TestSnapshotFutureIsWarned(t *testing.T) {
 // fails with storage.ErrReadOnly (materialize.ErrReadOnly is that value).
 func TestQueriesOnAReadOnlyStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	w, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, ro := readonly.Journal(t)
 	j := newOutageJournalIn(newJournalIn(t, w))
-	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
 	m, err := materialize.New(ro)
 	if err != nil {
 		t.Fatal(err)

@@ -22,12 +22,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/readonly"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
-	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
 
@@ -644,12 +644,7 @@ func TestReplayFromCollectorRecording(t *testing.T) {
 func TestApplyOnAReadOnlyJournal(t *testing.T) {
 	env := testenv.Shared(t)
 	ctx := testCtx(t)
-	path := filepath.Join(t.TempDir(), "journal.db")
-	w, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, ro := readonly.Journal(t)
 	j, dyn, ns := sourceJournalIn(t, ctx, env, w)
 	target := env.CreateNamespace(t)
 	pw, err := replay.NewPlanner(w, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
@@ -662,11 +657,6 @@ func TestApplyOnAReadOnlyJournal(t *testing.T) {
 		t.Fatalf("dry run: %v, %s", err, report.Summary())
 	}
 
-	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
 	p, err := replay.NewPlanner(ro, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,11 +19,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/readonly"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 var t0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -460,12 +459,7 @@ func TestRefusals(t *testing.T) {
 // to the cluster.
 func TestPlanOnAReadOnlyStore(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	w, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, ro := readonly.Journal(t)
 	j := shopJournalIn(t, w)
 	src := replay.Source{ClusterID: "src", Namespaces: []string{"shop"}, At: t0.Add(2 * time.Minute)}
 	tgt := replay.Target{Namespaces: map[string]string{"shop": "sandbox"}}
@@ -477,11 +471,6 @@ func TestPlanOnAReadOnlyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ro, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
 	p, err := replay.NewPlanner(ro)
 	if err != nil {
 		t.Fatal(err)

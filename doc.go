@@ -96,6 +96,20 @@
 // made has returned from Start; it closes the store only when Open
 // opened it — a store passed to NewJournal stays the caller's to close.
 //
+// # Stability
+//
+// krply is at 0.x (Version). Until 1.0 a minor release may rename, remove or
+// change exported identifiers, and a new version of the wire schema may
+// rename JSON fields; a patch release changes neither, and additions may
+// come in any release. Nothing changes by accident: make test checks the
+// record of the exported API (api/krply.txt), the golden files of the JSON
+// wire schema (docs/wire-schema.md) and the journal file format fixtures
+// (storage/sqlite/testdata/format), so a change fails until its record is
+// updated in the same commit. The journal file is kept longest: every
+// change to its format ships a new schema version and a migration, proven
+// against the fixtures of every earlier version, and a journal written
+// today opens in every later krply.
+//
 // # Where to go next
 //
 //   - examples/: record, snapshot, history, diff, replay, a controller-runtime

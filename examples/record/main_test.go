@@ -72,7 +72,16 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	// A time is covered once the stream's evidence passed it. Right after
+	// sync the watch may not be open yet, so a stop then cannot vouch for
+	// anything after the baseline: an event after beforeStop does.
 	beforeStop := time.Now()
+	marker := cm.DeepCopy()
+	marker.SetName("marker")
+	if _, err := cms.Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRecorded(ctx, t, store, ns, "marker")
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +94,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
 	}
 	text := out.String()
-	for _, want := range []string{"stopped; final status:", "/core/v1/configmaps/" + ns, "1 events, 0 gaps"} {
+	for _, want := range []string{"stopped; final status:", "/core/v1/configmaps/" + ns, "2 events, 0 gaps"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -111,5 +120,33 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	st, err = j.ObjectAt(ctx, settings, time.Now())
 	if err != nil || !st.Exists || st.Covered || len(st.Coverage) != 1 || !strings.Contains(st.Coverage[0].Reason, "not yet observed") {
 		t.Fatalf("settings in the journal after the stop: %+v, %v; want it, not yet observed", st, err)
+	}
+}
+
+// waitRecorded waits until a ConfigMap of ns is in the journal at store,
+// read through a read-only open as a query process would.
+func waitRecorded(ctx context.Context, t *testing.T, store, ns, name string) {
+	t.Helper()
+	for {
+		if found := func() bool {
+			j, err := krply.Open(ctx, store, krply.WithReadOnly())
+			if err != nil {
+				return false
+			}
+			defer j.Close()
+			clusterID, err := cli.ClusterID(ctx, j.Store(), "")
+			if err != nil {
+				return false
+			}
+			st, err := j.ObjectAt(ctx, krply.Object(clusterID, "configmaps", ns, name), time.Now())
+			return err == nil && st.Exists
+		}(); found {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s/%s never reached the journal", ns, name)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }

@@ -6,7 +6,11 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
 
-.PHONY: all test testbin vet fmt-check unit race bench demo examples examples-test api api-check
+.PHONY: all test testbin vet fmt-check unit race bench demo examples nested-test api api-check
+
+# Nested modules (own go.mod, so their heavy dependencies stay out of the core
+# module); tools/ holds build helpers, not code under test.
+NESTED := $(shell find . -mindepth 2 -name go.mod -not -path './tools/*' -exec dirname {} \; | sort)
 
 all: test
 
@@ -15,7 +19,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check vet api-check examples examples-test
+test: fmt-check vet api-check examples nested-test
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m ./...; \
@@ -40,18 +44,18 @@ api-check:
 demo:
 	@hack/demo.sh
 
-## examples: build every example (nested modules included) and run the testing example's test.
+## examples: build every example and every nested module (build and vet), and run the testing example's test.
 examples:
 	$(GO) build ./examples/...
-	@for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
+	@for mod in $(NESTED); do \
 		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
 	done
 	$(GO) test -count=1 ./examples/testing/
 
-## examples-test: the tests of the nested example modules (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
-examples-test:
+## nested-test: the tests of every nested module (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
+nested-test:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
-	for mod in $$(find examples -mindepth 2 -name go.mod -exec dirname {} \;); do \
+	for mod in $(NESTED); do \
 		echo "testing $$mod"; \
 		(cd "$$mod" && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -race -timeout 15m ./...); \
 	done

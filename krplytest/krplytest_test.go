@@ -127,6 +127,13 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 
+// done runs the cleanups, as the end of a test does.
+func (r *recorder) done() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
 func TestAssertionsFailOnMismatch(t *testing.T) {
 	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(deployment("shop", "web", 1)))
 	before := c.Mark()
@@ -190,11 +197,7 @@ func TestAssertionsFailOnMismatch(t *testing.T) {
 
 func TestSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 	r := &recorder{}
-	defer func() {
-		for i := len(r.cleanups) - 1; i >= 0; i-- {
-			r.cleanups[i]()
-		}
-	}()
+	defer r.done()
 	c := krplytest.NewCluster(r, krplytest.WithResources("cm"), krplytest.WithTimeout(300*time.Millisecond),
 		krplytest.WithObjects(configMap("shop", "settings", "a")))
 	if len(r.errors) > 0 {

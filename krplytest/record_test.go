@@ -171,7 +171,7 @@ func TestRecordRefusesFakeOnlyOptions(t *testing.T) {
 		{"nil config", func(r krplytest.TestingT) { krplytest.Record(r, nil) }, "Record: nil *rest.Config"},
 		{"WithObjects", func(r krplytest.TestingT) {
 			krplytest.RecordClient(r, nil, nil, krplytest.WithObjects(configMap("ns", "x", "v")))
-		}, "create the objects with your client before RecordClient"},
+		}, "create the objects with your own client (or give them to your fake's builder) before recording"},
 		{"bad timeout", func(r krplytest.TestingT) {
 			krplytest.RecordClient(r, nil, nil, krplytest.WithTimeout(-time.Second))
 		}, "timeout -1s must be positive"},

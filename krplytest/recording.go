@@ -123,7 +123,7 @@ func RecordClient(t TestingT, dyn dynamic.Interface, disc discovery.DiscoveryInt
 		return nil
 	}
 	if len(cfg.objects) > 0 || len(cfg.apis) > 0 {
-		t.Fatalf("krplytest: WithObjects and WithAPIResources set up NewCluster's fake cluster; create the objects with your client before RecordClient")
+		t.Fatalf("krplytest: WithObjects and WithAPIResources set up NewCluster's fake cluster; create the objects with your own client (or give them to your fake's builder) before recording")
 		return nil
 	}
 	r := &Recording{ClusterID: cfg.clusterID, t: t, timeout: cfg.timeout, disc: disc, pollMin: 5 * time.Millisecond, pollMax: 50 * time.Millisecond}

@@ -220,3 +220,42 @@ func TestSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 		}
 	}
 }
+
+// A path inside a map added or removed whole is checked against the value
+// inside it, and a mismatch says so.
+func TestAssertionsInsideWholeChanges(t *testing.T) {
+	d := deployment("shop", "web", 1)
+	d.SetLabels(map[string]string{"example.com/paused": "true"})
+	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(d))
+	c.Modify("deploy", "shop", "web", func(u *unstructured.Unstructured) {
+		u.SetLabels(nil)
+		u.SetAnnotations(map[string]string{"example.com/paused-replicas": "1"})
+	})
+	h := c.History("deploy", "shop", "web")
+	check := func(changes map[string]any) []string {
+		r := &recorder{}
+		krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: changes})
+		return r.errors
+	}
+	if errs := check(map[string]any{
+		`metadata.annotations["example.com/paused-replicas"]`: "1",
+		`metadata.labels["example.com/paused"]`:               krplytest.Removed,
+	}); len(errs) > 0 {
+		t.Fatalf("paths inside the maps changed whole: %q", errs)
+	}
+	for _, tc := range []struct {
+		changes map[string]any
+		want    string
+	}{
+		{map[string]any{`metadata.annotations["example.com/paused-replicas"]`: "2"}, `version #2: metadata.annotations["example.com/paused-replicas"] changed to "1", want "2"`},
+		{map[string]any{`metadata.annotations["example.com/other"]`: "2"}, `version #2: metadata.annotations["example.com/other"] did not change (metadata.annotations changed whole, without it)`},
+		{map[string]any{`metadata.annotations["example.com/paused-replicas"]`: krplytest.Removed}, `version #2: metadata.annotations["example.com/paused-replicas"]: add to "1", want removed`},
+		{map[string]any{`metadata.labels["example.com/paused"]`: "true"}, `version #2: metadata.labels["example.com/paused"] was removed, want "true"`},
+		{map[string]any{`metadata.labels[bad`: "x"}, `version #2: metadata.labels[bad did not change`},
+	} {
+		errs := check(tc.changes)
+		if len(errs) != 1 || !strings.Contains(errs[0], tc.want) {
+			t.Errorf("%v: failures %q, want one saying %q", tc.changes, errs, tc.want)
+		}
+	}
+}

@@ -186,3 +186,25 @@ func TestRecordRefusesFakeOnlyOptions(t *testing.T) {
 		})
 	}
 }
+
+// On a real cluster too, Sync fails, naming the objects, when the journal
+// cannot catch up (here: the Collector stopped).
+func TestRecordSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
+	env, ns, dyn := realCluster(t)
+	rec := &recorder{}
+	defer rec.done()
+	r := krplytest.Record(rec, env.Config(), krplytest.WithResources("cm"), krplytest.WithTimeout(500*time.Millisecond),
+		krplytest.WithCollectorOptions(watch.WithNamespaces(ns)))
+	if len(rec.errors) > 0 {
+		t.Fatalf("Record: %q", rec.errors)
+	}
+	r.Stop()
+	if _, err := dyn.Resource(configMaps).Namespace(ns).Create(context.Background(), configMap(ns, "late", "a"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Sync()
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "journal did not catch up with the cluster within 500ms") ||
+		!strings.Contains(rec.errors[0], ns+"/late not recorded yet") {
+		t.Fatalf("Sync after Stop: failures %q", rec.errors)
+	}
+}

@@ -104,6 +104,22 @@ func (r *resourceClient) gvk() (schema.GroupVersionKind, error) {
 	return r.gvr.GroupVersion().WithKind(kind), nil
 }
 
+// listRequest returns the kind, an empty list of it and the client's list
+// options for the Collector's list or watch options.
+func (r *resourceClient) listRequest(opts metav1.ListOptions) (schema.GroupVersionKind, *unstructured.UnstructuredList, []client.ListOption, error) {
+	gvk, err := r.gvk()
+	if err != nil {
+		return gvk, nil, nil, err
+	}
+	lo, err := r.listOptions(opts)
+	if err != nil {
+		return gvk, nil, nil, err
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	return gvk, l, lo, nil
+}
+
 // listOptions turns the Collector's list options into the client's.
 func (r *resourceClient) listOptions(opts metav1.ListOptions) ([]client.ListOption, error) {
 	var out []client.ListOption
@@ -128,16 +144,10 @@ func (r *resourceClient) listOptions(opts metav1.ListOptions) ([]client.ListOpti
 }
 
 func (r *resourceClient) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
-	gvk, err := r.gvk()
+	gvk, l, lo, err := r.listRequest(opts)
 	if err != nil {
 		return nil, err
 	}
-	lo, err := r.listOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err := r.d.c.List(ctx, l, lo...); err != nil {
 		return nil, err
 	}
@@ -175,16 +185,10 @@ func (r *resourceClient) Watch(ctx context.Context, opts metav1.ListOptions) (ap
 	if opts.SendInitialEvents != nil {
 		return nil, errors.New("crtest: the fake client serves no WatchList")
 	}
-	gvk, err := r.gvk()
+	gvk, l, lo, err := r.listRequest(opts)
 	if err != nil {
 		return nil, err
 	}
-	lo, err := r.listOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	l := &unstructured.UnstructuredList{}
-	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	in, err := r.d.c.Watch(ctx, l, lo...)
 	if err != nil {
 		return nil, err

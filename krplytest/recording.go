@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -107,7 +106,7 @@ func Record(t TestingT, cfg *rest.Config, opts ...Option) *Recording {
 		t.Fatalf("krplytest: Record: discovery client: %v", err)
 		return nil
 	}
-	return RecordClient(t, dyn, memory.NewMemCacheClient(disc), opts...)
+	return RecordClient(t, dyn, disc, opts...)
 }
 
 // RecordClient is Record for clients of your own: any dynamic client and

@@ -142,7 +142,7 @@ func TestRecordEventuallyWaitsForAController(t *testing.T) {
 	// A history that never comes fails after the timeout, saying why.
 	rec := &recorder{}
 	defer rec.done()
-	r2 := krplytest.Record(rec, env.Config(), krplytest.WithResources("configmaps"), krplytest.WithTimeout(time.Second),
+	r2 := krplytest.Record(rec, env.Config(), krplytest.WithResources("configmaps"), krplytest.WithTimeout(2*time.Second),
 		krplytest.WithCollectorOptions(watch.WithNamespaces(ns)))
 	if len(rec.errors) > 0 {
 		t.Fatalf("Record failed: %q", rec.errors)
@@ -193,7 +193,7 @@ func TestRecordSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 	env, ns, dyn := realCluster(t)
 	rec := &recorder{}
 	defer rec.done()
-	r := krplytest.Record(rec, env.Config(), krplytest.WithResources("cm"), krplytest.WithTimeout(500*time.Millisecond),
+	r := krplytest.Record(rec, env.Config(), krplytest.WithResources("cm"), krplytest.WithTimeout(2*time.Second),
 		krplytest.WithCollectorOptions(watch.WithNamespaces(ns)))
 	if len(rec.errors) > 0 {
 		t.Fatalf("Record: %q", rec.errors)
@@ -203,7 +203,7 @@ func TestRecordSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Sync()
-	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "journal did not catch up with the cluster within 500ms") ||
+	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "journal did not catch up with the cluster within 2s") ||
 		!strings.Contains(rec.errors[0], ns+"/late not recorded yet") {
 		t.Fatalf("Sync after Stop: failures %q", rec.errors)
 	}

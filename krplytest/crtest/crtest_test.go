@@ -166,7 +166,7 @@ func TestFailures(t *testing.T) {
 	r := &recorder{}
 	defer r.done()
 	c := crtest.New(r, fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(web(3)),
-		krplytest.WithResources("deploy"), krplytest.WithTimeout(300*time.Millisecond))
+		krplytest.WithResources("deploy"), krplytest.WithTimeout(time.Second))
 	if len(r.errors) > 0 {
 		t.Fatalf("New: %q", r.errors)
 	}

@@ -208,3 +208,31 @@ func TestRecordSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 		t.Fatalf("Sync after Stop: failures %q", rec.errors)
 	}
 }
+
+// With a label selector, Sync compares the journal with what the selector
+// lets through, so objects it filters out do not hold Sync up.
+func TestRecordWithALabelSelector(t *testing.T) {
+	env, ns, dyn := realCluster(t)
+	r := krplytest.Record(t, env.Config(), krplytest.WithResources("cm"),
+		krplytest.WithCollectorOptions(watch.WithNamespaces(ns), watch.WithLabelSelector("app=web")))
+	ctx := context.Background()
+	for _, name := range []string{"web", "other"} {
+		cm := configMap(ns, name, "a")
+		cm.SetUID("")
+		if name == "web" {
+			cm.SetLabels(map[string]string{"app": "web"})
+		}
+		if _, err := dyn.Resource(configMaps).Namespace(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setData(t, dyn, ns, "other", "b")
+	setData(t, dyn, ns, "web", "b")
+	krplytest.AssertHistory(t, r.History("cm", ns, "web"),
+		krplytest.Version{Type: event.Added},
+		krplytest.Version{Type: event.Modified, Changes: map[string]any{"data.key": "b"}},
+	)
+	if n := len(r.History("cm", ns, "other").Versions()); n != 0 {
+		t.Errorf("the filtered-out ConfigMap has %d versions, want 0", n)
+	}
+}

@@ -8,11 +8,11 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
@@ -21,6 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/krply/krply/internal/fakewatch"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/watch"
 )
@@ -138,20 +139,7 @@ type Cluster struct {
 	Discovery *fakediscovery.FakeDiscovery
 
 	apis    []*metav1.APIResourceList
-	watches *fakeWatches
-}
-
-// fakeWatches is the Bookmarker of the dynamic fake: every watch of each
-// stream, registered with the fake's tracker.
-type fakeWatches struct {
-	mu      sync.Mutex
-	watched map[streamKey][]apiwatch.Interface
-	marks   int
-}
-
-type streamKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
+	watches *fakewatch.Registry
 }
 
 // NewCluster starts a fake cluster holding the objects of WithObjects, and
@@ -178,14 +166,40 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 	c := &Cluster{
 		Discovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}},
 		apis:      apis,
-		watches:   &fakeWatches{watched: map[streamKey][]apiwatch.Interface{}},
+		watches:   fakewatch.NewRegistry("krplytest"),
 	}
 	c.Discovery.Resources = apis
-	c.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(apis), objs...)
-	// Register every watch with the tracker here, as the fake's default
-	// reactor does, and remember it: a stream counts as ready only once
-	// its watch can see the test's writes.
+	kinds := listKinds(apis)
+	c.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 	tracker := c.Dynamic.Tracker()
+	// list returns what the fake's List would, through the tracker, so
+	// that Sync adds nothing to the fake's action log.
+	list := func(gvr schema.GroupVersionResource, namespace, labelSelector string) ([]unstructured.Unstructured, error) {
+		sel, err := labels.Parse(labelSelector)
+		if err != nil {
+			return nil, err
+		}
+		gvk := gvr.GroupVersion().WithKind(strings.TrimSuffix(kinds[gvr], "List"))
+		listed, err := tracker.List(gvr, gvk, namespace)
+		if err != nil {
+			return nil, err
+		}
+		ul, ok := listed.(*unstructured.UnstructuredList)
+		if !ok {
+			return nil, fmt.Errorf("the fake returned a %T, not an unstructured list", listed)
+		}
+		var out []unstructured.Unstructured
+		for _, u := range ul.Items {
+			if sel.Matches(labels.Set(u.GetLabels())) {
+				out = append(out, *u.DeepCopy())
+			}
+		}
+		return out, nil
+	}
+	// Register every watch with the tracker here, as the fake's default
+	// reactor does, and keep it: a stream counts as ready only once its
+	// watch can see the test's writes, and Mark sends bookmarks on it. The
+	// fake's watch ignores label selectors; the registry's applies them.
 	c.Dynamic.PrependWatchReactor("*", func(a clienttesting.Action) (bool, apiwatch.Interface, error) {
 		var lo metav1.ListOptions
 		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
@@ -195,26 +209,31 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		if err != nil {
 			return true, nil, err
 		}
-		c.watches.add(streamKey{a.GetResource(), a.GetNamespace()}, w)
-		return true, w, nil
+		var matching []string
+		if lo.LabelSelector != "" {
+			items, err := list(a.GetResource(), a.GetNamespace(), lo.LabelSelector)
+			if err != nil {
+				w.Stop()
+				return true, nil, err
+			}
+			for i := range items {
+				matching = append(matching, fakewatch.Key(items[i].GetNamespace(), items[i].GetName()))
+			}
+		}
+		p, err := c.watches.Add(a.GetResource(), a.GetNamespace(), w, fakewatch.Options{LabelSelector: lo.LabelSelector, Matching: matching})
+		if err != nil {
+			w.Stop()
+			return true, nil, err
+		}
+		return true, p, nil
 	})
 
 	c.Recording = &Recording{
 		ClusterID: cfg.clusterID, t: t, timeout: cfg.timeout, disc: c.Discovery, fake: c.watches,
 		pollMin: 2 * time.Millisecond, pollMax: 2 * time.Millisecond,
-		// The tracker, not Dynamic, so that Sync adds nothing to the
-		// fake's action log.
 		list: func(_ context.Context, st watch.StreamStatus) ([]unstructured.Unstructured, error) {
-			gvk := st.Stream.GVR().GroupVersion().WithKind(st.Resource.Kind)
-			listed, err := tracker.List(st.Stream.GVR(), gvk, st.Stream.Namespace)
-			if err != nil {
-				return nil, err
-			}
-			ul, ok := listed.(*unstructured.UnstructuredList)
-			if !ok {
-				return nil, fmt.Errorf("the fake returned a %T, not an unstructured list", listed)
-			}
-			return ul.DeepCopy().Items, nil
+			labelSel, _ := splitSelector(st.Stream.Selector)
+			return list(st.Stream.GVR(), st.Stream.Namespace, labelSel)
 		},
 	}
 	specs := cfg.resources
@@ -292,42 +311,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func (w *fakeWatches) add(key streamKey, wi apiwatch.Interface) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.watched[key] = append(w.watched[key], wi)
-}
-
-// Watching reports whether a watch of the resource in the namespace was
-// opened.
-func (w *fakeWatches) Watching(gvr schema.GroupVersionResource, namespace string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.watched[streamKey{gvr, namespace}]) > 0
-}
-
-// Bookmark sends every watch a BOOKMARK at a new resourceVersion.
-func (w *fakeWatches) Bookmark() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.marks++
-	rv := fmt.Sprintf("krplytest-mark-%d", w.marks)
-	for key, ws := range w.watched {
-		for _, wi := range ws {
-			// The fake's watches are RaceFreeFakeWatchers: Action on a
-			// stopped one does nothing.
-			if a, ok := wi.(interface {
-				Action(apiwatch.EventType, runtime.Object)
-			}); ok {
-				bm := &unstructured.Unstructured{}
-				bm.SetAPIVersion(key.gvr.GroupVersion().String())
-				bm.SetResourceVersion(rv)
-				a.Action(apiwatch.Bookmark, bm)
-			}
-		}
-	}
 }
 
 // Create creates obj in the fake cluster and returns what it stored.

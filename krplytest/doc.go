@@ -103,10 +103,11 @@
 // A fake is not an API server: client-go's dynamic fake assigns no
 // resourceVersions, UIDs or timestamps, runs no admission or defaulting,
 // and never ends a watch with 410 Gone, so gaps do not happen there. Test
-// those against a real control plane with Record. Sync cannot tell an
-// object a label selector filters out from one not recorded yet on
-// NewCluster's fake: with watch.WithLabelSelector, use Collector.Status
-// and the journal instead. The dynamic fake panics when more than 100
+// those against a real control plane with Record. A label selector
+// (watch.WithLabelSelector) is applied to the fakes' watches as an API
+// server applies it — an object that stops matching is DELETED, one that
+// starts matching ADDED — but a field selector is not: client-go's dynamic
+// fake ignores it. The dynamic fake panics when more than 100
 // watch events wait unread; call Sync now and then in very large loops.
 // On a real cluster where something keeps writing, Sync returns once the
 // journal caught up with one listing: wait for a controller with

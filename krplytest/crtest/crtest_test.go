@@ -22,6 +22,7 @@ import (
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/krplytest/crtest"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/watch"
 )
 
 func web(replicas int32) *appsv1.Deployment {
@@ -218,4 +219,40 @@ func TestFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A label selector filters what is recorded, as on an API server: an
+// object that stops matching is deleted from the stream's point of view,
+// one that starts matching added.
+func TestLabelSelector(t *testing.T) {
+	ctx := context.Background()
+	d1, d2 := web(1), web(2)
+	d1.Labels = map[string]string{"app": "web"}
+	d2.Name, d2.UID = "other", "uid-other"
+	c := crtest.New(t, fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(d1, d2),
+		krplytest.WithResources("deploy"), krplytest.WithCollectorOptions(watch.WithLabelSelector("app=web")))
+	for _, d := range []*appsv1.Deployment{d1, d2} {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Replicas = ptr.To(int32(5))
+		if err := c.Client.Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.History("deploy", "shop", "other").Versions()); n != 0 {
+		t.Errorf("the filtered-out Deployment has %d versions, want 0", n)
+	}
+	d1.Labels, d2.Labels = nil, map[string]string{"app": "web"}
+	for _, d := range []*appsv1.Deployment{d1, d2} {
+		if err := c.Client.Update(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	krplytest.AssertHistory(t, c.History("deploy", "shop", "web"),
+		krplytest.Version{Type: event.Added, Origin: materialize.OriginBaseline},
+		krplytest.Version{Type: event.Modified, Changes: map[string]any{"spec.replicas": 5}},
+		krplytest.Version{Type: event.Deleted},
+	)
+	krplytest.AssertHistory(t, c.History("deploy", "shop", "other"), krplytest.Version{Type: event.Added, Origin: materialize.OriginWatch})
 }

@@ -47,9 +47,10 @@
 // The fake client is not an API server: no admission, defaulting,
 // validation or garbage collection, and no gaps. Its managedFields are not
 // recorded (its List leaves them out, so its watch events do too), so
-// Version.FieldManagers is empty. A field selector in
-// watch.WithFieldSelector needs an index on the builder (WithIndex), as
-// for any List of the fake. Interceptors the builder has see the
+// Version.FieldManagers is empty. A label selector
+// (watch.WithLabelSelector) filters the fake's watches as an API server's;
+// a field selector (watch.WithFieldSelector) filters only its List, and
+// needs an index on the builder (WithIndex), as for any List of the fake. Interceptors the builder has see the
 // Collector's List and Watch calls too. Test against envtest with
 // krplytest.Record for everything an API server does.
 package crtest

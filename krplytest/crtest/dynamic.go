@@ -16,6 +16,8 @@ import (
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/krply/krply/internal/fakewatch"
 )
 
 // errReadOnly is what the Collector's client answers to a write: the
@@ -23,26 +25,20 @@ import (
 var errReadOnly = errors.New("crtest: the recording's dynamic client only lists, gets and watches; write through Cluster.Client")
 
 // dynamicClient is a dynamic.Interface over a controller-runtime client:
-// what the Collector lists and watches. It is a krplytest.Bookmarker,
-// since the fake client's watches, like every fake's, replay nothing,
-// never end and send no bookmarks.
+// what the Collector lists and watches. Its registry makes it a
+// krplytest.Bookmarker, since the fake client's watches, like every
+// fake's, replay nothing, never end and send no bookmarks.
 type dynamicClient struct {
+	*fakewatch.Registry
 	c     client.WithWatch
 	kinds map[schema.GroupVersionResource]string
 
-	mu      sync.Mutex
-	watches map[streamKey][]*proxyWatch
-	marks   int
-	lists   int
-}
-
-type streamKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
+	mu    sync.Mutex
+	lists int
 }
 
 func newDynamic(c client.WithWatch, apis []*metav1.APIResourceList) *dynamicClient {
-	d := &dynamicClient{c: c, kinds: map[schema.GroupVersionResource]string{}, watches: map[streamKey][]*proxyWatch{}}
+	d := &dynamicClient{Registry: fakewatch.NewRegistry("crtest"), c: c, kinds: map[schema.GroupVersionResource]string{}}
 	for _, l := range apis {
 		gv, err := schema.ParseGroupVersion(l.GroupVersion)
 		if err != nil {
@@ -57,32 +53,6 @@ func newDynamic(c client.WithWatch, apis []*metav1.APIResourceList) *dynamicClie
 
 func (d *dynamicClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
 	return &resourceClient{d: d, gvr: gvr}
-}
-
-// Watching reports whether a watch of the resource in the namespace is
-// open.
-func (d *dynamicClient) Watching(gvr schema.GroupVersionResource, namespace string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, w := range d.watches[streamKey{gvr, namespace}] {
-		if !w.stopped() {
-			return true
-		}
-	}
-	return false
-}
-
-// Bookmark sends every open watch a BOOKMARK at a new resourceVersion.
-func (d *dynamicClient) Bookmark() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.marks++
-	rv := fmt.Sprintf("crtest-mark-%d", d.marks)
-	for key, ws := range d.watches {
-		for _, w := range ws {
-			w.bookmark(key.gvr.GroupVersion().String(), rv)
-		}
-	}
 }
 
 type resourceClient struct {
@@ -193,18 +163,25 @@ func (r *resourceClient) Watch(ctx context.Context, opts metav1.ListOptions) (ap
 	if err != nil {
 		return nil, err
 	}
-	w := newProxyWatch(in, gvk)
-	r.d.mu.Lock()
-	key := streamKey{r.gvr, r.namespace}
-	// Forget the stopped watches of the stream.
-	live := r.d.watches[key][:0]
-	for _, old := range r.d.watches[key] {
-		if !old.stopped() {
-			live = append(live, old)
+	// The fake's watch ignores the label selector: the registry applies
+	// it, from the objects that match now.
+	var matching []string
+	if opts.LabelSelector != "" {
+		now, err := r.List(ctx, metav1.ListOptions{LabelSelector: opts.LabelSelector})
+		if err != nil {
+			in.Stop()
+			return nil, err
+		}
+		for _, u := range now.Items {
+			matching = append(matching, fakewatch.Key(u.GetNamespace(), u.GetName()))
 		}
 	}
-	r.d.watches[key] = append(live, w)
-	r.d.mu.Unlock()
+	w, err := r.d.Add(r.gvr, r.namespace, in, fakewatch.Options{LabelSelector: opts.LabelSelector, Matching: matching,
+		Convert: func(o runtime.Object) (runtime.Object, error) { return toUnstructured(o, gvk) }})
+	if err != nil {
+		in.Stop()
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -240,98 +217,15 @@ func (r *resourceClient) ApplyStatus(context.Context, string, *unstructured.Unst
 	return nil, errReadOnly
 }
 
-// proxyWatch forwards a fake client's watch as unstructured objects (the
-// fake sends typed ones, with managedFields, which its List leaves out:
-// the watch leaves them out too), and sends the bookmarks of Mark.
-type proxyWatch struct {
-	in   apiwatch.Interface
-	gvk  schema.GroupVersionKind
-	out  chan apiwatch.Event
-	kick chan struct{}
-	done chan struct{}
-	once sync.Once
-
-	mu         sync.Mutex
-	apiVersion string
-	rv         string
-}
-
-func newProxyWatch(in apiwatch.Interface, gvk schema.GroupVersionKind) *proxyWatch {
-	w := &proxyWatch{in: in, gvk: gvk, out: make(chan apiwatch.Event), kick: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-func (w *proxyWatch) run() {
-	defer close(w.out)
-	for {
-		var ev apiwatch.Event
-		select {
-		case e, ok := <-w.in.ResultChan():
-			if !ok {
-				return
-			}
-			ev = w.convert(e)
-		case <-w.kick:
-			w.mu.Lock()
-			bm := &unstructured.Unstructured{}
-			bm.SetAPIVersion(w.apiVersion)
-			bm.SetKind(w.gvk.Kind)
-			bm.SetResourceVersion(w.rv)
-			w.mu.Unlock()
-			ev = apiwatch.Event{Type: apiwatch.Bookmark, Object: bm}
-		case <-w.done:
-			return
-		}
-		select {
-		case w.out <- ev:
-		case <-w.done:
-			return
-		}
-	}
-}
-
-// convert makes an event's object unstructured, with its kind.
-func (w *proxyWatch) convert(e apiwatch.Event) apiwatch.Event {
-	if e.Type == apiwatch.Error || e.Object == nil {
-		return e
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(e.Object)
+// toUnstructured converts a watch event's object of the fake (typed, with
+// managedFields, which the fake's List leaves out: so does the watch).
+func toUnstructured(o runtime.Object, gvk schema.GroupVersionKind) (runtime.Object, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	if err != nil {
-		return apiwatch.Event{Type: apiwatch.Error, Object: &metav1.Status{
-			Status: metav1.StatusFailure, Message: fmt.Sprintf("crtest: convert %T: %v", e.Object, err),
-		}}
+		return nil, fmt.Errorf("crtest: convert %T: %w", o, err)
 	}
 	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(w.gvk)
+	u.SetGroupVersionKind(gvk)
 	u.SetManagedFields(nil)
-	return apiwatch.Event{Type: e.Type, Object: u}
+	return u, nil
 }
-
-func (w *proxyWatch) bookmark(apiVersion, rv string) {
-	w.mu.Lock()
-	w.apiVersion, w.rv = apiVersion, rv
-	w.mu.Unlock()
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (w *proxyWatch) Stop() {
-	w.once.Do(func() {
-		close(w.done)
-		w.in.Stop()
-	})
-}
-
-func (w *proxyWatch) stopped() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (w *proxyWatch) ResultChan() <-chan apiwatch.Event { return w.out }

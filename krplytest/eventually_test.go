@@ -27,8 +27,8 @@ func TestEventuallyRetries(t *testing.T) {
 		}
 		return true
 	})
-	if !ok || attempts != 4 || len(r.errors) > 0 {
-		t.Fatalf("Eventually = %v after %d attempts, failures %q; want true after 4, none", ok, attempts, r.errors)
+	if !ok || attempts != 4 || len(r.Errors) > 0 {
+		t.Fatalf("Eventually = %v after %d attempts, failures %q; want true after 4, none", ok, attempts, r.Errors)
 	}
 }
 
@@ -42,21 +42,21 @@ func TestEventuallyFailsWithTheLastAttempt(t *testing.T) {
 		t.Errorf("attempt %d: spec.replicas changed to 1, want 0", attempts)
 		return false
 	})
-	if ok || len(r.errors) != 1 {
-		t.Fatalf("Eventually = %v, failures %q; want false and one failure", ok, r.errors)
+	if ok || len(r.Errors) != 1 {
+		t.Fatalf("Eventually = %v, failures %q; want false and one failure", ok, r.Errors)
 	}
 	for _, want := range []string{"krplytest: not so after", "attempts in 50ms; the last one said:", "spec.replicas changed to 1, want 0"} {
-		if !strings.Contains(r.errors[0], want) {
-			t.Errorf("failure %q does not say %q", r.errors[0], want)
+		if !strings.Contains(r.Errors[0], want) {
+			t.Errorf("failure %q does not say %q", r.Errors[0], want)
 		}
 	}
-	if strings.Contains(r.errors[0], "attempt 1:") && attempts > 1 {
-		t.Errorf("failure reports an earlier attempt: %q", r.errors[0])
+	if strings.Contains(r.Errors[0], "attempt 1:") && attempts > 1 {
+		t.Errorf("failure reports an earlier attempt: %q", r.Errors[0])
 	}
 
 	r = &recorder{}
 	krplytest.Eventually(r, 0, func(krplytest.TestingT) bool { return false })
-	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "the check returned false") {
-		t.Fatalf("a silent false: failures %q", r.errors)
+	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "the check returned false") {
+		t.Fatalf("a silent false: failures %q", r.Errors)
 	}
 }

@@ -46,9 +46,9 @@ func TestAssertGoldenFailsAndUpdates(t *testing.T) {
 
 	// Missing.
 	r := &recorder{}
-	if krplytest.AssertGolden(r, path, h) || len(r.errors) != 1 ||
-		!strings.Contains(r.errors[0], "settings.json does not exist: run the test with -krplytest.update or KRPLYTEST_UPDATE=1") {
-		t.Fatalf("missing golden file: failures %q", r.errors)
+	if krplytest.AssertGolden(r, path, h) || len(r.Errors) != 1 ||
+		!strings.Contains(r.Errors[0], "settings.json does not exist: run the test with -krplytest.update or KRPLYTEST_UPDATE=1") {
+		t.Fatalf("missing golden file: failures %q", r.Errors)
 	}
 	if _, err := os.Stat(path); err == nil {
 		t.Fatal("a missing golden file was written without the update flag")
@@ -57,12 +57,12 @@ func TestAssertGoldenFailsAndUpdates(t *testing.T) {
 	// Written under KRPLYTEST_UPDATE=1, then equal.
 	t.Setenv(krplytest.UpdateEnv, "1")
 	r = &recorder{}
-	if !krplytest.AssertGolden(r, path, h) || len(r.errors) > 0 {
-		t.Fatalf("update: failures %q", r.errors)
+	if !krplytest.AssertGolden(r, path, h) || len(r.Errors) > 0 {
+		t.Fatalf("update: failures %q", r.Errors)
 	}
 	t.Setenv(krplytest.UpdateEnv, "")
-	if !krplytest.AssertGolden(r, path, h) || len(r.errors) > 0 {
-		t.Fatalf("the file just written differs: %q", r.errors)
+	if !krplytest.AssertGolden(r, path, h) || len(r.Errors) > 0 {
+		t.Fatalf("the file just written differs: %q", r.Errors)
 	}
 
 	// Changed by hand: the failure shows the lines that differ.
@@ -73,12 +73,12 @@ func TestAssertGoldenFailsAndUpdates(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), `"after": "b"`, `"after": "c"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if krplytest.AssertGolden(r, path, h) || len(r.errors) != 1 {
-		t.Fatalf("changed golden file: passed or failures %q", r.errors)
+	if krplytest.AssertGolden(r, path, h) || len(r.Errors) != 1 {
+		t.Fatalf("changed golden file: passed or failures %q", r.Errors)
 	}
 	for _, want := range []string{"settings.json differs from the result (- golden, + now)", `-            "after": "c",`, `+            "after": "b",`, "rerun with -krplytest.update or KRPLYTEST_UPDATE=1"} {
-		if !strings.Contains(r.errors[0], want) {
-			t.Errorf("failure does not say %q:\n%s", want, r.errors[0])
+		if !strings.Contains(r.Errors[0], want) {
+			t.Errorf("failure does not say %q:\n%s", want, r.Errors[0])
 		}
 	}
 
@@ -88,8 +88,8 @@ func TestAssertGoldenFailsAndUpdates(t *testing.T) {
 	}
 	defer func() { _ = flag.Set(krplytest.UpdateFlag, "false") }()
 	r = &recorder{}
-	if !krplytest.AssertGolden(r, path, h) || len(r.errors) > 0 {
-		t.Fatalf("update by flag: failures %q", r.errors)
+	if !krplytest.AssertGolden(r, path, h) || len(r.Errors) > 0 {
+		t.Fatalf("update by flag: failures %q", r.Errors)
 	}
 	if data, _ := os.ReadFile(path); !strings.Contains(string(data), `"after": "b"`) {
 		t.Fatalf("-krplytest.update did not rewrite the file:\n%s", data)
@@ -97,8 +97,8 @@ func TestAssertGoldenFailsAndUpdates(t *testing.T) {
 
 	// A result that is not JSON fails.
 	r = &recorder{}
-	if krplytest.AssertGolden(r, path, func() {}) || len(r.errors) != 1 || !strings.Contains(r.errors[0], "marshal func()") {
-		t.Fatalf("unmarshalable result: failures %q", r.errors)
+	if krplytest.AssertGolden(r, path, func() {}) || len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "marshal func()") {
+		t.Fatalf("unmarshalable result: failures %q", r.Errors)
 	}
 }
 

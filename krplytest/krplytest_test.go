@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/failrec"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
 )
@@ -113,26 +114,7 @@ func TestSyncSeesEveryWriteOfABurst(t *testing.T) {
 }
 
 // recorder is a TestingT that records failures instead of failing.
-type recorder struct {
-	errors   []string
-	cleanups []func()
-}
-
-func (r *recorder) Helper()          {}
-func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
-func (r *recorder) Errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-
-// done runs the cleanups, as the end of a test does.
-func (r *recorder) done() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
+type recorder = failrec.T
 
 func TestAssertionsFailOnMismatch(t *testing.T) {
 	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(deployment("shop", "web", 1)))
@@ -180,8 +162,8 @@ func TestAssertionsFailOnMismatch(t *testing.T) {
 			if tc.run(r) {
 				t.Fatalf("assertion passed, want a failure containing %q", tc.want)
 			}
-			if len(r.errors) != 1 || !strings.Contains(r.errors[0], tc.want) {
-				t.Fatalf("failures = %q, want one containing %q", r.errors, tc.want)
+			if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], tc.want) {
+				t.Fatalf("failures = %q, want one containing %q", r.Errors, tc.want)
 			}
 		})
 	}
@@ -190,33 +172,33 @@ func TestAssertionsFailOnMismatch(t *testing.T) {
 	r := &recorder{}
 	ok := krplytest.AssertHistory(r, h, krplytest.Version{Type: event.Added}, krplytest.Version{Type: event.Modified, Changes: map[string]any{"spec.replicas": 2.0}}) &&
 		krplytest.AssertDiff(r, d, krplytest.ObjectChange{Type: materialize.ObjectChanged, Namespace: "shop", Name: "web"})
-	if !ok || len(r.errors) > 0 {
-		t.Fatalf("matching expectations failed: %q", r.errors)
+	if !ok || len(r.Errors) > 0 {
+		t.Fatalf("matching expectations failed: %q", r.Errors)
 	}
 }
 
 func TestSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 	r := &recorder{}
-	defer r.done()
+	defer r.Done()
 	c := krplytest.NewCluster(r, krplytest.WithResources("cm"), krplytest.WithTimeout(300*time.Millisecond),
 		krplytest.WithObjects(configMap("shop", "settings", "a")))
-	if len(r.errors) > 0 {
-		t.Fatalf("NewCluster failed: %q", r.errors)
+	if len(r.Errors) > 0 {
+		t.Fatalf("NewCluster failed: %q", r.Errors)
 	}
 	c.Sync()
-	if len(r.errors) > 0 {
-		t.Fatalf("Sync failed while recording: %q", r.errors)
+	if len(r.Errors) > 0 {
+		t.Fatalf("Sync failed while recording: %q", r.Errors)
 	}
 	c.Stop()
 	c.Create(configMap("shop", "late", "b"))
 	c.Delete("cm", "shop", "settings")
 	c.Sync()
-	if len(r.errors) != 1 {
-		t.Fatalf("Sync after Stop reported %d failures, want 1: %q", len(r.errors), r.errors)
+	if len(r.Errors) != 1 {
+		t.Fatalf("Sync after Stop reported %d failures, want 1: %q", len(r.Errors), r.Errors)
 	}
 	for _, want := range []string{"shop/late not recorded yet", "deletion of shop/settings not recorded yet"} {
-		if !strings.Contains(r.errors[0], want) {
-			t.Errorf("Sync failure %q does not say %q", r.errors[0], want)
+		if !strings.Contains(r.Errors[0], want) {
+			t.Errorf("Sync failure %q does not say %q", r.Errors[0], want)
 		}
 	}
 }
@@ -235,7 +217,7 @@ func TestAssertionsInsideWholeChanges(t *testing.T) {
 	check := func(changes map[string]any) []string {
 		r := &recorder{}
 		krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: changes})
-		return r.errors
+		return r.Errors
 	}
 	if errs := check(map[string]any{
 		`metadata.annotations["example.com/paused-replicas"]`: "1",

@@ -141,21 +141,21 @@ func TestRecordEventuallyWaitsForAController(t *testing.T) {
 
 	// A history that never comes fails after the timeout, saying why.
 	rec := &recorder{}
-	defer rec.done()
+	defer rec.Done()
 	r2 := krplytest.Record(rec, env.Config(), krplytest.WithResources("configmaps"), krplytest.WithTimeout(2*time.Second),
 		krplytest.WithCollectorOptions(watch.WithNamespaces(ns)))
-	if len(rec.errors) > 0 {
-		t.Fatalf("Record failed: %q", rec.errors)
+	if len(rec.Errors) > 0 {
+		t.Fatalf("Record failed: %q", rec.Errors)
 	}
 	if r2.EventuallyHistory("cm", ns, "owned", krplytest.Version{}, krplytest.Version{Changes: map[string]any{"data.key": "4"}}) {
 		t.Fatal("EventuallyHistory passed for a change that never happens")
 	}
-	if len(rec.errors) != 1 {
-		t.Fatalf("%d failures, want 1: %q", len(rec.errors), rec.errors)
+	if len(rec.Errors) != 1 {
+		t.Fatalf("%d failures, want 1: %q", len(rec.Errors), rec.Errors)
 	}
 	for _, want := range []string{"krplytest: not so after", "1 versions, want 2", "#1 ADDED    baseline"} {
-		if !strings.Contains(rec.errors[0], want) {
-			t.Errorf("failure %q does not say %q", rec.errors[0], want)
+		if !strings.Contains(rec.Errors[0], want) {
+			t.Errorf("failure %q does not say %q", rec.Errors[0], want)
 		}
 	}
 }
@@ -178,10 +178,10 @@ func TestRecordRefusesFakeOnlyOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{}
-			defer rec.done()
+			defer rec.Done()
 			tc.run(rec)
-			if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], tc.want) {
-				t.Fatalf("failures %q, want one saying %q", rec.errors, tc.want)
+			if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], tc.want) {
+				t.Fatalf("failures %q, want one saying %q", rec.Errors, tc.want)
 			}
 		})
 	}
@@ -192,20 +192,20 @@ func TestRecordRefusesFakeOnlyOptions(t *testing.T) {
 func TestRecordSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 	env, ns, dyn := realCluster(t)
 	rec := &recorder{}
-	defer rec.done()
+	defer rec.Done()
 	r := krplytest.Record(rec, env.Config(), krplytest.WithResources("cm"), krplytest.WithTimeout(2*time.Second),
 		krplytest.WithCollectorOptions(watch.WithNamespaces(ns)))
-	if len(rec.errors) > 0 {
-		t.Fatalf("Record: %q", rec.errors)
+	if len(rec.Errors) > 0 {
+		t.Fatalf("Record: %q", rec.Errors)
 	}
 	r.Stop()
 	if _, err := dyn.Resource(configMaps).Namespace(ns).Create(context.Background(), configMap(ns, "late", "a"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	r.Sync()
-	if len(rec.errors) != 1 || !strings.Contains(rec.errors[0], "journal did not catch up with the cluster within 2s") ||
-		!strings.Contains(rec.errors[0], ns+"/late not recorded yet") {
-		t.Fatalf("Sync after Stop: failures %q", rec.errors)
+	if len(rec.Errors) != 1 || !strings.Contains(rec.Errors[0], "journal did not catch up with the cluster within 2s") ||
+		!strings.Contains(rec.Errors[0], ns+"/late not recorded yet") {
+		t.Fatalf("Sync after Stop: failures %q", rec.Errors)
 	}
 }
 

@@ -2,7 +2,6 @@ package crtest_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/failrec"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/krplytest/crtest"
 	"github.com/krply/krply/materialize"
@@ -142,22 +142,7 @@ func TestRecordsEveryKindOfTheScheme(t *testing.T) {
 }
 
 // recorder is a krplytest.TestingT that keeps failures instead of failing.
-type recorder struct {
-	errors   []string
-	cleanups []func()
-}
-
-func (r *recorder) Helper()          {}
-func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
-func (r *recorder) Errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...) }
-func (r *recorder) done() {
-	for i := len(r.cleanups) - 1; i >= 0; i-- {
-		r.cleanups[i]()
-	}
-}
+type recorder = failrec.T
 
 // A wrong expectation fails with the whole history; a write the
 // Collector cannot see (after Stop) makes Sync fail naming the object;
@@ -165,11 +150,11 @@ func (r *recorder) done() {
 func TestFailures(t *testing.T) {
 	ctx := context.Background()
 	r := &recorder{}
-	defer r.done()
+	defer r.Done()
 	c := crtest.New(r, fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(web(3)),
 		krplytest.WithResources("deploy"), krplytest.WithTimeout(time.Second))
-	if len(r.errors) > 0 {
-		t.Fatalf("New: %q", r.errors)
+	if len(r.Errors) > 0 {
+		t.Fatalf("New: %q", r.Errors)
 	}
 	var d appsv1.Deployment
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "shop", Name: "web"}, &d); err != nil {
@@ -182,19 +167,19 @@ func TestFailures(t *testing.T) {
 	if krplytest.AssertHistory(r, c.History("deploy", "shop", "web"), krplytest.Version{}, krplytest.Version{Changes: map[string]any{"spec.replicas": 0}}) {
 		t.Fatal("a wrong expectation passed")
 	}
-	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "version #2: spec.replicas changed to 1, want 0") ||
-		!strings.Contains(r.errors[0], "#2 MODIFIED watch") {
-		t.Fatalf("failures %q", r.errors)
+	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "version #2: spec.replicas changed to 1, want 0") ||
+		!strings.Contains(r.Errors[0], "#2 MODIFIED watch") {
+		t.Fatalf("failures %q", r.Errors)
 	}
 
-	r.errors = nil
+	r.Errors = nil
 	c.Stop()
 	if err := c.Client.Delete(ctx, &d); err != nil {
 		t.Fatal(err)
 	}
 	c.Sync()
-	if len(r.errors) != 1 || !strings.Contains(r.errors[0], "deletion of shop/web not recorded yet") {
-		t.Fatalf("Sync after Stop: failures %q", r.errors)
+	if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], "deletion of shop/web not recorded yet") {
+		t.Fatalf("Sync after Stop: failures %q", r.Errors)
 	}
 
 	for _, tc := range []struct {
@@ -212,10 +197,10 @@ func TestFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recorder{}
-			defer r.done()
+			defer r.Done()
 			tc.run(r)
-			if len(r.errors) == 0 || !strings.Contains(strings.Join(r.errors, "\n"), tc.want) {
-				t.Fatalf("failures %q, want one saying %q", r.errors, tc.want)
+			if len(r.Errors) == 0 || !strings.Contains(strings.Join(r.Errors, "\n"), tc.want) {
+				t.Fatalf("failures %q, want one saying %q", r.Errors, tc.want)
 			}
 		})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/watch"
@@ -77,18 +78,29 @@ separated by commas.`,
 			opts = append(opts, krply.WithCollectorOptions(watch.WithLabelSelector(selector)))
 		}
 		ctx := cmd.Context()
-		j, err := krply.Open(ctx, e.journal, opts...)
-		if err != nil {
-			return fmt.Errorf("journal %s: %w", e.journal, err)
+		err = e.openAndRecord(ctx, opts, cfg, every)
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Ctrl-C is how a recorder is stopped, also before its
+			// first sync.
+			fmt.Fprintln(e.Out, "stopped before every stream had its first complete list; the journal keeps what was recorded")
+			return nil
 		}
-		defer j.Close()
-		rec, err := j.NewCollectorForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		return e.record(ctx, rec, cfg.Host, every)
+		return err
 	}
 	return cmd
+}
+
+func (e *env) openAndRecord(ctx context.Context, opts []krply.Option, cfg *rest.Config, every time.Duration) error {
+	j, err := krply.Open(ctx, e.journal, opts...)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", e.journal, err)
+	}
+	defer j.Close()
+	rec, err := j.NewCollectorForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	return e.record(ctx, rec, cfg.Host, every)
 }
 
 // record runs the Collector until ctx ends, printing its progress.
@@ -107,13 +119,7 @@ func (e *env) record(ctx context.Context, rec *krply.Collector, host string, eve
 		case err := <-synced:
 			if err != nil {
 				stop()
-				startErr := <-done
-				if errors.Is(err, context.Canceled) && (startErr == nil || errors.Is(startErr, context.Canceled)) {
-					// Stopped before the first sync: not an error.
-					fmt.Fprintln(e.Out, "stopped before every stream had its first complete list; the journal keeps what was recorded")
-					return nil
-				}
-				if startErr != nil && !errors.Is(startErr, context.Canceled) {
+				if startErr := <-done; startErr != nil && !errors.Is(startErr, context.Canceled) {
 					return startErr
 				}
 				return err

@@ -97,7 +97,17 @@ type result struct {
 	stdout, stderr string
 }
 
-// runPlugin runs the plugin in this process with now pinned.
+// runLive runs the plugin in this process as a user would: the real
+// clock and IDs.
+func runLive(t testing.TB, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := newEnv(streams(&out, &errOut)).execute(context.Background(), args)
+	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// runPlugin runs the plugin in this process with now, the clock and IDs
+// pinned.
 func runPlugin(t testing.TB, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer

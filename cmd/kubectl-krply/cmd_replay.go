@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/replay"
@@ -200,16 +201,12 @@ first; apply creates it and validates again.`,
 		if err := p.validate(); err != nil {
 			return err
 		}
-		cfg, err := e.kube.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("target cluster: %w (choose it with --kubeconfig and --context)", err)
-		}
 		src, plan, err := e.loadPlan(cmd, args[0])
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		report, err := src.DryRun(cmd.Context(), plan, cfg)
+		report, err := src.DryRun(cmd.Context(), plan, e.target)
 		if err != nil {
 			return err
 		}
@@ -230,7 +227,7 @@ first; apply creates it and validates again.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "\ndry run on %s: %s (%s)\n", cfg.Host, report.Status, report.Summary())
+			fmt.Fprintf(w, "\ndry run on cluster %s: %s (%s)\n", report.Cluster, report.Status, report.Summary())
 			fmt.Fprintf(w, "not applied: to apply exactly this plan, run kubectl krply replay apply %s --confirm %s\n", plan.ID, plan.Hash)
 			return nil
 		}})
@@ -261,16 +258,12 @@ first, never forces, never deletes.`,
 		if confirm == "" {
 			return usagef("--confirm HASH is required: the hash of the plan you reviewed (replay plan and replay dry-run print it)")
 		}
-		cfg, err := e.kube.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("target cluster: %w (choose it with --kubeconfig and --context)", err)
-		}
 		src, plan, err := e.loadPlan(cmd, args[0])
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		report, err := src.Apply(cmd.Context(), plan, cfg, replay.Confirmation{PlanID: args[0], PlanHash: confirm})
+		report, err := src.Apply(cmd.Context(), plan, e.target, replay.Confirmation{PlanID: args[0], PlanHash: confirm})
 		if report != nil {
 			refs := make([]event.ResourceRef, 0, len(report.Results))
 			for _, r := range report.Results {
@@ -285,7 +278,7 @@ first, never forces, never deletes.`,
 				if err := tw.Flush(); err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "\napply of plan %s on %s: %s as %s (nothing forced, nothing deleted; controllers act on the objects now)\n", plan.ID, cfg.Host, report.Status, report.FieldManager)
+				fmt.Fprintf(w, "\napply of plan %s on cluster %s: %s as %s (nothing forced, nothing deleted; controllers act on the objects now)\n", plan.ID, report.Cluster, report.Status, report.FieldManager)
 				return nil
 			}})
 			if err == nil {
@@ -295,4 +288,13 @@ first, never forces, never deletes.`,
 		return err
 	}
 	return cmd
+}
+
+// target is the cluster a journal's plan is dry-run and applied on.
+func (e *env) target() (*rest.Config, error) {
+	cfg, err := e.kube.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("target cluster: %w (choose it with --kubeconfig and --context)", err)
+	}
+	return cfg, nil
 }

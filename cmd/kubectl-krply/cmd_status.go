@@ -16,9 +16,9 @@ import (
 // and its coverage at its last evidence of continuity.
 type streamReport struct {
 	storage.StreamStatus
-	// Coverage is the stream's coverage at LastObservedAt, its last
-	// evidence: time is covered from its BaselineEndAt to LastObservedAt
-	// when it is continuous (a complete baseline, no loss since).
+	// Coverage is the stream's coverage now: time is covered from its
+	// BaselineEndAt to LastObservedAt, the last evidence, when it is
+	// continuous (a complete baseline, no loss since).
 	Coverage storage.Coverage `json:"coverage"`
 	// Covered says whether the stream is covered from Coverage.BaselineEndAt
 	// up to its last evidence.
@@ -58,7 +58,8 @@ Streams of every namespace are shown unless -n is given.`,
 		if err != nil {
 			return err
 		}
-		streams, err := src.Streams(ctx, cluster)
+		now := e.now()
+		streams, err := src.Streams(ctx, cluster, now)
 		if err != nil {
 			return err
 		}
@@ -66,15 +67,11 @@ Streams of every namespace are shown unless -n is given.`,
 		if cmd.Flags().Changed("namespace") {
 			ns = e.namespace()
 		}
-		now := e.now()
 		var reports []streamReport
-		for _, st := range streams {
+		for _, info := range streams {
+			st, cov := info.Status, info.Coverage
 			if ns != "" && st.Stream.Namespace != ns && st.Stream.Namespace != "" {
 				continue
-			}
-			cov, err := src.Coverage(ctx, st.StreamID, st.LastObservedAt)
-			if err != nil {
-				return err
 			}
 			r := streamReport{StreamStatus: st, Coverage: cov, Covered: st.Available && cov.Continuous(), Lag: since(st.LastObservedAt, now)}
 			switch {

@@ -32,15 +32,15 @@ func (e *env) completeObjects(cmd *cobra.Command, args []string, toComplete stri
 	}
 	typ, _, typed := strings.Cut(toComplete, "/")
 	if !typed {
-		streams, err := src.Streams(ctx, cluster)
+		streams, err := src.Streams(ctx, cluster, e.now())
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var out []string
 		for _, st := range streams {
-			name := st.Stream.Resource
-			if st.Stream.Group != "" {
-				name += "." + st.Stream.Group
+			name := st.Status.Stream.Resource
+			if st.Status.Stream.Group != "" {
+				name += "." + st.Status.Stream.Group
 			}
 			if strings.HasPrefix(name, toComplete) && !contains(out, name+"/") {
 				out = append(out, name+"/")
@@ -49,7 +49,7 @@ func (e *env) completeObjects(cmd *cobra.Command, args []string, toComplete stri
 		sort.Strings(out)
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
-	gr, err := resolveType(ctx, src, cluster, typ)
+	gr, err := resolveType(ctx, src, cluster, typ, e.now())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -18,15 +19,9 @@ func (e *env) clusterOf(ctx context.Context, src source) (string, error) {
 	if e.clusterID != "" {
 		return e.clusterID, nil
 	}
-	streams, err := src.Streams(ctx, "")
+	ids, err := src.Clusters(ctx)
 	if err != nil {
 		return "", err
-	}
-	var ids []string
-	for _, st := range streams {
-		if !slices.Contains(ids, st.Stream.ClusterID) {
-			ids = append(ids, st.Stream.ClusterID)
-		}
 	}
 	switch len(ids) {
 	case 0:
@@ -82,7 +77,7 @@ func (e *env) objectRef(ctx context.Context, src source, clusterID, arg string) 
 	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
 		return storage.ObjectID{}, usagef("%q: want TYPE/NAME, e.g. deploy/web or configmaps/settings", arg)
 	}
-	gr, err := resolveType(ctx, src, clusterID, typ)
+	gr, err := resolveType(ctx, src, clusterID, typ, e.now())
 	if err != nil {
 		return storage.ObjectID{}, err
 	}
@@ -94,14 +89,14 @@ func (e *env) objectRef(ctx context.Context, src source, clusterID, arg string) 
 }
 
 // resolveType finds the recorded resource a TYPE names.
-func resolveType(ctx context.Context, src source, clusterID, typ string) (schema.GroupResource, error) {
-	streams, err := src.Streams(ctx, clusterID)
+func resolveType(ctx context.Context, src source, clusterID, typ string, now time.Time) (schema.GroupResource, error) {
+	streams, err := src.Streams(ctx, clusterID, now)
 	if err != nil {
 		return schema.GroupResource{}, err
 	}
 	var recorded []schema.GroupResource
 	for _, st := range streams {
-		gr := schema.GroupResource{Group: st.Stream.Group, Resource: st.Stream.Resource}
+		gr := schema.GroupResource{Group: st.Status.Stream.Group, Resource: st.Status.Stream.Resource}
 		if !slices.Contains(recorded, gr) {
 			recorded = append(recorded, gr)
 		}

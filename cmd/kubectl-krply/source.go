@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -21,10 +22,10 @@ import (
 // (journalSource) or by a recorder's query API (the --server flag). Every
 // command is written over it, so both give the same output.
 type source interface {
-	// Streams lists the streams of a cluster ("" for all clusters).
-	Streams(ctx context.Context, clusterID string) ([]storage.StreamStatus, error)
-	// Coverage says whether a stream is covered at a time.
-	Coverage(ctx context.Context, streamID string, at time.Time) (storage.Coverage, error)
+	// Clusters lists the IDs of the clusters the journal records.
+	Clusters(ctx context.Context) ([]string, error)
+	// Streams lists the streams of a cluster with their coverage at a time.
+	Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error)
 	// Losses lists the gap and coverage-change records of a cluster
 	// observed in [since, until] (zero: unbounded).
 	Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error)
@@ -37,15 +38,26 @@ type source interface {
 	// dry-run and applied.
 	Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error)
 	LoadPlan(ctx context.Context, id string) (*replay.Plan, error)
-	// DryRun and Apply run a saved plan against the target cluster cfg
-	// names.
-	DryRun(ctx context.Context, plan *replay.Plan, target *rest.Config) (*replay.DryRunReport, error)
-	Apply(ctx context.Context, plan *replay.Plan, target *rest.Config, confirm replay.Confirmation) (*replay.ApplyReport, error)
+	// DryRun and Apply run a saved plan against the target cluster: the
+	// one target returns for a journal file, the query API's own for
+	// --server.
+	DryRun(ctx context.Context, plan *replay.Plan, target targetConfig) (*replay.DryRunReport, error)
+	Apply(ctx context.Context, plan *replay.Plan, target targetConfig, confirm replay.Confirmation) (*replay.ApplyReport, error)
 	// IngestAudit links the writes of audit log files to the journal's
 	// events and saves the links.
 	IngestAudit(ctx context.Context, clusterID string, paths []string) (audit.Summary, error)
 	Close() error
 }
+
+// streamInfo is a stream's durable status and its coverage at the time
+// asked about.
+type streamInfo struct {
+	Status   storage.StreamStatus
+	Coverage storage.Coverage
+}
+
+// targetConfig returns the target cluster of a dry run or an apply.
+type targetConfig func() (*rest.Config, error)
 
 // journalSource answers from a journal file, opened read-only unless the
 // command writes (saving a snapshot or a plan, a dry run, an apply, audit
@@ -77,12 +89,34 @@ func openJournal(ctx context.Context, path string, writes bool) (*journalSource,
 
 func (s *journalSource) Close() error { return s.j.Close() }
 
-func (s *journalSource) Streams(ctx context.Context, clusterID string) ([]storage.StreamStatus, error) {
-	return s.j.Store().Streams(ctx, clusterID)
+func (s *journalSource) Clusters(ctx context.Context) ([]string, error) {
+	streams, err := s.j.Store().Streams(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, st := range streams {
+		if !slices.Contains(ids, st.Stream.ClusterID) {
+			ids = append(ids, st.Stream.ClusterID)
+		}
+	}
+	return ids, nil
 }
 
-func (s *journalSource) Coverage(ctx context.Context, streamID string, at time.Time) (storage.Coverage, error) {
-	return storage.CoverageAt(ctx, s.j.Store(), streamID, at)
+func (s *journalSource) Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error) {
+	streams, err := s.j.Store().Streams(ctx, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]streamInfo, 0, len(streams))
+	for _, st := range streams {
+		cov, err := storage.CoverageAt(ctx, s.j.Store(), st.StreamID, at)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, streamInfo{Status: st, Coverage: cov})
+	}
+	return out, nil
 }
 
 func (s *journalSource) Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error) {
@@ -137,20 +171,28 @@ func (s *journalSource) LoadPlan(ctx context.Context, id string) (*replay.Plan, 
 	return s.j.LoadPlan(ctx, id)
 }
 
-func (s *journalSource) DryRun(ctx context.Context, plan *replay.Plan, target *rest.Config) (*replay.DryRunReport, error) {
-	c, err := replay.NewClusterForConfig(target)
+func (s *journalSource) DryRun(ctx context.Context, plan *replay.Plan, target targetConfig) (*replay.DryRunReport, error) {
+	c, err := cluster(target)
 	if err != nil {
 		return nil, err
 	}
 	return s.j.DryRun(ctx, plan, c)
 }
 
-func (s *journalSource) Apply(ctx context.Context, plan *replay.Plan, target *rest.Config, confirm replay.Confirmation) (*replay.ApplyReport, error) {
-	c, err := replay.NewClusterForConfig(target)
+func (s *journalSource) Apply(ctx context.Context, plan *replay.Plan, target targetConfig, confirm replay.Confirmation) (*replay.ApplyReport, error) {
+	c, err := cluster(target)
 	if err != nil {
 		return nil, err
 	}
 	return s.j.Apply(ctx, plan, c, confirm)
+}
+
+func cluster(target targetConfig) (*replay.Cluster, error) {
+	cfg, err := target()
+	if err != nil {
+		return nil, err
+	}
+	return replay.NewClusterForConfig(cfg)
 }
 
 func (s *journalSource) IngestAudit(ctx context.Context, clusterID string, paths []string) (audit.Summary, error) {

@@ -161,9 +161,15 @@ func (h *handler) newRecordFilter(ctx context.Context, p *params) (*recordFilter
 	f := &recordFilter{scope: scope, name: p.q.Get("name"), streams: map[string]bool{}}
 	f.scoped = len(scope.Namespaces) > 0 || len(scope.Resources) > 0 || f.name != ""
 	for _, st := range sts {
-		f.streams[st.StreamID] = streamMatches(st.Stream, scope)
+		f.streams[st.StreamID] = f.matches(st.Stream)
 	}
 	return f, nil
+}
+
+// matches reports whether the filter keeps records of a stream: one that
+// can hold records of the scope and does not record Secrets.
+func (f *recordFilter) matches(st event.Stream) bool {
+	return streamMatches(st, f.scope) && !isSecret(st.Group, st.Resource)
 }
 
 // keep reports whether rec belongs to the answer. Secrets never do.
@@ -172,13 +178,21 @@ func (f *recordFilter) keep(rec *event.Record) bool {
 		return false
 	}
 	if rec.StreamID == "" {
-		return !f.scoped
+		if rec.Resource.Resource == "" {
+			// A saved snapshot or plan: about no one stream.
+			return !f.scoped
+		}
+		// An audit correlation: about the object it names.
+		if len(f.scope.Resources) > 0 && !slices.Contains(f.scope.Resources, schema.GroupResource{Group: rec.Resource.Group, Resource: rec.Resource.Resource}) {
+			return false
+		}
+		return (f.name == "" || rec.Resource.Name == f.name) && (len(f.scope.Namespaces) == 0 || slices.Contains(f.scope.Namespaces, rec.Resource.Namespace))
 	}
 	match, ok := f.streams[rec.StreamID]
 	if !ok {
 		// A stream that appeared after the filter was made.
 		st, err := event.ParseStreamID(rec.StreamID)
-		match = err == nil && streamMatches(st, f.scope)
+		match = err == nil && f.matches(st)
 		f.streams[rec.StreamID] = match
 	}
 	if !match {
@@ -194,9 +208,9 @@ func (f *recordFilter) keep(rec *event.Record) bool {
 }
 
 // single returns the one stream the filter can match, "" when there is
-// not exactly one.
-func (f *recordFilter) single() string {
-	if !f.scoped {
+// not exactly one or records of no stream (audit correlations) may match.
+func (f *recordFilter) single(types []event.RecordType) string {
+	if !f.scoped || len(types) == 0 || slices.Contains(types, event.TypeAuditCorrelation) {
 		return ""
 	}
 	one := ""
@@ -212,11 +226,11 @@ func (f *recordFilter) single() string {
 }
 
 // query is the storage query that reads the filter's records.
-func (f *recordFilter) query() storage.Query {
-	if id := f.single(); id != "" {
-		return storage.Query{StreamID: id}
+func (f *recordFilter) query(types []event.RecordType) storage.Query {
+	if id := f.single(types); id != "" {
+		return storage.Query{StreamID: id, Types: types}
 	}
-	return storage.Query{ClusterID: f.scope.ClusterID}
+	return storage.Query{ClusterID: f.scope.ClusterID, Types: types}
 }
 
 // scanBudget bounds the records one records page reads from the journal.
@@ -229,10 +243,11 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	q := f.query()
-	if q.Types, err = p.recordTypes(); err != nil {
+	types, err := p.recordTypes()
+	if err != nil {
 		return 0, nil, err
 	}
+	q := f.query(types)
 	if q.Until, err = p.time("until", p.now); err != nil {
 		return 0, nil, err
 	}

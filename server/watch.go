@@ -57,11 +57,12 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		fail(err)
 		return
 	}
-	q := f.query()
-	if q.Types, err = p.recordTypes(); err != nil {
+	types, err := p.recordTypes()
+	if err != nil {
 		fail(err)
 		return
 	}
+	q := f.query(types)
 	bodies, err := p.boolean("bodies", true)
 	if err != nil {
 		fail(err)

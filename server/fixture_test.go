@@ -36,7 +36,7 @@ var (
 	cmOther  = event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "other"}
 	secShop  = event.Stream{ClusterID: "c1", Version: "v1", Resource: "secrets", Namespace: "shop"}
 	nsStream = event.Stream{ClusterID: "c1", Version: "v1", Resource: "namespaces"}
-	deploys  = event.Stream{ClusterID: "c1", Group: "apps", Version: "apps/v1", Resource: "deployments"}
+	deploys  = event.Stream{ClusterID: "c1", Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
 // recorded is a journal as a recorder leaves it, written through a

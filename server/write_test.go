@@ -177,9 +177,6 @@ func TestDryRunAndApply(t *testing.T) {
 	if err != nil || report.PlanID != plan.ID || len(report.Results) == 0 {
 		t.Fatalf("dry run: %+v, %v", report, err)
 	}
-	for _, r := range report.Results {
-		t.Logf("dry run of %s: %s %s %s", r.Ref, r.Action, r.Reason, r.Message)
-	}
 	applied, err := c.Apply(ctx, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
 	if err != nil {
 		t.Fatalf("apply: %v", err)

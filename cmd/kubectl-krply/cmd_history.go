@@ -15,7 +15,7 @@ import (
 )
 
 func (e *env) historyCommand() *cobra.Command {
-	var status bool
+	var ignoreStatus bool
 	cmd := &cobra.Command{
 		Use:   "history TYPE/NAME",
 		Short: "List every version of an object: when, resourceVersion, who, what changed",
@@ -35,7 +35,7 @@ missing.`,
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd, "wide")
-	cmd.Flags().BoolVar(&status, "status", false, "show changes of status too")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status (with --journal only)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := p.validate(); err != nil {
 			return err
@@ -46,14 +46,11 @@ missing.`,
 			return err
 		}
 		defer src.Close()
-		h, err := src.History(ctx, obj, status)
+		h, err := src.History(ctx, obj, ignoreStatus)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
 		versions := h.Versions()
-		if len(versions) == 0 {
-			return fmt.Errorf("%s: not found: the journal holds no version of it", objectName(obj))
-		}
 		e.warnHistory(h)
 		return p.print(e.Out, view{value: h, names: []event.ResourceRef{versions[len(versions)-1].Ref}, table: func(w io.Writer, format string) error {
 			return historyTable(w, h, format == "wide")
@@ -184,7 +181,7 @@ type blame struct {
 }
 
 func (e *env) blameCommand() *cobra.Command {
-	var status bool
+	var ignoreStatus bool
 	cmd := &cobra.Command{
 		Use:   "blame TYPE/NAME",
 		Short: "For each field of an object: its last change, who made it, when",
@@ -199,7 +196,7 @@ manager from managedFields, which names a client, not a user). The row
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd)
-	cmd.Flags().BoolVar(&status, "status", false, "blame status fields too")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields (with --journal only)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if err := p.validate(); err != nil {
 			return err
@@ -210,14 +207,11 @@ manager from managedFields, which names a client, not a user). The row
 			return err
 		}
 		defer src.Close()
-		h, err := src.History(ctx, obj, status)
+		h, err := src.History(ctx, obj, ignoreStatus)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
 		versions := h.Versions()
-		if len(versions) == 0 {
-			return fmt.Errorf("%s: not found: the journal holds no version of it", objectName(obj))
-		}
 		e.warnHistory(h)
 		b := blameOf(h)
 		return p.print(e.Out, view{value: b, names: []event.ResourceRef{versions[len(versions)-1].Ref}, table: func(w io.Writer, _ string) error {

@@ -77,14 +77,14 @@ journal covers that time. An object that did not exist then is an error
 		defer src.Close()
 		st, err := src.ObjectAt(ctx, obj, when)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
 		if !st.Covered {
 			e.warnIncomplete("the journal does not cover %s at %s: %s", objectName(obj), ts(when), coverageReasons(st.Coverage, st.Warnings))
 		}
 		if !st.Exists || st.Record == nil {
 			if st.Record == nil {
-				return fmt.Errorf("%s: not found in the journal at %s", objectName(obj), ts(when))
+				return fmt.Errorf("%s: not found at %s: the journal's first version of it is later", objectName(obj), ts(when))
 			}
 			return fmt.Errorf("%s: not found at %s: deleted (observed %s)", objectName(obj), ts(when), ts(st.Record.ObservedAt))
 		}

@@ -110,7 +110,7 @@ func deploymentObject(namespace, name string, replicas int64) *unstructured.Unst
 	}})
 }
 
-func client(t *testing.T, cfg *rest.Config) *dynamic.DynamicClient {
+func dynClient(t *testing.T, cfg *rest.Config) *dynamic.DynamicClient {
 	t.Helper()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -126,7 +126,7 @@ func TestEndToEnd(t *testing.T) {
 	env := testenv.Start(t, testenv.WithAudit(""))
 	ns := env.CreateNamespace(t)
 	ctx := context.Background()
-	alice, bob := client(t, env.ConfigFor(testenv.UserAlice)), client(t, env.ConfigFor(testenv.UserBob))
+	alice, bob := dynClient(t, env.ConfigFor(testenv.UserAlice)), dynClient(t, env.ConfigFor(testenv.UserBob))
 	if _, err := alice.Resource(configMaps).Namespace(ns).Create(ctx, object("v1", "ConfigMap", ns, "settings", map[string]any{"data": map[string]any{"color": "blue"}}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -138,6 +138,7 @@ func TestEndToEnd(t *testing.T) {
 	kube := []string{"--kubeconfig", env.Kubeconfig(), "--journal", journal}
 	out, stop := startRecord(t, append(kube, "--resource", "deploy,cm", "-n", ns, "--status-every", "0")...)
 	waitFor(t, "sync", 2*time.Minute, func() bool { return strings.Contains(out.String(), "synced:") })
+	synced := time.Now()
 
 	// bob scales web, alice changes settings.
 	web, err := bob.Resource(deployments).Namespace(ns).Get(ctx, "web", metav1.GetOptions{})
@@ -156,8 +157,15 @@ func TestEndToEnd(t *testing.T) {
 	if _, err := alice.Resource(configMaps).Namespace(ns).Update(ctx, settings, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Once the journal holds both changes (ObservedAt is when krply saw
+	// them), a time after them; events after that time vouch for it in
+	// both streams.
+	waitFor(t, "the changes in the journal", time.Minute, func() bool {
+		a := runLive(t, append(kube, "get", "cm/settings", "-n", ns, "-o", "jsonpath={.data.color}")...)
+		b := runLive(t, append(kube, "get", "deploy/web", "-n", ns, "-o", "jsonpath={.spec.replicas}")...)
+		return a.stdout == "green" && b.stdout == "3"
+	})
 	changed := time.Now()
-	// Events after that time vouch for it in both streams.
 	time.Sleep(10 * time.Millisecond)
 	if _, err := alice.Resource(configMaps).Namespace(ns).Create(ctx, object("v1", "ConfigMap", ns, "marker", map[string]any{}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -210,7 +218,7 @@ func TestEndToEnd(t *testing.T) {
 	if d.code != exitOK || !strings.Contains(d.stdout, string(replay.StatusDryRunNeedsNamespaces)) || !strings.Contains(d.stdout, "replay apply "+planID+" --confirm "+hash) {
 		t.Fatalf("replay dry-run: exit %d:\n%s%s", d.code, d.stdout, d.stderr)
 	}
-	target := client(t, env.Config()).Resource(configMaps).Namespace(sandbox)
+	target := dynClient(t, env.Config()).Resource(configMaps).Namespace(sandbox)
 	wrong := runLive(t, append(kube, "replay", "apply", planID, "--confirm", "sha256:0")...)
 	if wrong.code != exitError || !strings.Contains(wrong.stderr, "was not applied") || !strings.Contains(wrong.stderr, "--confirm "+hash) {
 		t.Errorf("apply with a wrong hash: exit %d:\n%s%s", wrong.code, wrong.stdout, wrong.stderr)
@@ -229,15 +237,35 @@ func TestEndToEnd(t *testing.T) {
 	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" || cm.GetAnnotations()[replay.AnnotationPlanID] != planID {
 		t.Errorf("the applied ConfigMap has color %q and plan %q, want green from plan %s", color, cm.GetAnnotations()[replay.AnnotationPlanID], planID)
 	}
-	dep, err := client(t, env.Config()).Resource(deployments).Namespace(sandbox).Get(ctx, "web", metav1.GetOptions{})
+	dep, err := dynClient(t, env.Config()).Resource(deployments).Namespace(sandbox).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if replicas, _, _ := unstructured.NestedInt64(dep.Object, "spec", "replicas"); replicas != 3 {
 		t.Errorf("the applied Deployment has %d replicas, want 3", replicas)
 	}
-	if _, err := client(t, env.Config()).Resource(configMaps).Namespace(sandbox).Get(ctx, "marker", metav1.GetOptions{}); err == nil {
+	if _, err := dynClient(t, env.Config()).Resource(configMaps).Namespace(sandbox).Get(ctx, "marker", metav1.GetOptions{}); err == nil {
 		t.Error("the marker created after --at was applied")
+	}
+
+	// The recorder's query API answers as the journal does.
+	url := serveFile(t, journal)
+	for _, args := range [][]string{
+		{"history", "deploy/web", "-n", ns}, {"blame", "cm/settings", "-n", ns, "-o", "json"},
+		{"diff", "-n", ns, "--from", synced.Format(time.RFC3339Nano), "--to", at}, {"replay", "dry-run", planID},
+	} {
+		want := runLive(t, append([]string{"--journal", journal}, args...)...)
+		got := runLive(t, append([]string{"--server", url, "--token", "secret"}, args...)...)
+		if args[0] == "replay" {
+			// The query API dry-runs on its own target, if it has one.
+			if got.code != exitError || !strings.Contains(got.stderr, "dry") {
+				t.Errorf("dry run through an API without a target: exit %d\n%s", got.code, got.stderr)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%v: --server answers differently from --journal:\n%s%s\n---\n%s%s", args, got.stdout, got.stderr, want.stdout, want.stderr)
+		}
 	}
 
 	// Ctrl-C before the first sync is not an error.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/krply/krply/replay"
+	"github.com/krply/krply/server"
 )
 
 // policyFlags maps the fields of replay.Policy that library messages name
@@ -52,12 +53,19 @@ func flagWords(s string) string {
 	})
 }
 
+const coverHint = "; choose a covered time with --at (kubectl krply status, kubectl krply gaps)"
+
+// errNeverRecorded: the journal holds no version of the object asked
+// about.
+var errNeverRecorded = errors.New("not found: the journal never recorded it (check TYPE, -n and NAME; kubectl krply snapshot lists what it holds)")
+
 // message says what went wrong in the words of the command line: flags,
 // not Go fields; one "replay:" prefix at most.
 func message(err error) string {
 	var confirm *replay.ConfirmationRequiredError
 	var source *replay.SourceClusterError
 	var cover *replay.CoverageIncompleteError
+	var serr *server.Error
 	switch {
 	case errors.As(err, &confirm):
 		return fmt.Sprintf("plan %s was not applied: %s; apply exactly the plan you reviewed with: kubectl krply replay apply %s --confirm %s",
@@ -66,7 +74,16 @@ func message(err error) string {
 		return fmt.Sprintf("plan %s was not applied: the target cluster %s is the cluster the history was recorded from; choose a sandbox with --context or --kubeconfig, or plan again with --allow-source-cluster",
 			source.PlanID, source.ClusterID)
 	case errors.As(err, &cover):
-		return flagWords(strings.TrimPrefix(cover.Error(), "replay: ")) + "; choose a covered time with --at (kubectl krply status, kubectl krply gaps)"
+		return flagWords(strings.TrimPrefix(cover.Error(), "replay: ")) + coverHint
+	case errors.As(err, &serr):
+		msg := flagWords(strings.TrimPrefix(serr.Message, "replay: "))
+		switch serr.Code {
+		case server.CodeCoverageIncomplete:
+			msg += coverHint
+		case server.CodeUnauthenticated, server.CodeForbidden:
+			msg = fmt.Sprintf("the query API refused the request (%s): %s; give a token it accepts with --token or --token-file", serr.Code, msg)
+		}
+		return msg
 	}
 	msg := err.Error()
 	for strings.Contains(msg, "replay: replay: ") {

@@ -100,6 +100,7 @@ func TestGolden(t *testing.T) {
 		{"history-yaml", 0, []string{"history", "deploy/web", "-n", "shop", "-o", "yaml"}},
 		{"history-name", 0, []string{"history", "deploy/web", "-n", "shop", "-o", "name"}},
 		{"history-jsonpath", 0, []string{"history", "deploy/web", "-n", "shop", "-o", "jsonpath={.entries[*].version.resourceVersion}"}},
+		{"history-ignore-status", 0, []string{"history", "deploy/web", "-n", "shop", "--ignore-status"}},
 		{"history-gap", 0, []string{"history", "configmaps/settings", "-n", "shop"}},
 		{"history-inferred", 0, []string{"history", "configmap/debug", "-n", "shop"}},
 		{"history-missing", 1, []string{"history", "deploy/nope", "-n", "shop"}},

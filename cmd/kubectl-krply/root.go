@@ -54,9 +54,8 @@ type env struct {
 	// now is the time "now" and relative times are read against; tests
 	// pin it.
 	now func() time.Time
-	// newServerSource answers from a query API (set when the client is
-	// built in; nil otherwise).
-	newServerSource func(e *env) (source, error)
+	// journalFlagSet is true when --journal was given.
+	journalFlagSet bool
 	// planOptions are given to the replay planner (tests fix IDs and the
 	// clock).
 	planOptions []replay.Option
@@ -74,6 +73,9 @@ func run(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer
 // execute runs the command line args and returns the exit code.
 func (e *env) execute(ctx context.Context, args []string) int {
 	root := e.rootCommand()
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		e.journalFlagSet = cmd.Flags().Changed("journal")
+	}
 	root.SetArgs(args)
 	root.SetIn(e.In)
 	root.SetOut(e.Out)
@@ -178,10 +180,10 @@ warning on stderr).`,
 // journal file otherwise. writes opens the journal writable.
 func (e *env) open(ctx context.Context, writes bool) (source, error) {
 	if e.server != "" {
-		if e.newServerSource == nil {
-			return nil, usagef("--server: this build of kubectl krply has no query API client; use --journal")
+		if e.kube != nil && e.journalFlagSet {
+			return nil, usagef("give --journal or --server, not both")
 		}
-		return e.newServerSource(e)
+		return openServer(e)
 	}
 	if e.token != "" || e.tokenFile != "" {
 		return nil, usagef("--token and --token-file go with --server")

@@ -29,8 +29,10 @@ type source interface {
 	// Losses lists the gap and coverage-change records of a cluster
 	// observed in [since, until] (zero: unbounded).
 	Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error)
+	// ObjectAt and History return errNeverRecorded for an object the
+	// journal holds no version of.
 	ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error)
-	History(ctx context.Context, obj storage.ObjectID, includeStatus bool) (*materialize.History, error)
+	History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error)
 	// Snapshot computes the state of a scope at a time; a name saves it.
 	Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error)
 	Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error)
@@ -136,11 +138,29 @@ func (s *journalSource) Losses(ctx context.Context, clusterID string, since, unt
 }
 
 func (s *journalSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error) {
-	return s.mat.ObjectAt(ctx, obj, at)
+	st, err := s.mat.ObjectAt(ctx, obj, at)
+	if err == nil && st.Record == nil {
+		h, herr := s.mat.History(ctx, obj, materialize.Limit(1))
+		if herr != nil {
+			return nil, herr
+		}
+		if len(h.Versions()) == 0 {
+			return nil, errNeverRecorded
+		}
+	}
+	return st, err
 }
 
-func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, includeStatus bool) (*materialize.History, error) {
-	return s.mat.History(ctx, obj, materialize.IncludeStatus(includeStatus))
+func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error) {
+	var opts []materialize.HistoryOption
+	if ignoreStatus {
+		opts = append(opts, materialize.IncludeStatus(false))
+	}
+	h, err := s.mat.History(ctx, obj, opts...)
+	if err == nil && len(h.Versions()) == 0 {
+		return nil, errNeverRecorded
+	}
+	return h, err
 }
 
 func (s *journalSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {

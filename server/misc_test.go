@@ -120,10 +120,10 @@ func TestAuditWebhook(t *testing.T) {
 	rv := green.Resource.ResourceVersion
 	ev := audit.Event{Level: audit.LevelRequestResponse, AuditID: "a-1", Stage: audit.StageResponseComplete,
 		RequestURI: "/api/v1/namespaces/shop/configmaps/settings", Verb: "update",
-		User:           authnv1.UserInfo{Username: "carol"},
-		ObjectRef:      &audit.ObjectReference{Resource: "configmaps", Namespace: "shop", Name: "settings", APIVersion: "v1"},
-		ResponseStatus: &metav1.Status{Code: 200},
-		ResponseObject: json.RawMessage(fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"settings","namespace":"shop","uid":"uid-shop-settings","resourceVersion":%q}}`, rv)),
+		User:                     authnv1.UserInfo{Username: "carol"},
+		ObjectRef:                &audit.ObjectReference{Resource: "configmaps", Namespace: "shop", Name: "settings", APIVersion: "v1"},
+		ResponseStatus:           &metav1.Status{Code: 200},
+		ResponseObject:           json.RawMessage(fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"settings","namespace":"shop","uid":"uid-shop-settings","resourceVersion":%q}}`, rv)),
 		RequestReceivedTimestamp: metav1.NewMicroTime(green.ObservedAt.Add(-time.Second)),
 		StageTimestamp:           metav1.NewMicroTime(green.ObservedAt),
 	}

@@ -1,27 +1,18 @@
 package main
 
 import (
-	"strings"
 	"time"
+
+	"github.com/krply/krply/server"
 )
 
-// parseTime reads "now", an RFC 3339 time, or a duration ago: "10m ago",
-// "90s ago", "1h30m ago". flag names the flag in errors.
+// parseTime reads the value of --flag with server.ParseTime, the one
+// parser of the query API and every krply tool: "now", RFC 3339 at any
+// precision, or a duration ago ("10m", "10m ago", "1h30m ago").
 func parseTime(flag, s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "now" {
-		return now, nil
-	}
-	if ago, ok := strings.CutSuffix(s, " ago"); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(ago))
-		if err != nil || d < 0 {
-			return time.Time{}, usagef("--%s %q: want a duration before \" ago\", e.g. \"10m ago\"", flag, s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := server.ParseTime(s, now)
 	if err != nil {
-		return time.Time{}, usagef("--%s %q: want \"now\", RFC 3339 (2026-01-02T15:04:05.5Z) or \"10m ago\"", flag, s)
+		return time.Time{}, usagef("--%s: %v", flag, err)
 	}
 	return t, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/server"
 	"github.com/krply/krply/watch"
 )
 
@@ -22,6 +25,7 @@ func (e *env) recordCommand() *cobra.Command {
 	var every time.Duration
 	var verbosity int
 	var selector string
+	var api apiFlags
 	cmd := &cobra.Command{
 		Use:   "record",
 		Short: "Record a gap-aware history of the cluster's objects into the journal",
@@ -32,10 +36,17 @@ It prints the initial lists' progress, one line per stream once every stream
 has a complete baseline, and again every --status-every. Gaps, 410s and
 retries are logged on stderr.
 
+--listen ADDR serves the query API (docs/query-api.md) from this recorder's
+journal, so that kubectl krply --server http://ADDR answers without access
+to the file. Give it --listen-token-file (one bearer token per line, reread
+when it changes) unless ADDR is a loopback address; without it every
+request is allowed.
+
 Without -n it records every namespace; -n takes one namespace or several
 separated by commas.`,
 		Example: `  kubectl krply record --resource deploy,cm,svc -n shop
-  kubectl krply record --context prod --journal prod.db`,
+  kubectl krply record --context prod --journal prod.db
+  kubectl krply record -n shop --listen 127.0.0.1:8080`,
 		Args: noArgs,
 	}
 	f := cmd.Flags()
@@ -44,12 +55,18 @@ separated by commas.`,
 	f.StringVarP(&selector, "selector", "l", "", "record only objects with these labels (a label selector, e.g. app=web)")
 	f.DurationVar(&every, "status-every", 30*time.Second, "how often to print each stream's status once synced (0: never)")
 	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity on stderr (gaps, 410s and retries are logged at 0)")
+	f.StringVar(&api.listen, "listen", "", "serve the query API on this address (host:port), for kubectl krply --server")
+	f.StringVar(&api.tokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line (required with a non-loopback --listen)")
+	f.BoolVar(&api.writes, "listen-allow-writes", false, "let query API clients save snapshots and replay plans in the journal")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if all && cmd.Flags().Changed("namespace") {
 			return usagef("-A records every namespace: give it without -n")
 		}
 		if e.server != "" {
 			return usagef("--server asks a recorder; record writes a journal file: give --journal")
+		}
+		if err := api.validate(); err != nil {
+			return err
 		}
 		cfg, err := e.kube.ToRESTConfig()
 		if err != nil {
@@ -78,7 +95,7 @@ separated by commas.`,
 			opts = append(opts, krply.WithCollectorOptions(watch.WithLabelSelector(selector)))
 		}
 		ctx := cmd.Context()
-		err = e.openAndRecord(ctx, opts, cfg, every)
+		err = e.openAndRecord(ctx, opts, cfg, every, api)
 		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// Ctrl-C is how a recorder is stopped, also before its
 			// first sync.
@@ -90,7 +107,7 @@ separated by commas.`,
 	return cmd
 }
 
-func (e *env) openAndRecord(ctx context.Context, opts []krply.Option, cfg *rest.Config, every time.Duration) error {
+func (e *env) openAndRecord(ctx context.Context, opts []krply.Option, cfg *rest.Config, every time.Duration, api apiFlags) error {
 	j, err := krply.Open(ctx, e.journal, opts...)
 	if err != nil {
 		return fmt.Errorf("journal %s: %w", e.journal, err)
@@ -100,7 +117,66 @@ func (e *env) openAndRecord(ctx context.Context, opts []krply.Option, cfg *rest.
 	if err != nil {
 		return err
 	}
+	if api.listen != "" {
+		stop, err := e.serve(j, rec, api)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	return e.record(ctx, rec, cfg.Host, every)
+}
+
+// apiFlags are record's flags of the query API.
+type apiFlags struct {
+	listen, tokenFile string
+	writes            bool
+}
+
+func (a apiFlags) validate() error {
+	if a.listen == "" {
+		if a.tokenFile != "" || a.writes {
+			return usagef("--listen-token-file and --listen-allow-writes go with --listen")
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(a.listen)
+	if err != nil {
+		return usagef("--listen %q: want host:port, e.g. 127.0.0.1:8080", a.listen)
+	}
+	if ip := net.ParseIP(host); a.tokenFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usagef("--listen %s serves a namespace's history beyond this machine: give --listen-token-file", a.listen)
+	}
+	return nil
+}
+
+// serve serves the query API from the recorder's journal until stop.
+func (e *env) serve(j *krply.Journal, rec *krply.Collector, api apiFlags) (stop func(), err error) {
+	opts := []server.Option{server.WithRecorder(rec)}
+	if api.tokenFile != "" {
+		opts = append(opts, server.WithTokenFile(api.tokenFile))
+	}
+	if api.writes {
+		opts = append(opts, server.WithWrites())
+	}
+	ln, err := net.Listen("tcp", api.listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: server.NewHandler(j.Store(), opts...), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(e.ErrOut, "query API on %s stopped: %v\n", ln.Addr(), err)
+		}
+	}()
+	fmt.Fprintf(e.Out, "serving the query API on http://%s (kubectl krply --server http://%s)\n", ln.Addr(), ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			fmt.Fprintf(e.ErrOut, "query API on %s: %v\n", ln.Addr(), err)
+		}
+	}, nil
 }
 
 // record runs the Collector until ctx ends, printing its progress.

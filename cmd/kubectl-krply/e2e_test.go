@@ -136,7 +136,7 @@ func TestEndToEnd(t *testing.T) {
 
 	journal := filepath.Join(t.TempDir(), "krply.db")
 	kube := []string{"--kubeconfig", env.Kubeconfig(), "--journal", journal}
-	out, stop := startRecord(t, append(kube, "--resource", "deploy,cm", "-n", ns, "--status-every", "0")...)
+	out, stop := startRecord(t, append(kube, "--resource", "deploy,cm", "-n", ns, "--status-every", "0", "--listen", "127.0.0.1:0")...)
 	waitFor(t, "sync", 2*time.Minute, func() bool { return strings.Contains(out.String(), "synced:") })
 	synced := time.Now()
 
@@ -182,6 +182,16 @@ func TestEndToEnd(t *testing.T) {
 		}
 		return a.code == exitOK && last.code == exitOK
 	}, &last)
+	// The recorder serves the query API (--listen): it answers as the
+	// journal does.
+	listen := regexp.MustCompile(`--server (http://\S+)\)`).FindStringSubmatch(out.String())
+	if listen == nil {
+		t.Fatalf("record --listen does not say where it serves:\n%s", out.String())
+	}
+	live := runLive(t, "--server", listen[1], "history", "deploy/web", "-n", ns)
+	if want := runLive(t, append(kube, "history", "deploy/web", "-n", ns)...); live != want || live.code != exitOK {
+		t.Errorf("history through record --listen:\n%s%s\nthrough the journal:\n%s%s", live.stdout, live.stderr, want.stdout, want.stderr)
+	}
 	if r := stop(); r.code != exitOK || !strings.Contains(r.stdout, "stopped; final status:") {
 		t.Fatalf("record stopped with exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
 	}

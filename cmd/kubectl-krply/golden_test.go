@@ -128,6 +128,8 @@ func TestGolden(t *testing.T) {
 		{"complete-types", 0, []string{"__complete", "history", ""}},
 		{"complete-names", 0, []string{"__complete", "history", "-n", "shop", "cm/"}},
 		{"complete-alias", 0, []string{"__complete", "blame", "-n", "shop", "deploy/w"}},
+		{"usage-record-listen-without-tokens", 2, []string{"record", "--listen", "0.0.0.0:8080"}},
+		{"usage-record-all-and-namespace", 2, []string{"record", "-A", "-n", "shop"}},
 		{"usage-history-no-arg", 2, []string{"history"}},
 		{"usage-history-no-slash", 2, []string{"history", "deploy", "web"}},
 		{"usage-snapshot-arg", 2, []string{"snapshot", "shop"}},

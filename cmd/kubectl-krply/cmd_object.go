@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/krply/krply/event"
@@ -88,9 +89,9 @@ journal covers that time. An object that did not exist then is an error
 			}
 			return fmt.Errorf("%s: not found at %s: deleted (observed %s)", objectName(obj), ts(when), ts(st.Record.ObservedAt))
 		}
-		var body any
-		if err := json.Unmarshal(st.Object, &body); err != nil {
-			return fmt.Errorf("%s: the recorded body is not JSON: %w", objectName(obj), err)
+		body := &unstructured.Unstructured{}
+		if err := body.UnmarshalJSON(st.Object); err != nil {
+			return fmt.Errorf("%s: the recorded body is not an object: %w", objectName(obj), err)
 		}
 		return p.print(e.Out, view{value: body, names: []event.ResourceRef{st.Record.Resource}, table: func(w io.Writer, format string) error {
 			tw := newTable(w)

@@ -86,6 +86,7 @@ func TestGolden(t *testing.T) {
 		{"get", 0, []string{"get", "deploy/web", "-n", "shop", "--at", stamp(15)}},
 		{"get-wide", 0, []string{"get", "deployments.apps/web", "-n", "shop", "--at", stamp(15), "-o", "wide"}},
 		{"get-yaml", 0, []string{"get", "deploy/web", "-n", "shop", "--at", stamp(15), "-o", "yaml"}},
+		{"get-yaml-managed-fields", 0, []string{"get", "deploy/web", "-n", "shop", "--at", stamp(15), "-o", "yaml", "--show-managed-fields"}},
 		{"get-json", 0, []string{"get", "cm/settings", "-n", "shop", "--at", stamp(25), "-o", "json"}},
 		{"get-name", 0, []string{"get", "deployment/web", "-n", "shop", "--at", stamp(15), "-o", "name"}},
 		{"get-jsonpath", 0, []string{"get", "deploy/web", "-n", "shop", "--at", stamp(15), "-o", "jsonpath={.spec.replicas}"}},

@@ -76,6 +76,11 @@ func (p *printFlags) print(out io.Writer, v view) error {
 	if p.output == "name" {
 		return printer.PrintObj(nameList(v.names), out)
 	}
+	if obj, ok := v.value.(*unstructured.Unstructured); ok {
+		// A Kubernetes object prints as kubectl get prints it
+		// (managedFields left out unless --show-managed-fields).
+		return printer.PrintObj(obj, out)
+	}
 	raw, err := json.Marshal(v.value)
 	if err != nil {
 		return err

@@ -44,19 +44,12 @@ saved either way.`,
 	p := addPrintFlags(cmd)
 	cmd.Flags().BoolVar(&tolerate, "tolerate-malformed", false, "succeed even when some lines are not audit events (they are still listed)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, true)
+		src, cluster, err := e.openCluster(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		sum, err := src.IngestAudit(ctx, cluster, args)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -37,26 +38,32 @@ missing.`,
 	p := addPrintFlags(cmd, "wide")
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status (with --journal only)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		src, obj, err := e.objectArgs(ctx, args[0])
+		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
 		if err != nil {
 			return err
-		}
-		defer src.Close()
-		h, err := src.History(ctx, obj, ignoreStatus)
-		if err != nil {
-			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
 		versions := h.Versions()
-		e.warnHistory(h)
 		return p.print(e.Out, view{value: h, names: []event.ResourceRef{versions[len(versions)-1].Ref}, table: func(w io.Writer, format string) error {
 			return historyTable(w, h, format == "wide")
 		}})
 	}
 	return cmd
+}
+
+// history returns the history of the object TYPE/NAME names, and warns
+// about what it may miss.
+func (e *env) history(ctx context.Context, arg string, ignoreStatus bool) (*materialize.History, error) {
+	src, obj, err := e.objectArgs(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	h, err := src.History(ctx, obj, ignoreStatus)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", objectName(obj), err)
+	}
+	e.warnHistory(h)
+	return h, nil
 }
 
 // warnHistory warns about what a history may miss.
@@ -198,21 +205,11 @@ manager from managedFields, which names a client, not a user). The row
 	p := addPrintFlags(cmd)
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields (with --journal only)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		src, obj, err := e.objectArgs(ctx, args[0])
+		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
 		if err != nil {
 			return err
-		}
-		defer src.Close()
-		h, err := src.History(ctx, obj, ignoreStatus)
-		if err != nil {
-			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
 		versions := h.Versions()
-		e.warnHistory(h)
 		b := blameOf(h)
 		return p.print(e.Out, view{value: b, names: []event.ResourceRef{versions[len(versions)-1].Ref}, table: func(w io.Writer, _ string) error {
 			tw := newTable(w)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -18,19 +19,15 @@ import (
 
 // objectArgs opens the source and resolves the TYPE/NAME argument.
 func (e *env) objectArgs(ctx context.Context, arg string) (source, storage.ObjectID, error) {
-	src, err := e.open(ctx, false)
+	src, cluster, err := e.openCluster(ctx, false)
 	if err != nil {
 		return nil, storage.ObjectID{}, err
 	}
-	cluster, err := e.clusterOf(ctx, src)
-	if err == nil {
-		var obj storage.ObjectID
-		if obj, err = e.objectRef(ctx, src, cluster, arg); err == nil {
-			return src, obj, nil
-		}
+	obj, err := e.objectRef(ctx, src, cluster, arg)
+	if err != nil {
+		return nil, storage.ObjectID{}, errors.Join(err, src.Close())
 	}
-	src.Close()
-	return nil, storage.ObjectID{}, err
+	return src, obj, nil
 }
 
 // objectName prints an object ID as the user may type it back.
@@ -63,9 +60,6 @@ journal covers that time. An object that did not exist then is an error
 	p := addPrintFlags(cmd, "wide")
 	cmd.Flags().StringVar(&at, "at", "now", `time: RFC 3339, "now" or "10m ago"`)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		when, err := parseTime("at", at, e.now())
 		if err != nil {
 			return err

@@ -80,9 +80,6 @@ the plan document.`,
 	f.StringSliceVar(&policy.Kinds, "kind", nil, "replay only these kinds, repeatable (default: every kind not excluded)")
 	f.StringSliceVar(&policy.Names, "name", nil, "replay only objects whose name matches this glob, repeatable")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		if all && toNamespace != "" {
 			return usagef("--to-namespace maps one namespace: give it with -n, not -A")
 		}
@@ -91,15 +88,11 @@ the plan document.`,
 			return err
 		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, true)
+		src, cluster, err := e.openCluster(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		source := replay.Source{ClusterID: cluster, At: when}
 		var target replay.Target
 		if !all {
@@ -198,9 +191,6 @@ first; apply creates it and validates again.`,
 	}
 	p := addPrintFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		src, plan, err := e.loadPlan(cmd, args[0])
 		if err != nil {
 			return err
@@ -252,9 +242,6 @@ first, never forces, never deletes.`,
 	p := addPrintFlags(cmd)
 	cmd.Flags().StringVar(&confirm, "confirm", "", "the hash of the plan you reviewed (required)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		if confirm == "" {
 			return usagef("--confirm HASH is required: the hash of the plan you reviewed (replay plan and replay dry-run print it)")
 		}

@@ -70,23 +70,16 @@ time. It only reads the journal unless --save NAME saves the snapshot there
 	cmd.Flags().StringVar(&save, "save", "", "save the snapshot in the journal under this name (default: save nothing)")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the whole cluster instead of one namespace")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		when, err := parseTime("at", at, e.now())
 		if err != nil {
 			return err
 		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, save != "")
+		src, cluster, err := e.openCluster(ctx, save != "")
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		snap, err := src.Snapshot(ctx, e.scopeOf(cluster, all), when, save)
 		if err != nil {
 			return err
@@ -149,9 +142,6 @@ unified diff of the objects' YAML.`,
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the whole cluster instead of one namespace")
 	cmd.Flags().BoolVar(&status, "status", false, "compare status too")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		now := e.now()
 		t1, err := parseTime("from", from, now)
 		if err != nil {
@@ -165,15 +155,11 @@ unified diff of the objects' YAML.`,
 			return usagef("--to %s is before --from %s", ts(t2), ts(t1))
 		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, false)
+		src, cluster, err := e.openCluster(ctx, false)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		d, err := src.Diff(ctx, e.scopeOf(cluster, all), t1, t2, status)
 		if err != nil {
 			return err

@@ -45,19 +45,12 @@ Streams of every namespace are shown unless -n is given.`,
 	}
 	p := addPrintFlags(cmd, "wide")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, false)
+		src, cluster, err := e.openCluster(ctx, false)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		now := e.now()
 		streams, err := src.Streams(ctx, cluster, now)
 		if err != nil {
@@ -138,9 +131,6 @@ may be missing from every answer; answers that touch one say so.`,
 	cmd.Flags().StringVar(&sinceFlag, "since", "", `only losses observed at or after this time: RFC 3339, "now" or "10m ago"`)
 	cmd.Flags().StringVar(&untilFlag, "until", "", `only losses observed at or before this time`)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := p.validate(); err != nil {
-			return err
-		}
 		now := e.now()
 		var from, to time.Time
 		var err error
@@ -155,15 +145,11 @@ may be missing from every answer; answers that touch one say so.`,
 			}
 		}
 		ctx := cmd.Context()
-		src, err := e.open(ctx, false)
+		src, cluster, err := e.openCluster(ctx, false)
 		if err != nil {
 			return err
 		}
 		defer src.Close()
-		cluster, err := e.clusterOf(ctx, src)
-		if err != nil {
-			return err
-		}
 		losses, err := src.Losses(ctx, cluster, from, to)
 		if err != nil {
 			return err

@@ -35,6 +35,8 @@ func addPrintFlags(cmd *cobra.Command, own ...string) *printFlags {
 	p.kube.OutputFormat = &p.output
 	p.kube.AddFlags(cmd)
 	cmd.Flags().Lookup("output").Usage = "output format: " + p.formats()
+	// -o is checked before the command does any work.
+	cmd.PreRunE = func(*cobra.Command, []string) error { return p.validate() }
 	return p
 }
 

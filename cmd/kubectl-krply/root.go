@@ -199,6 +199,20 @@ func (e *env) open(ctx context.Context, writes bool) (source, error) {
 	return src, nil
 }
 
+// openCluster opens the source of answers and finds the cluster asked
+// about (--cluster-id, or the journal's only one).
+func (e *env) openCluster(ctx context.Context, writes bool) (source, string, error) {
+	src, err := e.open(ctx, writes)
+	if err != nil {
+		return nil, "", err
+	}
+	cluster, err := e.clusterOf(ctx, src)
+	if err != nil {
+		return nil, "", errors.Join(err, src.Close())
+	}
+	return src, cluster, nil
+}
+
 // warnIncomplete prints why an answer is incomplete on stderr and
 // remembers it for the exit code.
 func (e *env) warnIncomplete(format string, args ...any) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
@@ -131,15 +130,6 @@ func coverageReasons(covs []storage.Coverage, warnings []string) string {
 		return "no stream records it"
 	}
 	return strings.Join(out, "; ")
-}
-
-// yamlOf renders a value for a table cell's neighbour lines.
-func yamlOf(v any) string {
-	raw, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSpace(string(raw))
 }
 
 // value prints a field's value on one line: JSON, strings unquoted.

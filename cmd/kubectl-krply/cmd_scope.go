@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
@@ -50,7 +52,7 @@ func (e *env) warnMissing(missing []materialize.MissingStream, warnings []string
 }
 
 func (e *env) snapshotCommand() *cobra.Command {
-	var at, save string
+	var at, save, selector string
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "snapshot",
@@ -69,10 +71,15 @@ time. It only reads the journal unless --save NAME saves the snapshot there
 	cmd.Flags().StringVar(&at, "at", "now", `time: RFC 3339, "now" or "10m ago"`)
 	cmd.Flags().StringVar(&save, "save", "", "save the snapshot in the journal under this name (default: save nothing)")
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "the whole cluster instead of one namespace")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "list only objects whose labels then matched this selector (e.g. app=web); completeness is the scope's")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		when, err := parseTime("at", at, e.now())
 		if err != nil {
 			return err
+		}
+		sel, err := labels.Parse(selector)
+		if err != nil {
+			return usagef("-l %q: %v", selector, err)
 		}
 		ctx := cmd.Context()
 		src, cluster, err := e.openCluster(ctx, save != "")
@@ -87,6 +94,11 @@ time. It only reads the journal unless --save NAME saves the snapshot there
 		e.warnMissing(snap.Missing, snap.Warnings, !snap.Complete)
 		if save != "" {
 			fmt.Fprintf(e.ErrOut, "saved snapshot %q as %s\n", snap.Name, snap.ID)
+		}
+		if !sel.Empty() {
+			if snap.Objects, err = selectObjects(snap.Objects, sel); err != nil {
+				return err
+			}
 		}
 		refs := make([]event.ResourceRef, 0, len(snap.Objects))
 		for _, o := range snap.Objects {
@@ -233,4 +245,23 @@ func unknownAt(end materialize.DiffEnd) string {
 		return "unknown at --to"
 	}
 	return "unknown at both ends"
+}
+
+// selectObjects keeps the objects whose labels match sel.
+func selectObjects(objects []materialize.SnapshotObject, sel labels.Selector) ([]materialize.SnapshotObject, error) {
+	var out []materialize.SnapshotObject
+	for _, o := range objects {
+		var meta struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(o.Object, &meta); err != nil {
+			return nil, fmt.Errorf("%s: the recorded body is not an object: %w", refString(o.Ref), err)
+		}
+		if sel.Matches(labels.Set(meta.Metadata.Labels)) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }

@@ -71,6 +71,15 @@ var aliases = map[string]schema.GroupResource{
 	"lease":  {Group: "coordination.k8s.io", Resource: "leases"},
 }
 
+// Alias returns the group and resource of a short name that WithResources
+// accepts without asking discovery ("deploy" is deployments.apps, "cm"
+// configmaps), so that tools resolve the names a recorder was given the
+// same way: kubectl krply resolves TYPE/NAME arguments with it.
+func Alias(name string) (schema.GroupResource, bool) {
+	gr, ok := aliases[strings.ToLower(name)]
+	return gr, ok
+}
+
 // DefaultResources returns the resources recorded when WithResources is not
 // given: namespaces, configmaps, services, deployments, statefulsets,
 // daemonsets, runtimeclasses and pods.

@@ -23,7 +23,9 @@ func ExampleNewHandler() {
 	defer store.Close()
 	s := event.Stream{ClusterID: "prod", Version: "v1", Resource: "configmaps", Namespace: "shop"}
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	ref := func(rv string) event.ResourceRef { return storagetest.Ref(s, "ConfigMap", "shop", "settings", "u1", rv) }
+	ref := func(rv string) event.ResourceRef {
+		return storagetest.Ref(s, "ConfigMap", "shop", "settings", "u1", rv)
+	}
 	recs := storagetest.Baseline(s, "b1", t0, "100", []storagetest.Item{{Ref: ref("100"),
 		Object: storagetest.ConfigMap("shop", "settings", "u1", "100", map[string]string{"color": "blue"})}})
 	recs = append(recs,

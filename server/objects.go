@@ -122,11 +122,7 @@ func withoutSecrets(snap *materialize.Snapshot) {
 func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	scope, err := p.scope(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	at, err := p.time("at", p.now)
+	scope, at, err := p.scopeAt(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -148,11 +144,7 @@ func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}

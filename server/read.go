@@ -19,8 +19,8 @@ type statusReporter interface {
 	Status() []watch.StreamStatus
 }
 
-// streamNamespaces returns the namespaces a request about namespaces may
-// see: the given ones, or cluster scope.
+// authorizeRead asks whether u may read the history of the namespaces
+// (none: cluster scope).
 func (h *handler) authorizeRead(ctx context.Context, u *user, namespaces []string) error {
 	return h.auth.authorize(ctx, u, "get", ResourceHistory, namespaces...)
 }
@@ -70,19 +70,11 @@ func streamMatches(st event.Stream, scope materialize.Scope) bool {
 func (h *handler) listStreams(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	scope, err := p.scope(ctx)
+	scope, at, err := p.scopeAt(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	at, err := p.time("at", p.now)
-	if err != nil {
-		return 0, nil, err
-	}
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -271,11 +263,7 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 		return 0, nil, err
 	}
 	q.WithoutBodies = !bodies
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -228,17 +227,7 @@ func TestRecordAndServe(t *testing.T) {
 		t.Fatalf("record stopped while serving: %v\n%s", err, out.String())
 	default:
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
-	}
+	stopBySIGINT(ctx, t, done, &out)
 
 	// --serve-only serves the stopped recorder's journal read-only.
 	tokens := filepath.Join(t.TempDir(), "tokens")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/watch"
 )
@@ -164,5 +165,32 @@ func TestStreamsWithRecorder(t *testing.T) {
 	getJSON(t, base+"/api/v1/streams?namespace=shop&resource=configmaps", &list)
 	if len(list.Items) != 1 || list.Items[0].Collector == nil || list.Items[0].Collector.State != watch.StateWatching || list.Items[0].Collector.Events != 4 {
 		t.Fatalf("streams with a recorder: %+v; want shop's ConfigMaps with the recorder's status", list.Items)
+	}
+}
+
+// The handler works under a prefix, and the client follows it.
+func TestMountedUnderPrefix(t *testing.T) {
+	j := newRecorded(t)
+	mux := http.NewServeMux()
+	mux.Handle("/tools/krply/", http.StripPrefix("/tools/krply", server.NewHandler(j.ro)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := client.New(srv.URL + "/tools/krply/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clusters, err := c.Clusters(ctx); err != nil || len(clusters) != 1 {
+		t.Fatalf("clusters under a prefix: %+v, %v", clusters, err)
+	}
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatalf("healthz under a prefix: %v", err)
+	}
+	for _, bad := range []string{"ftp://x", "not a url", "http://"} {
+		if _, err := client.New(bad); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("client.New(%q): %v; want ErrInvalidArgument", bad, err)
+		}
+	}
+	if _, err := client.New(srv.URL, client.WithHTTPClient(nil)); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("WithHTTPClient(nil): %v; want ErrInvalidArgument", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
@@ -182,6 +183,7 @@ func BenchmarkQueryAPI(b *testing.B) {
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	var wg sync.WaitGroup
+	cpuStart := cputime.Process()
 	b.ResetTimer()
 	for c := range clients {
 		wg.Add(1)
@@ -222,7 +224,32 @@ func BenchmarkQueryAPI(b *testing.B) {
 	fromLoad := len(lagSince(0))
 	wg.Wait()
 	b.StopTimer()
+	cpuLoad := cputime.Process() - cpuStart
 	loaded := lagSince(fromLoad)
+
+	// CPU per request of each kind, asked one at a time: on a shared
+	// machine a steadier figure than the latencies.
+	cpuPer := func(route string, n int) float64 {
+		rng := rand.New(rand.NewPCG(99, 7))
+		start := cputime.Process()
+		for range n {
+			obj := rng.IntN(benchObjects)
+			q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
+				"name": {fmt.Sprintf("cm-%05d", obj)}, "at": {benchStart.Add(time.Duration(rng.Int64N(span)) * time.Millisecond).Format(time.RFC3339Nano)}}
+			if route == "history" {
+				q.Del("at")
+			}
+			resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return float64((cputime.Process() - start).Microseconds()) / 1000 / float64(n)
+	}
+	b.ReportMetric(cpuPer("object", 200), "object-cpu-ms")
+	b.ReportMetric(cpuPer("history", 100), "history-cpu-ms")
 	close(stopRec)
 	if err := <-recDone; err != nil {
 		b.Fatalf("the recorder failed: %v", err)
@@ -240,6 +267,7 @@ func BenchmarkQueryAPI(b *testing.B) {
 		return float64(ls[len(ls)*p/100].Microseconds()) / 1000
 	}
 	b.ReportMetric(float64(len(objects)+len(histories))/float64(seconds), "req/s")
+	b.ReportMetric(float64(cpuLoad.Microseconds())/1000/float64(len(objects)+len(histories)), "load-cpu-ms/req")
 	b.ReportMetric(ms(objects, 50), "object-p50-ms")
 	b.ReportMetric(ms(objects, 99), "object-p99-ms")
 	b.ReportMetric(ms(histories, 50), "history-p50-ms")

@@ -4,8 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"time"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 

@@ -21,13 +21,13 @@ const Prefix = "/api/v1/"
 
 // handler serves the query API over one journal.
 type handler struct {
-	cfg     *config
-	j       storage.ReadWriter
-	m       *materialize.Materializer
-	mux     *http.ServeMux
-	auth    *authenticator
+	cfg  *config
+	j    storage.ReadWriter
+	m    *materialize.Materializer
+	mux  *http.ServeMux
+	auth *authenticator
 	// slots holds a token per request being answered (WithMaxInFlight).
-	slots chan struct{}
+	slots   chan struct{}
 	webhook http.Handler
 	// broken is the configuration error every request answers with.
 	broken error

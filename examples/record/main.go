@@ -31,20 +31,27 @@ func main() {
 	clusterID := flag.String("cluster-id", "", "cluster ID written in every record (default: the UID of kube-system)")
 	every := flag.Duration("status-every", 30*time.Second, "how often to print the status line of each stream once synced (0: never)")
 	verbosity := flag.Int("v", 0, "log verbosity (gaps, 410s and retries are logged at 0)")
+	var o ops
+	o.register(flag.CommandLine)
 	flag.Parse()
-	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity); err != nil {
+	if o.printVersion {
+		fmt.Println("record", versionString())
+		return
+	}
+	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity, &o); err != nil {
 		cli.Fail("record", err)
 	}
 }
 
-func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int) error {
+func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int, o *ops) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := cluster.Config()
 	if err != nil {
 		return err
 	}
-	opts := []krply.Option{krply.WithLogger(cli.Logger(verbosity))}
+	log := cli.Logger(verbosity)
+	opts := append([]krply.Option{krply.WithLogger(log)}, o.options()...)
 	if len(resources) > 0 {
 		opts = append(opts, krply.WithResources(resources...))
 	}
@@ -65,6 +72,16 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
+	waitOps, err := o.start(ctx, log, j, rec, store)
+	if err != nil {
+		stop()
+		return errors.Join(err, <-done)
+	}
+	defer func() {
+		if err := waitOps(); err != nil {
+			fmt.Fprintln(out, "stopping /metrics:", err)
+		}
+	}()
 
 	// Progress while the initial lists run, then one line per stream.
 	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, store)

@@ -24,7 +24,9 @@ type optionFunc func(*Handler)
 func (f optionFunc) apply(h *Handler) { f(h) }
 
 // WithCollector reports the streams of c.
-func WithCollector(c *watch.Collector) Option { return optionFunc(func(h *Handler) { h.collector = c }) }
+func WithCollector(c *watch.Collector) Option {
+	return optionFunc(func(h *Handler) { h.collector = c })
+}
 
 // WithRetention reports the runs of k.
 func WithRetention(k *retention.Keeper) Option { return optionFunc(func(h *Handler) { h.keeper = k }) }

@@ -308,7 +308,7 @@ func (c *Collector) setup(ctx context.Context) error {
 	var resources []Resource
 	var pending []string
 	if c.cfg.allResources {
-		resources = c.everything(cat)
+		resources = c.everything(ctx, cat)
 	}
 	for _, spec := range c.cfg.resources {
 		r, ok := cat.resolve(spec)

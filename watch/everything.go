@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -33,7 +35,7 @@ func (cat *catalog) served() map[schema.GroupResource]Resource {
 
 // everything returns the resources WithAllResources records now, logging
 // what it leaves out and why.
-func (c *Collector) everything(cat *catalog) []Resource {
+func (c *Collector) everything(ctx context.Context, cat *catalog) []Resource {
 	var out []Resource
 	var excluded []string
 	for _, r := range cat.served() {
@@ -46,7 +48,9 @@ func (c *Collector) everything(cat *catalog) []Resource {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	sort.Strings(excluded)
-	c.log.Info("recording every listable and watchable resource", "resources", len(out), "excluded", strings.Join(excluded, ","))
+	out, denied := c.allowed(ctx, out)
+	c.log.Info("recording every listable and watchable resource", "resources", len(out), "excluded", strings.Join(excluded, ","),
+		"denied", strings.Join(denied, ","))
 	return out
 }
 
@@ -56,10 +60,24 @@ func (c *Collector) everything(cat *catalog) []Resource {
 func (c *Collector) follow(ctx context.Context, cat *catalog) {
 	served := cat.served()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	active := map[schema.GroupResource]bool{}
 	for r := range c.resources {
 		active[r.GroupResource()] = true
+	}
+	var candidates []Resource
+	for gr, r := range served {
+		if !active[gr] && c.cfg.exclusionOf(r) == "" {
+			candidates = append(candidates, r)
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(candidates, func(i, j int) bool { return candidates[i].String() < candidates[j].String() })
+	// Asked without the lock: a review is a request to the server.
+	added, _ := c.allowed(ctx, candidates)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r := range c.resources {
 		if _, ok := served[r.GroupResource()]; ok || cat.failed[r.Group] {
 			continue
 		}
@@ -71,13 +89,6 @@ func (c *Collector) follow(ctx context.Context, cat *catalog) {
 			}
 		}
 	}
-	var added []Resource
-	for gr, r := range served {
-		if !active[gr] && c.cfg.exclusionOf(r) == "" {
-			added = append(added, r)
-		}
-	}
-	sort.Slice(added, func(i, j int) bool { return added[i].String() < added[j].String() })
 	for _, r := range added {
 		c.log.Info("discovered resource", "resource", r.String(), "gvr", r.GVR().String())
 		c.addResourceLocked(ctx, r, true)
@@ -93,4 +104,54 @@ func (s *stream) removed(ctx context.Context, cause error) {
 		return
 	}
 	s.setState(StateRemoved, cause.Error())
+}
+
+// ssarGVR is SelfSubjectAccessReview, through which WithAllResources asks
+// which resources the Collector may list and watch.
+var ssarGVR = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
+
+// permitted reports whether the Collector may list and watch r in every
+// namespace it records r in (or cluster-wide), asking the server with
+// SelfSubjectAccessReviews.
+func (c *Collector) permitted(ctx context.Context, r Resource) (bool, error) {
+	namespaces := []string{""}
+	if r.Namespaced && len(c.cfg.namespaces) > 0 {
+		namespaces = c.cfg.namespaces
+	}
+	for _, ns := range namespaces {
+		for _, verb := range []string{"list", "watch"} {
+			review := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+				"spec": map[string]any{"resourceAttributes": map[string]any{
+					"verb": verb, "group": r.Group, "version": r.Version, "resource": r.Resource, "namespace": ns,
+				}},
+			}}
+			out, err := c.dyn.Resource(ssarGVR).Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				return false, fmt.Errorf("asking whether it may %s %s: %w", verb, r, err)
+			}
+			if allowed, _, _ := unstructured.NestedBool(out.Object, "status", "allowed"); !allowed {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// allowed returns the resources of rs the Collector may list and watch,
+// and the names of the others. A review that fails counts as denied for
+// now; the next rediscovery asks again.
+func (c *Collector) allowed(ctx context.Context, rs []Resource) (ok []Resource, denied []string) {
+	for _, r := range rs {
+		yes, err := c.permitted(ctx, r)
+		if err != nil {
+			c.log.Error(err, "access review failed; asking again at the next rediscovery", "resource", r.String())
+		}
+		if yes {
+			ok = append(ok, r)
+		} else {
+			denied = append(denied, r.String())
+		}
+	}
+	return ok, denied
 }

@@ -51,10 +51,9 @@ func versionString() string {
 type ops struct {
 	all, allowSecrets bool
 	exclude, include  cli.Strings
-	retention         age
+	retention, minAge age
+	every             age
 	maxSize, reserve  quantity
-	minAge            time.Duration
-	every             time.Duration
 	metricsAddr       string
 	printVersion      bool
 }
@@ -66,9 +65,10 @@ func (o *ops) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.allowSecrets, "allow-secrets", false, "record Secrets (values redacted); needs RBAC on secrets")
 	fs.Var(&o.retention, "retention", "compact history older than this (e.g. 7d, 36h; 0: keep everything)")
 	fs.Var(&o.maxSize, "max-size", "compact the oldest history while the journal's data takes more than this (e.g. 4Gi; 0: no bound)")
-	fs.DurationVar(&o.minAge, "min-age", retention.DefaultMinAge, "history younger than this is never compacted for --max-size")
+	o.minAge, o.every = age(retention.DefaultMinAge), age(retention.DefaultInterval)
+	fs.Var(&o.minAge, "min-age", "history younger than this is never compacted for --max-size (e.g. 1h, 2d)")
 	fs.Var(&o.reserve, "disk-reserve", "report pressure (not ready, krply_retention_pressure 1) while the journal's disk has less free space than this (e.g. 256Mi; 0: off)")
-	fs.DurationVar(&o.every, "retention-every", retention.DefaultInterval, "how often retention runs")
+	fs.Var(&o.every, "retention-every", "how often retention runs (e.g. 5m)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this address (e.g. :9090; empty: off)")
 	fs.BoolVar(&o.printVersion, "version", false, "print the version and exit")
 }
@@ -107,7 +107,7 @@ func (o *ops) start(ctx context.Context, log logr.Logger, j *krply.Journal, rec 
 	var keepDone chan struct{}
 	if o.retention > 0 || o.maxSize > 0 || o.reserve > 0 {
 		keeper, err = retention.New(j.Store(), retention.WithMaxAge(time.Duration(o.retention)), retention.WithMaxSize(int64(o.maxSize)),
-			retention.WithMinAge(o.minAge), retention.WithInterval(o.every), retention.WithDiskReserve(filepath.Dir(store), int64(o.reserve)),
+			retention.WithMinAge(time.Duration(o.minAge)), retention.WithInterval(time.Duration(o.every)), retention.WithDiskReserve(filepath.Dir(store), int64(o.reserve)),
 			retention.WithLogger(log))
 		if err != nil {
 			return nil, fmt.Errorf("%w (check --retention, --max-size, --min-age, --disk-reserve, --retention-every)", err)

@@ -76,8 +76,8 @@ func TestOperatorFlags(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "krply.db")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := &ops{all: true, exclude: cli.Strings{"pods"}, retention: age(7 * 24 * time.Hour), maxSize: 1 << 30, minAge: time.Hour,
-		reserve: 1, every: time.Minute, metricsAddr: addr}
+	o := &ops{all: true, exclude: cli.Strings{"pods"}, retention: age(7 * 24 * time.Hour), maxSize: 1 << 30, minAge: age(time.Hour),
+		reserve: 1, every: age(time.Minute), metricsAddr: addr}
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, nil, nil, store, "", 0, 0, o) }()

@@ -76,6 +76,9 @@ func run(ctx context.Context, args []string) (err error) {
 		// shutdown timeout, 30s by default), so the Collector's final
 		// commit (at most 10s after the stop) precedes the release.
 		LeaderElectionReleaseOnCancel: true,
+		// The manager logs that release as "leader election lost", an
+		// error with a stack trace: stepDownLogger says what it is.
+		Logger: stepDownLogger(ctx, ctrl.Log),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

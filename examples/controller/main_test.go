@@ -308,6 +308,18 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	if l, err = leases.Get(ctx, "krply-recorder", metav1.GetOptions{}); err != nil || ptr.Deref(l.Spec.HolderIdentity, "") != "" {
 		t.Fatalf("lease after exit = %+v, %v; want it released (no holder)", l, err)
 	}
+	// A rollout is no failure: the shutdown logs no error and no stack
+	// trace.
+	out := cmd.output()
+	stop := out[strings.LastIndex(out, "krply-synced"):]
+	for _, bad := range []string{"ERROR", "leader election lost", ".go:"} {
+		if strings.Contains(stop, bad) {
+			t.Errorf("the shutdown logged %q:\n%s", bad, stop)
+		}
+	}
+	if !strings.Contains(stop, "leader lease released at the stop") {
+		t.Errorf("the shutdown does not say the lease was released:\n%s", stop)
+	}
 	walGone(t, store)
 	j, err := krply.Open(ctx, store)
 	if err != nil {

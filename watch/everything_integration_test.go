@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr/testr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/event"
@@ -41,27 +40,7 @@ func TestIntegrationAllResources(t *testing.T) {
 	ctx := context.Background()
 	group := fmt.Sprintf("all%d.example.com", time.Now().UnixNano()%1e9)
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	gadgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gadgets"}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gadgets." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Cluster",
-			"names": map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	createCRD := func() {
-		t.Helper()
-		if _, err := admin.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the CRD to be served", func() bool {
-			_, err := admin.Resource(gadgets).List(ctx, metav1.ListOptions{})
-			return err == nil
-		})
-	}
+	_, createCRD := testCRD(t, admin, group, "gadget", "Gadget")
 
 	st := newMemory(t)
 	c := newReal(t, env.Config(), st, WithClusterID("all"), WithAllResources(), WithExclude("pods"), WithLogger(testr.New(t)),

@@ -82,17 +82,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRecorded(ctx, t, store, ns, "marker")
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
-	}
+	interrupt(ctx, t, done, &out)
 	text := out.String()
 	for _, want := range []string{"stopped; final status:", "/core/v1/configmaps/" + ns, "2 events, 0 gaps"} {
 		if !strings.Contains(text, want) {
@@ -148,5 +138,22 @@ func waitRecorded(ctx context.Context, t *testing.T, store, ns, name string) {
 			t.Fatalf("%s/%s never reached the journal", ns, name)
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// interrupt sends SIGINT to the recorder running in this process and waits
+// for run to return nil.
+func interrupt(ctx context.Context, t *testing.T, done <-chan error, out *syncBuffer) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
 	}
 }

@@ -6,11 +6,9 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -118,17 +116,7 @@ func TestOperatorFlags(t *testing.T) {
 			t.Errorf("/metrics has %s, which is excluded", excluded)
 		}
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatal("record did not stop")
-	}
+	interrupt(ctx, t, done, &out)
 	if code, _ := get("http://" + addr + "/healthz"); code != 0 {
 		t.Fatalf("/healthz answers %d after the stop", code)
 	}

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -69,33 +68,83 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-// Write writes the metrics in the text exposition format. It fails only
-// when the journal's Stats fail.
-func (h *Handler) Write(ctx context.Context, out *strings.Builder) error {
-	w := &writer{b: bufio.NewWriter(out)}
+// Family is one metric: its name, type ("counter" or "gauge"), help text
+// and samples. Gather returns them for a Prometheus client library's
+// collector; ServeHTTP writes them as text.
+type Family struct {
+	Name, Type, Help string
+	Samples          []Sample
+}
+
+// Sample is one value of a Family, with its labels in order.
+type Sample struct {
+	Labels []Label
+	Value  float64
+}
+
+// Label is a label's name and value.
+type Label struct{ Name, Value string }
+
+// Gather returns the metrics now. It fails only when the journal's Stats
+// fail.
+func (h *Handler) Gather(ctx context.Context) ([]Family, error) {
+	var out []Family
 	if h.collector != nil {
-		h.streams(w)
+		out = append(out, h.streams()...)
 	}
 	if h.store != nil {
 		st, err := h.store.Stats(ctx)
 		if err != nil {
-			return fmt.Errorf("metrics: journal size: %w", err)
+			return nil, fmt.Errorf("metrics: journal size: %w", err)
 		}
-		w.family("krply_journal_file_bytes", "gauge", "Size of the journal's files.")
-		w.sample("krply_journal_file_bytes", nil, float64(st.FileBytes))
-		w.family("krply_journal_used_bytes", "gauge", "Bytes the journal's data takes (without freed pages and the write-ahead log); retention by size bounds it.")
-		w.sample("krply_journal_used_bytes", nil, float64(st.UsedBytes))
-		w.family("krply_journal_records", "gauge", "Records in the journal.")
-		w.sample("krply_journal_records", nil, float64(st.Records))
+		out = append(out,
+			single("krply_journal_file_bytes", "gauge", "Size of the journal's files.", float64(st.FileBytes)),
+			single("krply_journal_used_bytes", "gauge", "Bytes the journal's data takes (without freed pages and the write-ahead log); retention by size bounds it.", float64(st.UsedBytes)),
+			single("krply_journal_records", "gauge", "Records in the journal.", float64(st.Records)))
 	}
 	if h.keeper != nil {
-		h.retention(w)
+		out = append(out, h.retention()...)
 	}
-	return w.b.Flush()
+	return out, nil
 }
 
-// streams writes the per-stream metrics and krply_synced.
-func (h *Handler) streams(w *writer) {
+// Write writes the metrics in the text exposition format. It fails only
+// when the journal's Stats fail.
+func (h *Handler) Write(ctx context.Context, out *strings.Builder) error {
+	families, err := h.Gather(ctx)
+	if err != nil {
+		return err
+	}
+	help := strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+	for _, f := range families {
+		fmt.Fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f.Name, help.Replace(f.Help), f.Name, f.Type)
+		for _, smp := range f.Samples {
+			out.WriteString(f.Name)
+			if len(smp.Labels) > 0 {
+				out.WriteByte('{')
+				for i, l := range smp.Labels {
+					if i > 0 {
+						out.WriteByte(',')
+					}
+					fmt.Fprintf(out, `%s="%s"`, l.Name, labelEscaper.Replace(l.Value))
+				}
+				out.WriteByte('}')
+			}
+			fmt.Fprintf(out, " %g\n", smp.Value)
+		}
+	}
+	return nil
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// single is a family of one sample without labels.
+func single(name, typ, help string, v float64) Family {
+	return Family{Name: name, Type: typ, Help: help, Samples: []Sample{{Value: v}}}
+}
+
+// streams returns the per-stream metrics and krply_synced.
+func (h *Handler) streams() []Family {
 	statuses := h.collector.Status()
 	now := h.now()
 	type family struct {
@@ -119,45 +168,40 @@ func (h *Handler) streams(w *writer) {
 			return now.Sub(s.LastDurableAt).Seconds(), !s.LastDurableAt.IsZero()
 		}},
 	}
+	var out []Family
 	for _, f := range families {
-		w.family(f.name, f.typ, f.help)
+		fam := Family{Name: f.name, Type: f.typ, Help: f.help}
 		for _, st := range statuses {
 			if st.StreamID == "" { // a resource not served yet
 				continue
 			}
 			if v, ok := f.value(st); ok {
-				w.sample(f.name, streamLabels(st), v)
+				fam.Samples = append(fam.Samples, Sample{Labels: streamLabels(st), Value: v})
 			}
 		}
+		out = append(out, fam)
 	}
-	w.family("krply_synced", "gauge", "1 while every stream records (Collector.Synced).")
-	w.sample("krply_synced", nil, gauge(h.collector.Synced() == nil))
+	return append(out, single("krply_synced", "gauge", "1 while every stream records (Collector.Synced).", gauge(h.collector.Synced() == nil)))
 }
 
-func (h *Handler) retention(w *writer) {
+func (h *Handler) retention() []Family {
 	st := h.keeper.Status()
-	for _, m := range []struct {
-		name, typ, help string
-		value           float64
-	}{
-		{"krply_retention_runs_total", "counter", "Retention runs.", float64(st.Runs)},
-		{"krply_retention_compactions_total", "counter", "Retention runs that compacted the journal.", float64(st.Compactions)},
-		{"krply_retention_failures_total", "counter", "Retention runs that failed.", float64(st.Failures)},
-		{"krply_retention_records_removed_total", "counter", "Records compaction removed.", float64(st.RecordsRemoved)},
-		{"krply_retention_cut_timestamp_seconds", "gauge", "Where the history kept begins, in seconds since the epoch (0 before the first compaction).", seconds(st.Cut)},
-		{"krply_retention_pressure", "gauge", "1 while the journal is over its maximum size with nothing left to cut, the disk is below its reserve, or the last run failed.", gauge(st.Pressure != "" || st.LastError != "")},
-	} {
-		w.family(m.name, m.typ, m.help)
-		w.sample(m.name, nil, m.value)
+	out := []Family{
+		single("krply_retention_runs_total", "counter", "Retention runs.", float64(st.Runs)),
+		single("krply_retention_compactions_total", "counter", "Retention runs that compacted the journal.", float64(st.Compactions)),
+		single("krply_retention_failures_total", "counter", "Retention runs that failed.", float64(st.Failures)),
+		single("krply_retention_records_removed_total", "counter", "Records compaction removed.", float64(st.RecordsRemoved)),
+		single("krply_retention_cut_timestamp_seconds", "gauge", "Where the history kept begins, in seconds since the epoch (0 before the first compaction).", seconds(st.Cut)),
+		single("krply_retention_pressure", "gauge", "1 while the journal is over its maximum size with nothing left to cut, the disk is below its reserve, or the last run failed.", gauge(st.Pressure != "" || st.LastError != "")),
 	}
 	if st.DiskFreeBytes >= 0 {
-		w.family("krply_disk_free_bytes", "gauge", "Bytes available on the journal's file system.")
-		w.sample("krply_disk_free_bytes", nil, float64(st.DiskFreeBytes))
+		out = append(out, single("krply_disk_free_bytes", "gauge", "Bytes available on the journal's file system.", float64(st.DiskFreeBytes)))
 	}
+	return out
 }
 
-func streamLabels(st watch.StreamStatus) [][2]string {
-	return [][2]string{{"cluster", st.Stream.ClusterID}, {"group", st.Stream.Group}, {"version", st.Stream.Version},
+func streamLabels(st watch.StreamStatus) []Label {
+	return []Label{{"cluster", st.Stream.ClusterID}, {"group", st.Stream.Group}, {"version", st.Stream.Version},
 		{"resource", st.Stream.Resource}, {"namespace", st.Stream.Namespace}}
 }
 
@@ -173,28 +217,4 @@ func seconds(t time.Time) float64 {
 		return 0
 	}
 	return float64(t.UnixNano()) / 1e9
-}
-
-// writer writes the text exposition format.
-type writer struct{ b *bufio.Writer }
-
-func (w *writer) family(name, typ, help string) {
-	fmt.Fprintf(w.b, "# HELP %s %s\n# TYPE %s %s\n", name, strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(help), name, typ)
-}
-
-var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-
-func (w *writer) sample(name string, labels [][2]string, v float64) {
-	w.b.WriteString(name)
-	if len(labels) > 0 {
-		w.b.WriteByte('{')
-		for i, l := range labels {
-			if i > 0 {
-				w.b.WriteByte(',')
-			}
-			fmt.Fprintf(w.b, `%s="%s"`, l[0], labelEscaper.Replace(l[1]))
-		}
-		w.b.WriteByte('}')
-	}
-	fmt.Fprintf(w.b, " %g\n", v)
 }

@@ -77,6 +77,17 @@ func TestHandler(t *testing.T) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
 	}
+	families, err := h.Gather(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.Name == "krply_stream_events_total" {
+			if len(f.Samples) != 1 || f.Samples[0].Value != 1 || f.Type != "counter" || len(f.Samples[0].Labels) != 5 || f.Samples[0].Labels[3] != (metrics.Label{Name: "resource", Value: "configmaps"}) {
+				t.Errorf("Gather: %+v", f)
+			}
+		}
+	}
 	if strings.Contains(body, "krply_disk_free_bytes") {
 		t.Errorf("disk free reported without a reserve:\n%s", body)
 	}

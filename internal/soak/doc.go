@@ -20,6 +20,12 @@
 //   - no gap on any stream (the workload causes none), the recorder ready
 //     throughout, and every change of the last minute in the journal.
 //
+// TestDiskFull runs the recorder with its files limited to 3 MiB
+// (RLIMIT_FSIZE: a write past it fails as on a full disk) under a workload
+// of 64 KiB ConfigMaps: it must stop with exit code 1 and the store's
+// error, leaving a journal that passes SQLite's integrity check and claims
+// no coverage after its last durable record.
+//
 // The short form (30s) runs with the other tests; `make soak` runs the long
 // form (KRPLY_SOAK_DURATION=10m) and prints the samples.
 package soak

@@ -64,12 +64,7 @@ func TestSoak(t *testing.T) {
 	d := duration(t)
 	env := testenv.Start(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "krply-record")
-	build := exec.Command("go", "build", "-o", bin, "./examples/record")
-	build.Dir = "../.."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildRecorder(t, dir)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -73,3 +73,9 @@ nested-test:
 truth-soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_TRUTH_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestTruth$$' -v ./internal/truth/
+
+## soak: the recorder as operators run it (every resource, retention at 4 MiB, /metrics) against the local control plane with a steady workload for 10 minutes; prints RSS, disk and gaps every 10s and fails if memory grows, the disk is not bounded or a gap appears.
+.PHONY: soak
+soak:
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SOAK_DURATION=10m $(GO) test -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak/

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -96,6 +97,7 @@ type catalog struct {
 	preferred map[string]string // group → preferred version
 	resources []Resource        // every version of every resource
 	names     map[Resource][]string
+	failed    map[string]bool // groups whose discovery failed
 }
 
 // discover reads the server's groups and resources. A partial failure (an
@@ -114,7 +116,13 @@ func discover(ctx context.Context, disc discovery.DiscoveryInterface) (*catalog,
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	cat := &catalog{preferred: map[string]string{}, names: map[Resource][]string{}}
+	cat := &catalog{preferred: map[string]string{}, names: map[Resource][]string{}, failed: map[string]bool{}}
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &failed) {
+		for gv := range failed.Groups {
+			cat.failed[gv.Group] = true
+		}
+	}
 	for _, g := range groups {
 		if g != nil {
 			cat.preferred[g.Name] = g.PreferredVersion.Version

@@ -1,256 +1,130 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"github.com/krply/krply"
-	"github.com/krply/krply/server"
+	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/retention"
 	"github.com/krply/krply/watch"
 )
 
+// recordFlags are record's flags: a recorder.Config and what the command
+// line adds.
+type recordFlags struct {
+	recorder.Config
+	all          bool
+	verbosity    int
+	printVersion bool
+}
+
+// register adds record's flags to f. Where a name of examples/record's
+// clashes with the plugin's, the plugin's wins: --journal (not --store),
+// -n a,b (not --namespace repeated), --listen-token-file (--token-file is
+// the client's token for --server).
+func (r *recordFlags) register(f *pflag.FlagSet) {
+	c := &r.Config
+	f.StringSliceVar(&c.Resources, "resource", nil, "resources to record, repeatable or comma-separated: short names (deploy, cm, svc, sts), plurals, resource.group (default: "+strings.Join(watch.DefaultResources(), ",")+")")
+	f.BoolVarP(&r.all, "all-namespaces", "A", false, "record every namespace (the default without -n)")
+	f.StringVarP(&c.LabelSelector, "selector", "l", "", "record only objects with these labels (a label selector, e.g. app=web)")
+	f.DurationVar(&c.StatusEvery, "status-every", 30*time.Second, "how often to print each stream's status once synced (0: never)")
+	f.IntVarP(&r.verbosity, "v", "v", 0, "log verbosity on stderr (gaps, 410s and retries are logged at 0; 1 also each stream's state and each default exclusion with its reason)")
+	f.BoolVar(&r.printVersion, "version", false, "print the version and exit")
+
+	f.BoolVar(&c.AllResources, "all-resources", false, "record every listable and watchable resource, following CRDs as they come and go, except the default exclusions (Secrets, Events, Leases, EndpointSlices, Endpoints)")
+	f.StringSliceVar(&c.Exclude, "exclude", nil, "with --all-resources: also leave out these resources (resource or resource.group), repeatable or comma-separated")
+	f.StringSliceVar(&c.Include, "include", nil, "with --all-resources: record these default exclusions after all (e.g. events)")
+	f.BoolVar(&c.AllowSecrets, "allow-secrets", false, "record Secrets (values redacted); needs RBAC on secrets")
+
+	c.MinAge, c.RetentionEvery = recorder.Age(retention.DefaultMinAge), recorder.Age(retention.DefaultInterval)
+	f.Var(&c.Retention, "retention", "compact history older than this (e.g. 7d, 36h; 0: keep everything)")
+	f.Var(&c.MaxSize, "max-size", "compact the oldest history while the journal's data takes more than this (e.g. 4Gi; 0: no bound)")
+	f.Var(&c.MinAge, "min-age", "history younger than this is never compacted for --max-size (e.g. 1h, 2d)")
+	f.Var(&c.DiskReserve, "disk-reserve", "report pressure (not ready, krply_retention_pressure 1) while the journal's disk has less free space than this (e.g. 256Mi; 0: off)")
+	f.Var(&c.RetentionEvery, "retention-every", "how often retention runs (e.g. 5m)")
+	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz alone on this address (e.g. :9090; --listen serves them too)")
+
+	f.StringVar(&c.Listen, "listen", "", "serve the query API, /metrics, /healthz and /readyz on this address (host:port), for kubectl krply --server")
+	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve --listen over HTTPS with this certificate (PEM; with --tls-key-file)")
+	f.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
+	f.StringVar(&c.TokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line, reread when the file changes")
+	f.BoolVar(&c.DelegatedAuth, "delegated-auth", false, "authenticate the query API's bearer tokens by the cluster's TokenReview and authorize by SubjectAccessReview (get history.krply.io per namespace), with the recorder's credentials")
+	f.BoolVar(&c.AllowWrites, "listen-allow-writes", false, "let query API clients save snapshots and replay plans in the journal")
+	f.BoolVar(&c.ServeOnly, "serve-only", false, "do not record: serve the journal read-only on --listen (no cluster)")
+}
+
 func (e *env) recordCommand() *cobra.Command {
-	var resources []string
-	var all bool
-	var every time.Duration
-	var verbosity int
-	var selector string
-	var api apiFlags
+	var r recordFlags
 	cmd := &cobra.Command{
 		Use:   "record",
 		Short: "Record a gap-aware history of the cluster's objects into the journal",
-		Long: `record lists and watches the resources --resource names in the cluster
---kubeconfig and --context select, and writes every change into the journal
-(--journal, created if missing) until it is stopped with Ctrl-C or SIGTERM.
-It prints the initial lists' progress, one line per stream once every stream
-has a complete baseline, and again every --status-every. Gaps, 410s and
-retries are logged on stderr.
-
---listen ADDR serves the query API (docs/query-api.md) from this recorder's
-journal, so that kubectl krply --server http://ADDR answers without access
-to the file. Give it --listen-token-file (one bearer token per line, reread
-when it changes) unless ADDR is a loopback address; without it every
-request is allowed.
+		Long: `record lists and watches the resources --resource names (or with
+--all-resources every resource it may read) in the cluster --kubeconfig and
+--context select, and writes every change into the journal (--journal,
+created if missing) until it is stopped with Ctrl-C or SIGTERM. It prints
+the initial lists' progress, one line per stream once every stream has a
+complete baseline, and again every --status-every. Gaps, 410s and retries
+are logged on stderr. In a pod, without a kubeconfig, it records the
+cluster it runs in with its service account.
 
 Without -n it records every namespace; -n takes one namespace or several
-separated by commas.`,
+separated by commas.
+
+Running for months: --retention and --max-size keep the journal on a
+bounded disk (--min-age, --retention-every, --disk-reserve adjust them);
+--metrics-addr serves /metrics, /healthz and /readyz alone.
+
+--listen ADDR serves the query API (docs/query-api.md) from this recorder's
+journal, with /metrics, /healthz and /readyz, so that kubectl krply
+--server URL answers without access to the file. Unless ADDR is a loopback
+address, give --listen-token-file (one bearer token per line, reread when
+it changes) or --delegated-auth (the cluster's TokenReview and
+SubjectAccessReview decide, per namespace). --tls-cert-file and
+--tls-key-file serve HTTPS. --serve-only serves an existing journal
+without recording.`,
 		Example: `  kubectl krply record --resource deploy,cm,svc -n shop
   kubectl krply record --context prod --journal prod.db
-  kubectl krply record -n shop --listen 127.0.0.1:8080`,
+  kubectl krply record -n shop --listen 127.0.0.1:8080
+  kubectl krply record --all-resources --retention 30d --max-size 3Gi --listen :8080 --delegated-auth
+  kubectl krply record --serve-only --journal prod.db --listen :8443 --listen-token-file tokens.txt --tls-cert-file tls.crt --tls-key-file tls.key`,
 		Args: noArgs,
 	}
-	f := cmd.Flags()
-	f.StringSliceVar(&resources, "resource", nil, "resources to record, repeatable or comma-separated: short names (deploy, cm, svc, sts), plurals, resource.group (default: "+strings.Join(watch.DefaultResources(), ",")+")")
-	f.BoolVarP(&all, "all-namespaces", "A", false, "record every namespace (the default without -n)")
-	f.StringVarP(&selector, "selector", "l", "", "record only objects with these labels (a label selector, e.g. app=web)")
-	f.DurationVar(&every, "status-every", 30*time.Second, "how often to print each stream's status once synced (0: never)")
-	f.IntVarP(&verbosity, "v", "v", 0, "log verbosity on stderr (gaps, 410s and retries are logged at 0)")
-	f.StringVar(&api.listen, "listen", "", "serve the query API on this address (host:port), for kubectl krply --server")
-	f.StringVar(&api.tokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line (required with a non-loopback --listen)")
-	f.BoolVar(&api.writes, "listen-allow-writes", false, "let query API clients save snapshots and replay plans in the journal")
+	r.register(cmd.Flags())
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if all && cmd.Flags().Changed("namespace") {
+		if r.printVersion {
+			fmt.Fprintln(e.Out, "kubectl-krply", recorder.Version(version))
+			return nil
+		}
+		if r.all && cmd.Flags().Changed("namespace") {
 			return usagef("-A records every namespace: give it without -n")
 		}
 		if e.server != "" {
 			return usagef("--server asks a recorder; record writes a journal file: give --journal")
 		}
-		if err := api.validate(); err != nil {
-			return err
+		c := r.Config
+		if err := c.Check(); err != nil {
+			return usageError{err}
 		}
-		cfg, err := e.kube.ToRESTConfig()
-		if err != nil {
-			return fmt.Errorf("cluster to record: %w (choose it with --kubeconfig and --context)", err)
-		}
-		log := funcr.New(func(prefix, args string) {
+		c.Journal = e.journal
+		c.ClusterID = e.clusterID
+		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
+		c.Log = funcr.New(func(prefix, args string) {
 			fmt.Fprintln(e.ErrOut, e.now().Format(time.RFC3339Nano), prefix, args)
-		}, funcr.Options{Verbosity: verbosity})
-		opts := []krply.Option{krply.WithLogger(log)}
-		if len(resources) > 0 {
-			opts = append(opts, krply.WithResources(resources...))
-		}
+		}, funcr.Options{Verbosity: r.verbosity})
 		if cmd.Flags().Changed("namespace") {
-			var namespaces []string
 			for _, ns := range strings.Split(e.namespace(), ",") {
 				if ns = strings.TrimSpace(ns); ns != "" {
-					namespaces = append(namespaces, ns)
+					c.Namespaces = append(c.Namespaces, ns)
 				}
 			}
-			opts = append(opts, krply.WithNamespaces(namespaces...))
 		}
-		if e.clusterID != "" {
-			opts = append(opts, krply.WithClusterID(e.clusterID))
-		}
-		if selector != "" {
-			opts = append(opts, krply.WithCollectorOptions(watch.WithLabelSelector(selector)))
-		}
-		ctx := cmd.Context()
-		err = e.openAndRecord(ctx, opts, cfg, every, api)
-		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			// Ctrl-C is how a recorder is stopped, also before its
-			// first sync.
-			fmt.Fprintln(e.Out, "stopped before every stream had its first complete list; the journal keeps what was recorded")
-			return nil
-		}
-		return err
+		return recorder.Run(cmd.Context(), e.Out, c)
 	}
 	return cmd
-}
-
-func (e *env) openAndRecord(ctx context.Context, opts []krply.Option, cfg *rest.Config, every time.Duration, api apiFlags) error {
-	j, err := krply.Open(ctx, e.journal, opts...)
-	if err != nil {
-		return fmt.Errorf("journal %s: %w", e.journal, err)
-	}
-	defer j.Close()
-	rec, err := j.NewCollectorForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	if api.listen != "" {
-		stop, err := e.serve(j, rec, api)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	return e.record(ctx, rec, cfg.Host, every)
-}
-
-// apiFlags are record's flags of the query API.
-type apiFlags struct {
-	listen, tokenFile string
-	writes            bool
-}
-
-func (a apiFlags) validate() error {
-	if a.listen == "" {
-		if a.tokenFile != "" || a.writes {
-			return usagef("--listen-token-file and --listen-allow-writes go with --listen")
-		}
-		return nil
-	}
-	host, _, err := net.SplitHostPort(a.listen)
-	if err != nil {
-		return usagef("--listen %q: want host:port, e.g. 127.0.0.1:8080", a.listen)
-	}
-	if ip := net.ParseIP(host); a.tokenFile == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return usagef("--listen %s serves a namespace's history beyond this machine: give --listen-token-file", a.listen)
-	}
-	return nil
-}
-
-// serve serves the query API from the recorder's journal until stop.
-func (e *env) serve(j *krply.Journal, rec *krply.Collector, api apiFlags) (stop func(), err error) {
-	opts := []server.Option{server.WithRecorder(rec)}
-	if api.tokenFile != "" {
-		opts = append(opts, server.WithTokenFile(api.tokenFile))
-	}
-	if api.writes {
-		opts = append(opts, server.WithWrites())
-	}
-	ln, err := net.Listen("tcp", api.listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
-	}
-	srv := &http.Server{Handler: server.NewHandler(j.Store(), opts...), ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(e.ErrOut, "query API on %s stopped: %v\n", ln.Addr(), err)
-		}
-	}()
-	fmt.Fprintf(e.Out, "serving the query API on http://%s (kubectl krply --server http://%s)\n", ln.Addr(), ln.Addr())
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			fmt.Fprintf(e.ErrOut, "query API on %s: %v\n", ln.Addr(), err)
-		}
-	}, nil
-}
-
-// record runs the Collector until ctx ends, printing its progress.
-func (e *env) record(ctx context.Context, rec *krply.Collector, host string, every time.Duration) error {
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- rec.Start(ctx) }()
-	fmt.Fprintf(e.Out, "recording %s into %s (Ctrl-C to stop)\n", host, e.journal)
-	synced := make(chan error, 1)
-	go func() { synced <- rec.WaitForSync(ctx) }()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for waiting := true; waiting; {
-		select {
-		case err := <-synced:
-			if err != nil {
-				stop()
-				if startErr := <-done; startErr != nil && !errors.Is(startErr, context.Canceled) {
-					return startErr
-				}
-				return err
-			}
-			waiting = false
-		case <-tick.C:
-			printProgress(e.Out, rec.Status())
-		}
-	}
-	fmt.Fprintf(e.Out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
-	printStreams(e.Out, rec.Status())
-	var status <-chan time.Time
-	if every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		status = t.C
-	}
-	for {
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				return err
-			}
-			fmt.Fprintln(e.Out, "stopped; final status:")
-			printStreams(e.Out, rec.Status())
-			return nil
-		case <-status:
-			printStreams(e.Out, rec.Status())
-		}
-	}
-}
-
-// printProgress prints the streams still taking their first baseline.
-func printProgress(out io.Writer, streams []watch.StreamStatus) {
-	var listing []string
-	for _, st := range streams {
-		if !st.Synced && st.State != watch.StatePending {
-			listing = append(listing, fmt.Sprintf("%s %s (%d objects)", st.Resource, st.State, st.Events))
-		}
-	}
-	if len(listing) > 0 {
-		fmt.Fprintf(out, "  initial lists: %s\n", strings.Join(listing, ", "))
-	}
-}
-
-// printStreams prints one line per stream.
-func printStreams(out io.Writer, streams []watch.StreamStatus) {
-	tw := newTable(out)
-	fmt.Fprintln(tw, "  STREAM\tSTATE\tCOVERED SINCE\tEVIDENCE UNTIL\tEVENTS\tGAPS\tRESOURCEVERSION\tDEGRADED")
-	for _, st := range streams {
-		covered := "NOT covered"
-		if st.Covered {
-			covered = ts(st.CoveredSince)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.StreamID, st.State, covered, ts(st.LastDurableAt), st.Events, st.Gaps, orNone(st.LastResourceVersion), orNone(st.DegradedReason))
-	}
-	tw.Flush()
 }

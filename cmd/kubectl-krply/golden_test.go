@@ -132,6 +132,8 @@ func TestGolden(t *testing.T) {
 		{"complete-alias", 0, []string{"__complete", "blame", "-n", "shop", "deploy/w"}},
 		{"usage-record-listen-without-tokens", 2, []string{"record", "--listen", "0.0.0.0:8080"}},
 		{"usage-record-all-and-namespace", 2, []string{"record", "-A", "-n", "shop"}},
+		{"usage-record-tls-without-listen", 2, []string{"record", "--tls-cert-file", "tls.crt", "--tls-key-file", "tls.key"}},
+		{"usage-record-bad-size", 2, []string{"record", "--max-size", "lots"}},
 		{"usage-history-no-arg", 2, []string{"history"}},
 		{"usage-history-no-slash", 2, []string{"history", "deploy", "web"}},
 		{"usage-snapshot-arg", 2, []string{"snapshot", "shop"}},

@@ -11,6 +11,11 @@ import (
 	"syscall"
 )
 
+// version is stamped at build time (-ldflags "-X main.version=v0.1.0", as
+// the image's build does); without it the version is the module's, with
+// the build's VCS revision.
+var version string
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/krply/krply"
+	"github.com/krply/krply/internal/recorder"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 )
@@ -227,7 +227,7 @@ func (e *env) versionCommand() *cobra.Command {
 		Short: "Print the version of krply the plugin is built with",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(e.Out, "kubectl-krply %s\n", krply.Version)
+			fmt.Fprintln(e.Out, "kubectl-krply", recorder.Version(version))
 			return nil
 		},
 	}

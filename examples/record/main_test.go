@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
 )
 
@@ -61,7 +60,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0, apiFlags{}, &ops{})
+		done <- run(&out, env.Config(), []string{"cm"}, []string{ns}, store)
 	}()
 	for !strings.Contains(out.String(), "synced:") {
 		select {
@@ -98,10 +97,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer j.Close()
-	clusterID, err := cli.ClusterID(ctx, j.Store(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	clusterID := onlyCluster(ctx, t, j)
 	settings := krply.Object(clusterID, "configmaps", ns, "settings")
 	st, err := j.ObjectAt(ctx, settings, beforeStop)
 	if err != nil || !st.Exists || !st.Covered {
@@ -141,11 +137,11 @@ func waitRecorded(ctx context.Context, t *testing.T, store, ns, name string) {
 				return false
 			}
 			defer j.Close()
-			clusterID, err := cli.ClusterID(ctx, j.Store(), "")
-			if err != nil {
+			streams, err := j.Store().Streams(ctx, "")
+			if err != nil || len(streams) != 1 {
 				return false
 			}
-			st, err := j.ObjectAt(ctx, krply.Object(clusterID, "configmaps", ns, name), time.Now())
+			st, err := j.ObjectAt(ctx, krply.Object(streams[0].Stream.ClusterID, "configmaps", ns, name), time.Now())
 			return err == nil && st.Exists
 		}(); found {
 			return
@@ -156,4 +152,14 @@ func waitRecorded(ctx context.Context, t *testing.T, store, ns, name string) {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// onlyCluster returns the cluster of the journal's only stream.
+func onlyCluster(ctx context.Context, t *testing.T, j *krply.Journal) string {
+	t.Helper()
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) != 1 {
+		t.Fatalf("streams %+v, %v; want one", streams, err)
+	}
+	return streams[0].Stream.ClusterID
 }

@@ -1,30 +1,27 @@
-package main
+package recorder
 
 import (
 	"context"
-	"flag"
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
 )
 
 func TestFlagValues(t *testing.T) {
-	var a age
+	var a Age
 	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "0": 0, "1.5d": 36 * time.Hour} {
 		if err := a.Set(in); err != nil || time.Duration(a) != want {
 			t.Errorf("age %q = %s, %v; want %s", in, time.Duration(a), err, want)
 		}
 	}
-	var q quantity
+	var q Quantity
 	for in, want := range map[string]int64{"4Gi": 4 << 30, "500M": 500e6, "0": 0} {
 		if err := q.Set(in); err != nil || int64(q) != want {
 			t.Errorf("quantity %q = %d, %v; want %d", in, q, err, want)
@@ -37,15 +34,6 @@ func TestFlagValues(t *testing.T) {
 	}
 	if q.Set("-1Gi") == nil || q.Set("lots") == nil {
 		t.Error("a negative or malformed size was accepted")
-	}
-	var o ops
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	o.register(fs)
-	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--max-size", "4Gi"}); err != nil {
-		t.Fatal(err)
-	}
-	if !o.all || len(o.exclude) != 2 || time.Duration(o.retention) != 7*24*time.Hour || o.maxSize != 4<<30 || len(o.options()) != 1 {
-		t.Fatalf("parsed %+v", o)
 	}
 }
 
@@ -74,13 +62,9 @@ func TestOperatorFlags(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "krply.db")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	o := &ops{all: true, exclude: cli.Strings{"pods"}, retention: age(7 * 24 * time.Hour), maxSize: 1 << 30, minAge: age(time.Hour),
-		reserve: 1, every: age(time.Minute), metricsAddr: addr}
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, nil, nil, store, "", 0, 0, apiFlags{}, o)
-	}()
+	c := Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"}, Retention: Age(7 * 24 * time.Hour),
+		MaxSize: 1 << 30, MinAge: Age(time.Hour), DiskReserve: 1, RetentionEvery: Age(time.Minute), MetricsAddr: addr}
+	out, done, stop := start(t, c)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		code, body := get("http://" + addr + "/readyz")
@@ -118,7 +102,7 @@ func TestOperatorFlags(t *testing.T) {
 			t.Errorf("/metrics has %s, which is excluded", excluded)
 		}
 	}
-	stopBySIGINT(ctx, t, done, &out)
+	stop(ctx)
 	if code, _ := get("http://" + addr + "/healthz"); code != 0 {
 		t.Fatalf("/healthz answers %d after the stop", code)
 	}
@@ -133,19 +117,12 @@ func TestOperatorFlags(t *testing.T) {
 	}
 }
 
-// --version prints the version stamped with -ldflags, which the Dockerfile
-// sets.
+// Version is the stamped version, else the module's with the build's.
 func TestVersion(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "record")
-	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if v := Version("v9.8.7-test"); v != "v9.8.7-test" {
+		t.Fatalf("stamped version %q", v)
 	}
-	out, err := exec.Command(bin, "--version").CombinedOutput()
-	if err != nil || string(out) != "record v9.8.7-test\n" {
-		t.Fatalf("--version = %q, %v", out, err)
-	}
-	if v := versionString(); !strings.HasPrefix(v, krply.Version) {
+	if v := Version(""); !strings.HasPrefix(v, krply.Version) {
 		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version)
 	}
 }

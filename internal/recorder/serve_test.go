@@ -1,4 +1,4 @@
-package main
+package recorder
 
 import (
 	"context"
@@ -32,7 +32,6 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
@@ -92,12 +91,8 @@ func TestRecordAndServe(t *testing.T) {
 	}
 
 	store := filepath.Join(t.TempDir(), "krply.db")
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0,
-			apiFlags{listen: "127.0.0.1:0", delegatedAuth: true}, &ops{})
-	}()
+	out, done, stop := start(t, Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns},
+		Listen: "127.0.0.1:0", DelegatedAuth: true})
 	var base string
 	for base == "" {
 		if m := servingOn.FindStringSubmatch(out.String()); m != nil {
@@ -249,7 +244,7 @@ func TestRecordAndServe(t *testing.T) {
 		t.Fatalf("record stopped while serving: %v\n%s", err, out.String())
 	default:
 	}
-	stopBySIGINT(ctx, t, done, &out)
+	stop(ctx)
 
 	// --serve-only serves the stopped recorder's journal read-only.
 	tokens := filepath.Join(t.TempDir(), "tokens")
@@ -260,7 +255,7 @@ func TestRecordAndServe(t *testing.T) {
 	var serveOut syncBuffer
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOnly(serveCtx, &serveOut, apiFlags{listen: "127.0.0.1:0", tokenFile: tokens, serveOnly: true}, store)
+		served <- Run(serveCtx, &serveOut, Config{Journal: store, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true})
 	}()
 	for !servingOn.MatchString(serveOut.String()) {
 		select {
@@ -314,18 +309,22 @@ func TestServeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {
-		api  apiFlags
+		c    Config
 		want string
 	}{
-		"tls without listen":    {apiFlags{tlsCert: "c", tlsKey: "k"}, "need --listen"},
-		"cert without key":      {apiFlags{listen: "127.0.0.1:0", tlsCert: "c"}, "both --tls-cert-file and --tls-key-file"},
-		"open without auth":     {apiFlags{listen: ":8080"}, "give --token-file or --delegated-auth"},
-		"missing token file":    {apiFlags{listen: ":8080", tokenFile: tokens + ".missing"}, "--token-file"},
-		"serve-only delegation": {apiFlags{listen: "127.0.0.1:0", serveOnly: true, delegatedAuth: true}, "--serve-only"},
-		"serve-only no journal": {apiFlags{listen: "127.0.0.1:0", serveOnly: true, tokenFile: tokens}, "journal"},
+		"tls without listen":    {Config{TLSCertFile: "c", TLSKeyFile: "k"}, "need --listen"},
+		"writes without listen": {Config{AllowWrites: true}, "need --listen"},
+		"cert without key":      {Config{Listen: "127.0.0.1:0", TLSCertFile: "c"}, "both --tls-cert-file and --tls-key-file"},
+		"open without auth":     {Config{Listen: ":8080"}, "give --listen-token-file or --delegated-auth"},
+		"not host:port":         {Config{Listen: "8080", TokenFile: tokens}, "want host:port"},
+		"missing token file":    {Config{Listen: ":8080", TokenFile: tokens + ".missing"}, "--listen-token-file"},
+		"serve-only delegation": {Config{Listen: "127.0.0.1:0", ServeOnly: true, DelegatedAuth: true}, "--serve-only"},
+		"serve-only no journal": {Config{Listen: "127.0.0.1:0", ServeOnly: true, TokenFile: tokens}, "journal"},
+		"no cluster":            {Config{}, "--kubeconfig"},
 	}
 	for name, tc := range cases {
-		err := run(&syncBuffer{}, cli.Cluster{}, nil, nil, filepath.Join(t.TempDir(), "none.db"), "", 0, 0, tc.api, &ops{})
+		tc.c.Journal = filepath.Join(t.TempDir(), "none.db")
+		err := Run(context.Background(), &syncBuffer{}, tc.c)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
 		}
@@ -369,7 +368,7 @@ func TestServeOnlyTLS(t *testing.T) {
 	var out syncBuffer
 	served := make(chan error, 1)
 	go func() {
-		served <- serveOnly(serveCtx, &out, apiFlags{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile, serveOnly: true}, store)
+		served <- Run(serveCtx, &out, Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
 	}()
 	https := regexp.MustCompile(`serving the query API on (https://\S+)`)
 	for !https.MatchString(out.String()) {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/retention"
+)
+
+// record's flags fill the recorder's Config: the operator's flags, with
+// the retention package's defaults.
+func TestRecordFlags(t *testing.T) {
+	var r recordFlags
+	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
+	r.register(fs)
+	if time.Duration(r.MinAge) != retention.DefaultMinAge || time.Duration(r.RetentionEvery) != retention.DefaultInterval {
+		t.Fatalf("defaults: --min-age %s, --retention-every %s", time.Duration(r.MinAge), time.Duration(r.RetentionEvery))
+	}
+	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--max-size", "4Gi",
+		"--min-age=30m", "--disk-reserve=512Mi", "--retention-every=10s", "--metrics-addr=:9090", "--allow-secrets",
+		"--listen=:8443", "--tls-cert-file=c", "--tls-key-file=k", "--listen-token-file=t", "--delegated-auth", "--listen-allow-writes", "--serve-only"}); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Config
+	if !c.AllResources || !slices.Equal(c.Exclude, []string{"pods", "jobs.batch"}) || !slices.Equal(c.Include, []string{"events"}) || !c.AllowSecrets ||
+		time.Duration(c.Retention) != 7*24*time.Hour || c.MaxSize != 4<<30 || time.Duration(c.MinAge) != 30*time.Minute ||
+		c.DiskReserve != 512<<20 || time.Duration(c.RetentionEvery) != 10*time.Second || c.MetricsAddr != ":9090" {
+		t.Fatalf("operator flags parsed as %+v", c)
+	}
+	if c.Listen != ":8443" || c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TokenFile != "t" || !c.DelegatedAuth || !c.AllowWrites || !c.ServeOnly {
+		t.Fatalf("query API flags parsed as %+v", c)
+	}
+	for _, bad := range [][]string{{"--retention", "a week"}, {"--max-size", "-1Gi"}} {
+		if err := fs.Parse(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// record --version and version print the version stamped with -ldflags,
+// which the image's build sets.
+func TestVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "kubectl-krply")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"record", "--version"}, {"version"}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil || string(out) != "kubectl-krply v9.8.7-test\n" {
+			t.Errorf("%v = %q, %v", args, out, err)
+		}
+	}
+	r := runPlugin(t, "version")
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "kubectl-krply "+krply.Version) {
+		t.Errorf("unstamped version: exit %d, %q; want it to start with %s", r.code, r.stdout, krply.Version)
+	}
+}

@@ -1,0 +1,270 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/watch"
+)
+
+// Config is what a recorder is asked to do. The comments name the flags
+// of `kubectl krply record` that set each field.
+type Config struct {
+	// Cluster returns the cluster to record (--kubeconfig, --context); it
+	// is not called with ServeOnly.
+	Cluster func() (*rest.Config, error)
+	// Journal is the journal's path (--journal).
+	Journal string
+	// Resources to record (--resource; default watch.DefaultResources).
+	Resources []string
+	// Namespaces to record (-n; default all).
+	Namespaces []string
+	// LabelSelector records only the objects it matches (-l).
+	LabelSelector string
+	// ClusterID is written in every record (--cluster-id; default the UID
+	// of kube-system).
+	ClusterID string
+	// StatusEvery is how often the streams' status is printed once synced
+	// (--status-every; 0: never).
+	StatusEvery time.Duration
+	// Log receives the recorder's logs (-v sets its verbosity).
+	Log logr.Logger
+
+	// AllResources records every listable and watchable resource, except
+	// the default exclusions (--all-resources); Exclude adds to them
+	// (--exclude), Include takes some back (--include).
+	AllResources     bool
+	Exclude, Include []string
+	// AllowSecrets records Secrets, values redacted (--allow-secrets).
+	AllowSecrets bool
+
+	// Retention compacts history older than this (--retention); MaxSize
+	// compacts the oldest history while the journal's data takes more
+	// (--max-size), never history younger than MinAge (--min-age);
+	// DiskReserve reports pressure while the journal's disk has less free
+	// space (--disk-reserve); RetentionEvery is how often retention runs
+	// (--retention-every; the flags' defaults are retention.DefaultMinAge
+	// and retention.DefaultInterval, and RetentionEvery must be positive
+	// when retention runs).
+	Retention, MinAge, RetentionEvery Age
+	MaxSize, DiskReserve              Quantity
+	// MetricsAddr serves /metrics, /healthz and /readyz alone on this
+	// address (--metrics-addr).
+	MetricsAddr string
+
+	// Listen serves the query API, /metrics, /healthz and /readyz on this
+	// address (--listen), over HTTPS with TLSCertFile and TLSKeyFile
+	// (--tls-cert-file, --tls-key-file). TokenFile lists the bearer tokens
+	// it accepts (--listen-token-file); DelegatedAuth asks the cluster
+	// instead (--delegated-auth); AllowWrites lets clients save snapshots
+	// and plans (--listen-allow-writes).
+	Listen, TLSCertFile, TLSKeyFile, TokenFile string
+	DelegatedAuth, AllowWrites                 bool
+	// ServeOnly serves the journal read-only without recording
+	// (--serve-only).
+	ServeOnly bool
+}
+
+// Run records until ctx ends, printing its progress and status lines on
+// out; with ServeOnly it serves the journal until ctx ends. It returns nil
+// when ctx ends, also before the first sync.
+func Run(ctx context.Context, out io.Writer, c Config) error {
+	if err := c.Check(); err != nil {
+		return err
+	}
+	if c.ServeOnly {
+		return serveOnly(ctx, out, c)
+	}
+	err := record(ctx, out, c)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// Ctrl-C is how a recorder is stopped, also before its first sync.
+		fmt.Fprintln(out, "stopped before every stream had its first complete list; the journal keeps what was recorded")
+		return nil
+	}
+	return err
+}
+
+func record(ctx context.Context, out io.Writer, c Config) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if c.Cluster == nil {
+		return errors.New("no cluster to record: choose it with --kubeconfig and --context")
+	}
+	cfg, err := c.Cluster()
+	if err != nil {
+		return fmt.Errorf("cluster to record: %w (choose it with --kubeconfig and --context)", err)
+	}
+	j, err := krply.Open(ctx, c.Journal, c.options()...)
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", c.Journal, err)
+	}
+	defer j.Close()
+	rec, err := j.NewCollectorForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- rec.Start(ctx) }()
+	o, err := startOps(ctx, c, j, rec)
+	if err != nil {
+		stop()
+		return errors.Join(err, <-done)
+	}
+	defer func() {
+		if err := o.wait(); err != nil {
+			fmt.Fprintln(out, "stopping /metrics:", err)
+		}
+	}()
+	var serving <-chan error
+	if c.Listen != "" {
+		if serving, err = serveAPI(ctx, out, c, j, cfg, o.ready(rec), o.metrics); err != nil {
+			stop()
+			<-done
+			return err
+		}
+	}
+
+	// Progress while the initial lists run, then the streams' status.
+	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, c.Journal)
+	synced := make(chan error, 1)
+	go func() { synced <- rec.WaitForSync(ctx) }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case err := <-synced:
+			if err != nil {
+				stop()
+				if serving != nil {
+					<-serving
+				}
+				if startErr := <-done; startErr != nil && !errors.Is(startErr, context.Canceled) {
+					return startErr
+				}
+				return err
+			}
+			waiting = false
+		case <-tick.C:
+			printProgress(out, rec.Status())
+		}
+	}
+	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
+	printStreams(out, rec.Status())
+
+	var status <-chan time.Time
+	if c.StatusEvery > 0 {
+		t := time.NewTicker(c.StatusEvery)
+		defer t.Stop()
+		status = t.C
+	}
+	for {
+		select {
+		case err := <-done:
+			if serving != nil {
+				<-serving // the API stops with ctx, before the journal closes
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			fmt.Fprintln(out, "stopped; final status:")
+			printStreams(out, rec.Status())
+			return nil
+		case <-status:
+			printStreams(out, rec.Status())
+		case err := <-serving:
+			if err != nil {
+				stop()
+				<-done
+				return err
+			}
+			serving = nil
+		}
+	}
+}
+
+// options returns the journal's and the Collector's options the Config
+// asks for.
+func (c *Config) options() []krply.Option {
+	opts := []krply.Option{krply.WithLogger(c.Log)}
+	if len(c.Resources) > 0 {
+		opts = append(opts, krply.WithResources(c.Resources...))
+	}
+	if len(c.Namespaces) > 0 {
+		opts = append(opts, krply.WithNamespaces(c.Namespaces...))
+	}
+	if c.ClusterID != "" {
+		opts = append(opts, krply.WithClusterID(c.ClusterID))
+	}
+	var w []watch.Option
+	if c.LabelSelector != "" {
+		w = append(w, watch.WithLabelSelector(c.LabelSelector))
+	}
+	if c.AllResources {
+		w = append(w, watch.WithAllResources())
+	}
+	if len(c.Exclude) > 0 {
+		w = append(w, watch.WithExclude(c.Exclude...))
+	}
+	if len(c.Include) > 0 {
+		w = append(w, watch.WithInclude(c.Include...))
+	}
+	if c.AllowSecrets {
+		w = append(w, watch.AllowSecrets())
+	}
+	if len(w) > 0 {
+		opts = append(opts, krply.WithCollectorOptions(w...))
+	}
+	return opts
+}
+
+// printProgress prints the streams still taking their first baseline.
+func printProgress(out io.Writer, streams []watch.StreamStatus) {
+	var listing []string
+	for _, st := range streams {
+		if !st.Synced && st.State != watch.StatePending {
+			listing = append(listing, fmt.Sprintf("%s %s (%d objects)", st.Resource, st.State, st.Events))
+		}
+	}
+	if len(listing) > 0 {
+		fmt.Fprintf(out, "  initial lists: %s\n", strings.Join(listing, ", "))
+	}
+}
+
+// printStreams prints one line per stream: state, coverage, evidence,
+// events, gaps, last resourceVersion, why degraded. Times are RFC 3339 with
+// the zone and full precision, so they can be pasted back as --at.
+func printStreams(out io.Writer, streams []watch.StreamStatus) {
+	tw := tabwriter.NewWriter(out, 0, 4, 3, ' ', 0)
+	fmt.Fprintln(tw, "  STREAM\tSTATE\tCOVERED SINCE\tEVIDENCE UNTIL\tEVENTS\tGAPS\tRESOURCEVERSION\tDEGRADED")
+	for _, st := range streams {
+		covered := "NOT covered"
+		if st.Covered {
+			covered = stamp(st.CoveredSince)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", st.StreamID, st.State, covered, stamp(st.LastDurableAt), st.Events, st.Gaps, orNone(st.LastResourceVersion), orNone(st.DegradedReason))
+	}
+	tw.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(time.RFC3339Nano)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}

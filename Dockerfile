@@ -1,8 +1,10 @@
 # syntax=docker/dockerfile:1
-# krply's image: the recorder (/krply-record, the entrypoint) and the query
-# tools, static, on a distroless base, as user 65532 (non-root), for a
-# read-only root filesystem (the manifests under deploy/ mount the journal
-# volume and an emptyDir at /tmp). Build from the repository root:
+# krply's image: one static binary, /kubectl-krply (the entrypoint), which
+# is the recorder (`kubectl-krply record`, as the manifests under deploy/
+# run it) and the command-line tool (`kubectl exec ... -- /kubectl-krply
+# history deploy/web -n shop`), on a distroless base, as user 65532
+# (non-root), for a read-only root filesystem (the manifests mount the
+# journal volume and an emptyDir at /tmp). Build from the repository root:
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always) -t krply:dev .
 #
@@ -23,7 +25,8 @@ ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
 FROM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+COPY cmd/kubectl-krply/go.mod cmd/kubectl-krply/go.sum cmd/kubectl-krply/
+RUN go mod download && cd cmd/kubectl-krply && go mod download
 COPY . .
 ARG VERSION=dev
 RUN VERSION=${VERSION} hack/image-binaries.sh /out
@@ -31,4 +34,4 @@ RUN VERSION=${VERSION} hack/image-binaries.sh /out
 FROM ${BASE_IMAGE}
 COPY --from=build /out/ /
 USER 65532:65532
-ENTRYPOINT ["/krply-record"]
+ENTRYPOINT ["/kubectl-krply"]

@@ -50,16 +50,28 @@ func clusterRole(t *testing.T, file, name string) rbacv1.ClusterRole {
 }
 
 // CheckNarrow fails t when role grants a verb outside verbs, a wildcard,
-// Secrets, resource names or non-resource URLs.
-func checkNarrow(t *testing.T, role rbacv1.ClusterRole, verbs []string) {
+// Secrets, resource names or non-resource URLs. creates names the
+// resources (resource.group) on which it may create besides.
+func checkNarrow(t *testing.T, role rbacv1.ClusterRole, verbs []string, creates ...string) {
 	t.Helper()
 	if len(role.Rules) == 0 || role.AggregationRule != nil {
 		t.Errorf("%s has no rules of its own (or aggregates others)", role.Name)
 	}
 	for _, r := range role.Rules {
 		for _, v := range r.Verbs {
-			if !slices.Contains(verbs, v) {
+			if slices.Contains(verbs, v) {
+				continue
+			}
+			if v != "create" || len(creates) == 0 {
 				t.Errorf("%s grants %q; allowed verbs are %q", role.Name, v, verbs)
+				continue
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					if !slices.Contains(creates, res+"."+g) {
+						t.Errorf("%s grants create on %s.%s; it may create only %q", role.Name, res, g, creates)
+					}
+				}
 			}
 		}
 		for _, s := range append(append(slices.Clone(r.APIGroups), r.Resources...), r.Verbs...) {
@@ -74,7 +86,11 @@ func checkNarrow(t *testing.T, role rbacv1.ClusterRole, verbs []string) {
 }
 
 func TestRolesAreNarrow(t *testing.T) {
-	checkNarrow(t, clusterRole(t, "recorder/rbac.yaml", "krply-recorder"), []string{"get", "list", "watch"})
+	// The recorder reads, and asks the cluster about the query API's
+	// callers (--delegated-auth): create on the two reviews, nothing else.
+	checkNarrow(t, clusterRole(t, "recorder/rbac.yaml", "krply-recorder"), []string{"get", "list", "watch"},
+		"tokenreviews.authentication.k8s.io", "subjectaccessreviews.authorization.k8s.io")
+	checkNarrow(t, clusterRole(t, "recorder/rbac.yaml", "krply-history-reader"), []string{"get"})
 	checkNarrow(t, clusterRole(t, "replay/rbac.yaml", "krply-replay"), []string{"get", "list", "create", "patch"})
 	checkNarrow(t, clusterRole(t, "replay/rbac.yaml", "krply-replay-namespaces"), []string{"get", "list", "create", "patch"})
 	for _, u := range manifests(t, "replay/rbac.yaml") {
@@ -164,6 +180,11 @@ func TestManifestsOnAControlPlane(t *testing.T) {
 		{"krply-recorder", "list", "", "secrets", "shop", false},
 		{"krply-recorder", "update", "", "configmaps", "shop", false},
 		{"krply-recorder", "list", "coordination.k8s.io", "leases", "", false},
+		{"krply-recorder", "create", "authentication.k8s.io", "tokenreviews", "", true},
+		{"krply-recorder", "create", "authorization.k8s.io", "subjectaccessreviews", "", true},
+		{"krply-recorder", "create", "authorization.k8s.io", "localsubjectaccessreviews", "shop", false},
+		{"krply-recorder", "create", "", "configmaps", "shop", false},
+		{"krply-recorder", "get", "krply.io", "history", "shop", false},
 		{"krply-replay", "patch", "apps", "deployments", "sandbox", true},
 		{"krply-replay", "create", "", "configmaps", "sandbox", true},
 		{"krply-replay", "patch", "apps", "deployments", "kube-system", false},

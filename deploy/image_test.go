@@ -30,10 +30,11 @@ func dockerfile(t *testing.T) []string {
 }
 
 // The image as far as it can be checked without a container runtime: the
-// build stage's build script compiles every binary, the version is
-// stamped, the final stage runs as non-root with the recorder as
-// entrypoint, and the manifests run that entrypoint with flags it accepts,
-// as the user the image names, on a read-only root filesystem.
+// build stage's build script compiles the plugin, the version is stamped,
+// the final stage runs as non-root with the plugin as entrypoint, and the
+// manifests run its recorder with flags it accepts, serving the query API
+// with delegated authentication on the port the probes and the Service
+// use, as the user the image names, on a read-only root filesystem.
 func TestImage(t *testing.T) {
 	lines := dockerfile(t)
 	want := []string{
@@ -44,7 +45,7 @@ func TestImage(t *testing.T) {
 		"FROM ${BASE_IMAGE}",
 		"COPY --from=build /out/ /",
 		"USER 65532:65532",
-		`ENTRYPOINT ["/krply-record"]`,
+		`ENTRYPOINT ["/kubectl-krply"]`,
 	}
 	for _, w := range want {
 		if !slices.Contains(lines, w) {
@@ -63,21 +64,25 @@ func TestImage(t *testing.T) {
 	if msg, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("hack/image-binaries.sh: %v\n%s", err, msg)
 	}
-	for _, bin := range []string{"krply-record", "krply-snapshot", "krply-history", "krply-diff", "krply-replay"} {
-		if _, err := os.Stat(filepath.Join(out, bin)); err != nil {
-			t.Errorf("the image lacks %s: %v", bin, err)
-		}
+	entries, err := os.ReadDir(out)
+	if err != nil || len(entries) != 1 || entries[0].Name() != "kubectl-krply" {
+		t.Fatalf("the image's binaries: %v, %v; want kubectl-krply alone", entries, err)
 	}
-	record := filepath.Join(out, "krply-record")
-	if v, err := exec.Command(record, "--version").CombinedOutput(); err != nil || string(v) != "record v0.0.0-image-test\n" {
-		t.Fatalf("krply-record --version = %q, %v", v, err)
+	plugin := filepath.Join(out, "kubectl-krply")
+	for _, args := range [][]string{{"record", "--version"}, {"version"}} {
+		if v, err := exec.Command(plugin, args...).CombinedOutput(); err != nil || string(v) != "kubectl-krply v0.0.0-image-test\n" {
+			t.Fatalf("kubectl-krply %v = %q, %v", args, v, err)
+		}
 	}
 
 	// The manifests run the entrypoint as the image's user.
-	for _, u := range manifests(t, "recorder/recorder.yaml") {
+	objs := manifests(t, "recorder/recorder.yaml")
+	deployments := 0
+	for _, u := range objs {
 		if u.GetKind() != "Deployment" {
 			continue
 		}
+		deployments++
 		spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
 		if uid, _, _ := unstructured.NestedFieldNoCopy(spec, "securityContext", "runAsUser"); fmt.Sprint(uid) != "65532" {
 			t.Errorf("runAsUser %v, want the image's 65532", uid)
@@ -86,18 +91,51 @@ func TestImage(t *testing.T) {
 		c := containers[0].(map[string]any)
 		command, _, _ := unstructured.NestedStringSlice(c, "command")
 		args, _, _ := unstructured.NestedStringSlice(c, "args")
-		if !slices.Equal(command, []string{"/krply-record"}) {
-			t.Errorf("command %q, want the image's entrypoint", command)
+		if !slices.Equal(command, []string{"/kubectl-krply"}) || len(args) == 0 || args[0] != "record" {
+			t.Errorf("command %q, args %q; want the image's entrypoint and record", command, args)
+		}
+		for _, want := range []string{"--listen=:8080", "--delegated-auth", "--all-resources", "--retention=30d", "--max-size=3Gi"} {
+			if !slices.Contains(args, want) {
+				t.Errorf("the recorder's args %q lack %s", args, want)
+			}
+		}
+		env, _, _ := unstructured.NestedSlice(c, "env")
+		if len(env) != 1 || fmt.Sprint(env[0]) != "map[name:KRPLY_JOURNAL value:/var/lib/krply/krply.db]" {
+			t.Errorf("env %v, want KRPLY_JOURNAL on the journal's volume", env)
+		}
+		ports, _, _ := unstructured.NestedSlice(c, "ports")
+		if len(ports) != 1 || fmt.Sprint(ports[0]) != "map[containerPort:8080 name:http]" {
+			t.Errorf("ports %v, want http on --listen's 8080", ports)
+		}
+		for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+			get, _, _ := unstructured.NestedMap(c, probe, "httpGet")
+			if fmt.Sprint(get["port"]) != "http" {
+				t.Errorf("%s %v, want it on the API's port", probe, get)
+			}
 		}
 		if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
 			t.Error("the root filesystem is writable")
 		}
 		// The recorder parses every flag before --version: exit 0 means it
 		// accepts them all.
-		if msg, err := exec.Command(record, append(args, "--version")...).CombinedOutput(); err != nil {
-			t.Errorf("krply-record refuses the manifest's args %q: %v\n%s", args, err, msg)
+		if msg, err := exec.Command(plugin, append(args, "--version")...).CombinedOutput(); err != nil {
+			t.Errorf("kubectl-krply refuses the manifest's args %q: %v\n%s", args, err, msg)
 		}
 	}
+	if deployments != 1 {
+		t.Fatalf("%d Deployments in recorder.yaml, want 1", deployments)
+	}
+	// The Service reaches the API on the container's port.
+	for _, u := range objs {
+		if u.GetKind() == "Service" {
+			ports, _, _ := unstructured.NestedSlice(u.Object, "spec", "ports")
+			if len(ports) != 1 || fmt.Sprint(ports[0]) != "map[name:http port:8080 targetPort:http]" {
+				t.Errorf("Service ports %v, want http 8080 to the recorder's http", ports)
+			}
+			return
+		}
+	}
+	t.Error("recorder.yaml has no Service for the query API")
 }
 
 // .dockerignore keeps out what the build does not need, and nothing it does.
@@ -123,7 +161,7 @@ func TestDockerignore(t *testing.T) {
 	if !slices.Contains(patterns, ".git") {
 		t.Error(".dockerignore lets .git in")
 	}
-	for _, needed := range []string{"go.mod", "go.sum", "hack/image-binaries.sh", "examples/record/main.go", "storage/sqlite/format_dictionary.json", "watch/collector.go"} {
+	for _, needed := range []string{"go.mod", "go.sum", "hack/image-binaries.sh", "cmd/kubectl-krply/go.mod", "cmd/kubectl-krply/go.sum", "cmd/kubectl-krply/main.go", "internal/recorder/recorder.go", "storage/sqlite/format_dictionary.json", "watch/collector.go"} {
 		for _, p := range patterns {
 			if excludes(p, needed) {
 				t.Errorf(".dockerignore pattern %q keeps out %s, which the build needs", p, needed)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Builds the binaries of the container image into the folder $1 — the
+# Builds the binary of the container image into the folder $1 — the
 # Dockerfile's build stage runs it, and deploy's tests run it too:
-#   krply-record    the recorder (examples/record), its version stamped from $VERSION
-#   krply-snapshot, krply-history, krply-diff, krply-replay
-#                   the query tools (examples/*), for `kubectl exec` into the pod
+#   kubectl-krply   the recorder (`kubectl-krply record`, internal/recorder)
+#                   and the command-line tool (history, blame, snapshot,
+#                   replay, ...), for `kubectl exec` into the pod; its version
+#                   stamped from $VERSION
+# It is the plugin's nested module (cmd/kubectl-krply), so that it can
+# take dependencies the core module must not (cobra, cli-runtime).
 set -euo pipefail
-out=${1:?usage: image-binaries.sh OUTDIR}
+out=$(realpath -m "${1:?usage: image-binaries.sh OUTDIR}")
 version=${VERSION:-dev}
 export CGO_ENABLED=0
-go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "${out}/krply-record" ./examples/record
-for tool in snapshot history diff replay; do
-	go build -trimpath -ldflags "-s -w" -o "${out}/krply-${tool}" "./examples/${tool}"
-done
+cd "$(dirname "$0")/../cmd/kubectl-krply"
+go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "${out}/kubectl-krply" .

@@ -26,12 +26,13 @@ import (
 	"github.com/krply/krply/storage"
 )
 
-// buildRecorder builds examples/record into dir and returns its path.
+// buildRecorder builds the recorder operators run, kubectl-krply (a
+// nested module), into dir and returns its path.
 func buildRecorder(t *testing.T, dir string) string {
 	t.Helper()
-	bin := filepath.Join(dir, "krply-record")
-	build := exec.Command("go", "build", "-o", bin, "./examples/record")
-	build.Dir = "../.."
+	bin := filepath.Join(dir, "kubectl-krply")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = "../../cmd/kubectl-krply"
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -70,7 +71,7 @@ func TestDiskFull(t *testing.T) {
 	ns := env.CreateNamespace(t)
 	store := filepath.Join(dir, "krply.db")
 	var out syncWriter
-	rec := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--store", store, "--resource", "cm", "--namespace", ns, "--status-every", "0")
+	rec := exec.Command(bin, "record", "--kubeconfig", env.Kubeconfig(), "--journal", store, "--resource", "cm", "--namespace", ns, "--status-every", "0")
 	rec.Stdout, rec.Stderr = &out, &out
 	startLimited(t, rec, 3<<20)
 	exited := make(chan error, 1)

@@ -2,8 +2,9 @@
 // measures what running for months needs: memory that stays flat, a disk
 // that retention keeps bounded, and no gap that the workload did not cause.
 //
-// TestSoak builds examples/record, runs it as a child process against its
-// own local control plane (internal/testenv) with --all-resources,
+// TestSoak builds kubectl-krply and runs `kubectl-krply record` as a
+// child process against its own local control plane (internal/testenv)
+// with --all-resources,
 // retention at a small size (--max-size 4Mi, --min-age 1m, every 10s) and
 // /metrics, while a steady, bounded workload changes ConfigMaps (each
 // change 1 KiB of data no other body shares, so the journal grows) and

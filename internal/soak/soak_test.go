@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	rec := exec.Command(bin, "--kubeconfig", env.Kubeconfig(), "--store", store, "--all-resources",
+	rec := exec.Command(bin, "record", "--kubeconfig", env.Kubeconfig(), "--journal", store, "--all-resources",
 		"--max-size", strconv.Itoa(maxSize), "--min-age", "1m", "--retention-every", "10s",
 		"--metrics-addr", addr, "--status-every", "0")
 	rec.Stdout, rec.Stderr = logFile, logFile

@@ -2,6 +2,7 @@ package charttest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -116,6 +117,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"a malformed size":            {"retention": map[string]any{"maxAge": "7d", "maxSize": "lots", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m"}},
 		"a malformed age":             {"retention": map[string]any{"maxAge": "a week", "maxSize": "1Gi", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m"}},
 		"a digest that is not sha256": {"image": map[string]any{"repository": "krply", "digest": "latest"}},
+		"an API open to anyone":       {"api": map[string]any{"delegatedAuth": false}},
 	} {
 		if _, _, err := render(c, vals, "krply"); err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
 			t.Errorf("%s: render = %v, want a schema error", what, err)
@@ -134,18 +136,69 @@ func find(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstru
 	return out
 }
 
-// recorderArgs returns the command and args of the rendered recorder.
-func recorderArgs(t *testing.T, objs []*unstructured.Unstructured) (command, args []string) {
+// recorderContainer returns the rendered recorder's container.
+func recorderContainer(t *testing.T, objs []*unstructured.Unstructured) map[string]any {
 	t.Helper()
 	deploys := find(objs, "Deployment")
 	if len(deploys) != 1 {
 		t.Fatalf("%d Deployments, want 1", len(deploys))
 	}
 	containers, _, _ := unstructured.NestedSlice(deploys[0].Object, "spec", "template", "spec", "containers")
-	c := containers[0].(map[string]any)
-	command, _, _ = unstructured.NestedStringSlice(c, "command")
-	args, _, _ = unstructured.NestedStringSlice(c, "args")
-	return command, args
+	return containers[0].(map[string]any)
+}
+
+// checkAPI checks that the recorder serves the query API as vals ask, on
+// the port its probes and the Service use.
+func checkAPI(t *testing.T, objs []*unstructured.Unstructured, vals map[string]any, args []string) {
+	t.Helper()
+	c := recorderContainer(t, objs)
+	delegated, found, _ := unstructured.NestedBool(vals, "api", "delegatedAuth")
+	delegated = delegated || !found
+	tokens, _, _ := unstructured.NestedString(vals, "api", "tokenSecret")
+	tls, _, _ := unstructured.NestedString(vals, "api", "tlsSecret")
+	writes, _, _ := unstructured.NestedBool(vals, "api", "allowWrites")
+	for flag, want := range map[string]bool{
+		"--listen=:8080": true, "--delegated-auth": delegated, "--listen-token-file=/etc/krply/tokens/tokens": tokens != "",
+		"--tls-cert-file=/etc/krply/tls/tls.crt": tls != "", "--tls-key-file=/etc/krply/tls/tls.key": tls != "",
+		"--listen-allow-writes": writes, "--metrics-addr=:8080": false,
+	} {
+		if slices.Contains(args, flag) != want {
+			t.Errorf("args %q: %s given %v, want %v", args, flag, !want, want)
+		}
+	}
+	scheme := "HTTP"
+	if tls != "" {
+		scheme = "HTTPS"
+	}
+	for _, probe := range []string{"livenessProbe", "readinessProbe"} {
+		get, _, _ := unstructured.NestedMap(c, probe, "httpGet")
+		if get["port"] != "http" || get["scheme"] != scheme {
+			t.Errorf("%s %v, want port http over %s", probe, get, scheme)
+		}
+	}
+	ports, _, _ := unstructured.NestedSlice(c, "ports")
+	if len(ports) != 1 || fmt.Sprint(ports[0]) != "map[containerPort:8080 name:http]" {
+		t.Errorf("container ports %v, want http on 8080", ports)
+	}
+	services := find(objs, "Service")
+	if len(services) != 1 {
+		t.Fatalf("%d Services, want the API's", len(services))
+	}
+	sp, _, _ := unstructured.NestedSlice(services[0].Object, "spec", "ports")
+	if len(sp) != 1 || fmt.Sprint(sp[0]) != "map[name:http port:8080 targetPort:http]" {
+		t.Errorf("Service ports %v, want http 8080 to the recorder's http", sp)
+	}
+	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
+	if got, want := len(mounts), 2+btoi(tokens != "")+btoi(tls != ""); got != want {
+		t.Errorf("%d volume mounts, want %d (journal, tmp, and the API's Secrets)", got, want)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Every values file renders to objects the control plane accepts (a
@@ -194,39 +247,56 @@ func TestRenderAndApply(t *testing.T) {
 			if err := env.AdmitPods(ctx, objs, restricted); err != nil {
 				t.Fatalf("Pod Security restricted: %v", err)
 			}
-			command, args := recorderArgs(t, objs)
-			if !slices.Equal(command, []string{"/krply-record"}) {
-				t.Fatalf("command %q, want the image's /krply-record", command)
+			c := recorderContainer(t, objs)
+			command, _, _ := unstructured.NestedStringSlice(c, "command")
+			args, _, _ := unstructured.NestedStringSlice(c, "args")
+			if !slices.Equal(command, []string{"/kubectl-krply"}) || len(args) == 0 || args[0] != "record" {
+				t.Fatalf("command %q, args %q; want the image's /kubectl-krply record", command, args)
 			}
+			checkAPI(t, objs, vals, args)
 			// The recorder parses every flag before it looks at
 			// --version: exit 0 means it accepts them all.
 			if out, err := exec.Command(record, append(args, "--version")...).CombinedOutput(); err != nil {
 				t.Fatalf("the recorder refuses the chart's args %q: %v\n%s", args, err, out)
 			}
 			roles := find(objs, "ClusterRole")
-			if len(roles) != 1 {
-				t.Fatalf("%d ClusterRoles, want the recorder's", len(roles))
+			if len(roles) != 2 || roles[0].GetName() != "krply" || roles[1].GetName() != "krply-history-reader" {
+				t.Fatalf("%d ClusterRoles, want the recorder's and its readers'", len(roles))
 			}
 			rules, _, _ := unstructured.NestedSlice(roles[0].Object, "rules")
 			extra, _, _ := unstructured.NestedSlice(vals, "rbac", "extraRules")
-			if len(rules) != len(plain)+len(extra) {
-				t.Fatalf("%d rules, want the plain manifests' %d and %d extra", len(rules), len(plain), len(extra))
+			// The plain manifests' rules: what it reads, then the two
+			// reviews of --delegated-auth, which the chart grants only
+			// with api.delegatedAuth.
+			reads, auth := plain[:len(plain)-2], plain[len(plain)-2:]
+			want := len(reads) + len(extra)
+			if slices.Contains(args, "--delegated-auth") {
+				want += len(auth)
 			}
-			if got, want := mustYAML(t, rules[:len(plain)]), mustYAML(t, plain); got != want {
+			if len(rules) != want {
+				t.Fatalf("%d rules, want the plain manifests' %d, %d extra and the reviews if --delegated-auth", len(rules), len(reads), len(extra))
+			}
+			if got, want := mustYAML(t, rules[:len(reads)]), mustYAML(t, reads); got != want {
 				t.Fatalf("the chart's recorder rules differ from deploy/recorder/rbac.yaml:\n%s\nwant:\n%s", got, want)
+			}
+			if slices.Contains(args, "--delegated-auth") {
+				if got, want := mustYAML(t, rules[len(rules)-2:]), mustYAML(t, auth); got != want {
+					t.Fatalf("the chart's --delegated-auth rules differ from deploy/recorder/rbac.yaml:\n%s\nwant:\n%s", got, want)
+				}
 			}
 		})
 	}
 }
 
-// buildRecorder builds the record command and returns its path.
+// buildRecorder builds the image's binary, kubectl-krply (a nested
+// module), and returns its path.
 func buildRecorder(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "krply-record")
-	cmd := exec.Command("go", "build", "-o", bin, "./examples/record")
-	cmd.Dir = "../../.."
+	bin := filepath.Join(t.TempDir(), "kubectl-krply")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Dir = "../../../cmd/kubectl-krply"
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/record: %v\n%s", err, out)
+		t.Fatalf("go build cmd/kubectl-krply: %v\n%s", err, out)
 	}
 	return bin
 }

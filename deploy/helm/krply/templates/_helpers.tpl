@@ -31,3 +31,7 @@ app.kubernetes.io/component: recorder
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 {{- end -}}
+
+{{- define "krply.scheme" -}}
+{{- if .Values.api.tlsSecret -}}HTTPS{{- else -}}HTTP{{- end -}}
+{{- end -}}

@@ -1,0 +1,149 @@
+package deploy_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
+)
+
+// lockedBuffer is a strings.Builder safe for the recorder writing while
+// the test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// The recorder as the manifests run it (--listen, --delegated-auth), with
+// nothing but the recorder's ClusterRole of rbac.yaml: it records, and its
+// query API lets a user bound to krply-history-reader in a namespace read
+// that namespace's history, and refuses everyone else.
+func TestQueryAPIWithTheRecordersRole(t *testing.T) {
+	env := testenv.Start(t, testenv.WithUser(recorderUser))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := env.CreateNamespace(t)
+	if err := env.ApplyManifests(ctx, manifests(t, "recorder/rbac.yaml"), false); err != nil {
+		t.Fatal(err)
+	}
+	bindings := []*unstructured.Unstructured{
+		{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+			"metadata": map[string]any{"name": "krply-recorder-test"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "krply-recorder"},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": recorderUser}},
+		}},
+		{Object: map[string]any{
+			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+			"metadata": map[string]any{"name": "history-readers", "namespace": ns},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "krply-history-reader"},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": testenv.UserAlice}},
+		}},
+	}
+	if err := env.ApplyManifests(ctx, bindings, false); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings"}, "data": map[string]any{"color": "blue"}}}
+	if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	var out lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- recorder.Run(runCtx, &out, recorder.Config{
+			Cluster: func() (*rest.Config, error) { return env.ConfigFor(recorderUser), nil },
+			Journal: filepath.Join(t.TempDir(), "krply.db"), Resources: []string{"cm"}, Namespaces: []string{ns},
+			Listen: "127.0.0.1:0", DelegatedAuth: true,
+		})
+	}()
+	defer func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("the recorder stopped with %v\n%s", err, out.String())
+		}
+	}()
+	serving := regexp.MustCompile(`serving the query API on (http://\S+)`)
+	var base string
+	for base == "" {
+		if m := serving.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("the recorder returned: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("the recorder does not serve:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	as := func(user string) *client.Client {
+		c, err := client.New(base, client.WithToken(env.ConfigFor(user).BearerToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	alice := as(testenv.UserAlice)
+	for alice.Ready(ctx) != nil {
+		if ctx.Err() != nil {
+			t.Fatalf("never ready:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	clusterID := regexp.MustCompile(`\(cluster (\S+)\)`).FindStringSubmatch(out.String())
+	if clusterID == nil {
+		t.Fatalf("no cluster ID in the recorder's output:\n%s", out.String())
+	}
+	settings := storage.ObjectID{ClusterID: clusterID[1], Resource: "configmaps", Namespace: ns, Name: "settings"}
+	h, err := alice.History(ctx, settings, client.HistoryQuery{})
+	if err != nil || len(h.Versions()) != 1 {
+		t.Fatalf("alice, a history reader in %s: %v; want the ConfigMap's one version", ns, err)
+	}
+	var e *server.Error
+	if _, err := as(testenv.UserBob).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		t.Errorf("bob, bound to nothing: %v; want 403", err)
+	}
+	if _, err := as(testenv.UserNobody).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		t.Errorf("nobody: %v; want 403", err)
+	}
+	stranger, _ := client.New(base, client.WithToken("not-a-token"))
+	if _, err := stranger.History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
+		t.Errorf("an unknown token: %v; want 401", err)
+	}
+}

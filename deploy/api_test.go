@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/internal/recorder/recordertest"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
 )
-
-// lockedBuffer is a strings.Builder safe for the recorder writing while
-// the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // The recorder as the manifests run it (--listen, --delegated-auth), with
 // nothing but the recorder's ClusterRole of rbac.yaml: it records, and its
@@ -82,36 +62,13 @@ func TestQueryAPIWithTheRecordersRole(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	var out lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- recorder.Run(runCtx, &out, recorder.Config{
-			Cluster: func() (*rest.Config, error) { return env.ConfigFor(recorderUser), nil },
-			Journal: filepath.Join(t.TempDir(), "krply.db"), Resources: []string{"cm"}, Namespaces: []string{ns},
-			Listen: "127.0.0.1:0", DelegatedAuth: true,
-		})
-	}()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("the recorder stopped with %v\n%s", err, out.String())
-		}
-	}()
-	serving := regexp.MustCompile(`serving the query API on (http://\S+)`)
-	var base string
-	for base == "" {
-		if m := serving.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("the recorder returned: %v\n%s", err, out.String())
-		case <-ctx.Done():
-			t.Fatalf("the recorder does not serve:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	rec := recordertest.Start(t, recorder.Config{
+		Cluster: func() (*rest.Config, error) { return env.ConfigFor(recorderUser), nil },
+		Journal: filepath.Join(t.TempDir(), "krply.db"), Resources: []string{"cm"}, Namespaces: []string{ns},
+		Listen: "127.0.0.1:0", DelegatedAuth: true,
+	})
+	defer rec.Stop(ctx)
+	base := rec.Serving(ctx)
 	as := func(user string) *client.Client {
 		c, err := client.New(base, client.WithToken(env.ConfigFor(user).BearerToken))
 		if err != nil {
@@ -122,14 +79,11 @@ func TestQueryAPIWithTheRecordersRole(t *testing.T) {
 	alice := as(testenv.UserAlice)
 	for alice.Ready(ctx) != nil {
 		if ctx.Err() != nil {
-			t.Fatalf("never ready:\n%s", out.String())
+			t.Fatalf("never ready:\n%s", rec.Out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	clusterID := regexp.MustCompile(`\(cluster (\S+)\)`).FindStringSubmatch(out.String())
-	if clusterID == nil {
-		t.Fatalf("no cluster ID in the recorder's output:\n%s", out.String())
-	}
+	clusterID := rec.WaitFor(ctx, regexp.MustCompile(`\(cluster (\S+)\)`))
 	settings := storage.ObjectID{ClusterID: clusterID[1], Resource: "configmaps", Namespace: ns, Name: "settings"}
 	h, err := alice.History(ctx, settings, client.HistoryQuery{})
 	if err != nil || len(h.Versions()) != 1 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"regexp"
@@ -25,31 +24,12 @@ var (
 	deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 )
 
-// syncBuffer is a bytes.Buffer a running command writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startRecord runs `kubectl krply record` until the returned function
 // stops it (as Ctrl-C does) and returns its exit code and output.
-func startRecord(t *testing.T, args ...string) (out *syncBuffer, stop func() result) {
+func startRecord(t *testing.T, args ...string) (out *testenv.Buffer, stop func() result) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	out, errOut := &syncBuffer{}, &syncBuffer{}
+	out, errOut := &testenv.Buffer{}, &testenv.Buffer{}
 	done := make(chan int, 1)
 	go func() {
 		e := newEnv(streams(out, errOut))

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,24 +17,6 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The recorder records through a kubeconfig, reports its streams, and
 // stops cleanly on SIGINT with the journal intact.
@@ -57,7 +37,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	}
 
 	store := filepath.Join(t.TempDir(), "krply.db")
-	var out syncBuffer
+	var out testenv.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(&out, env.Config(), []string{"cm"}, []string{ns}, store)
@@ -111,7 +91,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 
 // stopBySIGINT sends the process SIGINT and waits for run to return
 // without an error.
-func stopBySIGINT(ctx context.Context, t *testing.T, done <-chan error, out *syncBuffer) {
+func stopBySIGINT(ctx context.Context, t *testing.T, done <-chan error, out *testenv.Buffer) {
 	t.Helper()
 	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
 		t.Fatal(err)

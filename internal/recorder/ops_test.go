@@ -1,4 +1,4 @@
-package recorder
+package recorder_test
 
 import (
 	"context"
@@ -11,17 +11,19 @@ import (
 	"time"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/internal/recorder/recordertest"
 	"github.com/krply/krply/internal/testenv"
 )
 
 func TestFlagValues(t *testing.T) {
-	var a Age
+	var a recorder.Age
 	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "0": 0, "1.5d": 36 * time.Hour} {
 		if err := a.Set(in); err != nil || time.Duration(a) != want {
 			t.Errorf("age %q = %s, %v; want %s", in, time.Duration(a), err, want)
 		}
 	}
-	var q Quantity
+	var q recorder.Quantity
 	for in, want := range map[string]int64{"4Gi": 4 << 30, "500M": 500e6, "0": 0} {
 		if err := q.Set(in); err != nil || int64(q) != want {
 			t.Errorf("quantity %q = %d, %v; want %d", in, q, err, want)
@@ -62,9 +64,9 @@ func TestOperatorFlags(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "krply.db")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c := Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"}, Retention: Age(7 * 24 * time.Hour),
-		MaxSize: 1 << 30, MinAge: Age(time.Hour), DiskReserve: 1, RetentionEvery: Age(time.Minute), MetricsAddr: addr}
-	out, done, stop := start(t, c)
+	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"},
+		Retention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
+		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr})
 	deadline := time.Now().Add(time.Minute)
 	for {
 		code, body := get("http://" + addr + "/readyz")
@@ -72,12 +74,12 @@ func TestOperatorFlags(t *testing.T) {
 			break
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("record returned: %v\n%s", err, out.String())
+		case err := <-rec.Done():
+			t.Fatalf("record returned: %v\n%s", err, rec.Out.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("/readyz = %d %q after a minute\n%s", code, body, out.String())
+			t.Fatalf("/readyz = %d %q after a minute\n%s", code, body, rec.Out.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -102,7 +104,7 @@ func TestOperatorFlags(t *testing.T) {
 			t.Errorf("/metrics has %s, which is excluded", excluded)
 		}
 	}
-	stop(ctx)
+	rec.Stop(ctx)
 	if code, _ := get("http://" + addr + "/healthz"); code != 0 {
 		t.Fatalf("/healthz answers %d after the stop", code)
 	}
@@ -119,10 +121,10 @@ func TestOperatorFlags(t *testing.T) {
 
 // Version is the stamped version, else the module's with the build's.
 func TestVersion(t *testing.T) {
-	if v := Version("v9.8.7-test"); v != "v9.8.7-test" {
+	if v := recorder.Version("v9.8.7-test"); v != "v9.8.7-test" {
 		t.Fatalf("stamped version %q", v)
 	}
-	if v := Version(""); !strings.HasPrefix(v, krply.Version) {
+	if v := recorder.Version(""); !strings.HasPrefix(v, krply.Version) {
 		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version)
 	}
 }

@@ -1,11 +1,10 @@
-package recorder
+package recorder_test
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,57 +15,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/internal/recorder/recordertest"
 	"github.com/krply/krply/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // kube returns cfg as Config.Cluster.
 func kube(cfg *rest.Config) func() (*rest.Config, error) {
 	return func() (*rest.Config, error) { return cfg, nil }
-}
-
-// start runs a recorder until stop, which ends its context (as Ctrl-C or
-// SIGTERM do in the plugin) and fails t unless Run then returns nil.
-func start(t *testing.T, c Config) (out *syncBuffer, done <-chan error, stop func(ctx context.Context)) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	out = &syncBuffer{}
-	ch := make(chan error, 1)
-	go func() { ch <- Run(ctx, out, c) }()
-	var once sync.Once
-	stop = func(wait context.Context) {
-		t.Helper()
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-ch:
-				if err != nil {
-					t.Fatalf("record after its context ended: %v\n%s", err, out.String())
-				}
-			case <-wait.Done():
-				t.Fatalf("record did not stop when its context ended:\n%s", out.String())
-			}
-		})
-	}
-	t.Cleanup(func() { stop(context.Background()) })
-	return out, ch, stop
 }
 
 // The recorder reports its streams while it records, stops cleanly when
@@ -94,18 +50,10 @@ func TestRecordUntilStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := filepath.Join(t.TempDir(), "krply.db")
-	out, done, stop := start(t, Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns}, LabelSelector: "app=web"})
-	for !strings.Contains(out.String(), "synced:") {
-		select {
-		case err := <-done:
-			t.Fatalf("record returned before syncing: %v\n%s", err, out.String())
-		case <-ctx.Done():
-			t.Fatalf("record did not sync:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	stop(ctx)
-	text := out.String()
+	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns}, LabelSelector: "app=web"})
+	rec.WaitFor(ctx, regexp.MustCompile("synced:"))
+	rec.Stop(ctx)
+	text := rec.Out.String()
 	for _, want := range []string{"recording " + env.Config().Host + " into " + store, "stopped; final status:", "/core/v1/configmaps/" + ns} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -129,9 +77,9 @@ func TestRecordUntilStopped(t *testing.T) {
 	}
 
 	// Stopped before its first sync: nil, and says so.
-	early, _, stopEarly := start(t, Config{Cluster: kube(env.Config()), Journal: filepath.Join(t.TempDir(), "early.db")})
-	stopEarly(ctx)
-	if text := early.String(); !strings.Contains(text, "stopped before every stream had its first complete list") && !strings.Contains(text, "stopped; final status:") {
+	early := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: filepath.Join(t.TempDir(), "early.db")})
+	early.Stop(ctx)
+	if text := early.Out.String(); !strings.Contains(text, "stopped before every stream had its first complete list") && !strings.Contains(text, "stopped; final status:") {
 		t.Errorf("stopped at once:\n%s", text)
 	}
 }

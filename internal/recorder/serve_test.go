@@ -1,4 +1,4 @@
-package recorder
+package recorder_test
 
 import (
 	"context"
@@ -32,14 +32,14 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/internal/recorder/recordertest"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
 )
-
-var servingOn = regexp.MustCompile(`serving the query API on (http://\S+)`)
 
 // The recorder serves the query API while it records: clients get the
 // library's answers, the change feed delivers every new record once across
@@ -91,21 +91,9 @@ func TestRecordAndServe(t *testing.T) {
 	}
 
 	store := filepath.Join(t.TempDir(), "krply.db")
-	out, done, stop := start(t, Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns},
+	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns},
 		Listen: "127.0.0.1:0", DelegatedAuth: true})
-	var base string
-	for base == "" {
-		if m := servingOn.FindStringSubmatch(out.String()); m != nil {
-			base = m[1]
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("record returned: %v\n%s", err, out.String())
-		case <-ctx.Done():
-			t.Fatalf("record did not serve:\n%s", out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	base := rec.Serving(ctx)
 	as := func(user string) *client.Client {
 		c, err := client.New(base, client.WithToken(env.ConfigFor(user).BearerToken))
 		if err != nil {
@@ -116,10 +104,10 @@ func TestRecordAndServe(t *testing.T) {
 	c := as(testenv.UserAdmin)
 	for c.Ready(ctx) != nil {
 		select {
-		case err := <-done:
-			t.Fatalf("record returned: %v\n%s", err, out.String())
+		case err := <-rec.Done():
+			t.Fatalf("record returned: %v\n%s", err, rec.Out.String())
 		case <-ctx.Done():
-			t.Fatalf("never ready:\n%s", out.String())
+			t.Fatalf("never ready:\n%s", rec.Out.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -240,38 +228,23 @@ func TestRecordAndServe(t *testing.T) {
 
 	// The recorder kept recording throughout and stops cleanly.
 	select {
-	case err := <-done:
-		t.Fatalf("record stopped while serving: %v\n%s", err, out.String())
+	case err := <-rec.Done():
+		t.Fatalf("record stopped while serving: %v\n%s", err, rec.Out.String())
 	default:
 	}
-	stop(ctx)
+	rec.Stop(ctx)
 
 	// --serve-only serves the stopped recorder's journal read-only.
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("reader-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serveCtx, stopServing := context.WithCancel(ctx)
-	var serveOut syncBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- Run(serveCtx, &serveOut, Config{Journal: store, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true})
-	}()
-	for !servingOn.MatchString(serveOut.String()) {
-		select {
-		case err := <-served:
-			t.Fatalf("serve-only returned: %v", err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	reader, _ := client.New(servingOn.FindStringSubmatch(serveOut.String())[1], client.WithToken("reader-token"))
+	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true})
+	reader, _ := client.New(served.Serving(ctx), client.WithToken("reader-token"))
 	if st, err := reader.ObjectAt(ctx, settings, atTime); err != nil || !strings.Contains(string(st.Object), `"c5"`) {
 		t.Errorf("serve-only: %+v, %v", st, err)
 	}
-	stopServing()
-	if err := <-served; err != nil {
-		t.Errorf("serve-only after its context ended: %v", err)
-	}
+	served.Stop(ctx)
 }
 
 // readRVs reads n records from a feed and returns their resourceVersions.
@@ -309,22 +282,22 @@ func TestServeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]struct {
-		c    Config
+		c    recorder.Config
 		want string
 	}{
-		"tls without listen":    {Config{TLSCertFile: "c", TLSKeyFile: "k"}, "need --listen"},
-		"writes without listen": {Config{AllowWrites: true}, "need --listen"},
-		"cert without key":      {Config{Listen: "127.0.0.1:0", TLSCertFile: "c"}, "both --tls-cert-file and --tls-key-file"},
-		"open without auth":     {Config{Listen: ":8080"}, "give --listen-token-file or --delegated-auth"},
-		"not host:port":         {Config{Listen: "8080", TokenFile: tokens}, "want host:port"},
-		"missing token file":    {Config{Listen: ":8080", TokenFile: tokens + ".missing"}, "--listen-token-file"},
-		"serve-only delegation": {Config{Listen: "127.0.0.1:0", ServeOnly: true, DelegatedAuth: true}, "--serve-only"},
-		"serve-only no journal": {Config{Listen: "127.0.0.1:0", ServeOnly: true, TokenFile: tokens}, "journal"},
-		"no cluster":            {Config{}, "--kubeconfig"},
+		"tls without listen":    {recorder.Config{TLSCertFile: "c", TLSKeyFile: "k"}, "need --listen"},
+		"writes without listen": {recorder.Config{AllowWrites: true}, "need --listen"},
+		"cert without key":      {recorder.Config{Listen: "127.0.0.1:0", TLSCertFile: "c"}, "both --tls-cert-file and --tls-key-file"},
+		"open without auth":     {recorder.Config{Listen: ":8080"}, "give --listen-token-file or --delegated-auth"},
+		"not host:port":         {recorder.Config{Listen: "8080", TokenFile: tokens}, "want host:port"},
+		"missing token file":    {recorder.Config{Listen: ":8080", TokenFile: tokens + ".missing"}, "--listen-token-file"},
+		"serve-only delegation": {recorder.Config{Listen: "127.0.0.1:0", ServeOnly: true, DelegatedAuth: true}, "--serve-only"},
+		"serve-only no journal": {recorder.Config{Listen: "127.0.0.1:0", ServeOnly: true, TokenFile: tokens}, "journal"},
+		"no cluster":            {recorder.Config{}, "--kubeconfig"},
 	}
 	for name, tc := range cases {
 		tc.c.Journal = filepath.Join(t.TempDir(), "none.db")
-		err := Run(context.Background(), &syncBuffer{}, tc.c)
+		err := recorder.Run(context.Background(), &testenv.Buffer{}, tc.c)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
 		}
@@ -364,27 +337,15 @@ func TestServeOnlyTLS(t *testing.T) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	serveCtx, stop := context.WithCancel(ctx)
-	var out syncBuffer
-	served := make(chan error, 1)
-	go func() {
-		served <- Run(serveCtx, &out, Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
-	}()
-	https := regexp.MustCompile(`serving the query API on (https://\S+)`)
-	for !https.MatchString(out.String()) {
-		select {
-		case err := <-served:
-			t.Fatalf("serve-only returned: %v\n%s", err, out.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
+	https := served.WaitFor(ctx, regexp.MustCompile(`serving the query API on (https://\S+)`))
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
-	c, err := client.New(https.FindStringSubmatch(out.String())[1],
+	c, err := client.New(https[1],
 		client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
 	if err != nil {
 		t.Fatal(err)
@@ -392,8 +353,5 @@ func TestServeOnlyTLS(t *testing.T) {
 	if err := c.Healthy(ctx); err != nil {
 		t.Errorf("healthz over TLS: %v", err)
 	}
-	stop()
-	if err := <-served; err != nil {
-		t.Errorf("serve-only after its context ended: %v", err)
-	}
+	served.Stop(ctx)
 }

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -70,7 +69,7 @@ func TestDiskFull(t *testing.T) {
 	bin := buildRecorder(t, dir)
 	ns := env.CreateNamespace(t)
 	store := filepath.Join(dir, "krply.db")
-	var out syncWriter
+	var out testenv.Buffer
 	rec := exec.Command(bin, "record", "--kubeconfig", env.Kubeconfig(), "--journal", store, "--resource", "cm", "--namespace", ns, "--status-every", "0")
 	rec.Stdout, rec.Stderr = &out, &out
 	startLimited(t, rec, 3<<20)
@@ -148,24 +147,6 @@ func TestDiskFull(t *testing.T) {
 	if len(page.Records) == 0 || len(page.Records) >= created {
 		t.Fatalf("%d object records of %d ConfigMaps created, want some, not all", len(page.Records), created)
 	}
-}
-
-// syncWriter is a bytes buffer safe for the child's two streams.
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 func lastLine(s string) string {

@@ -41,7 +41,7 @@ func BenchmarkRelistVersusList(b *testing.B) {
 	}
 	env := testenv.Shared(b)
 	cfg := rest.CopyConfig(env.Config())
-	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: the server is the limit
+	cfg.QPS, cfg.Burst = -1, 0    // no client-side throttling: the server is the limit
 	populated := map[int]string{} // objects → namespace, kept across runs of a sub-benchmark
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {

@@ -504,6 +504,12 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	if err != nil {
 		return nil, err
 	}
+	query, args := objectHistoryQuery(obj, q, vis)
+	return s.query(ctx, query, args...)
+}
+
+// objectHistoryQuery is the statement of ObjectHistory.
+func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
 	visible, visArgs := vis.where("r", "", 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
@@ -526,7 +532,7 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		b.WriteString(" LIMIT ?")
 		args = append(args, q.Limit)
 	}
-	return s.query(ctx, b.String(), args...)
+	return b.String(), args
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -650,12 +656,8 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	if err != nil {
 		return nil, s.readErr("alive", err)
 	}
-	var where []string
-	var args []any
-	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
-	args = append(args, encodeTime(q.At))
+	var rowID int64
 	if q.StreamID != "" {
-		var rowID int64
 		err := s.streamRow(ctx, q.StreamID, &rowID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil
@@ -663,6 +665,23 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		if err != nil {
 			return nil, s.readErr("alive in "+q.StreamID, err)
 		}
+	}
+	query, args := aliveQuery(q, vis, rowID)
+	recs, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
+	return recs, nil
+}
+
+// aliveQuery is the statement of AliveAt; rowID is the row of q.StreamID,
+// when it is set.
+func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []any) {
+	var where []string
+	var args []any
+	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
+	args = append(args, encodeTime(q.At))
+	if q.StreamID != "" {
 		visible, visArgs := vis.where("x", q.IncludeBaseline, rowID)
 		latest += ` AND x.stream = ? AND ` + visible
 		args = append(append(args, rowID), visArgs...)
@@ -688,11 +707,7 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
 	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM scopes p JOIN objects o ON o.scope = p.id JOIN records r ON r.seq = ` + latest + namedJoins +
 		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY c.name, p.grp, p.resource, p.namespace, o.name`
-	recs, err := s.query(ctx, query, args...)
-	if err != nil {
-		return nil, s.readErr("alive", err)
-	}
-	return recs, nil
+	return query, args
 }
 
 // EventByResourceVersion implements storage.Reader.

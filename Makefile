@@ -48,6 +48,10 @@ api:
 api-check:
 	$(GO) run ./internal/apicheck
 
+## bench: the benchmark set of the README's performance table in one run, printing the table with the machine's load (minutes; BENCH_RELIST_150K=0 skips the 150,000-object relist).
+bench:
+	@hack/bench.sh
+
 ## demo: the quickstart: a local control plane, a workload with an outage, and what krply makes of it.
 demo:
 	@hack/demo.sh

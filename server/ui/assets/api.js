@@ -1,0 +1,70 @@
+// The query API (docs/query-api.md), called relative to the page, so the
+// UI works wherever the handler is mounted.
+
+export class APIError extends Error {
+  constructor(status, body) {
+    super(body && body.message ? body.message : `HTTP ${status}`);
+    this.status = status;
+    this.code = body && body.code;
+    this.param = body && body.param;
+  }
+}
+
+function url(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params || {})) {
+    if (v === undefined || v === null || v === '') continue;
+    if (Array.isArray(v)) { if (v.length) q.set(k, v.join(',')); } else q.set(k, String(v));
+  }
+  const qs = q.toString();
+  return `api/v1/${path}${qs ? '?' + qs : ''}`;
+}
+
+async function call(method, path, params, body, signal) {
+  const init = { method, headers: { Accept: 'application/json' }, signal, credentials: 'same-origin' };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const res = await fetch(url(path, params), init);
+  const text = await res.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch { data = { message: text.slice(0, 300) }; }
+  if (!res.ok) throw new APIError(res.status, data);
+  return data;
+}
+
+export const get = (path, params, signal) => call('GET', path, params, undefined, signal);
+export const post = (path, params, body, signal) => call('POST', path, params, body, signal);
+
+// pages yields every page of a list (items and next), following cursors.
+export async function* pages(path, params, signal) {
+  let cursor;
+  do {
+    const page = await get(path, { ...params, cursor }, signal);
+    yield page;
+    cursor = page.next;
+  } while (cursor);
+}
+
+// all collects every item of a list.
+export async function all(path, params, signal) {
+  const out = [];
+  for await (const p of pages(path, params, signal)) out.push(...(p.items || []));
+  return out;
+}
+
+// resourceParam names a resource as the API takes it: plural.group.
+export function resourceParam(group, resource) { return group ? `${resource}.${group}` : resource; }
+
+// uiConfig is what the server allows the UI (apply, dry run, saving), read
+// once from ui-config.json beside the page.
+let configPromise;
+export function uiConfig() {
+  if (!configPromise) {
+    configPromise = fetch('ui-config.json', { headers: { Accept: 'application/json' }, credentials: 'same-origin' })
+      .then((r) => (r.ok ? r.json() : {}))
+      .catch(() => ({}));
+  }
+  return configPromise;
+}

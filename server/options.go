@@ -67,6 +67,7 @@ type config struct {
 	poll           time.Duration
 	keepalive      time.Duration
 	plannerOptions []replay.Option
+	ui             bool // WithUI (ui.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -20,8 +20,18 @@ function url(path, params) {
   return `api/v1/${path}${qs ? '?' + qs : ''}`;
 }
 
+// The bearer token, when the server asks for one (a token file, or the
+// cluster's TokenReview): kept for this tab only.
+const TOKEN_KEY = 'krply-token';
+export function setToken(token) {
+  if (token) sessionStorage.setItem(TOKEN_KEY, token); else sessionStorage.removeItem(TOKEN_KEY);
+}
+export function hasToken() { return !!sessionStorage.getItem(TOKEN_KEY); }
+
 async function call(method, path, params, body, signal) {
   const init = { method, headers: { Accept: 'application/json' }, signal, credentials: 'same-origin' };
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) init.headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);

@@ -2,6 +2,7 @@
 // (#/<view>?<params>), so every state can be linked to.
 
 import { h, notice, parseHash, setZone } from './util.js';
+import { APIError, setToken, hasToken } from './api.js';
 import * as overview from './views/overview.js';
 import * as timeline from './views/timeline.js';
 import * as object from './views/object.js';
@@ -29,6 +30,7 @@ async function render() {
   const mod = views[view];
   root.replaceChildren();
   root.dataset.view = view;
+  root.dataset.gen = String(gen);
   root.dataset.state = 'loading';
   if (!mod) {
     root.append(notice('error', `No view "${view}". `, h('a', { href: '#/overview' }, 'Go to the overview')));
@@ -42,9 +44,24 @@ async function render() {
     if (gen === generation) root.dataset.state = 'ready';
   } catch (err) {
     if (gen !== generation) return;
+    if (err instanceof APIError && err.status === 401) {
+      root.append(tokenForm());
+      root.dataset.state = 'error';
+      return;
+    }
     root.append(notice('error', h('strong', {}, 'Could not load this view: '), err.message || String(err), err.param ? ` (parameter ${err.param})` : ''));
     root.dataset.state = 'error';
   }
+}
+
+// tokenForm asks for the bearer token the server wants; it is sent with
+// every API call of this tab.
+function tokenForm() {
+  const input = h('input', { type: 'password', id: 'token', autocomplete: 'off', size: 60, 'aria-label': 'Bearer token' });
+  return h('form', { class: 'notice warn', onsubmit: (e) => { e.preventDefault(); setToken(input.value.trim()); render(); } },
+    h('p', {}, h('strong', {}, hasToken() ? 'The server refused this token. ' : 'This server asks for a bearer token. '),
+      'Paste one (from its token file, or `kubectl create token` for the cluster\'s TokenReview); it is kept for this tab only.'),
+    input, ' ', h('button', { type: 'submit' }, 'Use this token'));
 }
 
 // A link to the same view with other parameters keeps the time zone choice.

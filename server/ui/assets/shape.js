@@ -246,11 +246,14 @@ export function who(version) {
   const prov = version.provenance || [];
   if (prov.length) {
     const p = [...prov].sort((a, b) => (b.confidence || 0) - (a.confidence || 0))[0];
-    const exact = p.confidence >= 1;
+    const exact = p.confidence >= 1 && version.origin === 'watch';
+    const pct = `${Math.round((p.confidence || 0) * 100)}%`;
     return {
       label: p.user || '(unknown user)',
       kind: exact ? 'exact' : 'scored',
-      tag: exact ? 'audit: exact' : `audit: scored ${Math.round((p.confidence || 0) * 100)}%`,
+      // A relist item is no one's write: the audit log says whose write it
+      // shows, seen through the relist, never exactly.
+      tag: exact ? 'audit: exact' : version.origin === 'baseline' ? `audit: seen through the relist, ${pct}` : `audit: scored ${pct}`,
       detail: [p.verb, p.userAgent, (p.sourceIPs || []).join(', '), p.rule, p.auditID && `audit ID ${p.auditID}`].filter(Boolean).join(' · '),
     };
   }

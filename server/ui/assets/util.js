@@ -192,7 +192,11 @@ export function notice(kind, ...children) {
   return h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, ...children);
 }
 
+// debounce delays fn until wait ms pass without a call; .cancel() drops a
+// pending call.
 export function debounce(fn, wait) {
   let t;
-  return (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), wait); };
+  const d = (...a) => { clearTimeout(t); t = setTimeout(() => fn(...a), wait); };
+  d.cancel = () => clearTimeout(t);
+  return d;
 }

@@ -152,23 +152,38 @@ function showPanel(panel, entries, params) {
   const at = (i) => (entries[i] && entries[i].version) || null;
   const a = index(params.a);
   const b = index(params.b);
-  if (a >= 0 && b >= 0) { panel.append(diffPanel(a, at(a), b, at(b))); return; }
+  if (a >= 0 && b >= 0) { panel.append(diffPanel(a, at(a), b, at(b), params)); return; }
   const v = index(params.v);
-  if (v >= 0) panel.append(yamlPanel(v, at(v)));
+  if (v >= 0) panel.append(yamlPanel(v, at(v), params));
   else panel.append(h('p', { class: 'muted' }, 'Choose a version\'s YAML, or A and B to compare two versions side by side.'));
 }
 
-function yamlPanel(i, v) {
+// shown is the object as the YAML and diff show it: without its
+// managedFields unless asked (mf=1), which are long and say little.
+function shown(obj, params) {
+  if (!obj || params.mf === '1' || !obj.metadata || !obj.metadata.managedFields) return obj || {};
+  const { managedFields, ...metadata } = obj.metadata;
+  void managedFields;
+  return { ...obj, metadata };
+}
+
+function managedToggle(params) {
+  const on = params.mf === '1';
+  return h('a', { class: 'small', href: hashFor('object', { ...params, mf: on ? '' : '1' }) }, on ? 'hide managedFields' : 'show managedFields');
+}
+
+function yamlPanel(i, v, params) {
   if (!v) return notice('error', `No version #${i + 1}.`);
   return h('div', {},
     h('h2', {}, `Version ${i + 1}: ${v.watchType}, observed `, timeEl(v.observedAt)),
     h('p', { class: 'muted' }, `resourceVersion ${v.resourceVersion || v.ref.resourceVersion || '?'}${v.origin === 'inferred' ? ' — the last state known before the inferred deletion' : ''}`),
-    h('pre', { class: 'yaml', tabindex: '0', 'aria-label': `YAML of version ${i + 1}` }, toYAML(v.object || {})));
+    managedToggle(params),
+    h('pre', { class: 'yaml', tabindex: '0', 'aria-label': `YAML of version ${i + 1}` }, toYAML(shown(v.object, params))));
 }
 
-function diffPanel(a, va, b, vb) {
+function diffPanel(a, va, b, vb, params) {
   if (!va || !vb) return notice('error', 'Choose two versions to compare.');
-  const rows = lineDiff(toYAML(va.object || {}), toYAML(vb.object || {}));
+  const rows = lineDiff(toYAML(shown(va.object, params)), toYAML(shown(vb.object, params)));
   const changed = rows.filter((r) => r.op !== 'same').length;
   const table = h('table', { class: 'sbs', 'aria-label': `Version ${a + 1} and version ${b + 1} side by side` },
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'A: version ', String(a + 1), ', ', timeEl(va.observedAt)), h('th', { scope: 'col' }, 'B: version ', String(b + 1), ', ', timeEl(vb.observedAt)))));
@@ -179,7 +194,7 @@ function diffPanel(a, va, b, vb) {
       h('td', { class: r.op === 'add' || r.op === 'chg' ? 'new' : '' }, h('pre', {}, r.b === undefined ? '' : r.b))));
   }
   table.append(tb);
-  return h('div', {}, h('h2', {}, `Diff of version ${a + 1} and version ${b + 1}`), h('p', { class: 'muted' }, changed ? plural(changed, 'line') + ' differ.' : 'The two versions are the same.'), h('div', { class: 'table-wrap' }, table));
+  return h('div', {}, h('h2', {}, `Diff of version ${a + 1} and version ${b + 1}`), h('p', { class: 'muted' }, changed ? plural(changed, 'line') + ' differ. ' : 'The two versions are the same. ', managedToggle(params)), h('div', { class: 'table-wrap' }, table));
 }
 
 // recordedEvents reads the Kubernetes Events about the object, when the

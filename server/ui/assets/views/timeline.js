@@ -89,7 +89,8 @@ class Timeline {
     this.to = ms(params.to);
     this.fitted = Number.isNaN(this.from) || Number.isNaN(this.to);
 
-    this.filterInput = h('input', { type: 'search', placeholder: 'filter: kind, namespace or name (/ to focus)', value: this.filter, 'aria-label': 'Filter objects', oninput: debounce(() => { this.filter = this.filterInput.value; this.relayout(); this.saveState(); }, 120) });
+    this.filterInput = h('input', { type: 'search', placeholder: 'filter: kind, namespace or name (/ to focus)', value: this.filter, 'aria-label': 'Filter objects', oninput: () => this.filterSoon() });
+    this.filterSoon = debounce(() => { this.filter = this.filterInput.value; this.relayout(); this.saveState(); }, 120);
     const btn = (label, title, fn) => h('button', { type: 'button', title, onclick: fn }, label);
     this.toolbar = h('div', { class: 'toolbar' }, this.filterInput,
       btn('−', 'Zoom out (-)', () => this.zoom(2)), btn('+', 'Zoom in (+)', () => this.zoom(0.5)),
@@ -112,6 +113,10 @@ class Timeline {
   }
 
   destroy() {
+    // A view left behind changes nothing: not the next view's URL, not its canvas.
+    if (this.saveSoon) this.saveSoon.cancel();
+    if (this.filterSoon) this.filterSoon.cancel();
+    if (this.frame) cancelAnimationFrame(this.frame);
     this.resizeObs.disconnect();
     window.removeEventListener('keydown', this.onSlash);
     if (window.krplyTimeline && window.krplyTimeline.owner === this) delete window.krplyTimeline;

@@ -120,6 +120,8 @@ export class TimelineData {
   constructor() {
     this.objects = new Map(); // key -> object row
     this.gaps = new Map(); // streamID -> [{from, to, reason}]
+    this.dirty = new Set(); // objects with marks added since the last build
+    this.gapsChanged = false;
     this.count = 0;
     this.min = Infinity;
     this.max = -Infinity;
@@ -134,6 +136,7 @@ export class TimelineData {
         const list = this.gaps.get(r.streamID) || [];
         list.push({ from: Number.isNaN(from) ? t : from, to: Number.isNaN(to) ? t : Math.max(to, t), reason: r.gap.reason || '', streamID: r.streamID });
         this.gaps.set(r.streamID, list);
+        this.gapsChanged = true;
         this.extend(t);
         continue;
       }
@@ -142,13 +145,14 @@ export class TimelineData {
       const key = `${ref.kind || ref.resource}\u0000${ref.namespace || ''}\u0000${ref.name}`;
       let o = this.objects.get(key);
       if (!o) {
-        o = { key, kind: ref.kind || ref.resource, group: ref.group || '', resource: ref.resource, namespace: ref.namespace || '', name: ref.name, clusterID: r.clusterID, streams: [], t: [], m: [], n: 0 };
+        o = { key, kind: ref.kind || ref.resource, group: ref.group || '', resource: ref.resource, namespace: ref.namespace || '', name: ref.name, clusterID: r.clusterID, streams: [], rt: [], rm: [], t: null, m: null, n: 0 };
         this.objects.set(key, o);
       }
       if (r.streamID && !o.streams.includes(r.streamID)) o.streams.push(r.streamID);
-      o.t.push(t);
-      o.m.push(markOf(r));
+      o.rt.push(t);
+      o.rm.push(markOf(r));
       o.n++;
+      this.dirty.add(o);
       this.count++;
       this.extend(t);
     }
@@ -162,22 +166,26 @@ export class TimelineData {
 
   // build returns the objects sorted by kind, namespace and name, each with
   // its marks sorted by time in typed arrays, and the gaps of its streams.
+  // Only objects with new marks are laid out again.
   build() {
     const rows = [...this.objects.values()];
     rows.sort((a, b) => cmp(a.kind, b.kind) || cmp(a.namespace, b.namespace) || cmp(a.name, b.name));
-    for (const o of rows) {
-      if (!(o.t instanceof Float64Array)) {
-        const idx = o.t.map((_, i) => i).sort((i, j) => o.t[i] - o.t[j]);
-        const t = new Float64Array(idx.length);
-        const m = new Uint8Array(idx.length);
-        idx.forEach((k, i) => { t[i] = o.t[k]; m[i] = o.m[k]; });
-        o.t = t;
-        o.m = m;
-      }
-      o.gaps = [];
-      for (const s of o.streams) o.gaps.push(...(this.gaps.get(s) || []));
-      o.alive = o.m.length > 0 && o.m[o.m.length - 1] !== MARK.DELETED && o.m[o.m.length - 1] !== MARK.INFERRED;
+    for (const o of this.dirty) {
+      const idx = o.rt.map((_, i) => i).sort((i, j) => o.rt[i] - o.rt[j]);
+      o.t = new Float64Array(idx.length);
+      o.m = new Uint8Array(idx.length);
+      idx.forEach((k, i) => { o.t[i] = o.rt[k]; o.m[i] = o.rm[k]; });
+      const last = o.m[o.m.length - 1];
+      o.alive = last !== MARK.DELETED && last !== MARK.INFERRED;
     }
+    if (this.gapsChanged || this.dirty.size) {
+      for (const o of this.gapsChanged ? rows : this.dirty) {
+        o.gaps = [];
+        for (const s of o.streams) o.gaps.push(...(this.gaps.get(s) || []));
+      }
+    }
+    this.dirty.clear();
+    this.gapsChanged = false;
     return rows;
   }
 }

@@ -30,6 +30,10 @@ import (
 	"github.com/krply/krply/watch"
 )
 
+// journalPath is where the demo keeps its journal (main's -journal); empty:
+// a temporary file removed at the end.
+var journalPath string
+
 // The namespaces of the demo.
 const (
 	shop    = "shop"
@@ -47,6 +51,10 @@ var (
 
 // result is what the demo found, for its test.
 type result struct {
+	// The journal and its recorder, still running until the demo's cleanup.
+	Journal   *krply.Journal
+	Collector *watch.Collector
+
 	ClusterID         string
 	Gaps              int
 	InferredDeletions []string
@@ -92,12 +100,17 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 	}
 	d.say("apiserver %s (audit log on), recorder's apiserver %s", env.Host(), d.source.Host)
 
-	dir, err := os.MkdirTemp("", "krply-demo-")
-	if err != nil {
-		return nil, err
+	path := journalPath
+	if path == "" {
+		dir, err := os.MkdirTemp("", "krply-demo-")
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		path = filepath.Join(dir, "journal.db")
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
+	var err error
+	d.j, err = krply.Open(ctx, path,
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
 		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
 		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
@@ -224,6 +237,7 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 		return nil, err
 	}
 	d.section("Done in %s", time.Since(d.start).Round(100*time.Millisecond))
+	res.Journal, res.Collector = d.j, d.rec
 	return res, nil
 }
 

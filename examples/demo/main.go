@@ -3,7 +3,8 @@
 // through an outage that loses history for real, and prints what krply
 // makes of it: coverage with the gap, one object's timeline with who changed
 // what, a diff, snapshots with their completeness, and a replay into a
-// sandbox namespace — plan, dry run, apply.
+// sandbox namespace — plan, dry run, apply. It keeps its journal and ends by
+// serving the web UI and the query API on it (-listen), until Ctrl-C.
 //
 // Run it with `make demo`, which builds the control plane binaries first
 // when they are missing. By hand:
@@ -13,23 +14,36 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/server"
 )
 
 func main() {
 	verbose := flag.Bool("v", false, "log what the recorder does (gaps, 410s, relists) to stderr")
+	flag.StringVar(&journalPath, "journal", filepath.Join(os.TempDir(), "krply-demo", "journal.db"), "where to keep the demo's journal (replaced on every run)")
+	listen := flag.String("listen", "127.0.0.1:8080", `serve the web UI and the query API on the journal at this address when the demo is done, until Ctrl-C ("" to end at once)`)
 	flag.Parse()
+	if err := freshJournal(journalPath); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v (choose another file with -journal)\n", err)
+		os.Exit(1)
+	}
 	log := logr.Discard()
 	if *verbose {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 4})
@@ -40,8 +54,20 @@ func main() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := run(ctx, tb, os.Stdout, log); err != nil {
+		res, err := run(ctx, tb, os.Stdout, log)
+		if err != nil {
 			tb.Fatalf("demo: %v", err)
+		}
+		fmt.Printf("\n   the journal is kept in %s\n", journalPath)
+		if *listen != "" {
+			ln, err := net.Listen("tcp", *listen)
+			if err != nil {
+				tb.Fatalf("demo: serve the web UI: %v (choose another address with -listen, or -listen '' to skip it)", err)
+			}
+			fmt.Printf("\n== The web UI of this journal: http://%s/ (the recorder is still recording; Ctrl-C ends the demo)\n", ln.Addr())
+			if err := serveUI(ctx, res, ln); err != nil {
+				tb.Fatalf("demo: %v", err)
+			}
 		}
 	}()
 	<-done
@@ -49,6 +75,33 @@ func main() {
 	if tb.Failed() {
 		os.Exit(1)
 	}
+}
+
+// freshJournal removes the journal of an earlier run (and SQLite's files
+// beside it) and makes its folder.
+func freshJournal(path string) error {
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the journal of an earlier run: %w", err)
+		}
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o755)
+}
+
+// serveUI serves the web UI and the query API on the demo's journal, with
+// its recorder still recording, until ctx ends (Ctrl-C).
+func serveUI(ctx context.Context, res *result, ln net.Listener) error {
+	srv := &http.Server{Handler: server.NewHandler(res.Journal.Store(), server.WithUI(), server.WithRecorder(res.Collector)), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
 }
 
 // mainTB is the testenv.TB of a program: Fatalf and Skipf end the demo's

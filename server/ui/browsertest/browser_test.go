@@ -239,6 +239,8 @@ func (b *browser) screenshot(name string) {
 	if dir == "" {
 		return
 	}
+	// From the top, so that the sticky header is where it belongs.
+	b.eval(`(() => { window.scrollTo(0, 0); return true })()`, new(bool))
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)

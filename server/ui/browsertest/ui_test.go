@@ -108,8 +108,8 @@ func TestUI(t *testing.T) {
 		if n := red(r.setUp, info.Web); n != 0 {
 			t.Errorf("%d red pixels on web's row before the outage, where no gap is", n)
 		}
-		if s := b.text(".tl-gaps"); !strings.Contains(s, r.gapStream) || !strings.Contains(s, "410") {
-			t.Errorf("the list of gaps does not name %s and its 410: %q", r.gapStream, s)
+		if s := b.text(`.tl-gaps li[data-stream="` + r.gapStream + `"]`); !strings.Contains(s, "core/v1/configmaps/shop") || !strings.Contains(s, "410") {
+			t.Errorf("the list of gaps does not name %s and its 410: %q", r.gapStream, b.text(".tl-gaps"))
 		}
 		// Keyboard: focus the timeline, choose cache's row, see its changes.
 		b.do("focus the timeline", chromedp.Focus(chromedp.CSS(".tl-spacer canvas")))

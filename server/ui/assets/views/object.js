@@ -48,7 +48,10 @@ function stateBox(state, params) {
   else if (state.inferred) parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, `gone — deleted (inferred: ${state.inferred.reason}) between `, timeEl(state.inferred.from), ' and ', timeEl(state.inferred.to)));
   else if (state.record && state.record.watchType === 'DELETED') parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, 'gone — deleted, observed ', timeEl(state.record.observedAt)));
   else parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, 'does not exist'));
-  parts.push('. ', state.covered ? h('span', { class: 'ok' }, 'This answer is covered.') : h('span', { class: 'bad' }, 'This answer is NOT covered: the object may have changed unseen.'));
+  const unobserved = !state.covered && (state.coverage || []).every((c) => c.covered || /not yet observed/.test(c.reason || ''));
+  parts.push('. ', state.covered ? h('span', { class: 'ok' }, 'This answer is covered.')
+    : unobserved ? h('span', { class: 'warn-text' }, 'Not yet observed: the recorder has not vouched for this time yet, so a change just before it may still arrive.')
+      : h('span', { class: 'bad' }, 'This answer is NOT covered: the object may have changed unseen.'));
   const box = h('div', { class: `notice ${state.covered ? 'info' : 'warn'} state-box`, role: 'status' }, ...parts);
   for (const c of state.coverage || []) {
     if (!c.covered) box.append(h('div', { class: 'small' }, `${c.streamID}: ${c.reason || 'not covered'}`));

@@ -96,7 +96,9 @@ function streamRow(s, records, start, end, params) {
   const tl = hashFor('timeline', { cluster: parsed.clusterID, resource: parsed.group ? `${parsed.resource}.${parsed.group}` : parsed.resource, namespace: parsed.namespace, tz: params.tz });
   const covered = cov.covered
     ? h('span', { class: 'ok' }, '✔ covered')
-    : h('span', { class: 'bad', title: cov.reason || '' }, '✘ ', shortReason(cov.reason));
+    : /^not yet observed/.test(cov.reason || '')
+      ? h('span', { class: 'warn-text', title: cov.reason }, '… ', shortReason(cov.reason))
+      : h('span', { class: 'bad', title: cov.reason || '' }, '✘ ', shortReason(cov.reason));
   return h('tr', { dataset: { stream: id } },
     h('th', { scope: 'row' }, h('a', { href: tl, title: `Timeline of ${id}` }, streamLabel(id))),
     h('td', { class: `state state-${collector ? collector.state : 'none'}`, title: collector && collector.degradedReason ? collector.degradedReason : '' }, state),

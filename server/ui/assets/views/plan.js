@@ -151,6 +151,7 @@ function applySection(plan) {
       out.replaceChildren(h('p', {}, `Apply ${rep.status}: `, (rep.results || []).map((r) => `${r.ref.kind}/${r.ref.name} ${r.outcome}`).join(', ')));
     } catch (err) {
       out.replaceChildren(notice('error', err.message));
+      btn.disabled = input.value.trim() !== plan.hash;
     }
   } },
   h('h2', {}, 'Apply'),

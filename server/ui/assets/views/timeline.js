@@ -5,7 +5,7 @@
 
 import { pages } from '../api.js';
 import { TimelineData, treeRows, firstAtOrAfter, MARK, MARK_NAMES } from '../shape.js';
-import { h, ms, fmtTime, relTime, timeEl, hashFor, setParams, notice, plural, objectParams, debounce, toRFC3339 } from '../util.js';
+import { h, ms, fmtTime, relTime, timeEl, hashFor, setParams, notice, plural, objectParams, debounce, toRFC3339, streamLabel } from '../util.js';
 
 export const title = 'Timeline';
 
@@ -89,7 +89,7 @@ class Timeline {
     this.to = ms(params.to);
     this.fitted = Number.isNaN(this.from) || Number.isNaN(this.to);
 
-    this.filterInput = h('input', { type: 'search', placeholder: 'filter: kind, namespace or name (/ to focus)', value: this.filter, 'aria-label': 'Filter objects', oninput: () => this.filterSoon() });
+    this.filterInput = h('input', { type: 'search', placeholder: 'filter objects (press /)', value: this.filter, 'aria-label': 'Filter objects', oninput: () => this.filterSoon() });
     this.filterSoon = debounce(() => { this.filter = this.filterInput.value; this.relayout(); this.saveState(); }, 120);
     const btn = (label, title, fn) => h('button', { type: 'button', title, onclick: fn }, label);
     this.toolbar = h('div', { class: 'toolbar' }, this.filterInput,
@@ -481,7 +481,7 @@ class Timeline {
     if (!all.length) { this.gapList.replaceChildren(h('p', { class: 'muted' }, 'No gap: every stream of this scope kept its continuity while recording.')); return; }
     all.sort((a, b) => a.from - b.from);
     this.gapList.replaceChildren(h('h2', {}, `Gaps (${all.length})`),
-      h('ul', {}, all.map((g) => h('li', { class: 'gap-item' }, h('span', { class: 'hatch-chip', 'aria-hidden': 'true' }), ' ', g.streamID, ': ', timeEl(toRFC3339(g.from)), ' → ', timeEl(toRFC3339(g.to)), ` — ${g.reason}`))));
+      h('ul', {}, all.map((g) => h('li', { class: 'gap-item', dataset: { stream: g.streamID } }, h('span', { class: 'hatch-chip', 'aria-hidden': 'true' }), ' ', h('code', { title: g.streamID }, streamLabel(g.streamID)), ': ', timeEl(toRFC3339(g.from)), ' → ', timeEl(toRFC3339(g.to)), ` — ${g.reason}`))));
   }
 
   // api is what the browser tests and screenshots read.
@@ -524,9 +524,10 @@ function legend() {
     return h('li', {}, c, ' ', text);
   };
   const gap = h('li', {}, h('span', { class: 'hatch-chip', 'aria-hidden': 'true' }), ' gap (changes may be missing)');
+  const now = h('li', {}, h('span', { class: 'now-chip', 'aria-hidden': 'true' }), ' now');
   return h('ul', { class: 'legend inline', 'aria-label': 'Legend' },
     item(MARK.ADDED, 'added'), item(MARK.MODIFIED, 'modified'), item(MARK.DELETED, 'deleted'),
-    item(MARK.RELIST, 'seen by a relist (not a write)'), item(MARK.INFERRED, 'inferred deletion'), gap);
+    item(MARK.RELIST, 'seen by a relist (not a write)'), item(MARK.INFERRED, 'inferred deletion'), gap, now);
 }
 
 function hatchPattern(ctx) {

@@ -255,6 +255,16 @@ func (b *browser) screenshot(name string) {
 	b.t.Logf("wrote %s (%d bytes)", path, len(png))
 }
 
+// finish ends a view's checks: the page fits the window, its screenshot is
+// written (make screenshots), and it requested and logged nothing it should
+// not have.
+func (b *browser) finish(view string, expected ...string) {
+	b.t.Helper()
+	b.fitsWidth(view)
+	b.screenshot(view)
+	b.checkClean(expected...)
+}
+
 // serve starts the handler on a loopback port.
 func serve(t *testing.T, h http.Handler) string {
 	t.Helper()

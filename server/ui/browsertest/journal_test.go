@@ -18,6 +18,7 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	workload "github.com/krply/krply/internal/shop"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
@@ -26,17 +27,13 @@ import (
 
 // The namespaces of the recorded workload.
 const (
-	shop    = "shop"
+	shop    = workload.Namespace
 	sandbox = "shop-sandbox"
 )
 
 var (
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	servicesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	accountsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
-	eventsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "events"}
-	deployGVR     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	configMapsGVR = workload.ConfigMapsGVR
+	deployGVR     = workload.DeploymentsGVR
 )
 
 // recording is a journal recorded from a real control plane: a small shop
@@ -88,20 +85,20 @@ func record(t *testing.T) *recording {
 	r.gapStream = r.clusterID + "/core/v1/configmaps/" + shop
 
 	w := &writer{t: t, ctx: ctx, users: users, r: r, recording: true}
-	w.create(testenv.UserAdmin, namespace(shop))
-	w.create(testenv.UserAlice, configMap("settings", map[string]any{"color": "blue"}))
-	w.create(testenv.UserAlice, configMap("cache", map[string]any{"size": "1Gi"}))
-	w.create(testenv.UserAlice, configMap("legacy", map[string]any{"unused": "yes"}))
-	w.create(testenv.UserAlice, deployment("web", "nginx:1.27"))
-	w.create(testenv.UserAlice, service("web"))
-	w.create(testenv.UserAlice, serviceAccount("deployer"))
-	w.create(testenv.UserAdmin, kubeEvent("web.1", "Deployment", "web", "ScalingReplicaSet", "Scaled up replica set web-6d4b to 1"))
+	w.create(testenv.UserAdmin, workload.NamespaceObject(shop))
+	w.create(testenv.UserAlice, workload.ConfigMap("settings", map[string]any{"color": "blue"}))
+	w.create(testenv.UserAlice, workload.ConfigMap("cache", map[string]any{"size": "1Gi"}))
+	w.create(testenv.UserAlice, workload.ConfigMap("legacy", map[string]any{"unused": "yes"}))
+	w.create(testenv.UserAlice, workload.Deployment("web", "nginx:1.27", 1))
+	w.create(testenv.UserAlice, workload.Service("web"))
+	w.create(testenv.UserAlice, workload.ServiceAccount("deployer"))
+	w.create(testenv.UserAdmin, workload.Event("web.1", "Deployment", "apps/v1", "web", "ScalingReplicaSet", "Scaled up replica set web-6d4b to 1", time.Now()))
 	r.setUp = r.mark(t, ctx)
 
 	w.update(testenv.UserBob, configMapsGVR, "settings", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "green", "data", "color")
 	})
-	w.update(testenv.UserAlice, deployGVR, "web", func(u *unstructured.Unstructured) { setImage(u, "nginx:1.28") })
+	w.update(testenv.UserAlice, deployGVR, "web", func(u *unstructured.Unstructured) { workload.SetImage(u, "nginx:1.28") })
 	w.patch(testenv.UserBob, deployGVR, "web", `{"spec":{"replicas":3}}`)
 	w.delete(testenv.UserAlice, configMapsGVR, "legacy")
 
@@ -124,7 +121,7 @@ func record(t *testing.T) *recording {
 	w.update(testenv.UserAlice, configMapsGVR, "settings", func(u *unstructured.Unstructured) {
 		_ = unstructured.SetNestedField(u.Object, "red", "data", "color")
 	})
-	w.create(testenv.UserAdmin, kubeEvent("web.2", "Deployment", "web", "ScalingReplicaSet", "Scaled down replica set web-6d4b to 2"))
+	w.create(testenv.UserAdmin, workload.Event("web.2", "Deployment", "apps/v1", "web", "ScalingReplicaSet", "Scaled down replica set web-6d4b to 2", time.Now()))
 	r.end = r.mark(t, ctx)
 
 	// Who: the apiserver's audit log, correlated with the journal.
@@ -145,8 +142,8 @@ func record(t *testing.T) *recording {
 	// A replay into a sandbox where "helm" already owns settings' color: the
 	// dry run conflicts with that field manager.
 	w.recording = false
-	w.create(testenv.UserAdmin, namespace(sandbox))
-	helm := configMap("settings", map[string]any{"color": "purple"})
+	w.create(testenv.UserAdmin, workload.NamespaceObject(sandbox))
+	helm := workload.ConfigMap("settings", map[string]any{"color": "purple"})
 	helm.SetNamespace(sandbox)
 	body, err := helm.MarshalJSON()
 	if err != nil {
@@ -261,7 +258,7 @@ func (w *writer) await(gvr schema.GroupVersionResource, namespace, name, rv stri
 
 func (w *writer) create(user string, u *unstructured.Unstructured) {
 	w.t.Helper()
-	gvr := gvrOf(u)
+	gvr := workload.GVR(u)
 	out, err := w.users[user].Resource(gvr).Namespace(u.GetNamespace()).Create(w.ctx, u, metav1.CreateOptions{})
 	if err != nil {
 		w.t.Fatalf("%s creates %s %s: %v", user, u.GetKind(), u.GetName(), err)
@@ -299,90 +296,4 @@ func (w *writer) delete(user string, gvr schema.GroupVersionResource, name strin
 		w.t.Fatalf("%s deletes %s: %v", user, name, err)
 	}
 	w.await(gvr, shop, name, "")
-}
-
-func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
-	switch u.GetKind() {
-	case "Namespace":
-		return namespacesGVR
-	case "ConfigMap":
-		return configMapsGVR
-	case "Service":
-		return servicesGVR
-	case "ServiceAccount":
-		return accountsGVR
-	case "Event":
-		return eventsGVR
-	}
-	return deployGVR
-}
-
-func obj(apiVersion, kind, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: fields}
-	if u.Object == nil {
-		u.Object = map[string]any{}
-	}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetName(name)
-	if kind != "Namespace" {
-		u.SetNamespace(shop)
-	}
-	return u
-}
-
-func namespace(name string) *unstructured.Unstructured { return obj("v1", "Namespace", name, nil) }
-
-func configMap(name string, data map[string]any) *unstructured.Unstructured {
-	return obj("v1", "ConfigMap", name, map[string]any{"data": data})
-}
-
-func serviceAccount(name string) *unstructured.Unstructured {
-	return obj("v1", "ServiceAccount", name, nil)
-}
-
-func deployment(name, image string) *unstructured.Unstructured {
-	labels := map[string]any{"app": name}
-	return obj("apps/v1", "Deployment", name, map[string]any{"spec": map[string]any{
-		"replicas": int64(1),
-		"selector": map[string]any{"matchLabels": labels},
-		"template": map[string]any{
-			"metadata": map[string]any{"labels": labels},
-			"spec": map[string]any{"containers": []any{map[string]any{
-				"name": "app", "image": image,
-				"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": "settings"}}},
-			}}},
-		},
-	}})
-}
-
-func setImage(u *unstructured.Unstructured, image string) {
-	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-	if len(containers) > 0 {
-		containers[0].(map[string]any)["image"] = image
-		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
-	}
-}
-
-func service(name string) *unstructured.Unstructured {
-	return obj("v1", "Service", name, map[string]any{"spec": map[string]any{
-		"selector": map[string]any{"app": name},
-		"ports":    []any{map[string]any{"port": int64(80), "targetPort": int64(8080)}},
-	}})
-}
-
-// kubeEvent is a Kubernetes Event about an object of the shop, as a
-// controller would write it (no controller runs on the test control plane).
-func kubeEvent(name, kind, object, reason, message string) *unstructured.Unstructured {
-	now := time.Now().UTC().Format(time.RFC3339)
-	return obj("v1", "Event", name, map[string]any{
-		"involvedObject": map[string]any{"apiVersion": "apps/v1", "kind": kind, "namespace": shop, "name": object},
-		"reason":         reason,
-		"message":        message,
-		"type":           "Normal",
-		"count":          int64(1),
-		"firstTimestamp": now,
-		"lastTimestamp":  now,
-		"source":         map[string]any{"component": "deployment-controller"},
-	})
 }

@@ -71,9 +71,7 @@ func TestUI(t *testing.T) {
 		if s := b.text(row); !strings.Contains(s, "watching") {
 			t.Errorf("the stream's state is not 'watching': %q", s)
 		}
-		b.fitsWidth("overview")
-		b.screenshot("overview")
-		b.checkClean()
+		b.finish("overview")
 	})
 
 	t.Run("timeline", func(t *testing.T) {
@@ -253,9 +251,7 @@ func TestUI(t *testing.T) {
 		if s := b.text(".banner"); !strings.Contains(s, "Gaps intersect") || !strings.Contains(s, "configmaps") {
 			t.Errorf("the diff over the outage does not warn of its gaps: %q", s)
 		}
-		b.fitsWidth("diff")
-		b.screenshot("diff")
-		b.checkClean()
+		b.finish("diff")
 	})
 
 	t.Run("plan", func(t *testing.T) {
@@ -280,9 +276,7 @@ func TestUI(t *testing.T) {
 		if b.count("form.apply") != 0 || b.count("#confirm-hash") != 0 {
 			t.Error("an apply form on a server that does not allow apply")
 		}
-		b.fitsWidth("plan")
-		b.screenshot("plan")
-		b.checkClean()
+		b.finish("plan")
 
 		// A server that allows apply: the button waits for the plan's hash, typed.
 		applyBase := serve(t, server.NewHandler(r.j.Store(), server.WithUI(), server.WithApply(r.target)))

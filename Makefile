@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 
 GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
-RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/...
+RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/... ./server/...
 
 .PHONY: all test testbin vet fmt-check unit race bench demo examples nested-test api api-check browser screenshots
 

@@ -46,8 +46,10 @@ type recorded struct {
 	t     *testing.T
 	w, ro storage.Store
 	rv    int
-	// settings is the last record of shop/settings.
+	// settings is the last record of shop/settings, changes its three
+	// changes.
 	settings event.Record
+	changes  []event.Record
 }
 
 func (j *recorded) nextRV() string { j.rv++; return strconv.Itoa(j.rv) }
@@ -99,6 +101,7 @@ func newRecorded(t *testing.T) *recorded {
 		rec := storagetest.Event(cmShop, event.Modified, ref, storagetest.ConfigMap("shop", "settings", "uid-shop-settings", rv, map[string]string{"color": color}), at(float64(1+2*i)))
 		j.append(rec)
 		j.settings = rec
+		j.changes = append(j.changes, rec)
 	}
 	j.append(storagetest.Correlation(j.settings, "audit-1", "alice", at(5.1)))
 	rv := j.nextRV()

@@ -55,6 +55,7 @@ type config struct {
 	dryRun         *replay.Cluster
 	apply          *replay.Cluster
 	auditor        *audit.Correlator
+	auditSet       bool
 	auditOpts      []audit.HandlerOption
 	tokenFile      string
 	tokenReviews   authenticationv1.TokenReviewInterface
@@ -106,6 +107,8 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, bad("WithRequestTimeout(%s): want a positive duration", c.timeout)
 	case c.poll <= 0:
 		return nil, bad("WithPollInterval(%s): want a positive duration", c.poll)
+	case c.auditSet && c.auditor == nil:
+		return nil, bad("WithAuditWebhook(nil): give the audit.Correlator that records the correlations")
 	case (c.tokenReviews == nil) != (c.accessReviews == nil):
 		return nil, bad("WithDelegatedAuth needs both the TokenReview and the SubjectAccessReview client")
 	}
@@ -170,7 +173,7 @@ func WithPlannerOptions(opts ...replay.Option) Option {
 // /api/v1/audit: each EventList is correlated with the journal by corr,
 // which writes audit_correlation records (the journal must be writable).
 func WithAuditWebhook(corr *audit.Correlator, opts ...audit.HandlerOption) Option {
-	return optionFunc(func(c *config) { c.auditor, c.auditOpts = corr, opts })
+	return optionFunc(func(c *config) { c.auditor, c.auditOpts, c.auditSet = corr, opts, true })
 }
 
 // WithTokenFile authenticates requests by a bearer token listed in the file

@@ -31,10 +31,6 @@ import (
 	"github.com/krply/krply/watch"
 )
 
-// journalPath is where the demo keeps its journal (main's -journal); empty:
-// a temporary file removed at the end.
-var journalPath string
-
 // The namespaces of the demo.
 const (
 	shop    = workload.Namespace
@@ -72,16 +68,20 @@ type result struct {
 
 // demo holds what the steps share.
 type demo struct {
-	out    io.Writer
-	start  time.Time
-	j      *krply.Journal
-	rec    *watch.Collector
-	stop   func() error
-	source *rest.Config // the apiserver the recorder watches
-	users  map[string]dynamic.Interface
+	out   io.Writer
+	start time.Time
+	j     *krply.Journal
+	// journal is the path of a journal kept after the demo ("" for a temporary one).
+	journal string
+	rec     *watch.Collector
+	stop    func() error
+	source  *rest.Config // the apiserver the recorder watches
+	users   map[string]dynamic.Interface
 }
 
-func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*result, error) {
+// run runs the demo; the journal is kept at journal, or in a temporary
+// folder removed at the end when journal is empty.
+func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, journal string) (*result, error) {
 	d := &demo{out: out, start: time.Now(), users: map[string]dynamic.Interface{}}
 	res := &result{Applied: map[string]replay.Outcome{}}
 
@@ -99,17 +99,24 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 	}
 	d.say("apiserver %s (audit log on), recorder's apiserver %s", env.Host(), d.source.Host)
 
-	path := journalPath
-	if path == "" {
+	if journal == "" {
 		dir, err := os.MkdirTemp("", "krply-demo-")
 		if err != nil {
 			return nil, err
 		}
 		t.Cleanup(func() { _ = os.RemoveAll(dir) })
-		path = filepath.Join(dir, "journal.db")
+		journal = filepath.Join(dir, "journal.db")
+	} else {
+		// Each run records a new journal.
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(journal + suffix); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+		}
+		d.journal = journal
 	}
 	var err error
-	d.j, err = krply.Open(ctx, path,
+	d.j, err = krply.Open(ctx, journal,
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
 		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
 		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
@@ -236,6 +243,11 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 		return nil, err
 	}
 	d.section("Done in %s", time.Since(d.start).Round(100*time.Millisecond))
+	if d.journal != "" {
+		d.say("the journal is kept in %s; serve it with the query API (docs/query-api.md):", d.journal)
+		d.say("  go run ./examples/record --serve-only --store %s --listen 127.0.0.1:8080", d.journal)
+		d.say("  curl 'http://127.0.0.1:8080/api/v1/history?resource=configmaps&namespace=%s&name=settings'", shop)
+	}
 	res.Journal, res.Collector = d.j, d.rec
 	return res, nil
 }

@@ -17,12 +17,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"syscall"
@@ -37,13 +35,9 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "log what the recorder does (gaps, 410s, relists) to stderr")
-	flag.StringVar(&journalPath, "journal", filepath.Join(os.TempDir(), "krply-demo", "journal.db"), "where to keep the demo's journal (replaced on every run)")
+	journal := flag.String("journal", "krply-demo.db", "where to keep the demo's journal (replaced on each run; empty: a temporary file, removed at the end)")
 	listen := flag.String("listen", "127.0.0.1:8080", `serve the web UI and the query API on the journal at this address when the demo is done, until Ctrl-C ("" to end at once)`)
 	flag.Parse()
-	if err := freshJournal(journalPath); err != nil {
-		fmt.Fprintf(os.Stderr, "demo: %v (choose another file with -journal)\n", err)
-		os.Exit(1)
-	}
 	log := logr.Discard()
 	if *verbose {
 		log = funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{Verbosity: 4})
@@ -54,11 +48,10 @@ func main() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		res, err := run(ctx, tb, os.Stdout, log)
+		res, err := run(ctx, tb, os.Stdout, log, *journal)
 		if err != nil {
 			tb.Fatalf("demo: %v", err)
 		}
-		fmt.Printf("\n   the journal is kept in %s\n", journalPath)
 		if *listen != "" {
 			ln, err := net.Listen("tcp", *listen)
 			if err != nil {
@@ -75,17 +68,6 @@ func main() {
 	if tb.Failed() {
 		os.Exit(1)
 	}
-}
-
-// freshJournal removes the journal of an earlier run (and SQLite's files
-// beside it) and makes its folder.
-func freshJournal(path string) error {
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove the journal of an earlier run: %w", err)
-		}
-	}
-	return os.MkdirAll(filepath.Dir(path), 0o755)
 }
 
 // serveUI serves the web UI and the query API on the demo's journal, with

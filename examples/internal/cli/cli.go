@@ -21,6 +21,7 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/server"
 	"github.com/krply/krply/storage"
 )
 
@@ -189,25 +190,11 @@ func ObjectID(ctx context.Context, store storage.Reader, clusterID, resource, na
 	return obj, fmt.Errorf("%q is recorded in several groups (%s): write resource.group", resource, strings.Join(groups, ", "))
 }
 
-// ParseTime reads "now", an RFC 3339 time, or a duration ago: "10m ago",
-// "90s ago", "1h30m ago".
+// ParseTime reads "now", an RFC 3339 time, or a duration ago: "10m",
+// "10m ago", "1h30m ago". It is server.ParseTime, the parser the query API
+// uses, so every tool reads times alike.
 func ParseTime(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "now" {
-		return now, nil
-	}
-	if ago, ok := strings.CutSuffix(s, " ago"); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(ago))
-		if err != nil || d < 0 {
-			return time.Time{}, fmt.Errorf("time %q: want a duration before \" ago\", e.g. \"10m ago\"", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("time %q: want \"now\", RFC 3339 (2026-01-02T15:04:05Z) or \"10m ago\"", s)
-	}
-	return t, nil
+	return server.ParseTime(s, now)
 }
 
 // Logger returns a logger writing to stderr, at verbosity v.

@@ -14,7 +14,8 @@
 //     a marker per change coloured by its type, relist items and inferred
 //     deletions drawn apart from real watch events, gaps hatched across the
 //     rows of the streams they affect; zoom and pan with the mouse or the
-//     keyboard;
+//     keyboard; optionally following the change feed from the last record
+//     loaded;
 //   - #/object: an object's versions with who made each change (a user from
 //     the audit log, exact or scored, or a field manager), its field
 //     changes, the YAML of any version, a side-by-side diff of any two, and

@@ -123,6 +123,7 @@ export class TimelineData {
     this.dirty = new Set(); // objects with marks added since the last build
     this.gapsChanged = false;
     this.count = 0;
+    this.lastSeq = 0; // the newest record's ingestSeq: where the change feed resumes
     this.min = Infinity;
     this.max = -Infinity;
   }
@@ -130,6 +131,7 @@ export class TimelineData {
   add(records) {
     for (const r of records) {
       const t = ms(r.observedAt);
+      if (r.ingestSeq > this.lastSeq) this.lastSeq = r.ingestSeq;
       if (r.type === 'gap' && r.gap) {
         const from = ms(r.gap.from);
         const to = ms(r.gap.to);
@@ -142,7 +144,7 @@ export class TimelineData {
       }
       if (r.type !== 'event' || !r.resource || !r.resource.name) continue;
       const ref = r.resource;
-      const key = `${ref.kind || ref.resource}\u0000${ref.namespace || ''}\u0000${ref.name}`;
+      const key = `${ref.kind || ref.resource}/${ref.namespace || ''}/${ref.name}`;
       let o = this.objects.get(key);
       if (!o) {
         o = { key, kind: ref.kind || ref.resource, group: ref.group || '', resource: ref.resource, namespace: ref.namespace || '', name: ref.name, clusterID: r.clusterID, streams: [], rt: [], rm: [], t: null, m: null, n: 0 };

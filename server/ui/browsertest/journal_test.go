@@ -46,6 +46,7 @@ type recording struct {
 	rec       *watch.Collector
 	clusterID string
 	target    *replay.Cluster // the cluster of the dry run and apply
+	admin     dynamic.Interface
 
 	setUp     time.Time // after alice set the shop up
 	inOutage  time.Time // while the recorder was down
@@ -79,7 +80,7 @@ func record(t *testing.T) *recording {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = j.Close() })
-	r := &recording{env: env, j: j}
+	r := &recording{env: env, j: j, admin: users[testenv.UserAdmin]}
 	stop := r.startRecorder(t, source)
 	r.clusterID = r.rec.ClusterID()
 	r.gapStream = r.clusterID + "/core/v1/configmaps/" + shop

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"context"
 	"net/url"
 	"os"
 	"strconv"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	workload "github.com/krply/krply/internal/shop"
 	"github.com/krply/krply/server"
 )
 
@@ -125,6 +128,14 @@ func TestUI(t *testing.T) {
 		b.do("filter", chromedp.SendKeys(chromedp.CSS(".toolbar input[type=search]"), "cache"))
 		b.wait("filtered", `window.krplyTimeline.rowIndex('Deployment', 'shop', 'web') === -1 && window.krplyTimeline.rowIndex('ConfigMap', 'shop', 'cache') >= 0`)
 		b.wait("the filter in the URL", `location.hash.includes('filter=cache')`)
+		// Following the change feed: a ConfigMap created now appears.
+		b.open("/timeline?" + q("namespace", shop, "live", "1"))
+		b.wait("following", `document.querySelector('.live').innerText.includes('following new records')`)
+		if _, err := r.admin.Resource(configMapsGVR).Namespace(shop).Create(context.Background(), workload.ConfigMap("fresh", map[string]any{"new": "yes"}), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b.wait("the new ConfigMap on the timeline", `window.krplyTimeline.rowIndex('ConfigMap', 'shop', 'fresh') >= 0`)
+		b.open("/timeline?" + q("namespace", shop, "filter", "cache", "sel", "ConfigMap/shop/cache"))
 		// Enter opens the chosen object.
 		b.do("focus the timeline", chromedp.Focus(chromedp.CSS(".tl-spacer canvas")))
 		b.do("open", chromedp.KeyEvent(kb.Enter))
@@ -252,6 +263,10 @@ func TestUI(t *testing.T) {
 			t.Errorf("the diff over the outage does not warn of its gaps: %q", s)
 		}
 		b.finish("diff")
+		// g then a digit switches views from the keyboard.
+		b.eval(`(() => { document.activeElement && document.activeElement.blur(); return true })()`, new(bool))
+		b.do("g 1", chromedp.KeyEvent("g"), chromedp.KeyEvent("1"))
+		b.wait("the overview by keyboard", `location.hash.startsWith('#/overview') && document.getElementById('view').dataset.state === 'ready'`)
 	})
 
 	t.Run("plan", func(t *testing.T) {

@@ -77,7 +77,7 @@ function strip(hist, events, params) {
   end += pad;
   const W = 1000;
   const x = (t) => ((t - start) / (end - start)) * W;
-  const g = svg('svg', { class: 'object-strip', viewBox: `0 0 ${W} 46`, preserveAspectRatio: 'none', role: 'img', 'aria-label': 'The object over time: versions, gaps and events' });
+  const g = svg('svg', { class: 'object-strip', viewBox: `0 0 ${W} 46`, role: 'img', 'aria-label': 'The object over time: versions, gaps and events' });
   g.append(svg('line', { x1: 0, x2: W, y1: 16, y2: 16, class: 'strip-axis' }));
   hist.entries.forEach((e, i) => {
     if (e.gap) {

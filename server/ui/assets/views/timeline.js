@@ -5,7 +5,7 @@
 
 import { pages } from '../api.js';
 import { TimelineData, treeRows, firstAtOrAfter, MARK, MARK_NAMES } from '../shape.js';
-import { h, ms, fmtTime, relTime, timeEl, hashFor, setParams, notice, plural, objectParams, debounce, toRFC3339, streamLabel } from '../util.js';
+import { h, ms, fmtTime, relTime, timeEl, hashFor, parseHash, setParams, notice, plural, objectParams, debounce, toRFC3339, streamLabel } from '../util.js';
 
 export const title = 'Timeline';
 
@@ -64,6 +64,7 @@ export async function render(root, params, ctx) {
   }
   tl.rebuild();
   const built = performance.now();
+  if (params.live === '1') tl.follow(scope);
   status.textContent = `${plural(data.count, 'change')} of ${plural(data.objects.size, 'object')}, ${plural([...data.gaps.values()].reduce((n, l) => n + l.length, 0), 'gap')}; loaded in ${((loaded - t0) / 1000).toFixed(2)} s (${plural(pagesRead, 'page')}), laid out and drawn in ${Math.round(built - loaded)} ms.`;
   window.krplyTimeline = tl.api({ loadMs: loaded - t0, layoutMs: built - loaded, pages: pagesRead });
   return cleanup;
@@ -95,7 +96,10 @@ class Timeline {
     this.toolbar = h('div', { class: 'toolbar' }, this.filterInput,
       btn('−', 'Zoom out (-)', () => this.zoom(2)), btn('+', 'Zoom in (+)', () => this.zoom(0.5)),
       btn('◀', 'Pan earlier (←)', () => this.pan(-0.25)), btn('▶', 'Pan later (→)', () => this.pan(0.25)),
-      btn('Fit', 'Show all recorded time (0)', () => this.fit()), legend());
+      btn('Fit', 'Show all recorded time (0)', () => this.fit()),
+      h('label', { class: 'follow' }, h('input', { type: 'checkbox', checked: params.live === '1', onchange: (e) => { location.hash = hashFor('timeline', { ...parseHash().params, live: e.target.checked ? '1' : '' }); } }), ' follow new records'),
+      legend());
+    this.live = h('span', { class: 'muted small live', role: 'status' });
     this.range = h('p', { class: 'muted small range' });
     this.canvas = h('canvas', { tabindex: '0', role: 'application', 'aria-roledescription': 'timeline', 'aria-label': 'Timeline of changes. Arrow keys up and down choose an object, left and right pan, plus and minus zoom, Enter opens the object or folds a group.' });
     this.spacer = h('div', { class: 'tl-spacer' }, this.canvas);
@@ -103,7 +107,7 @@ class Timeline {
     this.tip = h('div', { class: 'tl-tip', role: 'tooltip', hidden: true });
     this.details = h('section', { class: 'tl-details', 'aria-live': 'polite' });
     this.gapList = h('section', { class: 'tl-gaps' });
-    this.el = h('div', { class: 'timeline' }, this.toolbar, this.range, h('div', { class: 'tl-frame' }, this.scroller, this.tip), this.details, this.gapList);
+    this.el = h('div', { class: 'timeline' }, this.toolbar, this.range, this.live, h('div', { class: 'tl-frame' }, this.scroller, this.tip), this.details, this.gapList);
     root.append(this.el);
     this.hatch = hatchPattern(this.canvas.getContext('2d'));
     this.bind();
@@ -112,7 +116,45 @@ class Timeline {
     this.resizeObs.observe(this.scroller);
   }
 
+  // follow appends the records the change feed (GET api/v1/watch) delivers
+  // after the last one loaded, so the timeline grows as the journal does.
+  follow(scope) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(scope)) if (v) q.set(k, v);
+    q.set('types', 'event,gap');
+    q.set('bodies', 'false');
+    q.set('cursor', String(this.data.lastSeq));
+    this.feed = new EventSource(`api/v1/watch?${q}`);
+    this.liveState('connecting…');
+    this.feed.addEventListener('open', () => this.liveState('following new records'));
+    this.feed.addEventListener('record', (e) => {
+      this.data.add([JSON.parse(e.data)]);
+      this.liveState(`following new records; ${plural(this.data.count, 'change')} now`);
+      if (!this.liveSoon) {
+        this.liveSoon = setTimeout(() => { this.liveSoon = 0; this.rebuild(); }, 200);
+      }
+    });
+    // A connection lost is retried by the browser from the last record's id;
+    // an error the server sent ends the feed.
+    this.feed.addEventListener('error', (e) => {
+      if (e.data) {
+        let msg = e.data;
+        try { msg = JSON.parse(e.data).message; } catch { /* the raw text */ }
+        this.liveState(`stopped: ${msg}`);
+        this.feed.close();
+      } else if (this.feed.readyState !== EventSource.CLOSED) {
+        this.liveState('reconnecting…');
+      } else {
+        this.liveState('unavailable (the server refused the change feed)');
+      }
+    });
+  }
+
+  liveState(text) { this.live.textContent = text ? `Live: ${text}` : ''; }
+
   destroy() {
+    if (this.feed) this.feed.close();
+    clearTimeout(this.liveSoon);
     // A view left behind changes nothing: not the next view's URL, not its canvas.
     if (this.saveSoon) this.saveSoon.cancel();
     if (this.filterSoon) this.filterSoon.cancel();

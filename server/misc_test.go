@@ -18,6 +18,7 @@ import (
 
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/watch"
 )
@@ -39,6 +40,7 @@ func TestBrokenConfiguration(t *testing.T) {
 		"body":            {j.ro, []server.Option{server.WithMaxBodyBytes(0)}, "WithMaxBodyBytes(0)"},
 		"timeout":         {j.ro, []server.Option{server.WithRequestTimeout(0)}, "WithRequestTimeout"},
 		"poll":            {j.ro, []server.Option{server.WithPollInterval(0)}, "WithPollInterval"},
+		"in flight":       {j.ro, []server.Option{server.WithMaxInFlight(0)}, "WithMaxInFlight(0)"},
 		"auth cache":      {j.ro, []server.Option{server.WithAuthCacheTTL(-time.Second)}, "WithAuthCacheTTL"},
 		"half delegation": {j.ro, []server.Option{server.WithDelegatedAuth(nil, nil), server.WithDelegatedAuth(fakeTokenReviews{}, nil)}, "both"},
 		"nil correlator":  {j.ro, []server.Option{server.WithAuditWebhook(nil)}, "audit"},
@@ -89,6 +91,44 @@ func TestRequestTimeout(t *testing.T) {
 	if len(logged) != 1 || !strings.Contains(logged[0], `"code"="timeout"`) || !strings.Contains(logged[0], "/api/v1/records") {
 		t.Errorf("logged %q; want one line for the timed-out request", logged)
 	}
+}
+
+// blockingStore answers Records only once release is closed.
+type blockingStore struct {
+	storage.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockingStore) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Records(ctx, q)
+}
+
+// With one request in flight at most, a second waits for its turn and
+// times out while the first holds it.
+func TestMaxInFlight(t *testing.T) {
+	j := newRecorded(t)
+	blocking := blockingStore{Store: j.ro, entered: make(chan struct{}, 100), release: make(chan struct{})}
+	slow := &recorded{t: t, ro: blocking}
+	_, base := slow.serve(server.WithMaxInFlight(1), server.WithRequestTimeout(300*time.Millisecond))
+	first := make(chan int, 1)
+	go func() {
+		status, _, _ := get(t, http.MethodGet, base+"/api/v1/snapshots", "")
+		first <- status
+	}()
+	<-blocking.entered // the first holds the slot
+	_, second, _ := get(t, http.MethodGet, base+"/api/v1/clusters", "")
+	if second.Code != server.CodeTimeout || !strings.Contains(second.Message, "waiting for a turn among 1 requests") {
+		t.Errorf("a second request while one is in flight: %+v; want 503 timeout waiting for a turn", second)
+	}
+	// Health is not counted.
+	if status, _, _ := get(t, http.MethodGet, base+"/healthz", ""); status != http.StatusOK {
+		t.Errorf("healthz: %d", status)
+	}
+	close(blocking.release)
+	<-first
 }
 
 // A small maximum page size caps limit and still pages through everything.
@@ -164,5 +204,32 @@ func TestStreamsWithRecorder(t *testing.T) {
 	getJSON(t, base+"/api/v1/streams?namespace=shop&resource=configmaps", &list)
 	if len(list.Items) != 1 || list.Items[0].Collector == nil || list.Items[0].Collector.State != watch.StateWatching || list.Items[0].Collector.Events != 4 {
 		t.Fatalf("streams with a recorder: %+v; want shop's ConfigMaps with the recorder's status", list.Items)
+	}
+}
+
+// The handler works under a prefix, and the client follows it.
+func TestMountedUnderPrefix(t *testing.T) {
+	j := newRecorded(t)
+	mux := http.NewServeMux()
+	mux.Handle("/tools/krply/", http.StripPrefix("/tools/krply", server.NewHandler(j.ro)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := client.New(srv.URL + "/tools/krply/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clusters, err := c.Clusters(ctx); err != nil || len(clusters) != 1 {
+		t.Fatalf("clusters under a prefix: %+v, %v", clusters, err)
+	}
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatalf("healthz under a prefix: %v", err)
+	}
+	for _, bad := range []string{"ftp://x", "not a url", "http://"} {
+		if _, err := client.New(bad); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("client.New(%q): %v; want ErrInvalidArgument", bad, err)
+		}
+	}
+	if _, err := client.New(srv.URL, client.WithHTTPClient(nil)); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("WithHTTPClient(nil): %v; want ErrInvalidArgument", err)
 	}
 }

@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -20,7 +22,7 @@ func namespacesOf(obj storage.ObjectID) []string {
 }
 
 // readObject reads and checks the parameters of one object: not a Secret,
-// the caller may read it, the journal recorded it.
+// and the caller may read it.
 func (h *handler) readObject(ctx context.Context, p *params, u *user) (storage.ObjectID, error) {
 	obj, err := p.object(ctx)
 	if err != nil {
@@ -29,17 +31,20 @@ func (h *handler) readObject(ctx context.Context, p *params, u *user) (storage.O
 	if isSecret(obj.Group, obj.Resource) {
 		return obj, newError(http.StatusForbidden, CodeSecret, "resource", "Secrets are never served by the query API")
 	}
-	if err := h.authorizeRead(ctx, u, namespacesOf(obj)); err != nil {
-		return obj, err
+	return obj, h.authorizeRead(ctx, u, namespacesOf(obj))
+}
+
+// endOfTime is after every time a journal holds.
+var endOfTime = time.Unix(0, math.MaxInt64)
+
+// recorded returns nil when the journal recorded obj, 404 otherwise. The
+// routes ask it only when their answer holds no record of obj.
+func (h *handler) recorded(ctx context.Context, obj storage.ObjectID) error {
+	_, err := h.j.LatestAt(ctx, obj, endOfTime)
+	if errors.Is(err, storage.ErrNotFound) {
+		return notFound("the journal never recorded %s %s (cluster %s): check the resource (plural.group), namespace and name", obj.Resource, objectName(obj), obj.ClusterID)
 	}
-	recs, err := h.j.ObjectHistory(ctx, obj, storage.HistoryQuery{Limit: 1, WithoutBodies: true})
-	if err != nil {
-		return obj, err
-	}
-	if len(recs) == 0 {
-		return obj, notFound("the journal never recorded %s %s (cluster %s): check the resource (plural.group), namespace and name", obj.Resource, objectName(obj), obj.ClusterID)
-	}
-	return obj, nil
+	return err
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -63,6 +68,11 @@ func (h *handler) object(r *http.Request, u *user) (int, any, error) {
 	st, err := h.m.ObjectAt(ctx, obj, at)
 	if err != nil {
 		return 0, nil, err
+	}
+	if st.Record == nil {
+		if err := h.recorded(ctx, obj); err != nil {
+			return 0, nil, err
+		}
 	}
 	return http.StatusOK, st, nil
 }
@@ -98,6 +108,11 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if len(hist.Versions()) == 0 {
+		if err := h.recorded(ctx, obj); err != nil {
+			return 0, nil, err
+		}
+	}
 	if vs := hist.Versions(); len(vs) == limit {
 		hist.Warnings = append(hist.Warnings, fmt.Sprintf("cut at %d versions (limit): ask again with since=%s for the rest",
 			limit, vs[len(vs)-1].ObservedAt.UTC().Format(time.RFC3339Nano)))
@@ -122,11 +137,7 @@ func withoutSecrets(snap *materialize.Snapshot) {
 func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	scope, err := p.scope(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	at, err := p.time("at", p.now)
+	scope, at, err := p.scopeAt(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -148,11 +159,7 @@ func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -29,6 +30,9 @@ const (
 	DefaultPollInterval = 250 * time.Millisecond
 	// DefaultAuthCacheTTL is the default of WithAuthCacheTTL.
 	DefaultAuthCacheTTL = 10 * time.Second
+	// DefaultMaxInFlight is the default of WithMaxInFlight: requests
+	// answered at once per CPU the process may use (GOMAXPROCS).
+	DefaultMaxInFlight = 2
 	// DefaultKeepalive is how long the change feed stays silent before it
 	// sends a keepalive comment.
 	DefaultKeepalive = 15 * time.Second
@@ -66,6 +70,7 @@ type config struct {
 	maxBody        int64
 	timeout        time.Duration
 	poll           time.Duration
+	inFlight       int
 	keepalive      time.Duration
 	plannerOptions []replay.Option
 	ui             bool // WithUI (ui.go)
@@ -81,6 +86,7 @@ func newConfig(opts []Option) (*config, error) {
 		maxBody:   DefaultMaxBodyBytes,
 		timeout:   DefaultRequestTimeout,
 		poll:      DefaultPollInterval,
+		inFlight:  DefaultMaxInFlight * runtime.GOMAXPROCS(0),
 		keepalive: DefaultKeepalive,
 	}
 	for _, o := range opts {
@@ -105,6 +111,8 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, bad("WithMaxBodyBytes(%d): want 1 or more", c.maxBody)
 	case c.timeout <= 0:
 		return nil, bad("WithRequestTimeout(%s): want a positive duration", c.timeout)
+	case c.inFlight < 1:
+		return nil, bad("WithMaxInFlight(%d): want 1 or more", c.inFlight)
 	case c.poll <= 0:
 		return nil, bad("WithPollInterval(%s): want a positive duration", c.poll)
 	case c.auditSet && c.auditor == nil:
@@ -232,4 +240,13 @@ func WithRequestTimeout(d time.Duration) Option {
 // (default DefaultPollInterval).
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.poll = d })
+}
+
+// WithMaxInFlight caps the requests answered at once (default
+// DefaultMaxInFlight per GOMAXPROCS; the change feed and health checks
+// are not counted). More wait for their turn within their timeout, so a
+// burst of queries cannot starve the recorder writing the journal in the
+// same process.
+func WithMaxInFlight(n int) Option {
+	return optionFunc(func(c *config) { c.inFlight = n })
 }

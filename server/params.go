@@ -221,6 +221,26 @@ func (p *params) object(ctx context.Context) (storage.ObjectID, error) {
 	return obj, nil
 }
 
+// page reads limit and cursor.
+func (p *params) page() (int, *cursor, error) {
+	limit, err := p.limit(DefaultPageSize)
+	if err != nil {
+		return 0, nil, err
+	}
+	cur, err := p.cursor()
+	return limit, cur, err
+}
+
+// scopeAt reads the scope and the time at (default now).
+func (p *params) scopeAt(ctx context.Context) (materialize.Scope, time.Time, error) {
+	scope, err := p.scope(ctx)
+	if err != nil {
+		return scope, time.Time{}, err
+	}
+	at, err := p.time("at", p.now)
+	return scope, at, err
+}
+
 // cursor is the position a page continues from, bound to the parameters
 // of the query it belongs to.
 type cursor struct {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -19,8 +20,8 @@ type statusReporter interface {
 	Status() []watch.StreamStatus
 }
 
-// streamNamespaces returns the namespaces a request about namespaces may
-// see: the given ones, or cluster scope.
+// authorizeRead asks whether u may read the history of the namespaces
+// (none: cluster scope).
 func (h *handler) authorizeRead(ctx context.Context, u *user, namespaces []string) error {
 	return h.auth.authorize(ctx, u, "get", ResourceHistory, namespaces...)
 }
@@ -70,19 +71,11 @@ func streamMatches(st event.Stream, scope materialize.Scope) bool {
 func (h *handler) listStreams(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	scope, err := p.scope(ctx)
+	scope, at, err := p.scopeAt(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	at, err := p.time("at", p.now)
-	if err != nil {
-		return 0, nil, err
-	}
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -271,11 +264,7 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 		return 0, nil, err
 	}
 	q.WithoutBodies = !bodies
-	limit, err := p.limit(DefaultPageSize)
-	if err != nil {
-		return 0, nil, err
-	}
-	cur, err := p.cursor()
+	limit, cur, err := p.page()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -290,6 +279,9 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 		}
 	}
 	out := RecordList{Items: []event.Record{}}
+	if out.Gaps, err = h.lossesIn(ctx, f, q.Since, q.Until); err != nil {
+		return 0, nil, err
+	}
 	scanned, last := 0, int64(0)
 	q.Limit = min(max(limit, 100), h.cfg.maxPage)
 	for {
@@ -316,4 +308,41 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 		}
 		q.Cursor = page.Next
 	}
+}
+
+// lossesIn returns the loss records (gaps, coverage changes to
+// unavailable) of the filter's streams whose loss intersects [since,
+// until] (a zero since: from the start). A gap's loss ends when it was
+// detected (its record, after which the stream relisted); an
+// unavailability ends at the stream's next change to available.
+func (h *handler) lossesIn(ctx context.Context, f *recordFilter, since, until time.Time) ([]event.Record, error) {
+	tls, err := storage.Timelines(ctx, h.j, f.scope.ClusterID)
+	if err != nil {
+		return nil, err
+	}
+	var out []event.Record
+	for _, tl := range tls {
+		if !f.matches(tl.Stream) {
+			continue
+		}
+		for i, rec := range tl.Records {
+			start, ok := storage.LossStart(rec)
+			if !ok || start.After(until) {
+				continue
+			}
+			end, open := rec.ObservedAt, rec.Type == event.TypeCoverageChange
+			if open {
+				for _, later := range tl.Records[i+1:] {
+					if later.Type == event.TypeCoverageChange && later.Coverage != nil && later.Coverage.Available {
+						end, open = later.ObservedAt, false
+						break
+					}
+				}
+			}
+			if open || since.IsZero() || !end.Before(since) {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
 }

@@ -250,6 +250,18 @@ func TestRecords(t *testing.T) {
 		t.Errorf("events of shop/settings from 0.5 to 4 without bodies: %+v; want the two at 1 and 3", obj)
 	}
 
+	// The gaps of the scope's streams that intersect the range come along.
+	for _, tc := range []struct {
+		ns    string
+		since time.Time
+		gaps  int
+	}{{"other", at(5), 1}, {"other", at(7), 0}, {"other", time.Time{}, 1}, {"shop", time.Time{}, 0}} {
+		page, err := c.Records(ctx, client.RecordQuery{Scope: materialize.Scope{Namespaces: []string{tc.ns}}, Since: tc.since, Limit: 1})
+		if err != nil || len(page.Gaps) != tc.gaps || (tc.gaps == 1 && page.Gaps[0].Gap == nil) {
+			t.Errorf("records of %s since %v: gaps %+v, %v; want %d", tc.ns, tc.since, page.Gaps, err, tc.gaps)
+		}
+	}
+
 	// Secrets asked for by name are still not served.
 	if secrets := allRecords(t, c, client.RecordQuery{Scope: materialize.Scope{Resources: []schema.GroupResource{{Resource: "secrets"}}}}); len(secrets) != 0 {
 		t.Errorf("records of secrets: %+v; want none", secrets)

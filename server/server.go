@@ -21,11 +21,13 @@ const Prefix = "/api/v1/"
 
 // handler serves the query API over one journal.
 type handler struct {
-	cfg     *config
-	j       storage.ReadWriter
-	m       *materialize.Materializer
-	mux     *http.ServeMux
-	auth    *authenticator
+	cfg  *config
+	j    storage.ReadWriter
+	m    *materialize.Materializer
+	mux  *http.ServeMux
+	auth *authenticator
+	// slots holds a token per request being answered (WithMaxInFlight).
+	slots   chan struct{}
 	webhook http.Handler
 	// broken is the configuration error every request answers with.
 	broken error
@@ -63,6 +65,7 @@ func NewHandler(j storage.ReadWriter, opts ...Option) http.Handler {
 		return h
 	}
 	h.auth = newAuthenticator(cfg)
+	h.slots = make(chan struct{}, cfg.inFlight)
 	h.routes()
 	return h
 }
@@ -125,6 +128,13 @@ func (h *handler) handle(path string, methods route) {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 			defer cancel()
 			r = r.WithContext(ctx)
+			select {
+			case h.slots <- struct{}{}:
+				defer func() { <-h.slots }()
+			case <-ctx.Done():
+				h.fail(w, r, fmt.Errorf("waiting for a turn among %d requests in flight: %w", cap(h.slots), ctx.Err()))
+				return
+			}
 		}
 		u, err := h.auth.authenticate(r)
 		if err != nil {

@@ -50,6 +50,10 @@ type StreamList struct {
 type RecordList struct {
 	Items []event.Record `json:"items"`
 	Next  string         `json:"next,omitempty"`
+	// Gaps are the gap records and coverage changes to unavailable of the
+	// scope's streams whose loss of continuity intersects the query's time
+	// range: changes in them are missing from Items. On every page.
+	Gaps []event.Record `json:"gaps,omitempty"`
 }
 
 // SnapshotList is the answer of GET /api/v1/snapshots: saved snapshots

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/storagetest"
 )
 
@@ -169,4 +171,25 @@ func splitLines(s string) []string {
 		}
 	}
 	return out
+}
+
+// A journal failing under an open feed ends it with an error event, which
+// the client returns as the server's Error.
+func TestWatchError(t *testing.T) {
+	store := memory.New()
+	j := &recorded{t: t, w: store, ro: store, rv: 100}
+	j.append(storagetest.Baseline(cmShop, "b-shop", at(0), j.nextRV(), nil)...)
+	c, _ := j.serve(server.WithPollInterval(10 * time.Millisecond))
+	f, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{ClusterID: "c1"}, Cursor: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readFeed(t, f, 2)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var e *server.Error
+	if _, err := f.Next(); !errors.As(err, &e) || e.Code != server.CodeInternal || !strings.Contains(e.Message, "closed") {
+		t.Fatalf("feed after the journal closed: %v; want an error event naming it", err)
+	}
 }

@@ -35,7 +35,7 @@ func TestWireServer(t *testing.T) {
 			Gaps:      []event.Record{gap},
 			Collector: &watch.StreamStatus{StreamID: stream.ID(), Stream: stream, State: watch.StateWatching, Synced: true},
 		}}, Next: "eyJzIjo5LCJwIjoxfQ"},
-		"records":          server.RecordList{Items: []event.Record{rec}, Next: "eyJzIjo5LCJwIjoxfQ"},
+		"records":          server.RecordList{Items: []event.Record{rec}, Next: "eyJzIjo5LCJwIjoxfQ", Gaps: []event.Record{gap}},
 		"snapshots":        server.SnapshotList{Items: []materialize.Snapshot{{ID: "s1", Name: "before", Scope: scope, At: wiretest.At(4), CreatedAt: wiretest.At(5), Complete: true}}, Next: "eyJzIjoxLCJwIjoxfQ"},
 		"error":            server.Error{Status: 400, Code: server.CodeInvalidParameter, Message: `at: time "yesterday": want "now", RFC 3339 (2026-01-02T15:04:05Z), a duration ago ("10m", "2h ago")`, Param: "at"},
 		"health":           server.Health{Status: "ok"},

@@ -2,15 +2,23 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -228,17 +236,7 @@ func TestRecordAndServe(t *testing.T) {
 		t.Fatalf("record stopped while serving: %v\n%s", err, out.String())
 	default:
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
-	}
+	stopBySIGINT(ctx, t, done, &out)
 
 	// --serve-only serves the stopped recorder's journal read-only.
 	tokens := filepath.Join(t.TempDir(), "tokens")
@@ -318,5 +316,72 @@ func TestServeFlags(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
 		}
+	}
+}
+
+// --serve-only with --tls-cert-file and --tls-key-file serves HTTPS.
+func TestServeOnlyTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	var out syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serveOnly(serveCtx, &out, apiFlags{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile, serveOnly: true}, store)
+	}()
+	https := regexp.MustCompile(`serving the query API on (https://\S+)`)
+	for !https.MatchString(out.String()) {
+		select {
+		case err := <-served:
+			t.Fatalf("serve-only returned: %v\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	c, err := client.New(https.FindStringSubmatch(out.String())[1],
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthy(ctx); err != nil {
+		t.Errorf("healthz over TLS: %v", err)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serve-only after its context ended: %v", err)
 	}
 }

@@ -64,6 +64,72 @@ export async function all(path, params, signal) {
   return out;
 }
 
+// follow reads the change feed (GET api/v1/watch, Server-Sent Events) from
+// the record after cursor, calling onRecord for each record and onState
+// with what the feed is doing, until signal aborts. It reads the stream
+// with fetch rather than EventSource so that the bearer token goes along,
+// and resumes after a lost connection from the last record's id.
+export async function follow(params, cursor, onRecord, onState, signal) {
+  let last = String(cursor);
+  let delay = 500;
+  while (!signal.aborted) {
+    const headers = { Accept: 'text/event-stream' };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    try {
+      onState('connecting…');
+      const res = await fetch(url('watch', { ...params, cursor: last }), { headers, signal, credentials: 'same-origin' });
+      if (!res.ok) {
+        let body = null;
+        try { body = await res.json(); } catch { /* not JSON */ }
+        throw new APIError(res.status, body);
+      }
+      onState('following new records');
+      delay = 500;
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buf = '';
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buf += value;
+        let end;
+        while ((end = buf.indexOf('\n\n')) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          const ev = { event: 'message', data: [], id: '' };
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':')) continue; // a keepalive
+            const i = line.indexOf(':');
+            const field = i < 0 ? line : line.slice(0, i);
+            const val = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+            if (field === 'data') ev.data.push(val);
+            else if (field === 'event') ev.event = val;
+            else if (field === 'id') ev.id = val;
+          }
+          if (ev.event === 'error') {
+            let msg = ev.data.join('\n');
+            try { msg = JSON.parse(msg).message; } catch { /* the raw text */ }
+            throw new Error(msg);
+          }
+          if (ev.event === 'record' && ev.data.length) {
+            onRecord(JSON.parse(ev.data.join('\n')));
+            if (ev.id) last = ev.id;
+          }
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err instanceof APIError && err.status >= 400 && err.status < 500) {
+        onState(`unavailable: ${err.message}`);
+        return;
+      }
+      onState(`reconnecting after: ${err.message || err}`);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 10000);
+  }
+}
+
 // resourceParam names a resource as the API takes it: plural.group.
 export function resourceParam(group, resource) { return group ? `${resource}.${group}` : resource; }
 

@@ -3,7 +3,7 @@
 // canvas, only the rows in view, so that 10,000 objects and 100,000 changes
 // stay responsive. Zoom and pan with the mouse or the keyboard.
 
-import { pages } from '../api.js';
+import { pages, follow } from '../api.js';
 import { TimelineData, treeRows, firstAtOrAfter, MARK, MARK_NAMES } from '../shape.js';
 import { h, ms, fmtTime, relTime, timeEl, hashFor, parseHash, setParams, notice, plural, objectParams, debounce, toRFC3339, streamLabel } from '../util.js';
 
@@ -119,41 +119,19 @@ class Timeline {
   // follow appends the records the change feed (GET api/v1/watch) delivers
   // after the last one loaded, so the timeline grows as the journal does.
   follow(scope) {
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(scope)) if (v) q.set(k, v);
-    q.set('types', 'event,gap');
-    q.set('bodies', 'false');
-    q.set('cursor', String(this.data.lastSeq));
-    this.feed = new EventSource(`api/v1/watch?${q}`);
-    this.liveState('connecting…');
-    this.feed.addEventListener('open', () => this.liveState('following new records'));
-    this.feed.addEventListener('record', (e) => {
-      this.data.add([JSON.parse(e.data)]);
+    this.feed = new AbortController();
+    const params = { ...scope, types: 'event,gap', bodies: 'false' };
+    follow(params, this.data.lastSeq, (rec) => {
+      this.data.add([rec]);
       this.liveState(`following new records; ${plural(this.data.count, 'change')} now`);
-      if (!this.liveSoon) {
-        this.liveSoon = setTimeout(() => { this.liveSoon = 0; this.rebuild(); }, 200);
-      }
-    });
-    // A connection lost is retried by the browser from the last record's id;
-    // an error the server sent ends the feed.
-    this.feed.addEventListener('error', (e) => {
-      if (e.data) {
-        let msg = e.data;
-        try { msg = JSON.parse(e.data).message; } catch { /* the raw text */ }
-        this.liveState(`stopped: ${msg}`);
-        this.feed.close();
-      } else if (this.feed.readyState !== EventSource.CLOSED) {
-        this.liveState('reconnecting…');
-      } else {
-        this.liveState('unavailable (the server refused the change feed)');
-      }
-    });
+      if (!this.liveSoon) this.liveSoon = setTimeout(() => { this.liveSoon = 0; this.rebuild(); }, 200);
+    }, (state) => this.liveState(state), this.feed.signal);
   }
 
   liveState(text) { this.live.textContent = text ? `Live: ${text}` : ''; }
 
   destroy() {
-    if (this.feed) this.feed.close();
+    if (this.feed) this.feed.abort();
     clearTimeout(this.liveSoon);
     // A view left behind changes nothing: not the next view's URL, not its canvas.
     if (this.saveSoon) this.saveSoon.cancel();

@@ -2,6 +2,7 @@ package browsertest
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -61,4 +62,26 @@ func TestTokenAndFollow(t *testing.T) {
 	b.wait("the new ConfigMap on the timeline", `window.krplyTimeline.rowIndex('ConfigMap', 'demo', 'c') >= 0`)
 	// The refused calls before the token was given are all the page logged.
 	b.checkClean("401 (Unauthorized)")
+}
+
+// TestUnderPrefix: a platform tool mounts the handler under a prefix of its
+// own; the UI's pages, scripts and API calls are relative, so they follow.
+func TestUnderPrefix(t *testing.T) {
+	chromium(t)
+	j := memory.New()
+	t.Cleanup(func() { _ = j.Close() })
+	s := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "demo"}
+	item := storagetest.Item{Ref: storagetest.Ref(s, "ConfigMap", "demo", "a", "uid-a", "1"), Object: storagetest.ConfigMap("demo", "a", "uid-a", "1", nil)}
+	if _, err := j.Append(context.Background(), storagetest.Baseline(s, "b1", time.Now().Add(-time.Minute), "2", []storagetest.Item{item})); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/tools/krply/", http.StripPrefix("/tools/krply", server.NewHandler(j, server.WithUI())))
+	b := newBrowser(t, serve(t, mux)+"/tools/krply")
+	b.open("/overview")
+	if n := b.count(`tr[data-stream="c1/core/v1/configmaps/demo"]`); n != 1 {
+		t.Errorf("the overview under a prefix shows %d rows of the stream: %q", n, b.text("#view"))
+	}
+	b.open("/object?cluster=c1&resource=configmaps&namespace=demo&name=a")
+	b.checkClean()
 }

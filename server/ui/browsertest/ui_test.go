@@ -222,6 +222,9 @@ func TestUI(t *testing.T) {
 		if s := b.text(`.banner li[data-stream="` + r.gapStream + `"]`); !strings.Contains(s, "gap") {
 			t.Errorf("the banner does not say why %s is missing: %q", r.gapStream, s)
 		}
+		if b.count(`tr[data-name="settings"][data-uncertain="true"]`) != 1 {
+			t.Errorf("settings, whose stream has a gap at the outage, is not marked uncertain: %q", b.text("table.objects"))
+		}
 		b.screenshot("namespace-outage")
 		// At the end, complete: cache and legacy are gone, the rest alive.
 		b.open("/namespace?" + q("namespace", shop, "at", rfc(r.end)))
@@ -232,6 +235,9 @@ func TestUI(t *testing.T) {
 			if b.count(`tr[data-name="`+name+`"]`) == 0 {
 				t.Errorf("%s is not alive at the end: %q", name, b.text("#view"))
 			}
+		}
+		if n := b.count(`tr[data-uncertain="true"]`); n != 0 {
+			t.Errorf("%d objects marked uncertain in a complete picture", n)
 		}
 		for _, name := range []string{"cache", "legacy"} {
 			if b.count(`tr[data-kind="ConfigMap"][data-name="`+name+`"]`) != 0 {

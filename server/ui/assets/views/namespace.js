@@ -60,13 +60,17 @@ function objectsTable(snap, params) {
   const objs = [...(snap.objects || [])].sort((a, b) => (a.ref.kind || '').localeCompare(b.ref.kind || '') || (a.ref.namespace || '').localeCompare(b.ref.namespace || '') || a.ref.name.localeCompare(b.ref.name));
   const sec = h('section', {}, h('h2', {}, `${plural(objs.length, 'object')} alive at `, timeEl(snap.at)));
   if (!objs.length) { sec.append(h('p', { class: 'muted' }, 'None.')); return sec; }
+  // An object whose stream is not covered at T may have changed or gone
+  // unseen: its row says so.
+  const missing = new Set((snap.missing || []).map((m) => m.streamID));
   const tb = h('tbody');
   for (const o of objs) {
-    tb.append(h('tr', { dataset: { kind: o.ref.kind, name: o.ref.name } },
+    const uncertain = missing.has(o.streamID);
+    tb.append(h('tr', { class: uncertain ? 'uncertain' : null, title: uncertain ? `its stream ${o.streamID} is not covered at this time: it may have changed or gone unseen` : null, dataset: { kind: o.ref.kind, name: o.ref.name, uncertain: uncertain ? 'true' : 'false' } },
       h('td', {}, o.ref.kind),
       h('td', {}, objectLink(o.ref, snap.scope.clusterID, { at: snap.at, tz: params.tz }, `${o.ref.namespace ? o.ref.namespace + '/' : ''}${o.ref.name}`)),
       h('td', {}, timeEl(o.observedAt)),
-      h('td', {}, o.synthetic ? 'relist (list item)' : 'watch event'),
+      h('td', {}, o.synthetic ? 'relist (list item)' : 'watch event', uncertain ? h('div', { class: 'small warn-text' }, 'last known; may have changed since') : null),
       h('td', { class: 'muted small' }, o.ref.resourceVersion || '')));
   }
   sec.append(h('div', { class: 'table-wrap' }, h('table', { class: 'objects' },

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/examples/internal/cli"
 	workload "github.com/krply/krply/internal/shop"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
@@ -418,7 +418,18 @@ func (d *demo) inferred(ctx context.Context, res *result) error {
 }
 
 func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
-	sum, err := cli.Correlate(ctx, d.j.Store(), clusterID, path)
+	// Link the log's writes to the journal events they caused, so that
+	// histories say who made each change.
+	c, err := audit.NewCorrelator(d.j.Store(), clusterID)
+	if err != nil {
+		return err
+	}
+	files, err := audit.OpenFiles([]string{path})
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	sum, err := c.Ingest(ctx, files)
 	if err != nil {
 		return err
 	}
@@ -656,8 +667,21 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 
 func objName(r event.ResourceRef) string { return r.ObjectKey() }
 
+// describeChanges renders field changes on one line:
+// "spec.replicas: 1 → 3; data.key = v; metadata.labels removed".
 func describeChanges(changes []materialize.FieldChange) string {
-	return truncate(cli.FormatChanges(changes), 100)
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		switch c.Op {
+		case materialize.OpAdd:
+			parts = append(parts, fmt.Sprintf("%s = %v", c.Path, c.After))
+		case materialize.OpRemove:
+			parts = append(parts, c.Path+" removed")
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %v → %v", c.Path, c.Before, c.After))
+		}
+	}
+	return truncate(strings.Join(parts, "; "), 100)
 }
 
 func truncate(s string, n int) string {

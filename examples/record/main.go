@@ -37,13 +37,19 @@ func main() {
 	verbosity := flag.Int("v", 0, "log verbosity (gaps, 410s and retries are logged at 0)")
 	var api apiFlags
 	api.register(flag.CommandLine)
+	var o ops
+	o.register(flag.CommandLine)
 	flag.Parse()
-	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity, api); err != nil {
+	if o.printVersion {
+		fmt.Println("record", versionString())
+		return
+	}
+	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity, api, &o); err != nil {
 		cli.Fail("record", err)
 	}
 }
 
-func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int, api apiFlags) error {
+func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int, api apiFlags, o *ops) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := api.check(); err != nil {
@@ -56,7 +62,8 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 	if err != nil {
 		return err
 	}
-	opts := []krply.Option{krply.WithLogger(cli.Logger(verbosity))}
+	log := cli.Logger(verbosity)
+	opts := append([]krply.Option{krply.WithLogger(log)}, o.options()...)
 	if len(resources) > 0 {
 		opts = append(opts, krply.WithResources(resources...))
 	}
@@ -77,9 +84,19 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
+	waitOps, err := o.start(ctx, log, j, rec, store)
+	if err != nil {
+		stop()
+		return errors.Join(err, <-done)
+	}
+	defer func() {
+		if err := waitOps(); err != nil {
+			fmt.Fprintln(out, "stopping /metrics:", err)
+		}
+	}()
 	var serving <-chan error
 	if api.listen != "" {
-		if serving, err = serveAPI(ctx, out, api, j, cfg, rec); err != nil {
+		if serving, err = serveAPI(ctx, out, api, j, cfg, o.ready(rec), o.metrics); err != nil {
 			stop()
 			<-done
 			return err

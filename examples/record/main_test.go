@@ -61,7 +61,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0, apiFlags{})
+		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0, apiFlags{}, &ops{})
 	}()
 	for !strings.Contains(out.String(), "synced:") {
 		select {

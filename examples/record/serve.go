@@ -68,7 +68,7 @@ func (a *apiFlags) check() error {
 // serveAPI starts serving the query API over j until ctx ends; the
 // returned channel reports why serving stopped (nil after ctx ended). cfg
 // is the recorder's cluster (nil with --serve-only), rec its Collector.
-func serveAPI(ctx context.Context, out io.Writer, a apiFlags, j *krply.Journal, cfg *rest.Config, rec server.Recorder) (<-chan error, error) {
+func serveAPI(ctx context.Context, out io.Writer, a apiFlags, j *krply.Journal, cfg *rest.Config, rec server.Recorder, metrics http.Handler) (<-chan error, error) {
 	opts := []server.Option{}
 	if rec != nil {
 		opts = append(opts, server.WithRecorder(rec))
@@ -89,8 +89,9 @@ func serveAPI(ctx context.Context, out io.Writer, a apiFlags, j *krply.Journal, 
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", server.NewHandler(j.Store(), opts...))
-	// /metrics (Prometheus text format) is mounted here by the operations
-	// work: mux.Handle("/metrics", …).
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
 
 	ln, err := net.Listen("tcp", a.listen)
 	if err != nil {
@@ -140,7 +141,7 @@ func serveOnly(ctx context.Context, out io.Writer, a apiFlags, store string) err
 		return err
 	}
 	defer j.Close()
-	stopped, err := serveAPI(ctx, out, a, j, nil, nil)
+	stopped, err := serveAPI(ctx, out, a, j, nil, nil, nil)
 	if err != nil {
 		return err
 	}

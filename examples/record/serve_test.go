@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -95,7 +96,7 @@ func TestRecordAndServe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0,
-			apiFlags{listen: "127.0.0.1:0", delegatedAuth: true})
+			apiFlags{listen: "127.0.0.1:0", delegatedAuth: true}, &ops{})
 	}()
 	var base string
 	for base == "" {
@@ -132,6 +133,18 @@ func TestRecordAndServe(t *testing.T) {
 		t.Fatalf("clusters: %+v, %v", clusters, err)
 	}
 	clusterID := clusters[0].ClusterID
+	// The recorder's Prometheus metrics are served on --listen too.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `cluster="` + clusterID + `"`} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(text), want) {
+			t.Fatalf("GET /metrics: %s, want %q in\n%s", resp.Status, want, text)
+		}
+	}
 	settings := storage.ObjectID{ClusterID: clusterID, Resource: "configmaps", Namespace: ns, Name: "settings"}
 	feedQuery := client.WatchQuery{Scope: materialize.Scope{ClusterID: clusterID, Namespaces: []string{ns}}, Name: "settings", Types: []event.RecordType{event.TypeEvent}, Cursor: "0"}
 
@@ -312,7 +325,7 @@ func TestServeFlags(t *testing.T) {
 		"serve-only no journal": {apiFlags{listen: "127.0.0.1:0", serveOnly: true, tokenFile: tokens}, "journal"},
 	}
 	for name, tc := range cases {
-		err := run(&syncBuffer{}, cli.Cluster{}, nil, nil, filepath.Join(t.TempDir(), "none.db"), "", 0, 0, tc.api)
+		err := run(&syncBuffer{}, cli.Cluster{}, nil, nil, filepath.Join(t.TempDir(), "none.db"), "", 0, 0, tc.api, &ops{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
 		}

@@ -767,5 +767,10 @@ func (s *Store) Stats(ctx context.Context) (storage.Stats, error) {
 			st.FileBytes += fi.Size()
 		}
 	}
+	var pages, free, pageSize int64
+	if err := s.r.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
+		return st, s.readErr("stats: pages", err)
+	}
+	st.UsedBytes = (pages - free) * pageSize
 	return st, nil
 }

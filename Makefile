@@ -6,7 +6,7 @@ GO ?= go
 # Packages with goroutines of their own; they also run under the race detector.
 RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/... ./server/...
 
-.PHONY: all test testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check
+.PHONY: all test testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
 
 # Nested modules (own go.mod, so their heavy dependencies stay out of the core
 # module); tools/ holds build helpers, not code under test.
@@ -48,6 +48,10 @@ api:
 api-check:
 	$(GO) run ./internal/apicheck
 
+## bench: the benchmark set of the README's performance table in one run, printing the table with the machine's load (minutes; BENCH_RELIST_150K=0 skips the 150,000-object relist).
+bench:
+	@hack/bench.sh
+
 ## demo: the quickstart: a local control plane, a workload with an outage, and what krply makes of it.
 demo:
 	@hack/demo.sh
@@ -60,8 +64,12 @@ examples:
 	done
 	$(GO) test -count=1 ./examples/testing/
 
+## browser: find Chromium for the web UI's browser tests, installing Debian's chromium package when it is missing (hack/chromium.sh).
+browser:
+	@hack/chromium.sh >/dev/null
+
 ## nested-test: the tests of every nested module (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
-nested-test:
+nested-test: browser
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	for mod in $(NESTED); do \
 		echo "testing $$mod"; \
@@ -79,3 +87,9 @@ truth-soak:
 soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SOAK_DURATION=10m $(GO) test -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak/
+
+## screenshots: a PNG of every view of the web UI, on a journal recorded from the local control plane, into docs/screenshots.
+screenshots: browser
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	cd server/ui/browsertest && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SCREENSHOTS="$(CURDIR)/docs/screenshots" \
+		$(GO) test -count=1 -timeout 15m -run '^TestUI$$' .

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The krply quickstart (`make demo`): builds the local control plane binaries
-# when they are missing, showing progress, then runs examples/demo on them.
+# when they are missing, showing progress, then runs examples/demo on them,
+# which ends by serving the web UI on the demo's journal and printing its URL
+# (arguments go to it: -listen ADDR, -journal PATH, -v).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)

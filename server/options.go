@@ -73,6 +73,7 @@ type config struct {
 	inFlight       int
 	keepalive      time.Duration
 	plannerOptions []replay.Option
+	ui             bool // WithUI (ui.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

@@ -101,6 +101,9 @@ func (h *handler) routes() {
 	h.handle("plans/{id}/apply", route{http.MethodPost: h.jsonRoute(h.applyPlan)})
 	h.handle("audit", route{http.MethodPost: h.auditWebhook})
 	h.handle("watch", route{http.MethodGet: h.watch})
+	if h.cfg.ui {
+		h.mountUI() // ui.go
+	}
 	h.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, notFound("no route %s %s: see docs/query-api.md for the routes", r.Method, r.URL.Path))
 	})

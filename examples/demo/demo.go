@@ -23,6 +23,7 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	workload "github.com/krply/krply/internal/shop"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
@@ -32,21 +33,23 @@ import (
 
 // The namespaces of the demo.
 const (
-	shop    = "shop"
+	shop    = workload.Namespace
 	sandbox = "shop-sandbox"
 )
 
 var (
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	servicesGVR   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
-	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	accountsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
-	deployGVR     = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	namespacesGVR = workload.NamespacesGVR
+	configMapsGVR = workload.ConfigMapsGVR
+	servicesGVR   = workload.ServicesGVR
+	deployGVR     = workload.DeploymentsGVR
 )
 
 // result is what the demo found, for its test.
 type result struct {
+	// The journal and its recorder, still running until the demo's cleanup.
+	Journal   *krply.Journal
+	Collector *watch.Collector
+
 	ClusterID         string
 	Gaps              int
 	InferredDeletions []string
@@ -136,20 +139,20 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, jour
 
 	d.section("Workload: alice sets up the shop")
 	ops := []func() error{
-		func() error { return d.create(ctx, testenv.UserAdmin, namespace(shop)) },
+		func() error { return d.create(ctx, testenv.UserAdmin, workload.NamespaceObject(shop)) },
 		func() error {
-			return d.create(ctx, testenv.UserAlice, configMap("settings", map[string]any{"color": "blue"}))
+			return d.create(ctx, testenv.UserAlice, workload.ConfigMap("settings", map[string]any{"color": "blue"}))
 		},
 		func() error {
-			return d.create(ctx, testenv.UserAlice, configMap("cache", map[string]any{"size": "1Gi"}))
+			return d.create(ctx, testenv.UserAlice, workload.ConfigMap("cache", map[string]any{"size": "1Gi"}))
 		},
 		func() error {
-			return d.create(ctx, testenv.UserAlice, configMap("legacy", map[string]any{"unused": "yes"}))
+			return d.create(ctx, testenv.UserAlice, workload.ConfigMap("legacy", map[string]any{"unused": "yes"}))
 		},
-		func() error { return d.create(ctx, testenv.UserAlice, deployment("web", "nginx:1.27", 1)) },
-		func() error { return d.create(ctx, testenv.UserAlice, service("web")) },
-		func() error { return d.create(ctx, testenv.UserAlice, serviceAccount("deployer")) },
-		func() error { return d.create(ctx, testenv.UserAlice, pod("debug", "deployer")) },
+		func() error { return d.create(ctx, testenv.UserAlice, workload.Deployment("web", "nginx:1.27", 1)) },
+		func() error { return d.create(ctx, testenv.UserAlice, workload.Service("web")) },
+		func() error { return d.create(ctx, testenv.UserAlice, workload.ServiceAccount("deployer")) },
+		func() error { return d.create(ctx, testenv.UserAlice, workload.Pod("debug", "deployer")) },
 	}
 	if err := all(ops); err != nil {
 		return nil, err
@@ -168,7 +171,7 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, jour
 		},
 		func() error {
 			return d.update(ctx, testenv.UserAlice, deployGVR, "web", func(u *unstructured.Unstructured) {
-				setImage(u, "nginx:1.28")
+				workload.SetImage(u, "nginx:1.28")
 			})
 		},
 		func() error {
@@ -245,6 +248,7 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, jour
 		d.say("  go run ./examples/record --serve-only --store %s --listen 127.0.0.1:8080", d.journal)
 		d.say("  curl 'http://127.0.0.1:8080/api/v1/history?resource=configmaps&namespace=%s&name=settings'", shop)
 	}
+	res.Journal, res.Collector = d.j, d.rec
 	return res, nil
 }
 
@@ -355,7 +359,7 @@ func (d *demo) awaitRecorded(ctx context.Context, obj storage.ObjectID, rv strin
 }
 
 func (d *demo) create(ctx context.Context, user string, u *unstructured.Unstructured) error {
-	gvr := gvrOf(u)
+	gvr := workload.GVR(u)
 	ri := d.users[user].Resource(gvr).Namespace(u.GetNamespace())
 	out, err := ri.Create(ctx, u, metav1.CreateOptions{})
 	if err != nil {
@@ -710,82 +714,4 @@ func (i indent) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-func gvrOf(u *unstructured.Unstructured) schema.GroupVersionResource {
-	switch u.GetKind() {
-	case "Namespace":
-		return namespacesGVR
-	case "ConfigMap":
-		return configMapsGVR
-	case "Service":
-		return servicesGVR
-	case "Pod":
-		return podsGVR
-	case "ServiceAccount":
-		return accountsGVR
-	}
-	return deployGVR
-}
-
-func obj(apiVersion, kind, name string, fields map[string]any) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{Object: fields}
-	if u.Object == nil {
-		u.Object = map[string]any{}
-	}
-	u.SetAPIVersion(apiVersion)
-	u.SetKind(kind)
-	u.SetName(name)
-	if kind != "Namespace" {
-		u.SetNamespace(shop)
-	}
-	return u
-}
-
-func namespace(name string) *unstructured.Unstructured { return obj("v1", "Namespace", name, nil) }
-
-func configMap(name string, data map[string]any) *unstructured.Unstructured {
-	return obj("v1", "ConfigMap", name, map[string]any{"data": data})
-}
-
-func serviceAccount(name string) *unstructured.Unstructured {
-	return obj("v1", "ServiceAccount", name, nil)
-}
-
-func deployment(name, image string, replicas int64) *unstructured.Unstructured {
-	labels := map[string]any{"app": name}
-	return obj("apps/v1", "Deployment", name, map[string]any{"spec": map[string]any{
-		"replicas": replicas,
-		"selector": map[string]any{"matchLabels": labels},
-		"template": map[string]any{
-			"metadata": map[string]any{"labels": labels},
-			"spec": map[string]any{"containers": []any{map[string]any{
-				"name": "app", "image": image,
-				"envFrom": []any{map[string]any{"configMapRef": map[string]any{"name": "settings"}}},
-			}}},
-		},
-	}})
-}
-
-func setImage(u *unstructured.Unstructured, image string) {
-	containers, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-	if len(containers) > 0 {
-		containers[0].(map[string]any)["image"] = image
-		_ = unstructured.SetNestedSlice(u.Object, containers, "spec", "template", "spec", "containers")
-	}
-}
-
-func service(name string) *unstructured.Unstructured {
-	return obj("v1", "Service", name, map[string]any{"spec": map[string]any{
-		"selector": map[string]any{"app": name},
-		"ports":    []any{map[string]any{"port": int64(80), "targetPort": int64(8080)}},
-	}})
-}
-
-func pod(name, account string) *unstructured.Unstructured {
-	return obj("v1", "Pod", name, map[string]any{"spec": map[string]any{
-		"serviceAccountName":           account,
-		"automountServiceAccountToken": false,
-		"containers":                   []any{map[string]any{"name": "debug", "image": "busybox:1.37", "command": []any{"sleep", "3600"}}},
-	}})
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -78,5 +81,29 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "410") {
 		t.Error("the output never mentions the 410 that made the gap")
+	}
+
+	// The demo ends by serving the web UI and the API on its journal.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- serveUI(sctx, res, ln) }()
+	for path, want := range map[string]string{"/": `src="app.js"`, "/api/v1/clusters": res.ClusterID} {
+		resp, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %s %.200s, want %q", path, resp.Status, body, want)
+		}
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serving ended with %v", err)
 	}
 }

@@ -171,8 +171,7 @@ func TestReadOnlyNeverCreatesNorMigrates(t *testing.T) {
 		t.Errorf("the read-only Open left %s", got)
 	}
 
-	writeJournal(t, path)
-	rawExec(t, path, `DROP INDEX records_type_seq`, `PRAGMA user_version = 2`)
+	path = olderJournal(t, 2)
 	before, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

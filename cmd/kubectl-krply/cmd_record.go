@@ -56,6 +56,7 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&c.TokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line, reread when the file changes")
 	f.BoolVar(&c.DelegatedAuth, "delegated-auth", false, "authenticate the query API's bearer tokens by the cluster's TokenReview and authorize by SubjectAccessReview (get history.krply.io per namespace), with the recorder's credentials")
 	f.BoolVar(&c.AllowWrites, "listen-allow-writes", false, "let query API clients save snapshots and replay plans in the journal")
+	f.BoolVar(&c.UI, "ui", false, "serve the web UI at the root of --listen, with the query API's authentication")
 	f.BoolVar(&c.ServeOnly, "serve-only", false, "do not record: serve the journal read-only on --listen (no cluster)")
 }
 
@@ -86,8 +87,8 @@ journal, with /metrics, /healthz and /readyz, so that kubectl krply
 address, give --listen-token-file (one bearer token per line, reread when
 it changes) or --delegated-auth (the cluster's TokenReview and
 SubjectAccessReview decide, per namespace). --tls-cert-file and
---tls-key-file serve HTTPS. --serve-only serves an existing journal
-without recording.`,
+--tls-key-file serve HTTPS, --ui the web UI at its root. --serve-only
+serves an existing journal without recording.`,
 		Example: `  kubectl krply record --resource deploy,cm,svc -n shop
   kubectl krply record --context prod --journal prod.db
   kubectl krply record -n shop --listen 127.0.0.1:8080

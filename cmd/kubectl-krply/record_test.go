@@ -25,7 +25,7 @@ func TestRecordFlags(t *testing.T) {
 	}
 	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--max-size", "4Gi",
 		"--min-age=30m", "--disk-reserve=512Mi", "--retention-every=10s", "--metrics-addr=:9090", "--allow-secrets",
-		"--listen=:8443", "--tls-cert-file=c", "--tls-key-file=k", "--listen-token-file=t", "--delegated-auth", "--listen-allow-writes", "--serve-only"}); err != nil {
+		"--listen=:8443", "--tls-cert-file=c", "--tls-key-file=k", "--listen-token-file=t", "--delegated-auth", "--listen-allow-writes", "--ui", "--serve-only"}); err != nil {
 		t.Fatal(err)
 	}
 	c := r.Config
@@ -34,7 +34,7 @@ func TestRecordFlags(t *testing.T) {
 		c.DiskReserve != 512<<20 || time.Duration(c.RetentionEvery) != 10*time.Second || c.MetricsAddr != ":9090" {
 		t.Fatalf("operator flags parsed as %+v", c)
 	}
-	if c.Listen != ":8443" || c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TokenFile != "t" || !c.DelegatedAuth || !c.AllowWrites || !c.ServeOnly {
+	if c.Listen != ":8443" || c.TLSCertFile != "c" || c.TLSKeyFile != "k" || c.TokenFile != "t" || !c.DelegatedAuth || !c.AllowWrites || !c.UI || !c.ServeOnly {
 		t.Fatalf("query API flags parsed as %+v", c)
 	}
 	for _, bad := range [][]string{{"--retention", "a week"}, {"--max-size", "-1Gi"}} {

@@ -66,9 +66,10 @@ type Config struct {
 	// (--tls-cert-file, --tls-key-file). TokenFile lists the bearer tokens
 	// it accepts (--listen-token-file); DelegatedAuth asks the cluster
 	// instead (--delegated-auth); AllowWrites lets clients save snapshots
-	// and plans (--listen-allow-writes).
+	// and plans (--listen-allow-writes); UI serves the web UI at the root
+	// (--ui; package server/ui), with the API's authentication.
 	Listen, TLSCertFile, TLSKeyFile, TokenFile string
-	DelegatedAuth, AllowWrites                 bool
+	DelegatedAuth, AllowWrites, UI             bool
 	// ServeOnly serves the journal read-only without recording
 	// (--serve-only).
 	ServeOnly bool

@@ -21,8 +21,8 @@ import (
 // Check refuses flag combinations that cannot work, naming the flags.
 func (c *Config) Check() error {
 	switch {
-	case c.Listen == "" && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TokenFile != "" || c.DelegatedAuth || c.ServeOnly || c.AllowWrites):
-		return errors.New("--tls-cert-file, --tls-key-file, --listen-token-file, --delegated-auth, --listen-allow-writes and --serve-only need --listen ADDR")
+	case c.Listen == "" && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TokenFile != "" || c.DelegatedAuth || c.ServeOnly || c.AllowWrites || c.UI):
+		return errors.New("--tls-cert-file, --tls-key-file, --listen-token-file, --delegated-auth, --listen-allow-writes, --ui and --serve-only need --listen ADDR")
 	case (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
 		return errors.New("give both --tls-cert-file and --tls-key-file, or neither")
 	case c.ServeOnly && c.DelegatedAuth:
@@ -59,6 +59,9 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 	}
 	if c.AllowWrites {
 		opts = append(opts, server.WithWrites())
+	}
+	if c.UI {
+		opts = append(opts, server.WithUI())
 	}
 	if c.DelegatedAuth {
 		authn, err := authenticationv1.NewForConfig(cfg)

@@ -355,3 +355,30 @@ func TestServeOnlyTLS(t *testing.T) {
 	}
 	served.Stop(ctx)
 }
+
+// --ui serves the web UI at the root of --listen; without it the root is
+// the API's 404.
+func TestServeUI(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := filepath.Join(t.TempDir(), "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	for _, ui := range []bool{true, false} {
+		served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true, UI: ui})
+		resp, err := http.Get(served.Serving(ctx) + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page := resp.StatusCode == http.StatusOK && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") && strings.Contains(string(body), "<html")
+		if page != ui {
+			t.Errorf("--ui %v: GET / = %s, %s; want the UI's page: %v", ui, resp.Status, resp.Header.Get("Content-Type"), ui)
+		}
+		served.Stop(ctx)
+	}
+}

@@ -157,10 +157,11 @@ func checkAPI(t *testing.T, objs []*unstructured.Unstructured, vals map[string]a
 	tokens, _, _ := unstructured.NestedString(vals, "api", "tokenSecret")
 	tls, _, _ := unstructured.NestedString(vals, "api", "tlsSecret")
 	writes, _, _ := unstructured.NestedBool(vals, "api", "allowWrites")
+	ui, _, _ := unstructured.NestedBool(vals, "api", "ui")
 	for flag, want := range map[string]bool{
 		"--listen=:8080": true, "--delegated-auth": delegated, "--listen-token-file=/etc/krply/tokens/tokens": tokens != "",
 		"--tls-cert-file=/etc/krply/tls/tls.crt": tls != "", "--tls-key-file=/etc/krply/tls/tls.key": tls != "",
-		"--listen-allow-writes": writes, "--metrics-addr=:8080": false,
+		"--listen-allow-writes": writes, "--ui": ui, "--metrics-addr=:8080": false,
 	} {
 		if slices.Contains(args, flag) != want {
 			t.Errorf("args %q: %s given %v, want %v", args, flag, !want, want)

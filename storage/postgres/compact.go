@@ -1,0 +1,216 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/compaction"
+	"github.com/krply/krply/storage/internal/journal"
+)
+
+// Compact removes what is no longer needed to answer questions about times
+// at or after before; see storage.Writer and storage/internal/compaction
+// for the rule. It runs in one transaction that holds every writer off
+// (readers go on, and see the journal before or after it).
+func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
+	if err := s.check(ctx, "compact"); err != nil {
+		return storage.CompactResult{}, err
+	}
+	var res storage.CompactResult
+	err := s.inTx(ctx, "compact", func(tx pgx.Tx) error {
+		var err error
+		res, err = compactTx(ctx, tx, before)
+		return err
+	})
+	if err != nil {
+		return storage.CompactResult{}, fmt.Errorf("postgres: compact: %w", err)
+	}
+	s.log.V(1).Info("compacted journal", "before", before, "recordsRemoved", res.RecordsRemoved,
+		"bodiesRemoved", res.BodiesRemoved, "streams", res.Streams)
+	return res, nil
+}
+
+// lockWriters holds every writer off until the transaction ends: appends
+// insert into (and lock rows of) krply_clusters, which EXCLUSIVE mode
+// blocks, while plain reads go on.
+func lockWriters(ctx context.Context, tx pgx.Tx) error {
+	_, err := tx.Exec(ctx, "LOCK TABLE krply_clusters IN EXCLUSIVE MODE")
+	return err
+}
+
+func compactTx(ctx context.Context, tx pgx.Tx, before time.Time) (storage.CompactResult, error) {
+	if err := lockWriters(ctx, tx); err != nil {
+		return storage.CompactResult{}, err
+	}
+	plan, err := compaction.Decide(ctx, reader{q: tx}, before)
+	if err != nil {
+		return storage.CompactResult{}, err
+	}
+	if len(plan.Remove) == 0 {
+		return storage.CompactResult{}, nil
+	}
+	if err := applyPlan(ctx, tx, plan.Remove, plan.Markers); err != nil {
+		return storage.CompactResult{}, err
+	}
+	removedBodies, err := dropUnusedBodies(ctx, tx)
+	if err != nil {
+		return storage.CompactResult{}, err
+	}
+	return storage.CompactResult{
+		RecordsRemoved: int64(len(plan.Remove) - len(plan.Markers)),
+		BodiesRemoved:  removedBodies,
+		Streams:        plan.Streams,
+	}, nil
+}
+
+// applyPlan deletes the records with the given seqs, inserts the markers
+// (each reusing a removed seq), and recomputes what follows from the
+// records: the statuses and baselines of the streams concerned and the
+// totals of their clusters.
+func applyPlan(ctx context.Context, tx pgx.Tx, remove []int64, markers []event.Record) error {
+	removed := map[int64]bool{}
+	for _, seq := range remove {
+		removed[seq] = true
+	}
+	q, err := tx.Query(ctx, "DELETE FROM krply_records WHERE seq = ANY($1) RETURNING cluster_id, stream_id", remove)
+	if err != nil {
+		return fmt.Errorf("removing records: %w", err)
+	}
+	streams := map[baselineKey]bool{}
+	clusters := map[string]bool{}
+	for q.Next() {
+		var k baselineKey
+		if err := q.Scan(&k.cluster, &k.stream); err != nil {
+			q.Close()
+			return err
+		}
+		clusters[k.cluster] = true
+		if k.stream != "" {
+			streams[k] = true
+		}
+	}
+	q.Close()
+	if err := q.Err(); err != nil {
+		return fmt.Errorf("removing records: %w", err)
+	}
+	if len(markers) > 0 {
+		rows := make([]row, len(markers))
+		for i := range markers {
+			if !removed[markers[i].IngestSeq] {
+				return fmt.Errorf("marker %q reuses sequence %d that is not removed", markers[i].EventID, markers[i].IngestSeq)
+			}
+			rows[i] = row{rec: &markers[i], visible: true}
+		}
+		if err := insertRows(ctx, tx, rows); err != nil {
+			return err
+		}
+	}
+	for k := range streams {
+		if err := rebuildStream(ctx, tx, k); err != nil {
+			return err
+		}
+	}
+	for c := range clusters {
+		if _, err := tx.Exec(ctx, `UPDATE krply_clusters SET
+	records = (SELECT count(*) FROM krply_records WHERE cluster_id = $1),
+	events = (SELECT count(*) FROM krply_records WHERE cluster_id = $1 AND type = 'event')
+WHERE cluster_id = $1`, c); err != nil {
+			return fmt.Errorf("recounting cluster %q: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// rebuildStream recomputes a stream's status (journal.RebuildStatus) and
+// the begun/ended state of its baselines from the records left.
+func rebuildStream(ctx context.Context, tx pgx.Tx, k baselineKey) error {
+	old, err := reader{q: tx}.StreamStatus(ctx, k.stream)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, "SELECT "+selectRecord(false)+" FROM krply_records r WHERE r.cluster_id = $1 AND r.stream_id = $2 ORDER BY r.seq", k.cluster, k.stream)
+	if err != nil {
+		return err
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return err
+	}
+	ptrs := make([]*event.Record, len(recs))
+	type state struct{ begun, ended bool }
+	baselines := map[string]*state{}
+	for i := range recs {
+		ptrs[i] = &recs[i]
+		if rec := &recs[i]; rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.BaselineID != "" {
+			st := baselines[rec.BaselineID]
+			if st == nil {
+				st = &state{}
+				baselines[rec.BaselineID] = st
+			}
+			switch rec.Baseline.Phase {
+			case event.BaselineBegin:
+				st.begun = true
+			case event.BaselineEnd:
+				st.ended = true
+			}
+		}
+	}
+	st := journal.RebuildStatus(old, ptrs)
+	if err := writeStatuses(ctx, tx, map[baselineKey]*storage.StreamStatus{k: &st}); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM krply_baselines WHERE cluster_id = $1 AND stream_id = $2", k.cluster, k.stream); err != nil {
+		return err
+	}
+	for id, b := range baselines {
+		if _, err := tx.Exec(ctx, "INSERT INTO krply_baselines (cluster_id, stream_id, baseline_id, begun, ended) VALUES ($1, $2, $3, $4, $5)",
+			k.cluster, k.stream, id, b.begun, b.ended); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropUnusedBodies removes the bodies no record uses any more and
+// recounts the bodies of the clusters that lost some.
+func dropUnusedBodies(ctx context.Context, tx pgx.Tx) (int64, error) {
+	q, err := tx.Query(ctx, `DELETE FROM krply_bodies b WHERE NOT EXISTS (
+	SELECT 1 FROM krply_records r WHERE r.cluster_id = b.cluster_id AND r.body_hash = b.hash)
+RETURNING cluster_id, raw_len`)
+	if err != nil {
+		return 0, fmt.Errorf("removing unused bodies: %w", err)
+	}
+	type totals struct{ n, raw int64 }
+	lost := map[string]*totals{}
+	var n int64
+	for q.Next() {
+		var c string
+		var l int32
+		if err := q.Scan(&c, &l); err != nil {
+			q.Close()
+			return 0, err
+		}
+		if lost[c] == nil {
+			lost[c] = &totals{}
+		}
+		lost[c].n++
+		lost[c].raw += int64(l)
+		n++
+	}
+	q.Close()
+	if err := q.Err(); err != nil {
+		return 0, fmt.Errorf("removing unused bodies: %w", err)
+	}
+	for c, t := range lost {
+		if _, err := tx.Exec(ctx, "UPDATE krply_clusters SET bodies = bodies - $2, body_bytes = body_bytes - $3, raw_bytes = raw_bytes - $3 WHERE cluster_id = $1", c, t.n, t.raw); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+

@@ -1,0 +1,60 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/postgres"
+	"github.com/krply/krply/storage/postgres/internal/pgtest"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+
+var (
+	dbOnce   sync.Mutex
+	sharedDB string
+	schemas  atomic.Int64
+)
+
+// database returns the package's test database, made on first use.
+func database(t *testing.T) string {
+	t.Helper()
+	dbOnce.Lock()
+	defer dbOnce.Unlock()
+	if sharedDB == "" {
+		sharedDB = pgtest.NewDatabase(&keepAlive{t})
+	}
+	return sharedDB
+}
+
+// keepAlive lets the shared database outlive the test that made it: the
+// server is stopped after all tests anyway.
+type keepAlive struct{ *testing.T }
+
+func (k *keepAlive) Cleanup(func()) {}
+
+// openFresh opens an empty journal: a new schema in the test database.
+func openFresh(t *testing.T, opts ...postgres.Option) *postgres.Store {
+	t.Helper()
+	schema := fmt.Sprintf("journal_%d", schemas.Add(1))
+	s, err := postgres.Open(context.Background(), database(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return openFresh(t) })
+}
+
+func TestCompactRandom(t *testing.T) {
+	storagetest.CompactRandom(t, func(t *testing.T) storage.Store { return openFresh(t) }, 2, 5, 9)
+}

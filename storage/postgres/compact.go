@@ -213,4 +213,3 @@ RETURNING cluster_id, raw_len`)
 	}
 	return n, nil
 }
-

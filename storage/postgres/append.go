@@ -18,6 +18,7 @@ import (
 // row is a record as krply_records stores it.
 type row struct {
 	rec      *event.Record
+	part     int64
 	visible  bool
 	bodyHash []byte
 }
@@ -43,11 +44,27 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	if len(batch) == 0 {
 		return res, nil
 	}
-	err := s.inTx(ctx, "append", func(tx pgx.Tx) error {
-		var err error
-		res, err = appendTx(ctx, tx, batch)
-		return err
-	})
+	parts := make([]int64, len(batch))
+	for i := range batch {
+		parts[i] = s.parts.of(batch[i].ObservedAt)
+	}
+	var err error
+	for attempt := 0; ; attempt++ {
+		if err = s.parts.ensure(ctx, s.pool, parts); err != nil {
+			break
+		}
+		err = s.inTx(ctx, "append", func(tx pgx.Tx) error {
+			var err error
+			res, err = appendTx(ctx, tx, batch, parts)
+			return err
+		})
+		if !noPartition(err) || attempt == 3 {
+			break
+		}
+		// Another process's compaction dropped a partition this one
+		// knew: create it again.
+		s.parts.forget()
+	}
 	if err != nil {
 		return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
 	}
@@ -71,7 +88,7 @@ func lockClusters(ctx context.Context, tx pgx.Tx, clusters []string) error {
 	return nil
 }
 
-func appendTx(ctx context.Context, tx pgx.Tx, batch []event.Record) (storage.AppendResult, error) {
+func appendTx(ctx context.Context, tx pgx.Tx, batch []event.Record, parts []int64) (storage.AppendResult, error) {
 	res := storage.AppendResult{Seqs: make([]int64, len(batch))}
 	var clusters []string
 	idsOf := map[string][]string{}
@@ -146,7 +163,7 @@ func appendTx(ctx context.Context, tx pgx.Tx, batch []event.Record) (storage.App
 	}
 	rows := make([]row, len(fresh))
 	for n, i := range fresh {
-		rows[n] = row{rec: &batch[i], visible: true}
+		rows[n] = row{rec: &batch[i], part: parts[i], visible: true}
 	}
 	if err := storeRows(ctx, tx, rows); err != nil {
 		return res, err
@@ -342,7 +359,7 @@ func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
 	n := len(rows)
 	var (
 		cluster, eventID, typ, stream = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		seq, observed                 = make([]int64, n), make([]int64, n)
+		seq, observed, part           = make([]int64, n), make([]int64, n), make([]int64, n)
 		grp, res, ns, name, uid, rv   = make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
 		synthetic, deleted, visible   = make([]bool, n), make([]bool, n), make([]bool, n)
 		progress                      = make([]bool, n)
@@ -354,7 +371,7 @@ func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
 	for i := range rows {
 		rec := rows[i].rec
 		cluster[i], eventID[i], typ[i], stream[i] = rec.ClusterID, rec.EventID, string(rec.Type), rec.StreamID
-		seq[i], observed[i] = rec.IngestSeq, nanos(rec.ObservedAt)
+		seq[i], observed[i], part[i] = rec.IngestSeq, nanos(rec.ObservedAt), rows[i].part
 		if rec.IsObjectChange() {
 			ref := rec.Resource
 			grp[i], res[i], ns[i], name[i], uid[i], rv[i] = &ref.Group, &ref.Resource, &ref.Namespace, &ref.Name, &ref.UID, &ref.ResourceVersion
@@ -386,13 +403,13 @@ func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
 			per[rec.ClusterID].events++
 		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO krply_records (cluster_id, seq, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
+	_, err := tx.Exec(ctx, `INSERT INTO krply_records (cluster_id, seq, part, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
 	synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
-SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+SELECT * FROM unnest($1::text[], $2::bigint[], $21::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
 	$13::boolean[], $14::boolean[], $15::text[], $16::boolean[], $17::boolean[], $18::bytea[], $19::text[], $20::bytea[])
-ON CONFLICT (cluster_id, event_id) DO NOTHING`,
+ON CONFLICT (cluster_id, event_id, part) DO NOTHING`,
 		cluster, seq, eventID, typ, stream, observed, grp, res, ns, name, uid, rv,
-		synthetic, deleted, itemBaseline, visible, progress, bodyHash, target, meta)
+		synthetic, deleted, itemBaseline, visible, progress, bodyHash, target, meta, part)
 	if err != nil {
 		return fmt.Errorf("inserting records: %w", err)
 	}

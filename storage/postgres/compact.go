@@ -24,7 +24,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	var res storage.CompactResult
 	err := s.inTx(ctx, "compact", func(tx pgx.Tx) error {
 		var err error
-		res, err = compactTx(ctx, tx, before)
+		res, err = compactTx(ctx, tx, &s.parts, before)
 		return err
 	})
 	if err != nil {
@@ -43,7 +43,7 @@ func lockWriters(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func compactTx(ctx context.Context, tx pgx.Tx, before time.Time) (storage.CompactResult, error) {
+func compactTx(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Time) (storage.CompactResult, error) {
 	if err := lockWriters(ctx, tx); err != nil {
 		return storage.CompactResult{}, err
 	}
@@ -54,7 +54,7 @@ func compactTx(ctx context.Context, tx pgx.Tx, before time.Time) (storage.Compac
 	if len(plan.Remove) == 0 {
 		return storage.CompactResult{}, nil
 	}
-	if err := applyPlan(ctx, tx, plan.Remove, plan.Markers); err != nil {
+	if err := applyPlan(ctx, tx, parts, before, plan.Remove, plan.Markers); err != nil {
 		return storage.CompactResult{}, err
 	}
 	removedBodies, err := dropUnusedBodies(ctx, tx)
@@ -68,18 +68,21 @@ func compactTx(ctx context.Context, tx pgx.Tx, before time.Time) (storage.Compac
 	}, nil
 }
 
-// applyPlan deletes the records with the given seqs, inserts the markers
-// (each reusing a removed seq), and recomputes what follows from the
-// records: the statuses and baselines of the streams concerned and the
-// totals of their clusters.
-func applyPlan(ctx context.Context, tx pgx.Tx, remove []int64, markers []event.Record) error {
+// applyPlan removes the records with the given seqs and inserts the
+// markers (each reusing a removed seq), then recomputes what follows from
+// the records: the statuses and baselines of the streams concerned and
+// the totals of their clusters. The partitions that lie entirely before
+// `before` are dropped, not emptied row by row: the few records of theirs
+// the plan keeps move to the base partition first. Only what is removed
+// from the other partitions is deleted.
+func applyPlan(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Time, remove []int64, markers []event.Record) error {
 	removed := map[int64]bool{}
 	for _, seq := range remove {
 		removed[seq] = true
 	}
-	q, err := tx.Query(ctx, "DELETE FROM krply_records WHERE seq = ANY($1) RETURNING cluster_id, stream_id", remove)
+	q, err := tx.Query(ctx, "SELECT DISTINCT cluster_id, stream_id FROM krply_records WHERE seq = ANY($1)", remove)
 	if err != nil {
-		return fmt.Errorf("removing records: %w", err)
+		return fmt.Errorf("finding the streams concerned: %w", err)
 	}
 	streams := map[baselineKey]bool{}
 	clusters := map[string]bool{}
@@ -96,15 +99,38 @@ func applyPlan(ctx context.Context, tx pgx.Tx, remove []int64, markers []event.R
 	}
 	q.Close()
 	if err := q.Err(); err != nil {
+		return fmt.Errorf("finding the streams concerned: %w", err)
+	}
+	drop, err := droppable(ctx, tx, parts, before)
+	if err != nil {
+		return err
+	}
+	for _, part := range drop {
+		if _, err := tx.Exec(ctx, "UPDATE krply_records SET part = $1 WHERE part = $2 AND NOT (seq = ANY($3))", int64(basePart), part, remove); err != nil {
+			return fmt.Errorf("keeping records of partition %s: %w", partitionName(part), err)
+		}
+		if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{partitionName(part)}.Sanitize()); err != nil {
+			return fmt.Errorf("dropping partition %s: %w", partitionName(part), err)
+		}
+	}
+	if len(drop) > 0 {
+		parts.forget()
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM krply_records WHERE seq = ANY($1)", remove); err != nil {
 		return fmt.Errorf("removing records: %w", err)
 	}
 	if len(markers) > 0 {
+		cut := parts.of(before)
 		rows := make([]row, len(markers))
 		for i := range markers {
 			if !removed[markers[i].IngestSeq] {
 				return fmt.Errorf("marker %q reuses sequence %d that is not removed", markers[i].EventID, markers[i].IngestSeq)
 			}
-			rows[i] = row{rec: &markers[i], visible: true}
+			part := parts.of(markers[i].ObservedAt)
+			if part < cut {
+				part = basePart
+			}
+			rows[i] = row{rec: &markers[i], part: part, visible: true}
 		}
 		if err := insertRows(ctx, tx, rows); err != nil {
 			return err

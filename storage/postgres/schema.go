@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -61,9 +62,13 @@ CREATE TABLE IF NOT EXISTS krply_bodies (
 	data       bytea NOT NULL,
 	PRIMARY KEY (cluster_id, hash)
 );
+-- Partitioned by time (part: the partition of observed_at, see
+-- partitions.go), so that retention drops whole partitions. The base
+-- partition holds what compactions kept of dropped ones.
 CREATE TABLE IF NOT EXISTS krply_records (
 	cluster_id    text NOT NULL,
 	seq           bigint NOT NULL,
+	part          bigint NOT NULL,
 	event_id      text NOT NULL,
 	type          text NOT NULL,
 	stream_id     text NOT NULL,
@@ -82,9 +87,10 @@ CREATE TABLE IF NOT EXISTS krply_records (
 	body_hash     bytea,
 	target        text,
 	meta          bytea NOT NULL,
-	PRIMARY KEY (cluster_id, seq),
-	UNIQUE (cluster_id, event_id)
-);
+	PRIMARY KEY (cluster_id, seq, part),
+	UNIQUE (cluster_id, event_id, part)
+) PARTITION BY RANGE (part);
+CREATE TABLE IF NOT EXISTS krply_records_base PARTITION OF krply_records FOR VALUES FROM (MINVALUE) TO (-9223372036854775807);
 CREATE INDEX IF NOT EXISTS krply_records_seq ON krply_records (seq);
 CREATE INDEX IF NOT EXISTS krply_records_event ON krply_records (event_id);
 CREATE INDEX IF NOT EXISTS krply_records_stream ON krply_records (cluster_id, stream_id, seq);
@@ -99,7 +105,7 @@ CREATE INDEX IF NOT EXISTS krply_records_target ON krply_records (target) WHERE 
 
 // migrate creates the tables of an empty schema, or checks the version of
 // existing ones, under an advisory lock.
-func migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
+func migrate(ctx context.Context, conn *pgx.Conn, schema string, width *time.Duration) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
@@ -126,12 +132,27 @@ func migrate(ctx context.Context, conn *pgx.Conn, schema string) error {
 		if err != nil || n > SchemaVersion {
 			return fmt.Errorf("%w: the tables have schema version %s, this krply reads up to %d: upgrade krply", storage.ErrIncompatible, v, SchemaVersion)
 		}
+		var w string
+		if err := tx.QueryRow(ctx, "SELECT value FROM krply_meta WHERE key = 'partition_width'").Scan(&w); err != nil {
+			return fmt.Errorf("%w: krply_meta has no partition_width: %v", storage.ErrIncompatible, err)
+		}
+		stored, err := time.ParseDuration(w)
+		if err != nil || stored <= 0 {
+			return fmt.Errorf("%w: krply_meta: partition_width %q", storage.ErrIncompatible, w)
+		}
+		if *width != 0 && *width != stored {
+			return fmt.Errorf("%w: WithPartitionWidth(%s): the journal was created with partitions of %s, which it keeps; drop the option", storage.ErrInvalidArgument, *width, stored)
+		}
+		*width = stored
 		return tx.Commit(ctx)
+	}
+	if *width == 0 {
+		*width = DefaultPartitionWidth
 	}
 	if _, err := tx.Exec(ctx, schemaDDL); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO krply_meta (key, value) VALUES ('schema_version', $1)", strconv.Itoa(SchemaVersion)); err != nil {
+	if _, err := tx.Exec(ctx, "INSERT INTO krply_meta (key, value) VALUES ('schema_version', $1), ('partition_width', $2)", strconv.Itoa(SchemaVersion), width.String()); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5"
@@ -28,6 +29,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	log    logr.Logger
 	closed atomic.Bool
+	parts  partitions
 }
 
 // Option configures Open.
@@ -39,6 +41,7 @@ type config struct {
 	log      logr.Logger
 	schema   string
 	maxConns int32
+	width    time.Duration
 }
 
 type optionFunc func(*config)
@@ -56,6 +59,15 @@ func WithLogger(log logr.Logger) Option {
 // "public"). Journals in different schemas of one database are separate.
 func WithSchema(name string) Option {
 	return optionFunc(func(c *config) { c.schema = name })
+}
+
+// WithPartitionWidth sets the span of ObservedAt that each partition of
+// the records table holds (default DefaultPartitionWidth, one day) when
+// Open creates the journal's tables. Compact drops the partitions that
+// lie entirely before its cut. A journal keeps the width it was created
+// with; opening it with another is refused with ErrInvalidArgument.
+func WithPartitionWidth(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.width = d })
 }
 
 // WithMaxConns caps the store's connection pool (default: pgxpool's,
@@ -79,6 +91,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 			o.apply(&cfg)
 		}
 	}
+	if cfg.width < 0 || cfg.width > 0 && cfg.width < time.Millisecond {
+		return nil, fmt.Errorf("postgres: WithPartitionWidth(%s): %w: use at least a millisecond (a day is usual)", cfg.width, storage.ErrInvalidArgument)
+	}
 	if cfg.maxConns < 0 {
 		return nil, fmt.Errorf("postgres: WithMaxConns(%d): %w: the pool needs at least one connection", cfg.maxConns, storage.ErrInvalidArgument)
 	}
@@ -101,13 +116,16 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: connecting to %s: %w", pc.ConnConfig.Host, err)
 	}
-	err = migrate(ctx, conn.Conn(), cfg.schema)
+	err = migrate(ctx, conn.Conn(), cfg.schema, &cfg.width)
 	conn.Release()
 	if err != nil {
 		pool.Close()
+		if errors.Is(err, storage.ErrInvalidArgument) {
+			return nil, fmt.Errorf("postgres: open: %w", err)
+		}
 		return nil, fmt.Errorf("postgres: open: setting up the tables: %w", err)
 	}
-	s := &Store{pool: pool, log: cfg.log}
+	s := &Store{pool: pool, log: cfg.log, parts: partitions{width: cfg.width, known: map[int64]bool{}}}
 	s.reader = reader{q: pool, closed: &s.closed}
 	return s, nil
 }

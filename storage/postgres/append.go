@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
@@ -40,262 +42,330 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 		}
 		batch[i] = rec
 	}
-	var res storage.AppendResult
 	if len(batch) == 0 {
-		return res, nil
+		return storage.AppendResult{}, nil
 	}
 	parts := make([]int64, len(batch))
 	for i := range batch {
 		parts[i] = s.parts.of(batch[i].ObservedAt)
 	}
-	var err error
 	for attempt := 0; ; attempt++ {
-		if err = s.parts.ensure(ctx, s.pool, parts); err != nil {
-			break
+		if err := s.parts.ensure(ctx, s.pool, parts); err != nil {
+			return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
 		}
-		err = s.inTx(ctx, "append", func(tx pgx.Tx) error {
-			var err error
-			res, err = appendTx(ctx, tx, batch, parts)
-			return err
-		})
-		if !noPartition(err) || attempt == 3 {
-			break
+		res, err := s.appendOnce(ctx, batch, parts)
+		var pe *pgconn.PgError
+		switch {
+		case err == nil:
+			return res, nil
+		case noPartition(err) && attempt < 3:
+			// Another process's compaction dropped a partition this
+			// one knew: create it again.
+			s.parts.forget()
+		case errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") && attempt < 10:
+			s.log.V(1).Info("retrying an append", "code", pe.Code, "attempt", attempt+1)
+		default:
+			return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
 		}
-		// Another process's compaction dropped a partition this one
-		// knew: create it again.
-		s.parts.forget()
 	}
-	if err != nil {
-		return storage.AppendResult{}, fmt.Errorf("postgres: append: %w", err)
-	}
-	return res, nil
 }
 
 func key(cluster, id string) string { return cluster + "\x00" + id }
 
-// lockClusters takes the row lock of each cluster, creating its row when
-// missing, in cluster order (so that two writers never wait on each
-// other in a cycle). Held until the transaction ends, it orders the
-// cluster's writers: each takes its sequence numbers after the previous
-// one committed.
-func lockClusters(ctx context.Context, tx pgx.Tx, clusters []string) error {
-	if _, err := tx.Exec(ctx, "INSERT INTO krply_clusters (cluster_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", clusters); err != nil {
-		return fmt.Errorf("registering clusters: %w", err)
+// appendOnce runs the transaction of an Append in two round trips: one
+// pipeline that begins it, locks the clusters and reads what the batch
+// depends on, and one that writes and commits. The clusters' row locks,
+// taken in cluster order (writers never wait in a cycle) and held until
+// the commit, serialize the writers of a cluster: each reads the IDs and
+// takes its sequence numbers after the previous one committed.
+func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []int64) (storage.AppendResult, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return storage.AppendResult{}, err
 	}
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM krply_clusters WHERE cluster_id = ANY($1) ORDER BY cluster_id COLLATE \"C\" FOR UPDATE", clusters); err != nil {
-		return fmt.Errorf("locking clusters: %w", err)
+	// A connection released inside a transaction (an error below) is
+	// closed by the pool, which rolls the transaction back.
+	defer conn.Release()
+	c := conn.Conn()
+	in := newAppendInput(batch)
+	reads := &pgx.Batch{}
+	reads.Queue("BEGIN")
+	queueLock(reads, in.clusters)
+	reads.Queue("SELECT cluster_id, event_id, seq FROM krply_records WHERE cluster_id = ANY($1) AND event_id = ANY($2)", in.clusters, in.ids)
+	reads.Queue("SELECT nextval('krply_seq') FROM generate_series(1, $1)", len(batch))
+	queueBaselineRead(reads, in)
+	queueStatusRead(reads, in)
+	seen, seqs, err := readBatch(ctx, c, reads, in)
+	if err != nil {
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		return storage.AppendResult{}, err
 	}
-	return nil
-}
-
-func appendTx(ctx context.Context, tx pgx.Tx, batch []event.Record, parts []int64) (storage.AppendResult, error) {
-	res := storage.AppendResult{Seqs: make([]int64, len(batch))}
-	var clusters []string
-	idsOf := map[string][]string{}
-	for i := range batch {
-		c := batch[i].ClusterID
-		if _, ok := idsOf[c]; !ok {
-			clusters = append(clusters, c)
-		}
-		idsOf[c] = append(idsOf[c], batch[i].EventID)
-	}
-	sort.Strings(clusters)
-	if err := lockClusters(ctx, tx, clusters); err != nil {
+	res, rows := in.assign(seen, seqs, parts)
+	if len(rows) == 0 {
+		_, err := c.Exec(ctx, "COMMIT")
 		return res, err
 	}
-	// De-duplication: the IDs are read under the clusters' locks, so no
-	// other writer can store one of them before this one commits.
-	seen := map[string]int64{}
-	for _, c := range clusters {
-		rows, err := tx.Query(ctx, "SELECT event_id, seq FROM krply_records WHERE cluster_id = $1 AND event_id = ANY($2)", c, idsOf[c])
-		if err != nil {
-			return res, err
+	writes := &pgx.Batch{}
+	if err := queueRows(writes, rows, in); err != nil {
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		return storage.AppendResult{}, err
+	}
+	writes.Queue("COMMIT")
+	if err := c.SendBatch(ctx, writes).Close(); err != nil {
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		return storage.AppendResult{}, err
+	}
+	return res, nil
+}
+
+// queueLock queues the row locks of the clusters, creating their rows
+// when missing.
+func queueLock(b *pgx.Batch, clusters []string) {
+	b.Queue("INSERT INTO krply_clusters (cluster_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING", clusters)
+	b.Queue(`SELECT 1 FROM krply_clusters WHERE cluster_id = ANY($1) ORDER BY cluster_id COLLATE "C" FOR UPDATE`, clusters)
+}
+
+type baselineKey struct{ cluster, stream, id string }
+
+type baselineState struct{ begun, ended, dirty bool }
+
+// appendInput is what an Append reads before it writes.
+type appendInput struct {
+	batch    []event.Record
+	clusters []string
+	ids      []string
+	// baselines: the states of the baselines the batch names.
+	baselines map[baselineKey]*baselineState
+	bkeys     []baselineKey
+	// statuses: the status of each stream of the batch (key: cluster and
+	// stream, empty id).
+	statuses map[baselineKey]*storage.StreamStatus
+	skeys    []baselineKey
+}
+
+func newAppendInput(batch []event.Record) *appendInput {
+	in := &appendInput{batch: batch, baselines: map[baselineKey]*baselineState{}, statuses: map[baselineKey]*storage.StreamStatus{}}
+	seenCluster := map[string]bool{}
+	for i := range batch {
+		rec := &batch[i]
+		if !seenCluster[rec.ClusterID] {
+			seenCluster[rec.ClusterID] = true
+			in.clusters = append(in.clusters, rec.ClusterID)
 		}
-		for rows.Next() {
-			var id string
-			var seq int64
-			if err := rows.Scan(&id, &seq); err != nil {
-				rows.Close()
-				return res, err
+		in.ids = append(in.ids, rec.EventID)
+		if rec.StreamID == "" {
+			continue
+		}
+		if sk := (baselineKey{cluster: rec.ClusterID, stream: rec.StreamID}); in.statuses[sk] == nil {
+			st := journal.NewStatus(rec.StreamID)
+			in.statuses[sk] = &st
+			in.skeys = append(in.skeys, sk)
+		}
+		if rec.BaselineID != "" {
+			if bk := (baselineKey{rec.ClusterID, rec.StreamID, rec.BaselineID}); in.baselines[bk] == nil {
+				in.baselines[bk] = &baselineState{}
+				in.bkeys = append(in.bkeys, bk)
 			}
-			seen[key(c, id)] = seq
+		}
+	}
+	sort.Strings(in.clusters)
+	return in
+}
+
+func columns(keys []baselineKey) (cs, ss, ids []string) {
+	for _, k := range keys {
+		cs, ss, ids = append(cs, k.cluster), append(ss, k.stream), append(ids, k.id)
+	}
+	return cs, ss, ids
+}
+
+func queueBaselineRead(b *pgx.Batch, in *appendInput) {
+	if len(in.bkeys) == 0 {
+		return
+	}
+	cs, ss, ids := columns(in.bkeys)
+	b.Queue(`SELECT b.cluster_id, b.stream_id, b.baseline_id, b.begun, b.ended FROM krply_baselines b
+JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, id) ON b.cluster_id = k.c AND b.stream_id = k.s AND b.baseline_id = k.id`, cs, ss, ids)
+}
+
+func queueStatusRead(b *pgx.Batch, in *appendInput) {
+	if len(in.skeys) == 0 {
+		return
+	}
+	cs, ss, _ := columns(in.skeys)
+	b.Queue(`SELECT t.cluster_id, t.stream_id, t.status FROM krply_streams t
+JOIN unnest($1::text[], $2::text[]) AS k(c, s) ON t.cluster_id = k.c AND t.stream_id = k.s`, cs, ss)
+}
+
+// readBatch sends the reads and returns the stored IDs (cluster and ID to
+// seq) and the sequence numbers taken, ascending; it fills in's baseline
+// states and statuses.
+func readBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch, in *appendInput) (map[string]int64, []int64, error) {
+	br := c.SendBatch(ctx, b)
+	defer br.Close()
+	for range 3 { // BEGIN, the cluster rows, their locks
+		if _, err := br.Exec(); err != nil {
+			return nil, nil, err
+		}
+	}
+	seen := map[string]int64{}
+	rows, _ := br.Query()
+	for rows.Next() {
+		var cluster, id string
+		var seq int64
+		if err := rows.Scan(&cluster, &id, &seq); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		seen[key(cluster, id)] = seq
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows, _ = br.Query()
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(seqs)
+	if len(in.bkeys) > 0 {
+		rows, _ = br.Query()
+		for rows.Next() {
+			var k baselineKey
+			var st baselineState
+			if err := rows.Scan(&k.cluster, &k.stream, &k.id, &st.begun, &st.ended); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			*in.baselines[k] = st
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return res, err
+			return nil, nil, fmt.Errorf("reading baselines: %w", err)
 		}
 	}
-	var fresh []int
-	pending := map[string]int{}
-	for i := range batch {
-		k := key(batch[i].ClusterID, batch[i].EventID)
+	if len(in.skeys) > 0 {
+		rows, _ = br.Query()
+		for rows.Next() {
+			var k baselineKey
+			var raw []byte
+			if err := rows.Scan(&k.cluster, &k.stream, &raw); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			if err := json.Unmarshal(raw, in.statuses[k]); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("%w: status of stream %s: %v", storage.ErrIncompatible, k.stream, err)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, fmt.Errorf("reading stream statuses: %w", err)
+		}
+	}
+	return seen, seqs, br.Close()
+}
+
+// assign decides which records are new (not stored, not earlier in the
+// batch), gives them sequence numbers in batch order, and returns the
+// result and their rows.
+func (in *appendInput) assign(seen map[string]int64, seqs []int64, parts []int64) (storage.AppendResult, []row) {
+	res := storage.AppendResult{Seqs: make([]int64, len(in.batch))}
+	var rows []row
+	for i := range in.batch {
+		rec := &in.batch[i]
+		k := key(rec.ClusterID, rec.EventID)
 		if seq, ok := seen[k]; ok {
 			res.Seqs[i] = seq
 			res.Duplicates++
 			continue
 		}
-		if j, ok := pending[k]; ok {
-			res.Seqs[i] = -1 - int64(j) // resolved below
-			res.Duplicates++
-			continue
-		}
-		pending[k] = i
-		fresh = append(fresh, i)
+		rec.IngestSeq = seqs[len(rows)]
+		seen[k] = rec.IngestSeq
+		res.Seqs[i] = rec.IngestSeq
+		rows = append(rows, row{rec: rec, part: parts[i], visible: true})
 	}
-	if len(fresh) > 0 {
-		seqs, err := nextSeqs(ctx, tx, len(fresh))
-		if err != nil {
-			return res, err
-		}
-		for n, i := range fresh {
-			res.Seqs[i] = seqs[n]
-			batch[i].IngestSeq = seqs[n]
-		}
-	}
-	for i, seq := range res.Seqs {
-		if seq < 0 {
-			res.Seqs[i] = res.Seqs[-1-seq]
-		}
-	}
-	res.Inserted = len(fresh)
-	if len(fresh) == 0 {
-		return res, nil
-	}
-	rows := make([]row, len(fresh))
-	for n, i := range fresh {
-		rows[n] = row{rec: &batch[i], part: parts[i], visible: true}
-	}
-	if err := storeRows(ctx, tx, rows); err != nil {
-		return res, err
-	}
-	return res, nil
+	res.Inserted = len(rows)
+	return res, rows
 }
 
-// nextSeqs takes n sequence numbers, ascending.
-func nextSeqs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	rows, err := tx.Query(ctx, "SELECT nextval('krply_seq') FROM generate_series(1, $1)", n)
-	if err != nil {
-		return nil, err
-	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(seqs)
-	return seqs, nil
-}
-
-// storeRows inserts records that have their IngestSeq (new ones, or
-// compaction markers), in IngestSeq order, with everything that follows
-// from them: visibility of baseline items, bodies, stream statuses and
-// cluster totals. The caller holds the locks of the records' clusters.
-func storeRows(ctx context.Context, tx pgx.Tx, rows []row) error {
-	if err := applyBaselines(ctx, tx, rows); err != nil {
+// queueRows queues the writes of new records: the baselines' states and
+// the items they make visible, bodies, the rows, the stream statuses and
+// the cluster totals.
+func queueRows(b *pgx.Batch, rows []row, in *appendInput) error {
+	queueBaselines(b, rows, in)
+	queueBodies(b, rows)
+	if err := queueInsert(b, rows); err != nil {
 		return err
 	}
-	if err := storeBodies(ctx, tx, rows); err != nil {
-		return err
-	}
-	if err := insertRows(ctx, tx, rows); err != nil {
-		return err
-	}
-	return applyStatuses(ctx, tx, rows)
-}
-
-type baselineKey struct{ cluster, stream, id string }
-
-type baselineState struct{ begun, ended, dirty, opened bool }
-
-// applyBaselines decides the visibility of baseline items (hidden while
-// their baseline has begun and not ended), records the baselines' states,
-// and makes the items of the baselines that end in this batch visible.
-func applyBaselines(ctx context.Context, tx pgx.Tx, rows []row) error {
-	states := map[baselineKey]*baselineState{}
-	var cs, ss, ids []string
 	for _, r := range rows {
-		if r.rec.BaselineID == "" || r.rec.StreamID == "" {
-			continue
-		}
-		k := baselineKey{r.rec.ClusterID, r.rec.StreamID, r.rec.BaselineID}
-		if _, ok := states[k]; !ok {
-			states[k] = &baselineState{}
-			cs, ss, ids = append(cs, k.cluster), append(ss, k.stream), append(ids, k.id)
+		if r.rec.StreamID != "" {
+			journal.ApplyStatus(in.statuses[baselineKey{cluster: r.rec.ClusterID, stream: r.rec.StreamID}], r.rec)
 		}
 	}
-	if len(states) == 0 {
-		return nil
+	return queueStatuses(b, in.statuses)
+}
+
+// queueBaselines decides the visibility of baseline items (hidden while
+// their baseline has begun and not ended as of the end of the batch, when
+// readers see it), records the baselines' states, and makes the stored
+// items of the baselines that end in this batch visible.
+func queueBaselines(b *pgx.Batch, rows []row, in *appendInput) {
+	if len(in.bkeys) == 0 {
+		return
 	}
-	q, err := tx.Query(ctx, `SELECT b.cluster_id, b.stream_id, b.baseline_id, b.begun, b.ended FROM krply_baselines b
-JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, id) ON b.cluster_id = k.c AND b.stream_id = k.s AND b.baseline_id = k.id`, cs, ss, ids)
-	if err != nil {
-		return fmt.Errorf("reading baselines: %w", err)
-	}
-	for q.Next() {
-		var k baselineKey
-		var st baselineState
-		if err := q.Scan(&k.cluster, &k.stream, &k.id, &st.begun, &st.ended); err != nil {
-			q.Close()
-			return err
-		}
-		*states[k] = st
-	}
-	q.Close()
-	if err := q.Err(); err != nil {
-		return err
-	}
-	var endC, endS, endID []string
+	var ended []baselineKey
 	for i := range rows {
 		rec := rows[i].rec
-		if rec.BaselineID == "" || rec.StreamID == "" {
+		if rec.BaselineID == "" || rec.StreamID == "" || rec.Type != event.TypeBaseline || rec.Baseline == nil {
 			continue
 		}
-		st := states[baselineKey{rec.ClusterID, rec.StreamID, rec.BaselineID}]
-		switch {
-		case rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineBegin:
+		k := baselineKey{rec.ClusterID, rec.StreamID, rec.BaselineID}
+		st := in.baselines[k]
+		switch rec.Baseline.Phase {
+		case event.BaselineBegin:
 			st.begun, st.dirty = true, true
-		case rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd:
+		case event.BaselineEnd:
 			if !st.ended {
-				endC, endS, endID = append(endC, rec.ClusterID), append(endS, rec.StreamID), append(endID, rec.BaselineID)
+				ended = append(ended, k)
 			}
 			st.ended, st.dirty = true, true
 		}
 	}
-	// An item is hidden while its baseline is open as of the end of the
-	// batch, which is when readers see it.
 	for i := range rows {
 		if rec := rows[i].rec; storage.IsBaselineItem(rec) {
-			st := states[baselineKey{rec.ClusterID, rec.StreamID, rec.BaselineID}]
+			st := in.baselines[baselineKey{rec.ClusterID, rec.StreamID, rec.BaselineID}]
 			rows[i].visible = !(st.begun && !st.ended)
 		}
 	}
-	var uc, us, uid []string
-	var ub, ue []bool
-	for k, st := range states {
-		if st.dirty {
-			uc, us, uid, ub, ue = append(uc, k.cluster), append(us, k.stream), append(uid, k.id), append(ub, st.begun), append(ue, st.ended)
+	var dirty []baselineKey
+	var begun, endedCol []bool
+	for _, k := range in.bkeys {
+		if st := in.baselines[k]; st.dirty {
+			dirty, begun, endedCol = append(dirty, k), append(begun, st.begun), append(endedCol, st.ended)
 		}
 	}
-	if len(uc) > 0 {
-		if _, err := tx.Exec(ctx, `INSERT INTO krply_baselines (cluster_id, stream_id, baseline_id, begun, ended)
+	if len(dirty) > 0 {
+		cs, ss, ids := columns(dirty)
+		b.Queue(`INSERT INTO krply_baselines (cluster_id, stream_id, baseline_id, begun, ended)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::boolean[], $5::boolean[])
-ON CONFLICT (cluster_id, stream_id, baseline_id) DO UPDATE SET begun = excluded.begun, ended = excluded.ended`, uc, us, uid, ub, ue); err != nil {
-			return fmt.Errorf("writing baselines: %w", err)
-		}
+ON CONFLICT (cluster_id, stream_id, baseline_id) DO UPDATE SET begun = excluded.begun, ended = excluded.ended`, cs, ss, ids, begun, endedCol)
 	}
-	if len(endC) > 0 {
-		// Items stored by earlier batches become visible with the end;
-		// this batch's own items were decided above.
-		if _, err := tx.Exec(ctx, `UPDATE krply_records r SET visible = true
+	if len(ended) > 0 {
+		// Items stored by earlier batches become visible with the end.
+		cs, ss, ids := columns(ended)
+		b.Queue(`UPDATE krply_records r SET visible = true
 FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, id)
-WHERE r.cluster_id = k.c AND r.stream_id = k.s AND r.item_baseline = k.id AND NOT r.visible`, endC, endS, endID); err != nil {
-			return fmt.Errorf("showing the items of ended baselines: %w", err)
-		}
+WHERE r.cluster_id = k.c AND r.stream_id = k.s AND r.item_baseline = k.id AND NOT r.visible`, cs, ss, ids)
 	}
-	return nil
 }
 
-// storeBodies stores each distinct body once per cluster.
-func storeBodies(ctx context.Context, tx pgx.Tx, rows []row) error {
+// queueBodies stores each distinct body once per cluster, and counts the
+// new ones in their clusters' totals (BodyBytes counts their raw size:
+// PostgreSQL compresses large values itself, TOAST, so that is an upper
+// bound of what they take).
+func queueBodies(b *pgx.Batch, rows []row) {
 	var cs []string
 	var hashes, data [][]byte
 	var lens []int32
@@ -307,55 +377,27 @@ func storeBodies(ctx context.Context, tx pgx.Tx, rows []row) error {
 		}
 		h := sha256.Sum256(rec.Object)
 		rows[i].bodyHash = h[:]
-		k := key(rec.ClusterID, string(h[:]))
-		if done[k] {
-			continue
+		if k := key(rec.ClusterID, string(h[:])); !done[k] {
+			done[k] = true
+			cs, hashes, data, lens = append(cs, rec.ClusterID), append(hashes, h[:]), append(data, rec.Object), append(lens, int32(len(rec.Object)))
 		}
-		done[k] = true
-		cs, hashes, data, lens = append(cs, rec.ClusterID), append(hashes, h[:]), append(data, rec.Object), append(lens, int32(len(rec.Object)))
 	}
 	if len(cs) == 0 {
-		return nil
+		return
 	}
-	q, err := tx.Query(ctx, `INSERT INTO krply_bodies (cluster_id, hash, raw_len, data)
-SELECT * FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::bytea[])
-ON CONFLICT (cluster_id, hash) DO NOTHING
-RETURNING cluster_id, raw_len`, cs, hashes, lens, data)
-	if err != nil {
-		return fmt.Errorf("storing bodies: %w", err)
-	}
-	type totals struct{ n, raw int64 }
-	added := map[string]*totals{}
-	for q.Next() {
-		var c string
-		var n int32
-		if err := q.Scan(&c, &n); err != nil {
-			q.Close()
-			return err
-		}
-		if added[c] == nil {
-			added[c] = &totals{}
-		}
-		added[c].n++
-		added[c].raw += int64(n)
-	}
-	q.Close()
-	if err := q.Err(); err != nil {
-		return fmt.Errorf("storing bodies: %w", err)
-	}
-	for c, t := range added {
-		// BodyBytes counts what the bodies take stored: PostgreSQL
-		// compresses large values itself (TOAST), so it is their raw
-		// size here, an upper bound.
-		if _, err := tx.Exec(ctx, "UPDATE krply_clusters SET bodies = bodies + $2, body_bytes = body_bytes + $3, raw_bytes = raw_bytes + $3 WHERE cluster_id = $1", c, t.n, t.raw); err != nil {
-			return err
-		}
-	}
-	return nil
+	b.Queue(`WITH added AS (
+	INSERT INTO krply_bodies (cluster_id, hash, raw_len, data)
+	SELECT * FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::bytea[])
+	ON CONFLICT (cluster_id, hash) DO NOTHING
+	RETURNING cluster_id, raw_len
+), totals AS (SELECT cluster_id, count(*) AS n, sum(raw_len) AS bytes FROM added GROUP BY cluster_id)
+UPDATE krply_clusters c SET bodies = c.bodies + t.n, body_bytes = c.body_bytes + t.bytes, raw_bytes = c.raw_bytes + t.bytes
+FROM totals t WHERE c.cluster_id = t.cluster_id`, cs, hashes, lens, data)
 }
 
-// insertRows inserts the records' rows in one statement.
-func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
+// queueInsert queues the insert of the rows and the count of them in
+// their clusters' totals.
+func queueInsert(b *pgx.Batch, rows []row) error {
 	n := len(rows)
 	var (
 		cluster, eventID, typ, stream = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -366,8 +408,6 @@ func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
 		itemBaseline, target          = make([]*string, n), make([]*string, n)
 		bodyHash, meta                = make([][]byte, n), make([][]byte, n)
 	)
-	type counts struct{ records, events int64 }
-	per := map[string]*counts{}
 	for i := range rows {
 		rec := rows[i].rec
 		cluster[i], eventID[i], typ[i], stream[i] = rec.ClusterID, rec.EventID, string(rec.Type), rec.StreamID
@@ -395,101 +435,41 @@ func insertRows(ctx context.Context, tx pgx.Tx, rows []row) error {
 			return fmt.Errorf("encoding record %q: %w", rec.EventID, err)
 		}
 		meta[i] = b
-		if per[rec.ClusterID] == nil {
-			per[rec.ClusterID] = &counts{}
-		}
-		per[rec.ClusterID].records++
-		if rec.Type == event.TypeEvent {
-			per[rec.ClusterID].events++
-		}
 	}
-	_, err := tx.Exec(ctx, `INSERT INTO krply_records (cluster_id, seq, part, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
-	synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
-SELECT * FROM unnest($1::text[], $2::bigint[], $21::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-	$13::boolean[], $14::boolean[], $15::text[], $16::boolean[], $17::boolean[], $18::bytea[], $19::text[], $20::bytea[])
-ON CONFLICT (cluster_id, event_id, part) DO NOTHING`,
-		cluster, seq, eventID, typ, stream, observed, grp, res, ns, name, uid, rv,
-		synthetic, deleted, itemBaseline, visible, progress, bodyHash, target, meta, part)
-	if err != nil {
-		return fmt.Errorf("inserting records: %w", err)
-	}
-	for c, n := range per {
-		if _, err := tx.Exec(ctx, "UPDATE krply_clusters SET records = records + $2, events = events + $3 WHERE cluster_id = $1", c, n.records, n.events); err != nil {
-			return err
-		}
-	}
+	b.Queue(`WITH added AS (
+	INSERT INTO krply_records (cluster_id, seq, part, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
+		synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
+	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
+		$14::boolean[], $15::boolean[], $16::text[], $17::boolean[], $18::boolean[], $19::bytea[], $20::text[], $21::bytea[])
+	ON CONFLICT (cluster_id, event_id, part) DO NOTHING
+	RETURNING cluster_id, type
+), totals AS (SELECT cluster_id, count(*) AS n, count(*) FILTER (WHERE type = 'event') AS events FROM added GROUP BY cluster_id)
+UPDATE krply_clusters c SET records = c.records + t.n, events = c.events + t.events FROM totals t WHERE c.cluster_id = t.cluster_id`,
+		cluster, seq, part, eventID, typ, stream, observed, grp, res, ns, name, uid, rv,
+		synthetic, deleted, itemBaseline, visible, progress, bodyHash, target, meta)
 	return nil
 }
 
-// applyStatuses advances the status of every stream the rows belong to.
-func applyStatuses(ctx context.Context, tx pgx.Tx, rows []row) error {
-	statuses := map[baselineKey]*storage.StreamStatus{}
-	var cs, ss []string
-	for _, r := range rows {
-		if r.rec.StreamID == "" {
-			continue
+// queueStatuses queues the upsert of stream statuses.
+func queueStatuses(b *pgx.Batch, statuses map[baselineKey]*storage.StreamStatus) error {
+	var cs, ss, raws []string
+	for k, st := range statuses {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return err
 		}
-		k := baselineKey{cluster: r.rec.ClusterID, stream: r.rec.StreamID}
-		if statuses[k] == nil {
-			st := journal.NewStatus(k.stream)
-			statuses[k] = &st
-			cs, ss = append(cs, k.cluster), append(ss, k.stream)
-		}
+		cs, ss, raws = append(cs, k.cluster), append(ss, k.stream), append(raws, string(raw))
 	}
 	if len(cs) == 0 {
 		return nil
 	}
-	q, err := tx.Query(ctx, `SELECT t.cluster_id, t.stream_id, t.status FROM krply_streams t
-JOIN unnest($1::text[], $2::text[]) AS k(c, s) ON t.cluster_id = k.c AND t.stream_id = k.s`, cs, ss)
-	if err != nil {
-		return fmt.Errorf("reading stream statuses: %w", err)
-	}
-	for q.Next() {
-		var k baselineKey
-		var raw []byte
-		if err := q.Scan(&k.cluster, &k.stream, &raw); err != nil {
-			q.Close()
-			return err
-		}
-		if err := json.Unmarshal(raw, statuses[k]); err != nil {
-			q.Close()
-			return fmt.Errorf("%w: status of stream %s: %v", storage.ErrIncompatible, k.stream, err)
-		}
-	}
-	q.Close()
-	if err := q.Err(); err != nil {
-		return err
-	}
-	for _, r := range rows {
-		if r.rec.StreamID != "" {
-			journal.ApplyStatus(statuses[baselineKey{cluster: r.rec.ClusterID, stream: r.rec.StreamID}], r.rec)
-		}
-	}
-	return writeStatuses(ctx, tx, statuses)
-}
-
-func writeStatuses(ctx context.Context, tx pgx.Tx, statuses map[baselineKey]*storage.StreamStatus) error {
-	var cs, ss []string
-	var raws [][]byte
-	for k, st := range statuses {
-		b, err := json.Marshal(st)
-		if err != nil {
-			return err
-		}
-		cs, ss, raws = append(cs, k.cluster), append(ss, k.stream), append(raws, b)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO krply_streams (cluster_id, stream_id, status)
+	b.Queue(`INSERT INTO krply_streams (cluster_id, stream_id, status)
 SELECT c, s, r::jsonb FROM unnest($1::text[], $2::text[], $3::text[]) AS k(c, s, r)
-ON CONFLICT (cluster_id, stream_id) DO UPDATE SET status = excluded.status`, cs, ss, bytesToStrings(raws)); err != nil {
-		return fmt.Errorf("writing stream statuses: %w", err)
-	}
+ON CONFLICT (cluster_id, stream_id) DO UPDATE SET status = excluded.status`, cs, ss, raws)
 	return nil
 }
 
-func bytesToStrings(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
-	}
-	return out
+// sendBatch sends b in the transaction tx and reports its first error.
+func sendBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	return tx.SendBatch(ctx, b).Close()
 }

@@ -132,8 +132,12 @@ func applyPlan(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Ti
 			}
 			rows[i] = row{rec: &markers[i], part: part, visible: true}
 		}
-		if err := insertRows(ctx, tx, rows); err != nil {
+		b := &pgx.Batch{}
+		if err := queueInsert(b, rows); err != nil {
 			return err
+		}
+		if err := sendBatch(ctx, tx, b); err != nil {
+			return fmt.Errorf("inserting the markers: %w", err)
 		}
 	}
 	for k := range streams {
@@ -187,7 +191,11 @@ func rebuildStream(ctx context.Context, tx pgx.Tx, k baselineKey) error {
 		}
 	}
 	st := journal.RebuildStatus(old, ptrs)
-	if err := writeStatuses(ctx, tx, map[baselineKey]*storage.StreamStatus{k: &st}); err != nil {
+	b := &pgx.Batch{}
+	if err := queueStatuses(b, map[baselineKey]*storage.StreamStatus{k: &st}); err != nil {
+		return err
+	}
+	if err := sendBatch(ctx, tx, b); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "DELETE FROM krply_baselines WHERE cluster_id = $1 AND stream_id = $2", k.cluster, k.stream); err != nil {

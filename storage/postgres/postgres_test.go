@@ -24,7 +24,7 @@ var (
 )
 
 // database returns the package's test database, made on first use.
-func database(t *testing.T) string {
+func database(t testing.TB) string {
 	t.Helper()
 	dbOnce.Lock()
 	defer dbOnce.Unlock()
@@ -36,7 +36,7 @@ func database(t *testing.T) string {
 
 // keepAlive lets the shared database outlive the test that made it: the
 // server is stopped after all tests anyway.
-type keepAlive struct{ *testing.T }
+type keepAlive struct{ testing.TB }
 
 func (k *keepAlive) Cleanup(func()) {}
 

@@ -91,7 +91,8 @@ func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []in
 	reads := &pgx.Batch{}
 	reads.Queue("BEGIN")
 	queueLock(reads, in.clusters)
-	reads.Queue("SELECT cluster_id, event_id, seq FROM krply_records WHERE cluster_id = ANY($1) AND event_id = ANY($2)", in.clusters, in.ids)
+	reads.Queue(`SELECT r.cluster_id, r.event_id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
+JOIN krply_records r ON r.event_id = k.id AND r.cluster_id = k.c`, in.idClusters, in.ids)
 	reads.Queue("SELECT nextval('krply_seq') FROM generate_series(1, $1)", len(batch))
 	queueBaselineRead(reads, in)
 	queueStatusRead(reads, in)
@@ -133,7 +134,8 @@ type baselineState struct{ begun, ended, dirty bool }
 type appendInput struct {
 	batch    []event.Record
 	clusters []string
-	ids      []string
+	// ids and idClusters: the EventID and cluster of each record.
+	ids, idClusters []string
 	// baselines: the states of the baselines the batch names.
 	baselines map[baselineKey]*baselineState
 	bkeys     []baselineKey
@@ -152,7 +154,7 @@ func newAppendInput(batch []event.Record) *appendInput {
 			seenCluster[rec.ClusterID] = true
 			in.clusters = append(in.clusters, rec.ClusterID)
 		}
-		in.ids = append(in.ids, rec.EventID)
+		in.ids, in.idClusters = append(in.ids, rec.EventID), append(in.idClusters, rec.ClusterID)
 		if rec.StreamID == "" {
 			continue
 		}
@@ -441,7 +443,7 @@ func queueInsert(b *pgx.Batch, rows []row) error {
 		synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
 		$14::boolean[], $15::boolean[], $16::text[], $17::boolean[], $18::boolean[], $19::bytea[], $20::text[], $21::bytea[])
-	ON CONFLICT (cluster_id, event_id, part) DO NOTHING
+	ON CONFLICT (event_id, cluster_id, part) DO NOTHING
 	RETURNING cluster_id, type
 ), totals AS (SELECT cluster_id, count(*) AS n, count(*) FILTER (WHERE type = 'event') AS events FROM added GROUP BY cluster_id)
 UPDATE krply_clusters c SET records = c.records + t.n, events = c.events + t.events FROM totals t WHERE c.cluster_id = t.cluster_id`,

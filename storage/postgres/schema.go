@@ -88,18 +88,16 @@ CREATE TABLE IF NOT EXISTS krply_records (
 	target        text,
 	meta          bytea NOT NULL,
 	PRIMARY KEY (cluster_id, seq, part),
-	UNIQUE (cluster_id, event_id, part)
+	UNIQUE (event_id, cluster_id, part)
 ) PARTITION BY RANGE (part);
 CREATE TABLE IF NOT EXISTS krply_records_base PARTITION OF krply_records FOR VALUES FROM (MINVALUE) TO (-9223372036854775807);
 CREATE INDEX IF NOT EXISTS krply_records_seq ON krply_records (seq);
-CREATE INDEX IF NOT EXISTS krply_records_event ON krply_records (event_id);
 CREATE INDEX IF NOT EXISTS krply_records_stream ON krply_records (cluster_id, stream_id, seq);
 CREATE INDEX IF NOT EXISTS krply_records_stream_time ON krply_records (cluster_id, stream_id, observed_at, seq);
 CREATE INDEX IF NOT EXISTS krply_records_object ON krply_records (cluster_id, resource, grp, namespace, name, observed_at, seq) WHERE name IS NOT NULL;
 CREATE INDEX IF NOT EXISTS krply_records_timeline ON krply_records (cluster_id, stream_id, seq) WHERE type IN ('baseline', 'gap', 'coverage_change');
 CREATE INDEX IF NOT EXISTS krply_records_progress ON krply_records (cluster_id, stream_id, seq) WHERE progress;
 CREATE INDEX IF NOT EXISTS krply_records_hidden ON krply_records (cluster_id, stream_id, item_baseline) WHERE NOT visible;
-CREATE INDEX IF NOT EXISTS krply_records_body ON krply_records (cluster_id, body_hash) WHERE body_hash IS NOT NULL;
 CREATE INDEX IF NOT EXISTS krply_records_target ON krply_records (target) WHERE target IS NOT NULL;
 `
 

@@ -75,6 +75,20 @@ func scanRecords(rows pgx.Rows) ([]event.Record, error) {
 	return out, rows.Err()
 }
 
+// query runs a statement that selects records (selectRecord) and
+// decodes them; errors name the operation.
+func (r reader) query(ctx context.Context, op, sql string, args ...any) ([]event.Record, error) {
+	rows, err := r.q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	recs, err := scanRecords(rows)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", op, err)
+	}
+	return recs, nil
+}
+
 func decodeRecord(seq int64, meta, body []byte) (event.Record, error) {
 	var rec event.Record
 	if err := json.Unmarshal(meta, &rec); err != nil {
@@ -110,13 +124,9 @@ func (r reader) Get(ctx context.Context, eventID string) (event.Record, error) {
 	if err := r.check(ctx, "get"); err != nil {
 		return event.Record{}, err
 	}
-	rows, err := r.q.Query(ctx, "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = $1 ORDER BY r.seq LIMIT 1", eventID)
+	recs, err := r.query(ctx, "get "+strconv.Quote(eventID), "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = $1 ORDER BY r.seq LIMIT 1", eventID)
 	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: get %q: %w", eventID, err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: get %q: %w", eventID, err)
+		return event.Record{}, err
 	}
 	if len(recs) == 0 {
 		return event.Record{}, fmt.Errorf("postgres: get %q: %w", eventID, storage.ErrNotFound)
@@ -197,13 +207,9 @@ func (r reader) Records(ctx context.Context, q storage.Query) (storage.Page, err
 		sql += " ORDER BY r.seq"
 	}
 	sql += " LIMIT " + a.add(limit+1)
-	rows, err := r.q.Query(ctx, sql, a...)
+	recs, err := r.query(ctx, "records", sql, a...)
 	if err != nil {
-		return storage.Page{}, fmt.Errorf("postgres: records: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return storage.Page{}, fmt.Errorf("postgres: records: %w", err)
+		return storage.Page{}, err
 	}
 	var page storage.Page
 	if len(recs) > limit {
@@ -294,13 +300,9 @@ func (r reader) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	if q.Limit > 0 {
 		sql += " LIMIT " + a.add(q.Limit)
 	}
-	rows, err := r.q.Query(ctx, sql, a...)
+	recs, err := r.query(ctx, "object history", sql, a...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: object history: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: object history: %w", err)
+		return nil, err
 	}
 	return recs, nil
 }
@@ -313,13 +315,9 @@ func (r reader) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 	var a args
 	sql := "SELECT " + selectRecord(true) + " FROM krply_records r WHERE " + objectWhere(&a, obj) +
 		" AND r.observed_at <= " + a.add(nanos(at)) + " ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1"
-	rows, err := r.q.Query(ctx, sql, a...)
+	recs, err := r.query(ctx, "latest at", sql, a...)
 	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: latest at: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: latest at: %w", err)
+		return event.Record{}, err
 	}
 	if len(recs) == 0 {
 		return event.Record{}, fmt.Errorf("postgres: %s/%s/%s/%s at %s: %w", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, at, storage.ErrNotFound)
@@ -365,13 +363,9 @@ func (r reader) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	ORDER BY r.cluster_id, r.grp, r.resource, r.namespace, r.name, r.observed_at DESC, r.seq DESC
 ) l WHERE NOT l.deleted
 ORDER BY l.cluster_id COLLATE "C", l.grp COLLATE "C", l.resource COLLATE "C", l.namespace COLLATE "C", l.name COLLATE "C"`
-	rows, err := r.q.Query(ctx, sql, a...)
+	recs, err := r.query(ctx, "alive at", sql, a...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: alive at: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: alive at: %w", err)
+		return nil, err
 	}
 	return recs, nil
 }
@@ -395,13 +389,9 @@ func (r reader) EventByResourceVersion(ctx context.Context, obj storage.ObjectID
 		sql += " AND r.uid = " + a.add(uid)
 	}
 	sql += " ORDER BY r.synthetic, r.seq LIMIT 1"
-	rows, err := r.q.Query(ctx, sql, a...)
+	recs, err := r.query(ctx, "event by resource version", sql, a...)
 	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: event by resource version: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return event.Record{}, fmt.Errorf("postgres: event by resource version: %w", err)
+		return event.Record{}, err
 	}
 	if len(recs) == 0 {
 		return event.Record{}, fmt.Errorf("postgres: %s/%s/%s/%s at resourceVersion %s: %w", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, rv, storage.ErrNotFound)
@@ -418,13 +408,9 @@ func (r reader) Correlations(ctx context.Context, eventIDs []string) (map[string
 	if len(eventIDs) == 0 {
 		return out, nil
 	}
-	rows, err := r.q.Query(ctx, "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.target = ANY($1) ORDER BY r.seq", eventIDs)
+	recs, err := r.query(ctx, "correlations", "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.target = ANY($1) ORDER BY r.seq", eventIDs)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: correlations: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: correlations: %w", err)
+		return nil, err
 	}
 	for _, rec := range recs {
 		out[rec.Audit.TargetEventID] = append(out[rec.Audit.TargetEventID], rec)
@@ -456,15 +442,11 @@ func (r reader) Timelines(ctx context.Context, clusterID string) ([]storage.Time
 	if err != nil {
 		return nil, err
 	}
-	rows, err := r.q.Query(ctx, "SELECT "+selectRecord(false)+` FROM krply_records r
+	recs, err := r.query(ctx, "timelines", "SELECT "+selectRecord(false)+` FROM krply_records r
 WHERE ($1 = '' OR r.cluster_id = $1) AND r.type IN ('baseline', 'gap', 'coverage_change') AND r.stream_id <> ''
 ORDER BY r.seq`, clusterID)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: timelines: %w", err)
-	}
-	recs, err := scanRecords(rows)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: timelines: %w", err)
+		return nil, err
 	}
 	byStream := map[string][]event.Record{}
 	for _, rec := range recs {
@@ -483,18 +465,11 @@ func (r reader) Watermark(ctx context.Context, streamID string, at time.Time) (s
 	if err := r.check(ctx, "watermark"); err != nil {
 		return "", time.Time{}, err
 	}
-	rows, err := r.q.Query(ctx, "SELECT "+selectRecord(false)+` FROM krply_records r
+	recs, err := r.query(ctx, "watermark", "SELECT "+selectRecord(false)+` FROM krply_records r
 WHERE r.cluster_id = $1 AND r.stream_id = $2 AND r.progress AND r.observed_at <= $3
   AND r.seq <= (SELECT s.seq FROM krply_records s WHERE s.cluster_id = $1 AND s.stream_id = $2 AND s.observed_at <= $3 ORDER BY s.observed_at DESC, s.seq DESC LIMIT 1)
 ORDER BY r.seq DESC LIMIT 1`, streamCluster(streamID), streamID, nanos(at))
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("postgres: watermark: %w", err)
-	}
-	recs, err := scanRecords(rows)
 	if err != nil || len(recs) == 0 {
-		if err != nil {
-			err = fmt.Errorf("postgres: watermark: %w", err)
-		}
 		return "", time.Time{}, err
 	}
 	rv, _ := storage.ProgressRV(recs[0])

@@ -438,6 +438,7 @@ func queueInsert(b *pgx.Batch, rows []row) error {
 		}
 		meta[i] = b
 	}
+	queueObjects(b, rows)
 	b.Queue(`WITH added AS (
 	INSERT INTO krply_records (cluster_id, seq, part, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
 		synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
@@ -450,6 +451,31 @@ UPDATE krply_clusters c SET records = c.records + t.n, events = c.events + t.eve
 		cluster, seq, part, eventID, typ, stream, observed, grp, res, ns, name, uid, rv,
 		synthetic, deleted, itemBaseline, visible, progress, bodyHash, target, meta)
 	return nil
+}
+
+// queueObjects queues the objects the rows change, for krply_objects.
+func queueObjects(b *pgx.Batch, rows []row) {
+	var cs, ss, res, grp, ns, name []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		rec := r.rec
+		if !rec.IsObjectChange() {
+			continue
+		}
+		ref := rec.Resource
+		k := rec.ClusterID + "\x00" + rec.StreamID + "\x00" + ref.Resource + "\x00" + ref.Group + "\x00" + ref.Namespace + "\x00" + ref.Name
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		cs, ss, res, grp, ns, name = append(cs, rec.ClusterID), append(ss, rec.StreamID), append(res, ref.Resource), append(grp, ref.Group), append(ns, ref.Namespace), append(name, ref.Name)
+	}
+	if len(cs) == 0 {
+		return
+	}
+	b.Queue(`INSERT INTO krply_objects (cluster_id, stream_id, resource, grp, namespace, name)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+ON CONFLICT DO NOTHING`, cs, ss, res, grp, ns, name)
 }
 
 // queueStatuses queues the upsert of stream statuses.

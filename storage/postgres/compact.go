@@ -47,7 +47,7 @@ func compactTx(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Ti
 	if err := lockWriters(ctx, tx); err != nil {
 		return storage.CompactResult{}, err
 	}
-	plan, err := compaction.Decide(ctx, reader{q: tx}, before)
+	plan, err := compaction.Decide(ctx, reader{q: tx, parts: parts}, before)
 	if err != nil {
 		return storage.CompactResult{}, err
 	}
@@ -141,7 +141,7 @@ func applyPlan(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Ti
 		}
 	}
 	for k := range streams {
-		if err := rebuildStream(ctx, tx, k); err != nil {
+		if err := rebuildStream(ctx, tx, parts, k); err != nil {
 			return err
 		}
 	}
@@ -158,8 +158,8 @@ WHERE cluster_id = $1`, c); err != nil {
 
 // rebuildStream recomputes a stream's status (journal.RebuildStatus) and
 // the begun/ended state of its baselines from the records left.
-func rebuildStream(ctx context.Context, tx pgx.Tx, k baselineKey) error {
-	old, err := reader{q: tx}.StreamStatus(ctx, k.stream)
+func rebuildStream(ctx context.Context, tx pgx.Tx, parts *partitions, k baselineKey) error {
+	old, err := reader{q: tx, parts: parts}.StreamStatus(ctx, k.stream)
 	if err != nil {
 		return err
 	}
@@ -197,6 +197,11 @@ func rebuildStream(ctx context.Context, tx pgx.Tx, k baselineKey) error {
 	}
 	if err := sendBatch(ctx, tx, b); err != nil {
 		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM krply_objects o WHERE o.cluster_id = $1 AND o.stream_id = $2 AND NOT EXISTS (
+	SELECT 1 FROM krply_records r WHERE r.cluster_id = o.cluster_id AND r.resource = o.resource AND r.grp = o.grp
+		AND r.namespace = o.namespace AND r.name = o.name AND r.stream_id = o.stream_id)`, k.cluster, k.stream); err != nil {
+		return fmt.Errorf("forgetting objects without records: %w", err)
 	}
 	if _, err := tx.Exec(ctx, "DELETE FROM krply_baselines WHERE cluster_id = $1 AND stream_id = $2", k.cluster, k.stream); err != nil {
 		return err

@@ -33,6 +33,9 @@ type querier interface {
 type reader struct {
 	q      querier
 	closed *atomic.Bool
+	// parts maps times to partitions, so that a query of the past skips
+	// the partitions after it.
+	parts *partitions
 }
 
 func (r reader) check(ctx context.Context, op string) error {
@@ -314,7 +317,7 @@ func (r reader) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 	}
 	var a args
 	sql := "SELECT " + selectRecord(true) + " FROM krply_records r WHERE " + objectWhere(&a, obj) +
-		" AND r.observed_at <= " + a.add(nanos(at)) + " ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1"
+		" AND r.observed_at <= " + a.add(nanos(at)) + " AND r.part <= " + a.add(r.parts.of(at)) + " ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1"
 	recs, err := r.query(ctx, "latest at", sql, a...)
 	if err != nil {
 		return event.Record{}, err
@@ -331,38 +334,44 @@ func (r reader) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	if err := r.check(ctx, "alive at"); err != nil {
 		return nil, err
 	}
+	// For each object in scope (krply_objects), its last visible change
+	// at or before At (one seek in the object index), unless a deletion.
 	var a args
-	where := []string{"r.name IS NOT NULL", "r.observed_at <= " + a.add(nanos(q.At))}
+	last := []string{"r.cluster_id = o.cluster_id", "r.resource = o.resource", "r.grp = o.grp", "r.namespace = o.namespace", "r.name = o.name",
+		"r.observed_at <= " + a.add(nanos(q.At)), "r.part <= " + a.add(r.parts.of(q.At))}
 	if q.IncludeBaseline != "" {
-		where = append(where, "(r.visible OR r.item_baseline = "+a.add(q.IncludeBaseline)+")")
+		last = append(last, "(r.visible OR r.item_baseline = "+a.add(q.IncludeBaseline)+")")
 	} else {
-		where = append(where, "r.visible")
+		last = append(last, "r.visible")
 	}
+	var objects string
 	if q.StreamID != "" {
-		where = append(where, "r.cluster_id = "+a.add(streamCluster(q.StreamID)), "r.stream_id = "+a.add(q.StreamID))
+		last = append(last, "r.stream_id = o.stream_id")
+		objects = "SELECT cluster_id, stream_id, resource, grp, namespace, name FROM krply_objects WHERE cluster_id = " +
+			a.add(streamCluster(q.StreamID)) + " AND stream_id = " + a.add(q.StreamID)
 	} else {
+		where := []string{"true"}
 		if q.ClusterID != "" {
-			where = append(where, "r.cluster_id = "+a.add(q.ClusterID))
+			where = append(where, "cluster_id = "+a.add(q.ClusterID))
 		}
 		if q.Namespace != "" {
-			where = append(where, "r.namespace = "+a.add(q.Namespace))
+			where = append(where, "namespace = "+a.add(q.Namespace))
 		}
 		if q.Group != "" {
-			where = append(where, "r.grp = "+a.add(q.Group))
+			where = append(where, "grp = "+a.add(q.Group))
 		}
 		if q.Resource != "" {
-			where = append(where, "r.resource = "+a.add(q.Resource))
+			where = append(where, "resource = "+a.add(q.Resource))
 		}
+		objects = "SELECT DISTINCT cluster_id, resource, grp, namespace, name FROM krply_objects WHERE " + strings.Join(where, " AND ")
 	}
-	// The last change of each object: per object the newest in
-	// (observed_at, seq) order; then the deletions left out. Ordered as
-	// storage.ObjectID compares, byte-wise.
-	sql := `SELECT l.seq, l.meta, ` + bodyOf("l", !q.WithoutBodies) + ` FROM (
-	SELECT DISTINCT ON (r.cluster_id, r.grp, r.resource, r.namespace, r.name) r.cluster_id, r.seq, r.meta, r.deleted, r.body_hash, r.grp, r.resource, r.namespace, r.name
-	FROM krply_records r WHERE ` + strings.Join(where, " AND ") + `
-	ORDER BY r.cluster_id, r.grp, r.resource, r.namespace, r.name, r.observed_at DESC, r.seq DESC
-) l WHERE NOT l.deleted
-ORDER BY l.cluster_id COLLATE "C", l.grp COLLATE "C", l.resource COLLATE "C", l.namespace COLLATE "C", l.name COLLATE "C"`
+	// Ordered as storage.ObjectID compares, byte-wise.
+	sql := `SELECT l.seq, l.meta, ` + bodyOf("l", !q.WithoutBodies) + ` FROM (` + objects + `) o
+CROSS JOIN LATERAL (SELECT r.cluster_id, r.seq, r.meta, r.deleted, r.body_hash FROM krply_records r
+	WHERE ` + strings.Join(last, " AND ") + `
+	ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1) l
+WHERE NOT l.deleted
+ORDER BY o.cluster_id COLLATE "C", o.grp COLLATE "C", o.resource COLLATE "C", o.namespace COLLATE "C", o.name COLLATE "C"`
 	recs, err := r.query(ctx, "alive at", sql, a...)
 	if err != nil {
 		return nil, err

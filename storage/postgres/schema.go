@@ -55,6 +55,17 @@ CREATE TABLE IF NOT EXISTS krply_baselines (
 	ended       boolean NOT NULL,
 	PRIMARY KEY (cluster_id, stream_id, baseline_id)
 );
+-- Every object each stream has a change of: what AliveAt walks, seeking
+-- each one's last change in the object index.
+CREATE TABLE IF NOT EXISTS krply_objects (
+	cluster_id text NOT NULL,
+	stream_id  text NOT NULL,
+	resource   text NOT NULL,
+	grp        text NOT NULL,
+	namespace  text NOT NULL,
+	name       text NOT NULL,
+	PRIMARY KEY (cluster_id, stream_id, resource, grp, namespace, name)
+);
 CREATE TABLE IF NOT EXISTS krply_bodies (
 	cluster_id text NOT NULL,
 	hash       bytea NOT NULL,

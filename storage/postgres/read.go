@@ -436,7 +436,8 @@ func (r reader) Stats(ctx context.Context) (storage.Stats, error) {
 	var st storage.Stats
 	err := r.q.QueryRow(ctx, `SELECT coalesce(sum(records), 0)::bigint, coalesce(sum(events), 0)::bigint, coalesce(sum(bodies), 0)::bigint,
 	coalesce(sum(body_bytes), 0)::bigint, coalesce(sum(raw_bytes), 0)::bigint,
-	(SELECT coalesce(sum(pg_total_relation_size(c)), 0)::bigint FROM unnest(ARRAY['krply_records', 'krply_bodies', 'krply_streams', 'krply_baselines', 'krply_clusters']) c)
+	(SELECT coalesce(sum(pg_total_relation_size(c)), 0)::bigint FROM unnest(ARRAY['krply_bodies', 'krply_streams', 'krply_baselines', 'krply_clusters', 'krply_objects']::regclass[]) c)
+	+ (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('krply_records'))
 	FROM krply_clusters`).Scan(&st.Records, &st.Events, &st.Bodies, &st.BodyBytes, &st.RawBodyBytes, &st.FileBytes)
 	if err != nil {
 		return st, fmt.Errorf("postgres: stats: %w", err)

@@ -117,6 +117,9 @@ func TestRetentionDropsPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if statsBefore.FileBytes == 0 || statsAfter.FileBytes >= statsBefore.FileBytes {
+		t.Errorf("Stats.FileBytes %d -> %d: want the dropped partitions' bytes gone", statsBefore.FileBytes, statsAfter.FileBytes)
+	}
 	if statsAfter.Records != statsBefore.Records-res.RecordsRemoved || res.RecordsRemoved < 100 {
 		t.Errorf("Stats.Records %d -> %d, Compact removed %d", statsBefore.Records, statsAfter.Records, res.RecordsRemoved)
 	}

@@ -78,7 +78,9 @@
 // Tables (in the connection's schema, or the one of WithSchema):
 // krply_meta (schema version, partition width), krply_clusters (one row per
 // cluster: its lock and its totals), krply_streams (each stream's status as
-// JSON), krply_baselines (which baselines began and ended), krply_bodies
+// JSON), krply_baselines (which baselines began and ended), krply_objects
+// (the objects each stream has changes of, which AliveAt walks, seeking
+// each one's last change at the time in the object index), krply_bodies
 // (object bodies, once per cluster and content hash) and krply_records (one
 // row per record: the indexed columns, and the record itself as JSON; times
 // are Unix nanoseconds, as received). Open creates them when missing and

@@ -92,6 +92,19 @@ func (r reader) query(ctx context.Context, op, sql string, args ...any) ([]event
 	return recs, nil
 }
 
+// first returns the first record a query selects, or an error wrapping
+// storage.ErrNotFound that names what (the object, the ID) was not found.
+func (r reader) first(ctx context.Context, op, what, sql string, args ...any) (event.Record, error) {
+	recs, err := r.query(ctx, op, sql, args...)
+	if err != nil {
+		return event.Record{}, err
+	}
+	if len(recs) == 0 {
+		return event.Record{}, fmt.Errorf("postgres: %s %s: %w", op, what, storage.ErrNotFound)
+	}
+	return recs[0], nil
+}
+
 func decodeRecord(seq int64, meta, body []byte) (event.Record, error) {
 	var rec event.Record
 	if err := json.Unmarshal(meta, &rec); err != nil {
@@ -127,14 +140,7 @@ func (r reader) Get(ctx context.Context, eventID string) (event.Record, error) {
 	if err := r.check(ctx, "get"); err != nil {
 		return event.Record{}, err
 	}
-	recs, err := r.query(ctx, "get "+strconv.Quote(eventID), "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = $1 ORDER BY r.seq LIMIT 1", eventID)
-	if err != nil {
-		return event.Record{}, err
-	}
-	if len(recs) == 0 {
-		return event.Record{}, fmt.Errorf("postgres: get %q: %w", eventID, storage.ErrNotFound)
-	}
-	return recs[0], nil
+	return r.first(ctx, "get", strconv.Quote(eventID), "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = $1 ORDER BY r.seq LIMIT 1", eventID)
 }
 
 // Records returns a page of the records that match q, in IngestSeq order.
@@ -318,14 +324,7 @@ func (r reader) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 	var a args
 	sql := "SELECT " + selectRecord(true) + " FROM krply_records r WHERE " + objectWhere(&a, obj) +
 		" AND r.observed_at <= " + a.add(nanos(at)) + " AND r.part <= " + a.add(r.parts.of(at)) + " ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1"
-	recs, err := r.query(ctx, "latest at", sql, a...)
-	if err != nil {
-		return event.Record{}, err
-	}
-	if len(recs) == 0 {
-		return event.Record{}, fmt.Errorf("postgres: %s/%s/%s/%s at %s: %w", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, at, storage.ErrNotFound)
-	}
-	return recs[0], nil
+	return r.first(ctx, "latest at", fmt.Sprintf("%s/%s/%s/%s at %s", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, at), sql, a...)
 }
 
 // AliveAt returns the last object change at or before q.At of every object
@@ -398,14 +397,7 @@ func (r reader) EventByResourceVersion(ctx context.Context, obj storage.ObjectID
 		sql += " AND r.uid = " + a.add(uid)
 	}
 	sql += " ORDER BY r.synthetic, r.seq LIMIT 1"
-	recs, err := r.query(ctx, "event by resource version", sql, a...)
-	if err != nil {
-		return event.Record{}, err
-	}
-	if len(recs) == 0 {
-		return event.Record{}, fmt.Errorf("postgres: %s/%s/%s/%s at resourceVersion %s: %w", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, rv, storage.ErrNotFound)
-	}
-	return recs[0], nil
+	return r.first(ctx, "event by resource version", fmt.Sprintf("%s/%s/%s/%s at resourceVersion %s", obj.ClusterID, obj.Resource, obj.Namespace, obj.Name, rv), sql, a...)
 }
 
 // Correlations returns the audit correlations pointing at each EventID.

@@ -51,9 +51,8 @@ func compactTx(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Ti
 	if err != nil {
 		return storage.CompactResult{}, err
 	}
-	if len(plan.Remove) == 0 {
-		return storage.CompactResult{}, nil
-	}
+	// Even when nothing goes, the partitions before the cut are dropped
+	// (their records kept in the base partition).
 	if err := applyPlan(ctx, tx, parts, before, plan.Remove, plan.Markers); err != nil {
 		return storage.CompactResult{}, err
 	}

@@ -173,3 +173,42 @@ func partitionsOf(t *testing.T, schema string) []partition {
 	slices.SortFunc(out, func(a, b partition) int { return int((a.from >> 1) - (b.from >> 1)) })
 	return out
 }
+
+// TestDroppedPartitionRecreated has one store drop partitions (a
+// compaction) that another store, as another process would, remembers
+// creating: the other store's next Append into one of them finds it gone,
+// forgets what it knew, creates it again and stores the record.
+func TestDroppedPartitionRecreated(t *testing.T) {
+	ctx := context.Background()
+	a, schema := openSchema(t, postgres.WithPartitionWidth(time.Minute))
+	b, err := postgres.Open(ctx, database(t), postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	stream := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	// a creates the partitions of minutes 0 and 1; b those of 10 and 11.
+	if _, err := a.Append(ctx, []event.Record{storagetest.Checkpoint(stream, "1", true, t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, []event.Record{storagetest.Checkpoint(stream, "2", true, t0.Add(10*time.Minute))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Compact(ctx, t0.Add(5*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range partitionsOf(t, schema) {
+		if p.name == "krply_records_p"+fmt.Sprint(t0.Unix()/60+1) {
+			t.Fatalf("the compaction left partition %s", p.name)
+		}
+	}
+	late := storagetest.Checkpoint(stream, "3", false, t0.Add(time.Minute+time.Second))
+	res, err := a.Append(ctx, []event.Record{late})
+	if err != nil || res.Inserted != 1 {
+		t.Fatalf("Append into a partition another store dropped: %+v, %v", res, err)
+	}
+	if got, err := b.Get(ctx, late.EventID); err != nil || got.IngestSeq != res.Seqs[0] {
+		t.Fatalf("Get of the late record = seq %d, %v; Append said %d", got.IngestSeq, err, res.Seqs[0])
+	}
+}

@@ -1,0 +1,194 @@
+package transfer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
+)
+
+// Import reads an export stream from rd and appends its records to store,
+// in the stream's order, WithBatchSize records per Append (one
+// transaction each). Records the journal holds already (the same EventID)
+// are not stored again, so importing a stream twice adds nothing the
+// second time, and an import cut short is completed by importing the
+// whole stream again.
+//
+// Every line is checked before its batch is appended: it must be JSON of
+// the kind its place calls for, and each record must be one the journal
+// accepts (storage.ErrInvalidRecord; a body that does not match its
+// ObjectHash is one). The last batch is appended only after the trailer,
+// whose counts must match. A stream that is not an export, of a newer
+// format, corrupt, or cut short fails with a *LineError (wrapping
+// ErrInvalidStream) naming the line, and no record of the batch that line
+// belongs to is stored: the journal then holds whole batches, a prefix of
+// the stream, which LineError.Records counts. To import all or nothing,
+// Verify the stream first.
+//
+// The importing journal assigns its own IngestSeqs, in the stream's
+// order. Stream lines are checked, not applied: a stream's status follows
+// from its records.
+func Import(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts ...ImportOption) (Result, error) {
+	if store == nil {
+		return Result{}, fmt.Errorf("transfer: %w: Import needs a journal", storage.ErrInvalidArgument)
+	}
+	return read(ctx, rd, store, opts)
+}
+
+// Verify reads an export stream as Import does, checking every line, the
+// order of lines and the trailer's counts, and stores nothing. A stream
+// Verify accepts, Import accepts too (unless the journal refuses a write).
+func Verify(ctx context.Context, rd io.Reader, opts ...ImportOption) (Result, error) {
+	return read(ctx, rd, nil, opts)
+}
+
+func read(ctx context.Context, rd io.Reader, store storage.Writer, opts []ImportOption) (Result, error) {
+	c, err := importConfig(opts)
+	if err != nil {
+		return Result{}, err
+	}
+	if rd == nil {
+		return Result{}, fmt.Errorf("transfer: %w: no reader to import from", storage.ErrInvalidArgument)
+	}
+	im := &importer{ctx: ctx, c: c, store: store, lr: newLineReader(rd)}
+	err = im.run()
+	im.res.Lines, im.res.Bytes = im.lr.line, im.lr.bytes
+	if err != nil {
+		return im.res, &LineError{Line: im.lr.line, Records: im.res.Inserted + im.res.Duplicates, Err: err}
+	}
+	c.report(im.res.Progress)
+	return im.res, nil
+}
+
+type importer struct {
+	ctx   context.Context
+	c     *config
+	store storage.Writer
+	lr    *lineReader
+	batch []event.Record
+	res   Result
+}
+
+// The parts of a stream, in order.
+const (
+	partRecords = iota
+	partStreams
+)
+
+func (im *importer) run() error {
+	first, err := im.lr.next()
+	if errors.Is(err, io.EOF) {
+		im.lr.line = 1
+		return fmt.Errorf("%w: the stream is empty: an export starts with its header line", ErrInvalidStream)
+	}
+	if err != nil {
+		return err
+	}
+	if err := im.header(first); err != nil {
+		return err
+	}
+	part := partRecords
+	for {
+		if err := im.ctx.Err(); err != nil {
+			return fmt.Errorf("transfer: import: %w", err)
+		}
+		data, err := im.lr.next()
+		if errors.Is(err, io.EOF) {
+			im.lr.line++
+			return fmt.Errorf("%w: the stream ends without its trailer line: it was cut short", ErrInvalidStream)
+		}
+		if err != nil {
+			return err
+		}
+		l, err := parseLine(data)
+		if err != nil {
+			return err
+		}
+		switch {
+		case l.Header != nil:
+			return fmt.Errorf("%w: a second header line", ErrInvalidStream)
+		case l.End != nil:
+			return im.end(l.End)
+		case l.Stream != nil:
+			part = partStreams
+			if _, err := event.ParseStreamID(l.Stream.StreamID); err != nil {
+				return fmt.Errorf("%w: stream line: %v", ErrInvalidStream, err)
+			}
+			im.res.Streams++
+		case part != partRecords:
+			return fmt.Errorf("%w: record %q after the stream lines: records come first", ErrInvalidStream, l.EventID)
+		default:
+			if err := im.record(l.Record); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (im *importer) header(data []byte) error {
+	l, err := parseLine(data)
+	if err != nil || l.Header == nil {
+		return fmt.Errorf("%w: the first line is not the header of a krply export ({\"krplyExport\":...})", ErrInvalidStream)
+	}
+	h := l.Header
+	switch {
+	case h.Format != formatName:
+		return fmt.Errorf("%w: header names format %q, want %q", ErrInvalidStream, h.Format, formatName)
+	case h.Version > FormatVersion:
+		return fmt.Errorf("%w: format version %d is newer than this krply reads (%d): import it with a newer krply", ErrInvalidStream, h.Version, FormatVersion)
+	case h.Version < 1:
+		return fmt.Errorf("%w: format version %d does not exist", ErrInvalidStream, h.Version)
+	}
+	im.res.Clusters = h.Clusters
+	return nil
+}
+
+func (im *importer) record(rec event.Record) error {
+	if err := journal.Validate(&rec); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidStream, err)
+	}
+	im.batch = append(im.batch, rec)
+	im.res.Records++
+	if len(im.batch) >= im.c.batch {
+		return im.flush()
+	}
+	return nil
+}
+
+// flush appends the batch, in one transaction.
+func (im *importer) flush() error {
+	if len(im.batch) == 0 {
+		return nil
+	}
+	if im.store != nil {
+		res, err := im.store.Append(im.ctx, im.batch)
+		if err != nil {
+			return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(im.batch), err)
+		}
+		im.res.Inserted += int64(res.Inserted)
+		im.res.Duplicates += int64(res.Duplicates)
+	}
+	clear(im.batch)
+	im.batch = im.batch[:0]
+	im.res.Lines, im.res.Bytes = im.lr.line, im.lr.bytes
+	im.c.report(im.res.Progress)
+	return nil
+}
+
+func (im *importer) end(t *trailer) error {
+	if t.Records != im.res.Records || t.Streams != im.res.Streams {
+		return fmt.Errorf("%w: the trailer counts %d records and %d streams, the stream holds %d and %d",
+			ErrInvalidStream, t.Records, t.Streams, im.res.Records, im.res.Streams)
+	}
+	if _, err := im.lr.next(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return fmt.Errorf("%w: a line after the trailer", ErrInvalidStream)
+		}
+		return err
+	}
+	return im.flush()
+}

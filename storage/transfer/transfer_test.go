@@ -246,8 +246,14 @@ func TestOptions(t *testing.T) {
 		name string
 		err  error
 	}{
-		{"batch 0", func() error { _, err := transfer.Export(ctx, src, &bytes.Buffer{}, transfer.WithBatchSize(0)); return err }()},
-		{"nil progress", func() error { _, err := transfer.Import(ctx, bytes.NewReader(all), dst, transfer.WithProgress(nil)); return err }()},
+		{"batch 0", func() error {
+			_, err := transfer.Export(ctx, src, &bytes.Buffer{}, transfer.WithBatchSize(0))
+			return err
+		}()},
+		{"nil progress", func() error {
+			_, err := transfer.Import(ctx, bytes.NewReader(all), dst, transfer.WithProgress(nil))
+			return err
+		}()},
 		{"empty cluster", func() error { _, err := transfer.Export(ctx, src, &bytes.Buffer{}, transfer.Clusters("")); return err }()},
 		{"until before since", func() error {
 			_, err := transfer.Export(ctx, src, &bytes.Buffer{}, transfer.Since(at(2)), transfer.Until(at(1)))

@@ -28,8 +28,9 @@
 //     it: what the API server sends), and as base64 in "objectBase64"
 //     otherwise. objectHash is the body's SHA-256 and is checked on import.
 //  3. One line per stream of the exported clusters: {"stream":{...}}, its
-//     storage.StreamStatus in the source when the export ended, lastSeq
-//     0 (a sequence number of the source is no use elsewhere).
+//     storage.StreamStatus in the source when the export ended, times in
+//     UTC, lastSeq 0 (a sequence number of the source is no use
+//     elsewhere). A stream with no record left is there too.
 //  4. The trailer, one line: {"end":{"records":N,"streams":M}}.
 //
 // Exporting the same journal twice, or exporting what an export was
@@ -53,10 +54,12 @@
 // query for any pair of backends.
 //
 // A Compact in the source keeps a stream's checkpoint and availability as
-// they were even when it removed the records they came from; the import
-// derives them from the records it gets, so after a compaction a stream's
-// AvailabilityReason may read differently (stream lines carry the
-// source's status, for a later version to restore it).
+// they were, even when it removed the records they came from. Import
+// restores them from the stream lines (storage.StreamRestorer, which both
+// stores of this module implement) for every stream whose records in the
+// importing journal are exactly the exported ones; a journal that also
+// holds records of its own for a stream derives its status from all of
+// them, and an export restricted in time restores nothing.
 //
 // # Import, batches and failures
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/krply/krply/storage"
 )
@@ -83,6 +84,9 @@ func (e *exporter) run() error {
 		}
 		for _, st := range streams {
 			st.LastSeq = 0 // a sequence number of the source journal: not carried
+			for _, t := range []*time.Time{&st.CheckpointAt, &st.LastBaselineEndAt, &st.LastGapAt, &st.FirstObservedAt, &st.LastObservedAt} {
+				*t = t.UTC()
+			}
 			if err := e.writeLine("stream", st); err != nil {
 				return err
 			}

@@ -30,8 +30,12 @@ import (
 // Verify the stream first.
 //
 // The importing journal assigns its own IngestSeqs, in the stream's
-// order. Stream lines are checked, not applied: a stream's status follows
-// from its records.
+// order. A stream's status follows from its records, except that its
+// checkpoint and availability are restored from its stream line when the
+// journal implements storage.StreamRestorer, the export was not
+// restricted in time, and the journal's records of the stream are exactly
+// the exported ones (after a Compact in the source, its records alone
+// may not give them); Result.StreamsRestored counts those streams.
 func Import(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts ...ImportOption) (Result, error) {
 	if store == nil {
 		return Result{}, fmt.Errorf("transfer: %w: Import needs a journal", storage.ErrInvalidArgument)
@@ -46,7 +50,7 @@ func Verify(ctx context.Context, rd io.Reader, opts ...ImportOption) (Result, er
 	return read(ctx, rd, nil, opts)
 }
 
-func read(ctx context.Context, rd io.Reader, store storage.Writer, opts []ImportOption) (Result, error) {
+func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []ImportOption) (Result, error) {
 	c, err := importConfig(opts)
 	if err != nil {
 		return Result{}, err
@@ -67,10 +71,14 @@ func read(ctx context.Context, rd io.Reader, store storage.Writer, opts []Import
 type importer struct {
 	ctx   context.Context
 	c     *config
-	store storage.Writer
+	store storage.ReadWriter
 	lr    *lineReader
 	batch []event.Record
 	res   Result
+	// window is true when the export was restricted in time; streams are
+	// the stream lines.
+	window  bool
+	streams []storage.StreamStatus
 }
 
 // The parts of a stream, in order.
@@ -119,6 +127,7 @@ func (im *importer) run() error {
 				return fmt.Errorf("%w: stream line: %v", ErrInvalidStream, err)
 			}
 			im.res.Streams++
+			im.streams = append(im.streams, *l.Stream)
 		case part != partRecords:
 			return fmt.Errorf("%w: record %q after the stream lines: records come first", ErrInvalidStream, l.EventID)
 		default:
@@ -144,6 +153,7 @@ func (im *importer) header(data []byte) error {
 		return fmt.Errorf("%w: format version %d does not exist", ErrInvalidStream, h.Version)
 	}
 	im.res.Clusters = h.Clusters
+	im.window = h.Since != nil || h.Until != nil
 	return nil
 }
 
@@ -190,5 +200,55 @@ func (im *importer) end(t *trailer) error {
 		}
 		return err
 	}
-	return im.flush()
+	if err := im.flush(); err != nil {
+		return err
+	}
+	return im.restore()
+}
+
+// restore sets the checkpoint and availability of the streams whose
+// records in the journal are exactly those the exported stream had (same
+// count, bounds, baselines and gaps) where they differ from the exported
+// ones, which happens after a Compact in the source. A stream with
+// other records as well (the journal recorded it too) follows from all
+// of its records; an export restricted in time restores nothing.
+func (im *importer) restore() error {
+	sr, ok := im.store.(storage.StreamRestorer)
+	if !ok || im.window {
+		return nil
+	}
+	var todo []storage.StreamStatus
+	for _, want := range im.streams {
+		got, err := im.store.StreamStatus(im.ctx, want.StreamID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) && want.Records == 0:
+			todo = append(todo, want)
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return fmt.Errorf("transfer: import: stream %s: %w", want.StreamID, err)
+		case err == nil && sameRecords(got, want) && !sameDurable(got, want):
+			todo = append(todo, want)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	if err := sr.RestoreStreams(im.ctx, todo); err != nil {
+		return fmt.Errorf("transfer: import: restore the checkpoint and availability of %d streams: %w", len(todo), err)
+	}
+	im.res.StreamsRestored = len(todo)
+	return nil
+}
+
+// sameRecords reports whether two statuses describe the same records.
+func sameRecords(a, b storage.StreamStatus) bool {
+	return a.Records == b.Records && a.FirstObservedAt.Equal(b.FirstObservedAt) && a.LastObservedAt.Equal(b.LastObservedAt) &&
+		a.LastBaselineID == b.LastBaselineID && a.LastBaselineEndAt.Equal(b.LastBaselineEndAt) &&
+		a.OpenBaselineID == b.OpenBaselineID && a.Gaps == b.Gaps && a.LastGapAt.Equal(b.LastGapAt)
+}
+
+// sameDurable reports whether two statuses have the same checkpoint and
+// availability.
+func sameDurable(a, b storage.StreamStatus) bool {
+	return a.CheckpointRV == b.CheckpointRV && a.CheckpointAt.Equal(b.CheckpointAt) &&
+		a.Available == b.Available && a.AvailabilityReason == b.AvailabilityReason
 }

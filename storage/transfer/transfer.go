@@ -57,6 +57,9 @@ type Result struct {
 	// the journal had already (zero for Export and Verify).
 	Inserted   int64 `json:"inserted"`
 	Duplicates int64 `json:"duplicates"`
+	// StreamsRestored counts the streams whose checkpoint and
+	// availability Import restored from their stream lines (see Import).
+	StreamsRestored int `json:"streamsRestored"`
 }
 
 // ExportOption configures Export.

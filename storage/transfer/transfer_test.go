@@ -44,13 +44,14 @@ func handJournal(t *testing.T, s storage.ReadWriter) {
 	refA2 := storagetest.Ref(cmShop, "ConfigMap", "shop", "a", "ua", "12")
 	eA2 := storagetest.Event(cmShop, event.Modified, refA2, a2, at(5))
 	recs = append(recs, eA2, storagetest.Checkpoint(cmShop, "13", true, at(10)))
+	recs = append(recs, storagetest.CoverageChange(cmShop, false, "403 Forbidden", 403, at(12)),
+		storagetest.CoverageChange(cmShop, true, "coverage restored", 0, at(15)))
 	recs = append(recs, storagetest.Gap(cmShop, at(10), at(20), "410 Gone: too old resource version", "13"))
 	relist := storagetest.BaselineBegin(cmShop, "b2", at(21), []storagetest.Item{{Ref: refA2, Object: a2}})
 	end := storagetest.BaselineEnd(cmShop, "b2", at(21), "30", 1)
 	end.Baseline.ClosesGap = recs[len(recs)-1].EventID
 	recs = append(recs, relist...)
 	recs = append(recs, storagetest.InferredDelete(cmShop, recs[2], at(10), at(21), "b2"), end)
-	recs = append(recs, storagetest.CoverageChange(cmShop, false, "403 Forbidden", 403, at(25)))
 
 	d := storagetest.Deployment("shop", "web", "uw", "5", 2, "nginx:1.27")
 	refD := storagetest.Ref(deploy, "Deployment", "shop", "web", "uw", "5")

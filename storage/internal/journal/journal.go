@@ -189,12 +189,19 @@ func RebuildStatus(old storage.StreamStatus, records []*event.Record) storage.St
 	for _, rec := range records {
 		ApplyStatus(&st, rec)
 	}
-	st.CheckpointRV, st.CheckpointAt = old.CheckpointRV, old.CheckpointAt
-	st.Available, st.AvailabilityReason = old.Available, old.AvailabilityReason
+	RestoreDurable(&st, old)
 	if st.LastSeq == 0 {
 		st.LastSeq = old.LastSeq
 	}
 	return st
+}
+
+// RestoreDurable sets the durable state of st — what RebuildStatus keeps
+// from before a compaction: the checkpoint and the availability — to
+// want's (storage.StreamRestorer).
+func RestoreDurable(st *storage.StreamStatus, want storage.StreamStatus) {
+	st.CheckpointRV, st.CheckpointAt = want.CheckpointRV, want.CheckpointAt
+	st.Available, st.AvailabilityReason = want.Available, want.AvailabilityReason
 }
 
 // ErrInvalidCursor is returned (wrapped) for a page cursor that no backend

@@ -100,8 +100,9 @@ const MaxTimes = 60
 
 // Answers returns every answer the journal gives, one per line, in an
 // order that does not depend on the backend: every record with its body's
-// SHA-256, the stream statuses, the statistics (but the stored sizes,
-// which are the backend's), each stream's timeline and coverage, and,
+// SHA-256, the stream statuses, the counts of records and events (not
+// those of bodies and bytes, which are the backend's: SQLite keeps a body
+// no record uses after a Compact), each stream's timeline and coverage, and,
 // through a materialize.Materializer, the history of every object and,
 // at times chosen from the journal (each record's and payload's time and
 // the nanosecond before, at most MaxTimes of them spread evenly), every
@@ -165,8 +166,7 @@ func Answers(t testing.TB, j storage.ReadWriter) []string {
 
 	st, err := j.Stats(ctx)
 	fail("Stats", err)
-	st.FileBytes, st.BodyBytes = 0, 0
-	a.add("stats", st)
+	a.add("stats", "records", st.Records, "events", st.Events)
 	streams, err := j.Streams(ctx, "")
 	fail("Streams", err)
 	for _, s := range streams {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 )
 
@@ -134,14 +135,43 @@ func (e *exporter) clusters() ([]string, error) {
 }
 
 // records writes the records of one cluster ("" for all) up to seq last.
+// One goroutine reads the pages while this one writes the page before.
 func (e *exporter) records(cluster string, last int64) error {
-	q := storage.Query{ClusterID: cluster, Since: e.c.since, Until: e.c.until, BeforeSeq: last + 1, Limit: e.c.batch}
-	for last > 0 {
-		page, err := e.r.Records(e.ctx, q)
-		if err != nil {
-			return fmt.Errorf("transfer: export: records after #%d: %w", q.AfterSeq, err)
+	if last == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	type page struct {
+		records []event.Record
+		err     error
+	}
+	pages := make(chan page, 2)
+	go func() {
+		defer close(pages)
+		q := storage.Query{ClusterID: cluster, Since: e.c.since, Until: e.c.until, BeforeSeq: last + 1, Limit: e.c.batch}
+		for {
+			p, err := e.r.Records(ctx, q)
+			if err != nil {
+				err = fmt.Errorf("transfer: export: records after #%d: %w", q.AfterSeq, err)
+			}
+			select {
+			case pages <- page{p.Records, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || len(p.Records) < q.Limit {
+				return
+			}
+			q.AfterSeq = p.Records[len(p.Records)-1].IngestSeq
 		}
-		for _, rec := range page.Records {
+	}()
+	for p := range pages {
+		if p.err != nil {
+			return p.err
+		}
+		for _, rec := range p.records {
+			var err error
 			if e.buf, err = appendRecordLine(e.buf[:0], rec); err != nil {
 				return err
 			}
@@ -149,14 +179,10 @@ func (e *exporter) records(cluster string, last int64) error {
 				return err
 			}
 			e.res.Records++
-			q.AfterSeq = rec.IngestSeq
 		}
 		e.c.report(e.res.Progress)
-		if len(page.Records) < q.Limit {
-			return nil
-		}
 	}
-	return nil
+	return ctx.Err()
 }
 
 func (e *exporter) writeLine(key string, v any) error {

@@ -58,14 +58,66 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 	if rd == nil {
 		return Result{}, fmt.Errorf("transfer: %w: no reader to import from", storage.ErrInvalidArgument)
 	}
-	im := &importer{ctx: ctx, c: c, store: store, lr: newLineReader(rd)}
-	err = im.run()
-	im.res.Lines, im.res.Bytes = im.lr.line, im.lr.bytes
-	if err != nil {
-		return im.res, &LineError{Line: im.lr.line, Records: im.res.Inserted + im.res.Duplicates, Err: err}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	im := &importer{ctx: pctx, c: c, store: store, lr: newLineReader(rd), batches: make(chan batch, 2)}
+	// One goroutine reads and checks lines into batches while this one
+	// appends the batches before them, in order.
+	var parseErr error
+	go func() {
+		defer close(im.batches)
+		parseErr = im.run()
+	}()
+	var failed *LineError
+	var committed int64
+	var last batch
+	for b := range im.batches {
+		if failed != nil {
+			continue // drain: the reader stops at its next send
+		}
+		if err := im.append(b); err != nil {
+			failed = &LineError{Line: b.line, Records: committed, Err: err}
+			cancel()
+			continue
+		}
+		committed += int64(len(b.records))
+		last = b
+		c.report(Progress{Lines: b.line, Records: b.count, Bytes: b.bytes})
 	}
-	c.report(im.res.Progress)
-	return im.res, nil
+	res := im.res
+	res.Lines, res.Bytes = im.lr.line, im.lr.bytes
+	switch {
+	case failed != nil:
+		return res, failed
+	case parseErr != nil:
+		return res, &LineError{Line: im.lr.line, Records: committed, Err: parseErr}
+	}
+	if err := im.restore(); err != nil {
+		return res, &LineError{Line: last.line, Records: committed, Err: err}
+	}
+	res.StreamsRestored = im.res.StreamsRestored
+	c.report(res.Progress)
+	return res, nil
+}
+
+// batch is a batch of checked records and where the stream was after it.
+type batch struct {
+	records            []event.Record
+	line, bytes, count int64
+}
+
+// append appends a batch in one transaction.
+func (im *importer) append(b batch) error {
+	if im.store == nil {
+		return nil
+	}
+	res, err := im.store.Append(im.ctx, b.records)
+	if err != nil {
+		return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(b.records), err)
+	}
+	im.res.Inserted += int64(res.Inserted)
+	im.res.Duplicates += int64(res.Duplicates)
+	return nil
 }
 
 type importer struct {
@@ -73,8 +125,13 @@ type importer struct {
 	c     *config
 	store storage.ReadWriter
 	lr    *lineReader
-	batch []event.Record
-	res   Result
+	// batch is the batch being read; batches go to the appender.
+	batch   []event.Record
+	batches chan batch
+	// res is shared: the reader sets Records, Streams and Clusters, the
+	// appender Inserted, Duplicates and StreamsRestored; read it after
+	// the reader ended.
+	res Result
 	// window is true when the export was restricted in time; streams are
 	// the stream lines.
 	window  bool
@@ -169,24 +226,19 @@ func (im *importer) record(rec event.Record) error {
 	return nil
 }
 
-// flush appends the batch, in one transaction.
+// flush hands the batch to the appender.
 func (im *importer) flush() error {
 	if len(im.batch) == 0 {
 		return nil
 	}
-	if im.store != nil {
-		res, err := im.store.Append(im.ctx, im.batch)
-		if err != nil {
-			return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(im.batch), err)
-		}
-		im.res.Inserted += int64(res.Inserted)
-		im.res.Duplicates += int64(res.Duplicates)
+	b := batch{records: im.batch, line: im.lr.line, bytes: im.lr.bytes, count: im.res.Records}
+	im.batch = make([]event.Record, 0, im.c.batch)
+	select {
+	case im.batches <- b:
+		return nil
+	case <-im.ctx.Done():
+		return fmt.Errorf("transfer: import: %w", context.Cause(im.ctx))
 	}
-	clear(im.batch)
-	im.batch = im.batch[:0]
-	im.res.Lines, im.res.Bytes = im.lr.line, im.lr.bytes
-	im.c.report(im.res.Progress)
-	return nil
 }
 
 func (im *importer) end(t *trailer) error {
@@ -200,10 +252,7 @@ func (im *importer) end(t *trailer) error {
 		}
 		return err
 	}
-	if err := im.flush(); err != nil {
-		return err
-	}
-	return im.restore()
+	return im.flush()
 }
 
 // restore sets the checkpoint and availability of the streams whose

@@ -164,8 +164,45 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
+// objectKey is how a record line written by Export holds its body: the
+// last key. Inside a JSON string a quote is escaped, so the first place
+// these bytes occur is a key.
+var objectKey = []byte(`,"object":`)
+
 // parseLine decodes one line strictly: unknown keys are an error.
 func parseLine(data []byte) (*line, error) {
+	if l := parseRecordLine(data); l != nil {
+		return l, nil
+	}
+	return parseAny(data)
+}
+
+// parseRecordLine decodes a record line as Export writes it, with its
+// body last, decoding what precedes the body and checking the body as
+// JSON, instead of decoding the whole line: twice as fast for a line that
+// is mostly body. It returns nil for any other line, which parseAny then
+// decodes (and rejects, when it is wrong) as a whole.
+func parseRecordLine(data []byte) *line {
+	i := bytes.Index(data, objectKey)
+	if i < 0 || len(data) < i+len(objectKey)+2 || data[len(data)-1] != '}' {
+		return nil
+	}
+	body := data[i+len(objectKey) : len(data)-1]
+	if !embeddable(body) {
+		return nil
+	}
+	head := make([]byte, 0, i+1)
+	head = append(append(head, data[:i]...), '}')
+	l, err := parseAny(head)
+	if err != nil || l.Type == "" || l.Object != nil || l.ObjectBase64 != nil {
+		return nil
+	}
+	l.Object = bytes.Clone(body)
+	return l
+}
+
+// parseAny decodes any line as a whole.
+func parseAny(data []byte) (*line, error) {
 	var l line
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -3,6 +3,7 @@ package transfer
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/krply/krply/storage"
@@ -31,7 +32,7 @@ type LineError struct {
 }
 
 func (e *LineError) Error() string {
-	return fmt.Sprintf("transfer: line %d: %v", e.Line, e.Err)
+	return fmt.Sprintf("transfer: line %d: %s", e.Line, strings.TrimPrefix(e.Err.Error(), "transfer: "))
 }
 
 func (e *LineError) Unwrap() error { return e.Err }

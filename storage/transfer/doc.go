@@ -84,9 +84,24 @@
 // again completes it, and nothing is stored twice. To import all or
 // nothing, call Verify on the stream first (for a file: open it twice).
 //
+// # Into a journal that has records already
+//
+// An import appends after what the journal holds. Records of clusters and
+// streams the journal does not record simply join it (several clusters'
+// exports into one journal). A stream the journal records already can
+// only be continued: a record observed before that stream's last record in
+// the journal is refused with ErrOutOfOrder (within a stream, records are
+// appended in the order of their ObservedAt, and the stream's baselines
+// and gaps must not interleave two histories), unless the journal holds
+// that record already. Export Since the stream's last time to continue
+// it. Do not import into a stream a recorder is writing meanwhile.
+//
 // # Concurrency
 //
-// Export only reads: it runs beside recorders and queries. It exports the
-// records stored when it began. Import appends in batches like any writer,
-// beside recorders of the same journal.
+// Export only reads: it runs beside recorders and queries, and exports
+// the records stored when it began; a Compact meanwhile may make it miss
+// or repeat records. Each call uses one goroutine besides the caller's:
+// Export reads the next page while it writes one, Import checks the next
+// batch while it appends one. Import appends in batches like any writer,
+// beside recorders of other streams of the same journal.
 package transfer

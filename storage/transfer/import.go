@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
@@ -30,7 +31,9 @@ import (
 // Verify the stream first.
 //
 // The importing journal assigns its own IngestSeqs, in the stream's
-// order. A stream's status follows from its records, except that its
+// order. A record of a stream the journal records already must not be
+// observed before that stream's last record there (ErrOutOfOrder; see the
+// package documentation). A stream's status follows from its records, except that its
 // checkpoint and availability are restored from its stream line when the
 // journal implements storage.StreamRestorer, the export was not
 // restricted in time, and the journal's records of the stream are exactly
@@ -111,6 +114,9 @@ func (im *importer) append(b batch) error {
 	if im.store == nil {
 		return nil
 	}
+	if err := im.inOrder(b.records); err != nil {
+		return err
+	}
 	res, err := im.store.Append(im.ctx, b.records)
 	if err != nil {
 		return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(b.records), err)
@@ -120,11 +126,52 @@ func (im *importer) append(b batch) error {
 	return nil
 }
 
+// inOrder refuses a batch that would add to a stream a record observed
+// before the stream's last record in the journal as it was when the
+// import began: within a stream ObservedAt must not decrease in append
+// order (storage.Writer), and the stream's timeline would interleave two
+// histories. A record the journal holds already is no such addition (a
+// second import); it is looked up only when its time is suspect.
+func (im *importer) inOrder(records []event.Record) error {
+	if im.lastAt == nil {
+		im.lastAt = map[string]time.Time{}
+	}
+	for _, rec := range records {
+		if rec.StreamID == "" {
+			continue
+		}
+		last, ok := im.lastAt[rec.StreamID]
+		if !ok {
+			st, err := im.store.StreamStatus(im.ctx, rec.StreamID)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) {
+				return fmt.Errorf("transfer: import: stream %s: %w", rec.StreamID, err)
+			}
+			last = st.LastObservedAt
+			im.lastAt[rec.StreamID] = last
+		}
+		if !rec.ObservedAt.Before(last) {
+			continue
+		}
+		_, err := im.store.Get(im.ctx, rec.EventID)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			return fmt.Errorf("%w: record %q of stream %s is observed at %s, before the stream's last record in the journal (%s): import it into a journal that does not record the stream, or export only the records after that (Since)",
+				ErrOutOfOrder, rec.EventID, rec.StreamID, rec.ObservedAt.UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano))
+		case err != nil:
+			return fmt.Errorf("transfer: import: look up %q: %w", rec.EventID, err)
+		}
+	}
+	return nil
+}
+
 type importer struct {
-	ctx   context.Context
-	c     *config
-	store storage.ReadWriter
-	lr    *lineReader
+	// lastAt holds, per stream, its last ObservedAt in the journal when
+	// the import first met it (the appender's).
+	lastAt map[string]time.Time
+	ctx    context.Context
+	c      *config
+	store  storage.ReadWriter
+	lr     *lineReader
 	// batch is the batch being read; batches go to the appender.
 	batch   []event.Record
 	batches chan batch

@@ -22,6 +22,12 @@ const formatName = "krply-journal"
 // wrap it in a *LineError that names the line.
 var ErrInvalidStream = errors.New("transfer: invalid export stream")
 
+// ErrOutOfOrder: Import would add to a stream a record observed before
+// the stream's last record in the importing journal. Within a stream,
+// records are appended in the order of their ObservedAt, which queries
+// rely on; an export cannot be merged into the middle of a stream.
+var ErrOutOfOrder = errors.New("transfer: record older than the journal's stream")
+
 // LineError is the error of Import and Verify about one line of the
 // stream (1 is the header). Records is how many records the import had
 // committed when it failed: whole batches, in stream order (see Import).

@@ -267,3 +267,42 @@ func TestOptions(t *testing.T) {
 		}
 	}
 }
+
+// Import adds to a stream only after the stream's last record in the
+// journal: an older record of a stream the journal records (a merge into
+// the middle of its history) is refused with ErrOutOfOrder, and its batch
+// stores nothing; a record the journal holds already, or a later one, is
+// fine.
+func TestImportKeepsStreamOrder(t *testing.T) {
+	ctx := context.Background()
+	dst := memory.New()
+	handJournal(t, dst) // its configmaps stream ends at 21s
+	ref := storagetest.Ref(cmShop, "ConfigMap", "shop", "z", "uz", "99")
+	older := memory.New()
+	if _, err := older.Append(ctx, []event.Record{
+		storagetest.Checkpoint(deploy, "6", false, at(40)), // after the deployments stream's last record (30s)
+		storagetest.Event(cmShop, event.Added, ref, storagetest.ConfigMap("shop", "z", "uz", "99", nil), at(8)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := countRecords(t, dst)
+	_, err := transfer.Import(ctx, bytes.NewReader(export(t, older)), dst)
+	var le *transfer.LineError
+	if !errors.Is(err, transfer.ErrOutOfOrder) || !errors.As(err, &le) || le.Line != 6 || !strings.Contains(err.Error(), "2026-03-01T12:00:21Z") {
+		t.Fatalf("Import of an older record of a recorded stream: %v, want ErrOutOfOrder at line 6 (the trailer: one batch) naming the stream's last time", err)
+	}
+	if got := countRecords(t, dst); got != before {
+		t.Errorf("%d records after the refused import, want %d", got, before)
+	}
+
+	later := memory.New()
+	if _, err := later.Append(ctx, []event.Record{storagetest.Event(cmShop, event.Added, ref, storagetest.ConfigMap("shop", "z", "uz", "99", nil), at(50))}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := transfer.Import(ctx, bytes.NewReader(export(t, later)), dst); err != nil || res.Inserted != 1 {
+		t.Errorf("Import of a later record: %+v, %v, want it inserted", res, err)
+	}
+	if res, err := transfer.Import(ctx, bytes.NewReader(export(t, dst)), dst); err != nil || res.Inserted != 0 {
+		t.Errorf("Import of the journal into itself: %+v, %v, want every record a duplicate", res, err)
+	}
+}

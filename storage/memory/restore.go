@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/internal/journal"
 )
@@ -15,10 +14,8 @@ func (s *Store) RestoreStreams(ctx context.Context, streams []storage.StreamStat
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: restore streams: %w", err)
 	}
-	for _, want := range streams {
-		if _, err := event.ParseStreamID(want.StreamID); err != nil {
-			return fmt.Errorf("memory: restore streams: %w: %w", storage.ErrInvalidRecord, err)
-		}
+	if _, err := journal.ParseStreams(streams); err != nil {
+		return fmt.Errorf("memory: restore streams: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

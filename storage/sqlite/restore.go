@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/internal/journal"
 )
@@ -17,13 +16,9 @@ func (s *Store) RestoreStreams(ctx context.Context, streams []storage.StreamStat
 		return err
 	}
 	defer done()
-	clusters := make([]string, len(streams))
-	for i, want := range streams {
-		s, err := event.ParseStreamID(want.StreamID)
-		if err != nil {
-			return fmt.Errorf("sqlite: restore streams: %w: %w", storage.ErrInvalidRecord, err)
-		}
-		clusters[i] = s.ClusterID
+	clusters, err := journal.ParseStreams(streams)
+	if err != nil {
+		return fmt.Errorf("sqlite: restore streams: %w", err)
 	}
 	if len(streams) == 0 {
 		return nil

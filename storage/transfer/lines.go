@@ -12,6 +12,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
 )
 
 // header is the first line: {"krplyExport":{...}}.
@@ -48,7 +49,7 @@ func appendRecordLine(buf []byte, rec event.Record) ([]byte, error) {
 	body := rec.Object
 	rec.Object = nil
 	rec.IngestSeq = 0
-	inUTC(&rec)
+	journal.InUTC(&rec)
 	var extra []byte
 	if len(body) > 0 && !embeddable(body) {
 		b64, err := json.Marshal([]byte(body)) // base64
@@ -72,32 +73,6 @@ func appendRecordLine(buf []byte, rec event.Record) ([]byte, error) {
 		buf = append(buf, data...)
 	}
 	return append(buf, '\n'), nil
-}
-
-// inUTC sets the times of rec in UTC (the backends keep the instant, not
-// always the zone), copying the payloads it changes.
-func inUTC(rec *event.Record) {
-	rec.ObservedAt = rec.ObservedAt.UTC()
-	if rec.Gap != nil {
-		g := *rec.Gap
-		g.From, g.To = g.From.UTC(), g.To.UTC()
-		rec.Gap = &g
-	}
-	if rec.Inferred != nil {
-		d := *rec.Inferred
-		d.From, d.To = d.From.UTC(), d.To.UTC()
-		rec.Inferred = &d
-	}
-	if rec.Saved != nil {
-		s := *rec.Saved
-		s.At = s.At.UTC()
-		rec.Saved = &s
-	}
-	if rec.Audit != nil {
-		a := *rec.Audit
-		a.RequestReceivedAt = a.RequestReceivedAt.UTC()
-		rec.Audit = &a
-	}
 }
 
 // embeddable reports whether body can be written into a line as JSON and

@@ -204,6 +204,47 @@ func RestoreDurable(st *storage.StreamStatus, want storage.StreamStatus) {
 	st.Available, st.AvailabilityReason = want.Available, want.AvailabilityReason
 }
 
+// InUTC sets the times of rec, its payloads' included, in UTC, copying the
+// payloads it changes: the stores keep instants, not always their zones.
+func InUTC(rec *event.Record) {
+	rec.ObservedAt = rec.ObservedAt.UTC()
+	if rec.Gap != nil {
+		g := *rec.Gap
+		g.From, g.To = g.From.UTC(), g.To.UTC()
+		rec.Gap = &g
+	}
+	if rec.Inferred != nil {
+		d := *rec.Inferred
+		d.From, d.To = d.From.UTC(), d.To.UTC()
+		rec.Inferred = &d
+	}
+	if rec.Saved != nil {
+		s := *rec.Saved
+		s.At = s.At.UTC()
+		rec.Saved = &s
+	}
+	if rec.Audit != nil {
+		a := *rec.Audit
+		a.RequestReceivedAt = a.RequestReceivedAt.UTC()
+		rec.Audit = &a
+	}
+}
+
+// ParseStreams returns the clusters of the streams of a
+// StreamRestorer.RestoreStreams call, or an error wrapping
+// storage.ErrInvalidRecord for a stream ID ParseStreamID refuses.
+func ParseStreams(streams []storage.StreamStatus) ([]string, error) {
+	clusters := make([]string, len(streams))
+	for i, st := range streams {
+		s, err := event.ParseStreamID(st.StreamID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", storage.ErrInvalidRecord, err)
+		}
+		clusters[i] = s.ClusterID
+	}
+	return clusters, nil
+}
+
 // ErrInvalidCursor is returned (wrapped) for a page cursor that no backend
 // produced for this query.
 var ErrInvalidCursor = fmt.Errorf("%w: invalid cursor", storage.ErrInvalidQuery)

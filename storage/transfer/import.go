@@ -32,13 +32,14 @@ import (
 //
 // The importing journal assigns its own IngestSeqs, in the stream's
 // order. A record of a stream the journal records already must not be
-// observed before that stream's last record there (ErrOutOfOrder; see the
-// package documentation). A stream's status follows from its records, except that its
-// checkpoint and availability are restored from its stream line when the
-// journal implements storage.StreamRestorer, the export was not
-// restricted in time, and the journal's records of the stream are exactly
-// the exported ones (after a Compact in the source, its records alone
-// may not give them); Result.StreamsRestored counts those streams.
+// observed before that stream's last record there (ErrOutOfOrder; see
+// the package documentation). A stream's status follows from its
+// records, except that its checkpoint and availability are restored from
+// its stream line when the journal implements storage.StreamRestorer, the
+// export was not restricted in time, and the journal's records of the
+// stream are exactly the exported ones (after a Compact in the source,
+// its records alone may not give them); Result.StreamsRestored counts
+// those streams.
 func Import(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts ...ImportOption) (Result, error) {
 	if store == nil {
 		return Result{}, fmt.Errorf("transfer: %w: Import needs a journal", storage.ErrInvalidArgument)

@@ -306,3 +306,28 @@ func TestImportKeepsStreamOrder(t *testing.T) {
 		t.Errorf("Import of the journal into itself: %+v, %v, want every record a duplicate", res, err)
 	}
 }
+
+// Times are written in UTC whatever zone the store hands out (the memory
+// store keeps the zone it was given, SQLite does not), so that exports of
+// the same journal from any backend are the same bytes; the instants stay.
+func TestExportWritesUTC(t *testing.T) {
+	ctx := context.Background()
+	zone := time.FixedZone("CET", 3600)
+	src := memory.New()
+	gap := storagetest.Gap(cmShop, at(1).In(zone), at(2).In(zone), "410 Gone", "5")
+	if _, err := src.Append(ctx, []event.Record{gap}); err != nil {
+		t.Fatal(err)
+	}
+	out := string(export(t, src))
+	if strings.Contains(out, "+01:00") || !strings.Contains(out, `"gap":{"from":"2026-03-01T12:00:01Z","to":"2026-03-01T12:00:02Z"`) {
+		t.Errorf("the export has times outside UTC:\n%s", out)
+	}
+	dst := openSQLite(t)
+	if _, err := transfer.Import(ctx, strings.NewReader(out), dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dst.Get(ctx, gap.EventID)
+	if err != nil || !got.ObservedAt.Equal(gap.ObservedAt) || !got.Gap.From.Equal(gap.Gap.From) {
+		t.Errorf("imported %+v, %v: want the same instants as %+v", got, err, gap)
+	}
+}

@@ -102,7 +102,8 @@ const MaxTimes = 60
 // order that does not depend on the backend: every record with its body's
 // SHA-256, the stream statuses, the counts of records and events (not
 // those of bodies and bytes, which are the backend's: SQLite keeps a body
-// no record uses after a Compact), each stream's timeline and coverage, and,
+// no record uses after a Compact), each stream's timeline, evidence, and
+// coverage and live objects at each time below, and,
 // through a materialize.Materializer, the history of every object and,
 // at times chosen from the journal (each record's and payload's time and
 // the nanosecond before, at most MaxTimes of them spread evenly), every
@@ -180,6 +181,8 @@ func Answers(t testing.TB, j storage.ReadWriter) []string {
 		for _, at := range times {
 			c, err := storage.CoverageAt(ctx, j, s.StreamID, at)
 			a.add("CoverageAt", c, errText(err))
+			alive, err := j.AliveAt(ctx, storage.AliveQuery{StreamID: s.StreamID, At: at, WithoutBodies: true})
+			a.add("AliveAt", s.StreamID, at, alive, errText(err))
 		}
 	}
 	clusterIDs := slices.Sorted(maps.Keys(clusters))

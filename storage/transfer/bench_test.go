@@ -32,6 +32,19 @@ func benchRecords(b *testing.B) int {
 	return 1_000_000
 }
 
+// benchBatch is the batch size of the imports: DefaultBatchSize, or
+// KRPLY_BENCH_BATCH.
+func benchBatch(b *testing.B) int {
+	if s := os.Getenv("KRPLY_BENCH_BATCH"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	return transfer.DefaultBatchSize
+}
+
 // benchJournal writes a journal of n records to a SQLite file in dir
 // (kept when KRPLY_BENCH_DIR names it): 10,000 ConfigMaps in 20
 // namespace streams, each stream's baseline, then changes to them with a
@@ -170,7 +183,7 @@ func BenchmarkTransfer(b *testing.B) {
 		if into == nil {
 			res, err = transfer.Verify(ctx, bufio.NewReader(f))
 		} else {
-			res, err = transfer.Import(ctx, f, into)
+			res, err = transfer.Import(ctx, f, into, transfer.WithBatchSize(benchBatch(b)))
 		}
 		if err != nil {
 			b.Fatal(err)

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/sqlite"
@@ -51,7 +53,9 @@ func handJournal(t *testing.T, s storage.ReadWriter) {
 	end := storagetest.BaselineEnd(cmShop, "b2", at(21), "30", 1)
 	end.Baseline.ClosesGap = recs[len(recs)-1].EventID
 	recs = append(recs, relist...)
-	recs = append(recs, storagetest.InferredDelete(cmShop, recs[2], at(10), at(21), "b2"), end)
+	// The collector appends the end, then the deletions it infers, in one batch.
+	recs = append(recs, end, storagetest.InferredDelete(cmShop, recs[2], at(10), at(21), "b2"))
+	recs = append(recs, storagetest.Checkpoint(cmShop, "31", false, at(25)))
 
 	d := storagetest.Deployment("shop", "web", "uw", "5", 2, "nginx:1.27")
 	refD := storagetest.Ref(deploy, "Deployment", "shop", "web", "uw", "5")
@@ -66,6 +70,9 @@ func handJournal(t *testing.T, s storage.ReadWriter) {
 	recs = append(recs, storagetest.Document(event.TypeSnapshot, "c1", "snap-1", "before", at(4), true,
 		[]byte("{\n  \"items\": [],\n  \"note\": \"indented\"\n}")))
 	recs = append(recs, storagetest.Document(event.TypePlan, "", "plan-1", "plan", at(7), false, []byte(" not JSON \xff")))
+	// Appended in the order of time, as recorders write (a stable sort
+	// keeps a baseline's end before the deletions inferred from it).
+	sort.SliceStable(recs, func(i, k int) bool { return recs[i].ObservedAt.Before(recs[k].ObservedAt) })
 	if _, err := s.Append(ctx, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +283,7 @@ func TestOptions(t *testing.T) {
 func TestImportKeepsStreamOrder(t *testing.T) {
 	ctx := context.Background()
 	dst := memory.New()
-	handJournal(t, dst) // its configmaps stream ends at 21s
+	handJournal(t, dst) // its configmaps stream ends at 25s
 	ref := storagetest.Ref(cmShop, "ConfigMap", "shop", "z", "uz", "99")
 	older := memory.New()
 	if _, err := older.Append(ctx, []event.Record{
@@ -288,7 +295,7 @@ func TestImportKeepsStreamOrder(t *testing.T) {
 	before := countRecords(t, dst)
 	_, err := transfer.Import(ctx, bytes.NewReader(export(t, older)), dst)
 	var le *transfer.LineError
-	if !errors.Is(err, transfer.ErrOutOfOrder) || !errors.As(err, &le) || le.Line != 6 || !strings.Contains(err.Error(), "2026-03-01T12:00:21Z") {
+	if !errors.Is(err, transfer.ErrOutOfOrder) || !errors.As(err, &le) || le.Line != 6 || !strings.Contains(err.Error(), "2026-03-01T12:00:25Z") {
 		t.Fatalf("Import of an older record of a recorded stream: %v, want ErrOutOfOrder at line 6 (the trailer: one batch) naming the stream's last time", err)
 	}
 	if got := countRecords(t, dst); got != before {
@@ -329,5 +336,70 @@ func TestExportWritesUTC(t *testing.T) {
 	got, err := dst.Get(ctx, gap.EventID)
 	if err != nil || !got.ObservedAt.Equal(gap.ObservedAt) || !got.Gap.From.Equal(gap.Gap.From) {
 		t.Errorf("imported %+v, %v: want the same instants as %+v", got, err, gap)
+	}
+}
+
+// A stream cut anywhere leaves a journal — a prefix of the source in its
+// order — that never claims more than the source: every object state and
+// every snapshot that it says is covered or complete is the source's.
+// The cut right after a relist's baseline end, before the deletion
+// inferred from it, is the delicate one: the end's time is covered only
+// with later evidence of its stream, which comes after the deletion.
+func TestCutImportClaimsNoMore(t *testing.T) {
+	ctx := context.Background()
+	src := memory.New()
+	handJournal(t, src)
+	ls := lines(export(t, src))
+	var times []time.Time
+	for s := 0; s <= 32; s++ {
+		times = append(times, at(s).Add(-time.Nanosecond), at(s))
+	}
+	objs := []storage.ObjectID{
+		{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "a"},
+		{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "b"},
+		{ClusterID: "c1", Group: "apps", Resource: "deployments", Namespace: "shop", Name: "web"},
+		{ClusterID: "c2", Resource: "configmaps", Namespace: "default", Name: "x"},
+	}
+	want, err := materialize.New(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := 2; cut < len(ls); cut++ {
+		dst := memory.New()
+		if _, err := transfer.Import(ctx, strings.NewReader(strings.Join(ls[:cut], "")), dst, transfer.WithBatchSize(1)); !errors.Is(err, transfer.ErrInvalidStream) {
+			t.Fatalf("cut at line %d: %v, want ErrInvalidStream", cut+1, err)
+		}
+		got, err := materialize.New(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range times {
+			for _, obj := range objs {
+				g, err := got.ObjectAt(ctx, obj, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := want.ObjectAt(ctx, obj, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Covered && (g.Exists != w.Exists || string(g.Object) != string(w.Object)) {
+					t.Errorf("cut at line %d: %s at %s is covered, exists=%v; the source says exists=%v", cut+1, obj.Name, at.Format(time.RFC3339Nano), g.Exists, w.Exists)
+				}
+			}
+			for _, c := range []string{"c1", "c2"} {
+				g, err := got.Snapshot(ctx, materialize.Scope{ClusterID: c}, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := want.Snapshot(ctx, materialize.Scope{ClusterID: c}, at)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if g.Complete && (!w.Complete || len(g.Objects) != len(w.Objects)) {
+					t.Errorf("cut at line %d: the snapshot of %s at %s is complete with %d objects; the source's complete=%v with %d", cut+1, c, at.Format(time.RFC3339Nano), len(g.Objects), w.Complete, len(w.Objects))
+				}
+			}
+		}
 	}
 }

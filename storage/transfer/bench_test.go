@@ -21,28 +21,22 @@ import (
 
 // benchRecords is the size of the benchmark journal; KRPLY_BENCH_RECORDS
 // overrides it.
-func benchRecords(b *testing.B) int {
-	if s := os.Getenv("KRPLY_BENCH_RECORDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return n
-	}
-	return 1_000_000
-}
+func benchRecords(b *testing.B) int { return envInt(b, "KRPLY_BENCH_RECORDS", 1_000_000) }
 
-// benchBatch is the batch size of the imports: DefaultBatchSize, or
-// KRPLY_BENCH_BATCH.
-func benchBatch(b *testing.B) int {
-	if s := os.Getenv("KRPLY_BENCH_BATCH"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return n
+// benchBatch is the batch size of the imports; KRPLY_BENCH_BATCH
+// overrides DefaultBatchSize.
+func benchBatch(b *testing.B) int { return envInt(b, "KRPLY_BENCH_BATCH", transfer.DefaultBatchSize) }
+
+func envInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
 	}
-	return transfer.DefaultBatchSize
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	return n
 }
 
 // benchJournal writes a journal of n records to a SQLite file in dir

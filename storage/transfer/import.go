@@ -74,7 +74,6 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 	}()
 	var failed *LineError
 	var committed int64
-	var last batch
 	for b := range im.batches {
 		if failed != nil {
 			continue // drain: the reader stops at its next send
@@ -85,7 +84,6 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 			continue
 		}
 		committed += int64(len(b.records))
-		last = b
 		c.report(Progress{Lines: b.line, Records: b.count, Bytes: b.bytes})
 	}
 	res := im.res
@@ -97,7 +95,7 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 		return res, &LineError{Line: im.lr.line, Records: committed, Err: parseErr}
 	}
 	if err := im.restore(); err != nil {
-		return res, &LineError{Line: last.line, Records: committed, Err: err}
+		return res, &LineError{Line: res.Lines, Records: committed, Err: err}
 	}
 	res.StreamsRestored = im.res.StreamsRestored
 	c.report(res.Progress)

@@ -29,9 +29,13 @@ type Version struct {
 	// OriginBaseline (the first list) or OriginInferred.
 	Origin materialize.Origin
 	// Changes maps field paths, in materialize.FieldChange.Path form
-	// ("spec.replicas", `data.key`, "spec.template.spec.containers[name=app].image"),
-	// to the value each changed to, or Removed. Every listed path must be
-	// among the version's changes; others are not checked. Values compare
+	// ("spec.replicas", `data["config.yaml"]`,
+	// "spec.template.spec.containers[name=app].image"; see "Field paths" in
+	// the package documentation), to the value each changed to, or
+	// Removed. Every listed path must be among the version's changes, or
+	// inside a map or list a change added or removed whole
+	// (`metadata.annotations["example.com/x"]` matches the annotations
+	// added whole, with that key); others are not checked. Values compare
 	// as JSON, so 3, int64(3) and 3.0 are the same.
 	Changes map[string]any
 }
@@ -80,6 +84,14 @@ func checkChanges(got []materialize.FieldChange, want map[string]any) []string {
 	for _, path := range sortedKeys(want) {
 		fc, ok := byPath[path]
 		w := want[path]
+		if !ok {
+			// A field inside a map or list added or removed whole.
+			var whole string
+			if fc, whole, ok = inside(got, path); ok && fc.Op == "" {
+				problems = append(problems, fmt.Sprintf("%s did not change (%s changed whole, without it)", path, whole))
+				continue
+			}
+		}
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("%s did not change", path))

@@ -22,11 +22,9 @@ func BenchmarkNewCluster(b *testing.B) {
 		b.StartTimer()
 		krplytest.NewCluster(r, krplytest.WithObjects(objs[0], objs[1], objs[2], objs[3], objs[4], objs[5], objs[6], objs[7], objs[8], objs[9]))
 		b.StopTimer()
-		for i := len(r.cleanups) - 1; i >= 0; i-- {
-			r.cleanups[i]()
-		}
-		if len(r.errors) > 0 {
-			b.Fatal(r.errors)
+		r.Done()
+		if len(r.Errors) > 0 {
+			b.Fatal(r.Errors)
 		}
 		b.StartTimer()
 	}

@@ -8,11 +8,11 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
@@ -21,9 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/krply/krply/event"
-	"github.com/krply/krply/materialize"
-	"github.com/krply/krply/storage"
+	"github.com/krply/krply/internal/fakewatch"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/watch"
 )
@@ -123,40 +121,25 @@ func WithTimeout(d time.Duration) Option {
 
 // Cluster is a fake Kubernetes cluster (client-go's dynamic fake) whose
 // every change a real watch.Collector records into an in-memory journal.
-// Hand Dynamic to the code under test, then ask the journal what happened.
+// Hand Dynamic to the code under test, then ask the journal what happened
+// with the methods of the embedded Recording (History, Diff, Mark, …).
 //
 // Call its methods from the test's goroutine: they fail the test with
 // Fatalf. Writes through Dynamic are seen by the Collector asynchronously;
 // Sync waits until the journal has them, and the query methods call Sync
 // first.
 type Cluster struct {
+	// Recording is the Collector recording the fake, its journal and the
+	// helpers that read it.
+	*Recording
 	// Dynamic is the fake cluster. Its action log (Actions) also holds the
 	// Collector's list and watch calls.
 	Dynamic *dynamicfake.FakeDynamicClient
 	// Discovery serves BuiltinResources and those of WithAPIResources.
 	Discovery *fakediscovery.FakeDiscovery
-	// Store is the journal; Collector records into it; Materializer reads it.
-	Store        *memory.Store
-	Collector    *watch.Collector
-	Materializer *materialize.Materializer
-	// ClusterID is the cluster ID of every record.
-	ClusterID string
 
-	t       TestingT
-	timeout time.Duration
 	apis    []*metav1.APIResourceList
-
-	stop func()
-
-	mu        sync.Mutex
-	watched   map[streamKey][]apiwatch.Interface // every watch of each stream
-	marks     int
-	resources map[string]watch.Resource // resolved specs
-}
-
-type streamKey struct {
-	gvr       schema.GroupVersionResource
-	namespace string
+	watches *fakewatch.Registry
 }
 
 // NewCluster starts a fake cluster holding the objects of WithObjects, and
@@ -165,14 +148,8 @@ type streamKey struct {
 // of the Collector then fails the test.
 func NewCluster(t TestingT, opts ...Option) *Cluster {
 	t.Helper()
-	cfg := config{clusterID: DefaultClusterID, timeout: DefaultTimeout}
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if cfg.timeout <= 0 {
-		t.Fatalf("krplytest: timeout %s must be positive", cfg.timeout)
+	cfg, ok := newConfig(t, opts)
+	if !ok {
 		return nil
 	}
 	apis := append(BuiltinResources(), cfg.apis...)
@@ -188,19 +165,41 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 
 	c := &Cluster{
 		Discovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}},
-		ClusterID: cfg.clusterID,
-		t:         t,
-		timeout:   cfg.timeout,
 		apis:      apis,
-		watched:   map[streamKey][]apiwatch.Interface{},
-		resources: map[string]watch.Resource{},
+		watches:   fakewatch.NewRegistry("krplytest"),
 	}
 	c.Discovery.Resources = apis
-	c.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds(apis), objs...)
-	// Register every watch with the tracker here, as the fake's default
-	// reactor does, and remember it: a stream counts as ready only once
-	// its watch can see the test's writes.
+	kinds := listKinds(apis)
+	c.Dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), kinds, objs...)
 	tracker := c.Dynamic.Tracker()
+	// list returns what the fake's List would, through the tracker, so
+	// that Sync adds nothing to the fake's action log.
+	list := func(gvr schema.GroupVersionResource, namespace, labelSelector string) ([]unstructured.Unstructured, error) {
+		sel, err := labels.Parse(labelSelector)
+		if err != nil {
+			return nil, err
+		}
+		gvk := gvr.GroupVersion().WithKind(strings.TrimSuffix(kinds[gvr], "List"))
+		listed, err := tracker.List(gvr, gvk, namespace)
+		if err != nil {
+			return nil, err
+		}
+		ul, ok := listed.(*unstructured.UnstructuredList)
+		if !ok {
+			return nil, fmt.Errorf("the fake returned a %T, not an unstructured list", listed)
+		}
+		var out []unstructured.Unstructured
+		for _, u := range ul.Items {
+			if sel.Matches(labels.Set(u.GetLabels())) {
+				out = append(out, *u.DeepCopy())
+			}
+		}
+		return out, nil
+	}
+	// Register every watch with the tracker here, as the fake's default
+	// reactor does, and keep it: a stream counts as ready only once its
+	// watch can see the test's writes, and Mark sends bookmarks on it. The
+	// fake's watch ignores label selectors; the registry's applies them.
 	c.Dynamic.PrependWatchReactor("*", func(a clienttesting.Action) (bool, apiwatch.Interface, error) {
 		var lo metav1.ListOptions
 		if wa, ok := a.(clienttesting.WatchActionImpl); ok {
@@ -210,14 +209,33 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		if err != nil {
 			return true, nil, err
 		}
-		c.mu.Lock()
-		key := streamKey{a.GetResource(), a.GetNamespace()}
-		c.watched[key] = append(c.watched[key], w)
-		c.mu.Unlock()
-		return true, w, nil
+		var matching []string
+		if lo.LabelSelector != "" {
+			items, err := list(a.GetResource(), a.GetNamespace(), lo.LabelSelector)
+			if err != nil {
+				w.Stop()
+				return true, nil, err
+			}
+			for i := range items {
+				matching = append(matching, fakewatch.Key(items[i].GetNamespace(), items[i].GetName()))
+			}
+		}
+		p, err := c.watches.Add(a.GetResource(), a.GetNamespace(), w, fakewatch.Options{LabelSelector: lo.LabelSelector, Matching: matching})
+		if err != nil {
+			w.Stop()
+			return true, nil, err
+		}
+		return true, p, nil
 	})
 
-	c.Store = NewStore(t)
+	c.Recording = &Recording{
+		ClusterID: cfg.clusterID, t: t, timeout: cfg.timeout, disc: c.Discovery, fake: c.watches,
+		pollMin: 2 * time.Millisecond, pollMax: 2 * time.Millisecond,
+		list: func(_ context.Context, st watch.StreamStatus) ([]unstructured.Unstructured, error) {
+			labelSel, _ := splitSelector(st.Stream.Selector)
+			return list(st.Stream.GVR(), st.Stream.Namespace, labelSel)
+		},
+	}
 	specs := cfg.resources
 	if len(specs) == 0 {
 		specs = servedSpecs(apis)
@@ -229,76 +247,10 @@ func NewCluster(t TestingT, opts ...Option) *Cluster {
 		watch.WithBatching(256, 4<<20, time.Millisecond),
 		watch.WithRediscoveryInterval(0),
 	}, cfg.collector...)
-	col, err := watch.NewCollector(c.Dynamic, c.Discovery, c.Store, copts...)
-	if err != nil {
-		t.Fatalf("krplytest: new collector: %v", err)
-		return nil
-	}
-	c.Collector = col
-	if c.Materializer, err = materialize.New(c.Store); err != nil {
-		t.Fatalf("krplytest: new materializer: %v", err)
-		return nil
-	}
-
-	stop, err := startCollector(t, col, c.timeout)
-	c.stop = stop
-	if err != nil {
-		t.Fatalf("krplytest: %v\n%s", err, c.describeStreams())
-		return nil
-	}
-	if !c.poll(func() bool { return c.allWatching() }) {
-		t.Fatalf("krplytest: streams not watching within %s\n%s", c.timeout, c.describeStreams())
+	if !c.start(c.Dynamic, copts) {
 		return nil
 	}
 	return c
-}
-
-// StartCollector runs col.Start in a goroutine and waits, at most timeout,
-// until it is in sync (WaitForSync). When the test ends it stops the
-// Collector and fails the test if Start returned an error or did not return
-// within timeout. The returned function stops it earlier; calling it again
-// does nothing. Use it for a Collector of your own, e.g. on a real cluster.
-func StartCollector(t TestingT, col *watch.Collector, timeout time.Duration) (stop func()) {
-	t.Helper()
-	stop, err := startCollector(t, col, timeout)
-	if err != nil {
-		t.Fatalf("krplytest: %v", err)
-	}
-	return stop
-}
-
-func startCollector(t TestingT, col *watch.Collector, timeout time.Duration) (stop func(), err error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- col.Start(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("krplytest: collector: %v", err)
-				}
-			case <-time.After(timeout):
-				t.Errorf("krplytest: collector did not stop within %s", timeout)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	syncCtx, cancelSync := context.WithTimeout(ctx, timeout)
-	defer cancelSync()
-	if err := col.WaitForSync(syncCtx); err != nil {
-		return stop, fmt.Errorf("collector did not sync within %s: %w", timeout, err)
-	}
-	return stop, nil
-}
-
-// Stop stops the Collector and waits until it returned; later writes are
-// not recorded. The test's end calls it too; calling it again does nothing.
-func (c *Cluster) Stop() {
-	c.t.Helper()
-	c.stop()
 }
 
 // servedSpecs names every served resource except Secrets, as
@@ -322,115 +274,6 @@ func servedSpecs(apis []*metav1.APIResourceList) []string {
 	return specs
 }
 
-func (c *Cluster) allWatching() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.Collector.Status() {
-		if st.State == watch.StatePending {
-			continue
-		}
-		if len(c.watched[streamKey{st.Stream.GVR(), st.Stream.Namespace}]) == 0 || st.State != watch.StateWatching {
-			return false
-		}
-	}
-	return true
-}
-
-// poll calls cond until it holds or the timeout passes.
-func (c *Cluster) poll(cond func() bool) bool {
-	deadline := time.Now().Add(c.timeout)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-func (c *Cluster) describeStreams() string {
-	var b strings.Builder
-	for _, st := range c.Collector.Status() {
-		fmt.Fprintf(&b, "  %s: %s synced=%v covered=%v %s\n", st.StreamID, st.State, st.Synced, st.Covered, st.DegradedReason)
-	}
-	return b.String()
-}
-
-// Sync waits until the journal reflects every write made to the fake so
-// far: for each recorded stream, the objects alive in the journal now are
-// exactly those in the fake, with the same content. It fails the test after
-// the timeout with the differences.
-func (c *Cluster) Sync() {
-	c.t.Helper()
-	var diff string
-	if !c.poll(func() bool { diff = c.unsynced(); return diff == "" }) {
-		c.t.Fatalf("krplytest: journal did not catch up with the fake cluster within %s:\n%s%s", c.timeout, diff, c.describeStreams())
-	}
-}
-
-// unsynced returns how the journal differs from the fake, "" when it
-// does not.
-func (c *Cluster) unsynced() string {
-	ctx := context.Background()
-	tracker := c.Dynamic.Tracker()
-	var b strings.Builder
-	for _, st := range c.Collector.Status() {
-		if st.State == watch.StatePending {
-			continue
-		}
-		gvk := st.Stream.GVR().GroupVersion().WithKind(st.Resource.Kind)
-		listed, err := tracker.List(st.Stream.GVR(), gvk, st.Stream.Namespace)
-		if err != nil {
-			fmt.Fprintf(&b, "  %s: list the fake: %v\n", st.StreamID, err)
-			continue
-		}
-		want := map[string]map[string]any{}
-		if err := meta(listed, func(u *unstructured.Unstructured) {
-			if u.GetKind() == "" {
-				u.SetGroupVersionKind(gvk)
-			}
-			want[key(u)] = normalize(u.Object)
-		}); err != nil {
-			fmt.Fprintf(&b, "  %s: %v\n", st.StreamID, err)
-			continue
-		}
-		alive, err := c.Store.AliveAt(ctx, storage.AliveQuery{StreamID: st.StreamID, At: time.Now()})
-		if err != nil {
-			fmt.Fprintf(&b, "  %s: journal: %v\n", st.StreamID, err)
-			continue
-		}
-		got := map[string]map[string]any{}
-		for _, rec := range alive {
-			var m map[string]any
-			if err := json.Unmarshal(rec.Object, &m); err != nil {
-				fmt.Fprintf(&b, "  %s: decode %s: %v\n", st.StreamID, rec.Resource, err)
-				continue
-			}
-			got[rec.Resource.ObjectKey()] = normalize(m)
-		}
-		secrets := st.Stream.Group == "" && st.Stream.Resource == "secrets"
-		for _, key := range sortedKeys(want) {
-			g, ok := got[key]
-			switch {
-			case !ok:
-				fmt.Fprintf(&b, "  %s: %s not recorded yet\n", st.StreamID, key)
-			case secrets && !reflect.DeepEqual(g["metadata"], want[key]["metadata"]) && !redactedOnly(g, want[key]):
-				fmt.Fprintf(&b, "  %s: %s recorded with other metadata\n", st.StreamID, key)
-			case !secrets && !reflect.DeepEqual(g, want[key]):
-				fmt.Fprintf(&b, "  %s: %s recorded with other content\n", st.StreamID, key)
-			}
-		}
-		for _, key := range sortedKeys(got) {
-			if _, ok := want[key]; !ok {
-				fmt.Fprintf(&b, "  %s: deletion of %s not recorded yet\n", st.StreamID, key)
-			}
-		}
-	}
-	return b.String()
-}
-
 // redactedOnly reports whether two Secrets' metadata differ only in the
 // annotation the Collector redacts.
 func redactedOnly(got, want map[string]any) bool {
@@ -445,18 +288,6 @@ func redactedOnly(got, want map[string]any) bool {
 		return out
 	}
 	return reflect.DeepEqual(strip(got), strip(want))
-}
-
-// meta calls fn on every item of a list the tracker returned.
-func meta(list runtime.Object, fn func(*unstructured.Unstructured)) error {
-	ul, ok := list.(*unstructured.UnstructuredList)
-	if !ok {
-		return fmt.Errorf("the fake returned a %T, not an unstructured list", list)
-	}
-	for i := range ul.Items {
-		fn(ul.Items[i].DeepCopy())
-	}
-	return nil
 }
 
 // normalize round-trips an object through JSON, so values compare the same
@@ -480,79 +311,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// Mark waits for the journal (Sync) and returns the current time: every
-// change made before Mark is observed at or before it, every change made
-// after it later. Use it to name the times of a Snapshot or a Diff.
-//
-// The journal covers a time only up to each stream's last evidence of
-// continuity (storage.Coverage), and a fake never ends a watch at its
-// timeout the way an apiserver does, so Mark makes the fake vouch for the
-// time: once the journal caught up, it sends every open watch of the fake
-// (other Collectors' too) a BOOKMARK at a new resourceVersion and waits
-// until every stream of Collector has evidence after the mark
-// (watch.Collector.WaitForProgress).
-func (c *Cluster) Mark() time.Time {
-	c.t.Helper()
-	c.Sync()
-	at := time.Now().Round(0)
-	for !time.Now().After(at) {
-		time.Sleep(time.Microsecond)
-	}
-	c.mu.Lock()
-	c.marks++
-	rv := fmt.Sprintf("krplytest-mark-%d", c.marks)
-	for key, ws := range c.watched {
-		for _, w := range ws {
-			// The fake's watches are RaceFreeFakeWatchers: Action on a
-			// stopped one does nothing.
-			if a, ok := w.(interface {
-				Action(apiwatch.EventType, runtime.Object)
-			}); ok {
-				bm := &unstructured.Unstructured{}
-				bm.SetAPIVersion(key.gvr.GroupVersion().String())
-				bm.SetResourceVersion(rv)
-				a.Action(apiwatch.Bookmark, bm)
-			}
-		}
-	}
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	if err := c.Collector.WaitForProgress(ctx, at); err != nil {
-		c.t.Fatalf("krplytest: %v\n%s", err, c.describeStreams())
-	}
-	return at
-}
-
-// resource resolves a resource name ("deploy", "configmaps",
-// "apps/v1/deployments") through the fake discovery.
-func (c *Cluster) resource(spec string) watch.Resource {
-	c.t.Helper()
-	c.mu.Lock()
-	r, ok := c.resources[spec]
-	c.mu.Unlock()
-	if ok {
-		return r
-	}
-	rs, err := watch.Resolve(context.Background(), c.Discovery, spec)
-	if err != nil {
-		c.t.Fatalf("krplytest: %v", err)
-		return watch.Resource{}
-	}
-	c.mu.Lock()
-	c.resources[spec] = rs[0]
-	c.mu.Unlock()
-	return rs[0]
-}
-
-// ObjectID names an object of the cluster for the storage and materialize
-// APIs. resource is any name watch.WithResources accepts.
-func (c *Cluster) ObjectID(resource, namespace, name string) storage.ObjectID {
-	c.t.Helper()
-	r := c.resource(resource)
-	return storage.ObjectID{ClusterID: c.ClusterID, Group: r.Group, Resource: r.Resource, Namespace: namespace, Name: name}
 }
 
 // Create creates obj in the fake cluster and returns what it stored.
@@ -657,74 +415,4 @@ func toUnstructured(obj runtime.Object) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("convert %T: %w", obj, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
-}
-
-// History returns the history of one object, after Sync.
-func (c *Cluster) History(resource, namespace, name string, opts ...materialize.HistoryOption) *materialize.History {
-	c.t.Helper()
-	c.Sync()
-	h, err := c.Materializer.History(context.Background(), c.ObjectID(resource, namespace, name), opts...)
-	if err != nil {
-		c.t.Fatalf("krplytest: history of %s %s/%s: %v", resource, namespace, name, err)
-	}
-	return h
-}
-
-// ObjectAt returns one object as it was at a time, after Sync.
-func (c *Cluster) ObjectAt(resource, namespace, name string, at time.Time) *materialize.ObjectState {
-	c.t.Helper()
-	c.Sync()
-	st, err := c.Materializer.ObjectAt(context.Background(), c.ObjectID(resource, namespace, name), at)
-	if err != nil {
-		c.t.Fatalf("krplytest: %s %s/%s at %s: %v", resource, namespace, name, at, err)
-	}
-	return st
-}
-
-// Snapshot returns the state at a time of the given namespaces, or of the
-// whole cluster when none is given, after Sync. It saves nothing.
-func (c *Cluster) Snapshot(at time.Time, namespaces ...string) *materialize.Snapshot {
-	c.t.Helper()
-	c.Sync()
-	s, err := c.Materializer.Snapshot(context.Background(), c.scope(namespaces), at)
-	if err != nil {
-		c.t.Fatalf("krplytest: snapshot at %s: %v", at, err)
-	}
-	return s
-}
-
-// Diff returns what changed between two times in the given namespaces, or
-// in the whole cluster when none is given, after Sync.
-func (c *Cluster) Diff(from, to time.Time, namespaces ...string) *materialize.Diff {
-	c.t.Helper()
-	c.Sync()
-	d, err := c.Materializer.Diff(context.Background(), c.scope(namespaces), from, to)
-	if err != nil {
-		c.t.Fatalf("krplytest: diff %s..%s: %v", from, to, err)
-	}
-	return d
-}
-
-func (c *Cluster) scope(namespaces []string) materialize.Scope {
-	return materialize.Scope{ClusterID: c.ClusterID, Namespaces: append([]string(nil), namespaces...)}
-}
-
-// Records returns every record of the journal in append order; tests that
-// check the journal itself use it.
-func (c *Cluster) Records() []event.Record {
-	c.t.Helper()
-	var out []event.Record
-	q := storage.Query{Limit: 1000}
-	for {
-		page, err := c.Store.Records(context.Background(), q)
-		if err != nil {
-			c.t.Fatalf("krplytest: records: %v", err)
-			return out
-		}
-		out = append(out, page.Records...)
-		if page.Next == "" {
-			return out
-		}
-		q.Cursor = page.Next
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/failrec"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
 )
@@ -113,19 +114,7 @@ func TestSyncSeesEveryWriteOfABurst(t *testing.T) {
 }
 
 // recorder is a TestingT that records failures instead of failing.
-type recorder struct {
-	errors   []string
-	cleanups []func()
-}
-
-func (r *recorder) Helper()          {}
-func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
-func (r *recorder) Errorf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Fatalf(format string, args ...any) {
-	r.errors = append(r.errors, fmt.Sprintf(format, args...))
-}
+type recorder = failrec.T
 
 func TestAssertionsFailOnMismatch(t *testing.T) {
 	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(deployment("shop", "web", 1)))
@@ -173,8 +162,8 @@ func TestAssertionsFailOnMismatch(t *testing.T) {
 			if tc.run(r) {
 				t.Fatalf("assertion passed, want a failure containing %q", tc.want)
 			}
-			if len(r.errors) != 1 || !strings.Contains(r.errors[0], tc.want) {
-				t.Fatalf("failures = %q, want one containing %q", r.errors, tc.want)
+			if len(r.Errors) != 1 || !strings.Contains(r.Errors[0], tc.want) {
+				t.Fatalf("failures = %q, want one containing %q", r.Errors, tc.want)
 			}
 		})
 	}
@@ -183,37 +172,72 @@ func TestAssertionsFailOnMismatch(t *testing.T) {
 	r := &recorder{}
 	ok := krplytest.AssertHistory(r, h, krplytest.Version{Type: event.Added}, krplytest.Version{Type: event.Modified, Changes: map[string]any{"spec.replicas": 2.0}}) &&
 		krplytest.AssertDiff(r, d, krplytest.ObjectChange{Type: materialize.ObjectChanged, Namespace: "shop", Name: "web"})
-	if !ok || len(r.errors) > 0 {
-		t.Fatalf("matching expectations failed: %q", r.errors)
+	if !ok || len(r.Errors) > 0 {
+		t.Fatalf("matching expectations failed: %q", r.Errors)
 	}
 }
 
 func TestSyncFailsWhenTheJournalCannotCatchUp(t *testing.T) {
 	r := &recorder{}
-	defer func() {
-		for i := len(r.cleanups) - 1; i >= 0; i-- {
-			r.cleanups[i]()
-		}
-	}()
+	defer r.Done()
 	c := krplytest.NewCluster(r, krplytest.WithResources("cm"), krplytest.WithTimeout(300*time.Millisecond),
 		krplytest.WithObjects(configMap("shop", "settings", "a")))
-	if len(r.errors) > 0 {
-		t.Fatalf("NewCluster failed: %q", r.errors)
+	if len(r.Errors) > 0 {
+		t.Fatalf("NewCluster failed: %q", r.Errors)
 	}
 	c.Sync()
-	if len(r.errors) > 0 {
-		t.Fatalf("Sync failed while recording: %q", r.errors)
+	if len(r.Errors) > 0 {
+		t.Fatalf("Sync failed while recording: %q", r.Errors)
 	}
 	c.Stop()
 	c.Create(configMap("shop", "late", "b"))
 	c.Delete("cm", "shop", "settings")
 	c.Sync()
-	if len(r.errors) != 1 {
-		t.Fatalf("Sync after Stop reported %d failures, want 1: %q", len(r.errors), r.errors)
+	if len(r.Errors) != 1 {
+		t.Fatalf("Sync after Stop reported %d failures, want 1: %q", len(r.Errors), r.Errors)
 	}
 	for _, want := range []string{"shop/late not recorded yet", "deletion of shop/settings not recorded yet"} {
-		if !strings.Contains(r.errors[0], want) {
-			t.Errorf("Sync failure %q does not say %q", r.errors[0], want)
+		if !strings.Contains(r.Errors[0], want) {
+			t.Errorf("Sync failure %q does not say %q", r.Errors[0], want)
+		}
+	}
+}
+
+// A path inside a map added or removed whole is checked against the value
+// inside it, and a mismatch says so.
+func TestAssertionsInsideWholeChanges(t *testing.T) {
+	d := deployment("shop", "web", 1)
+	d.SetLabels(map[string]string{"example.com/paused": "true"})
+	c := krplytest.NewCluster(t, krplytest.WithResources("deploy"), krplytest.WithObjects(d))
+	c.Modify("deploy", "shop", "web", func(u *unstructured.Unstructured) {
+		u.SetLabels(nil)
+		u.SetAnnotations(map[string]string{"example.com/paused-replicas": "1"})
+	})
+	h := c.History("deploy", "shop", "web")
+	check := func(changes map[string]any) []string {
+		r := &recorder{}
+		krplytest.AssertHistory(r, h, krplytest.Version{}, krplytest.Version{Changes: changes})
+		return r.Errors
+	}
+	if errs := check(map[string]any{
+		`metadata.annotations["example.com/paused-replicas"]`: "1",
+		`metadata.labels["example.com/paused"]`:               krplytest.Removed,
+	}); len(errs) > 0 {
+		t.Fatalf("paths inside the maps changed whole: %q", errs)
+	}
+	for _, tc := range []struct {
+		changes map[string]any
+		want    string
+	}{
+		{map[string]any{`metadata.annotations["example.com/paused-replicas"]`: "2"}, `version #2: metadata.annotations["example.com/paused-replicas"] changed to "1", want "2"`},
+		{map[string]any{`metadata.annotations["example.com/other"]`: "2"}, `version #2: metadata.annotations["example.com/other"] did not change (metadata.annotations changed whole, without it)`},
+		{map[string]any{`metadata.annotations["example.com/paused-replicas"]`: krplytest.Removed}, `version #2: metadata.annotations["example.com/paused-replicas"]: add to "1", want removed`},
+		{map[string]any{`metadata.labels["example.com/paused"]`: "true"}, `version #2: metadata.labels["example.com/paused"] was removed, want "true"`},
+		{map[string]any{`metadata.labels[bad`: "x"}, `version #2: metadata.labels[bad did not change`},
+	} {
+		errs := check(tc.changes)
+		if len(errs) != 1 || !strings.Contains(errs[0], tc.want) {
+			t.Errorf("%v: failures %q, want one saying %q", tc.changes, errs, tc.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/watch"
 )
 
 // Tests of the options no other test exercises, each asserting its effect.
@@ -54,5 +55,25 @@ func TestWithAPIResourcesAndClusterID(t *testing.T) {
 	}
 	if widgets != 2 {
 		t.Errorf("%d widget events recorded, want 2 (baseline item and the change)", widgets)
+	}
+}
+
+// WithCollectorOptions passes watch options to the Collector: with a label
+// selector, only the ConfigMaps it selects are recorded.
+func TestWithCollectorOptions(t *testing.T) {
+	cm := func(name, app string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": "shop", "name": name, "uid": "uid-" + name, "labels": map[string]any{"app": app}}}}
+	}
+	c := krplytest.NewCluster(t, krplytest.WithResources("cm"), krplytest.WithObjects(cm("web", "web"), cm("db", "db")),
+		krplytest.WithCollectorOptions(watch.WithLabelSelector("app=web")))
+	var names []string
+	for _, r := range c.Records() {
+		if r.Type == event.TypeEvent {
+			names = append(names, r.Resource.Name)
+		}
+	}
+	if strings.Join(names, ",") != "web" {
+		t.Fatalf("recorded %v, want only the ConfigMap the selector selects", names)
 	}
 }

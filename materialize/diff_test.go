@@ -2,6 +2,7 @@ package materialize_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -321,4 +322,33 @@ Deployment  shop/web   (unknown at start: no complete baseline at or before this
 			want{desc: "unknown ConfigMap shop/a", end: materialize.DiffBoth, reason: both, after: true},
 			want{desc: "unknown ConfigMap shop/c", end: materialize.DiffBoth, reason: both, after: true})
 	})
+}
+
+// A Diff sent as JSON (the query API's answer) renders as the Diff it was:
+// the renderers leave out the fields the comparison ignored, such as
+// resourceVersion, also on the decoded copy.
+func TestDiffRenderersAfterJSON(t *testing.T) {
+	j, _, _ := deployJournal(t)
+	d, err := j.materializer().Diff(context.Background(), materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, at(2), at(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decoded materialize.Diff
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		t.Fatal(err)
+	}
+	var want, got strings.Builder
+	if err := d.WriteUnified(&want); err != nil {
+		t.Fatal(err)
+	}
+	if err := decoded.WriteUnified(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("the decoded Diff renders\n%s\nthe Diff renders\n%s", got.String(), want.String())
+	}
 }

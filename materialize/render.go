@@ -155,7 +155,7 @@ func (d *Diff) yamlPair(od ObjectDiff) (before, after []string, err error) {
 		return nil, nil, err
 	}
 	if b != nil && a != nil {
-		a = alignKeyed(b, a, "", d.compare.mergeKeys)
+		a = alignKeyed(b, a, "", d.comparison().mergeKeys)
 	}
 	before, err = yamlLines(b)
 	if err != nil {
@@ -168,6 +168,18 @@ func (d *Diff) yamlPair(od ObjectDiff) (before, after []string, err error) {
 	return before, after, nil
 }
 
+// comparison is how the diff compared bodies. A Diff decoded from JSON
+// (a query API's answer) does not carry it: it was compared the default
+// way, unless the request said otherwise, which its Changes show.
+func (d *Diff) comparison() compareConfig {
+	if d.compare.mergeKeys == nil && !d.compare.defaultIgnores && d.compare.rules == nil {
+		if cc, err := defaultQueryConfig().compareConfig(false); err == nil {
+			return cc
+		}
+	}
+	return d.compare
+}
+
 func (d *Diff) decodeStripped(o *SnapshotObject) (any, error) {
 	if o == nil {
 		return nil, nil
@@ -176,7 +188,8 @@ func (d *Diff) decodeStripped(o *SnapshotObject) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", o.Ref, err)
 	}
-	return stripIgnored(v, startPointers(d.compare.pointersFor(objectMetaOf(o.Ref, v)))), nil
+	cc := d.comparison()
+	return stripIgnored(v, startPointers(cc.pointersFor(objectMetaOf(o.Ref, v)))), nil
 }
 
 func yamlLines(v any) ([]string, error) {

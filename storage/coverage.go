@@ -126,6 +126,9 @@ func (t Timeline) continuity(at, evidence time.Time) Coverage {
 	end, begin := t.lastCompleteBaseline(at)
 	if end == nil {
 		c.Reason = "no complete baseline at or before this time"
+		if begins, ok := t.compactedUntil(); ok && at.Before(begins) {
+			c.Reason += ": the history kept begins at " + begins.UTC().Format(time.RFC3339Nano) + " (older records were compacted away)"
+		}
 		return c
 	}
 	c.BaselineID = end.BaselineID
@@ -147,6 +150,24 @@ func (t Timeline) continuity(at, evidence time.Time) Coverage {
 		c.Covered = true
 	}
 	return c
+}
+
+// compactionReason is the Baseline.Reason of the synthetic baseline that
+// Compact writes where it folded a stream's older history
+// (storage/internal/compaction.CompactionReason).
+const compactionReason = "compaction"
+
+// compactedUntil returns where a compacted stream's history begins: the
+// end of the first complete baseline of its timeline, when Compact wrote
+// it (Reason "compaction"). Times before it were covered, maybe, but their
+// records are gone.
+func (t Timeline) compactedUntil() (time.Time, bool) {
+	for _, rec := range t.Records {
+		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd {
+			return rec.ObservedAt, rec.Baseline.Reason == compactionReason
+		}
+	}
+	return time.Time{}, false
 }
 
 // notYetObserved is the Reason of a time after a stream's last evidence of

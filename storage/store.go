@@ -327,6 +327,12 @@ type Stats struct {
 	Bodies       int64 `json:"bodies"`
 	BodyBytes    int64 `json:"bodyBytes"`
 	RawBodyBytes int64 `json:"rawBodyBytes"`
-	// FileBytes is the size on disk (0 for in-memory stores).
+	// FileBytes is the size of its files on disk, and UsedBytes what its
+	// data takes of them: the pages in use, without the pages Compact freed
+	// (which the journal reuses before it grows) and without the
+	// write-ahead log (transient). UsedBytes is what history makes grow and
+	// compaction shrinks; retention by size bounds it. Both are 0 for
+	// in-memory stores.
 	FileBytes int64 `json:"fileBytes"`
+	UsedBytes int64 `json:"usedBytes"`
 }

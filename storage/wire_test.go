@@ -42,7 +42,7 @@ func TestWireCoverage(t *testing.T) {
 		},
 		"timeline":       storage.Timeline{StreamID: stream.ID(), Stream: stream, Records: []event.Record{end, gap}},
 		"page":           storage.Page{Records: []event.Record{end}, Next: "opaque-cursor"},
-		"stats":          storage.Stats{Records: 7, Events: 4, Bodies: 3, BodyBytes: 512, RawBodyBytes: 2048, FileBytes: 65536},
+		"stats":          storage.Stats{Records: 7, Events: 4, Bodies: 3, BodyBytes: 512, RawBodyBytes: 2048, FileBytes: 65536, UsedBytes: 49152},
 		"append result":  storage.AppendResult{Seqs: []int64{8, 3}, Inserted: 1, Duplicates: 1},
 		"compact result": storage.CompactResult{RecordsRemoved: 12, BodiesRemoved: 4, Streams: 2},
 		"object id":      storage.ObjectID{ClusterID: "c1", Group: "apps", Resource: "deployments", Namespace: "shop", Name: "web"},

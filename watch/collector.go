@@ -100,7 +100,7 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 			o.apply(&cfg)
 		}
 	}
-	if len(cfg.resources) == 0 {
+	if len(cfg.resources) == 0 && !cfg.allResources {
 		cfg.resources = DefaultResources()
 	}
 	if err := cfg.validate(); err != nil {
@@ -307,6 +307,9 @@ func (c *Collector) setup(ctx context.Context) error {
 	}
 	var resources []Resource
 	var pending []string
+	if c.cfg.allResources {
+		resources = c.everything(ctx, cat)
+	}
 	for _, spec := range c.cfg.resources {
 		r, ok := cat.resolve(spec)
 		if !ok {
@@ -349,15 +352,24 @@ func (c *Collector) addResourceLocked(ctx context.Context, r Resource, discovere
 			Namespace: ns, Selector: canonicalSelector(c.cfg.labelSelector, c.cfg.fieldSelector),
 		}
 		s := newStream(c, r, st, discovered)
-		if _, dup := c.streams[s.id]; dup {
-			continue
+		if old, dup := c.streams[s.id]; dup {
+			if old.status().State != StateRemoved {
+				continue
+			}
+		} else {
+			c.order = append(c.order, s.id)
 		}
 		c.streams[s.id] = s
-		c.order = append(c.order, s.id)
+		sctx, cancel := context.WithCancelCause(ctx)
+		s.cancel = cancel
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			s.run(ctx)
+			defer cancel(nil)
+			s.run(sctx)
+			if cause := context.Cause(sctx); errors.Is(cause, errResourceRemoved) && ctx.Err() == nil {
+				s.removed(ctx, cause)
+			}
 		}()
 	}
 }
@@ -385,13 +397,16 @@ func (c *Collector) rediscover(ctx context.Context) {
 		c.mu.Lock()
 		pending := append([]string(nil), c.pending...)
 		c.mu.Unlock()
-		if len(pending) == 0 {
+		if len(pending) == 0 && !c.cfg.allResources {
 			continue
 		}
 		cat, err := discover(ctx, c.disc)
 		if err != nil {
-			c.log.Error(err, "rediscovery failed")
+			c.log.Error(err, "rediscovery failed; retrying at the next interval", "interval", c.cfg.rediscoveryInterval)
 			continue
+		}
+		if c.cfg.allResources {
+			c.follow(ctx, cat)
 		}
 		c.mu.Lock()
 		var still []string
@@ -500,7 +515,7 @@ func (c *Collector) WaitForProgress(ctx context.Context, t time.Time) error {
 		var behind []string
 		for _, s := range streams {
 			st := s.status()
-			if !st.LastDurableAt.After(t) {
+			if !st.LastDurableAt.After(t) && st.State != StateRemoved {
 				behind = append(behind, fmt.Sprintf("%s (evidence reaches to %s)", st.StreamID, st.LastDurableAt.UTC().Format(time.RFC3339Nano)))
 			}
 		}
@@ -531,7 +546,7 @@ func (c *Collector) progressed(t time.Time) bool {
 		return false
 	}
 	for _, id := range c.order {
-		if !c.streams[id].status().LastDurableAt.After(t) {
+		if st := c.streams[id].status(); !st.LastDurableAt.After(t) && st.State != StateRemoved {
 			return false
 		}
 	}
@@ -563,7 +578,7 @@ func (c *Collector) allSyncedLocked() bool {
 		return false
 	}
 	for _, id := range c.order {
-		if s := c.streams[id]; !s.discovered && !s.isSynced() {
+		if s := c.streams[id]; !s.discovered && !s.isSynced() && s.status().State != StateRemoved {
 			return false
 		}
 	}

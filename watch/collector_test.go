@@ -848,3 +848,49 @@ func TestMetricsProvider(t *testing.T) {
 		t.Fatalf("metrics %v, want 2 events, 1 baseline, covered 1", m.counts)
 	}
 }
+
+// WithAllResources leaves out the default exclusions and those of
+// WithExclude; WithInclude and AllowSecrets take them off.
+func TestExclusions(t *testing.T) {
+	core := func(r string) Resource { return Resource{Version: "v1", Resource: r} }
+	leases := Resource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	newEvents := Resource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+	deploy := Resource{Group: "apps", Version: "v1", Resource: "deployments"}
+	for _, tc := range []struct {
+		opts     []Option
+		excluded []Resource
+		recorded []Resource
+	}{
+		{nil, []Resource{core("secrets"), core("events"), newEvents, leases, core("endpoints")}, []Resource{core("configmaps"), deploy, core("pods")}},
+		{[]Option{WithInclude("events"), AllowSecrets()}, []Resource{leases}, []Resource{core("secrets"), core("events"), newEvents}},
+		{[]Option{WithExclude("pods", "deploy")}, []Resource{core("pods"), deploy}, []Resource{core("configmaps")}},
+	} {
+		cfg := defaultConfig()
+		for _, o := range append([]Option{WithAllResources()}, tc.opts...) {
+			o.apply(&cfg)
+		}
+		if err := cfg.validate(); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range tc.excluded {
+			if cfg.exclusionOf(r) == "" {
+				t.Errorf("%d options: %s recorded, want it excluded", len(tc.opts), r)
+			}
+		}
+		for _, r := range tc.recorded {
+			if reason := cfg.exclusionOf(r); reason != "" {
+				t.Errorf("%d options: %s excluded (%s), want it recorded", len(tc.opts), r, reason)
+			}
+		}
+	}
+	for _, opts := range [][]Option{
+		{WithAllResources(), WithResources("cm")},
+		{WithExclude("pods")},
+		{WithAllResources(), WithInclude("v1/events")},
+		{WithAllResources(), WithInclude("secrets")},
+	} {
+		if _, err := NewCollector(fakeDynamic(), fakeDiscovery(), newMemory(t), opts...); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("NewCollector(%d options) = %v, want ErrInvalidArgument", len(opts), err)
+		}
+	}
+}

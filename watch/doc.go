@@ -11,6 +11,21 @@
 //	now := time.Now()
 //	err = c.WaitForProgress(ctx, now) // every stream's evidence passed now
 //
+// # Recording everything
+//
+// WithAllResources records every resource the server serves that can be
+// listed and watched, at its group's preferred version, and that the
+// Collector may list and watch (it asks with SelfSubjectAccessReviews), but
+// DefaultExclusions — Secrets (AllowSecrets), Events (WithInclude("events")),
+// Leases and EndpointSlices and Endpoints (high churn) — each with its
+// reason, adjusted by WithExclude and WithInclude. Rediscovery follows the
+// server: a CRD installed later gets its streams (coverage change
+// "discovered"); one deleted ends them with a coverage change saying it is
+// no longer served (state StateRemoved, which Synced and WaitForProgress
+// leave out), and they start again if it returns. A group whose discovery
+// fails keeps its streams; a resource denied now is asked about again at
+// the next rediscovery.
+//
 // # Streams and their state machine
 //
 // Each resource (resolved through discovery at its preferred version; see

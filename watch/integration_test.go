@@ -561,6 +561,35 @@ func TestIntegrationRBACFlap(t *testing.T) {
 	}
 }
 
+// testCRD returns the resource of a cluster-scoped CRD of group with
+// objects of kind, and a function that creates the CRD and waits until it
+// is served.
+func testCRD(t *testing.T, admin dynamic.Interface, group, singular, kind string) (schema.GroupVersionResource, func()) {
+	ctx := context.Background()
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: singular + "s"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": gvr.Resource + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Cluster",
+			"names": map[string]any{"plural": gvr.Resource, "singular": singular, "kind": kind, "listKind": kind + "List"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	return gvr, func() {
+		t.Helper()
+		if _, err := admin.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "the CRD to be served", func() bool {
+			_, err := admin.Resource(gvr).List(ctx, metav1.ListOptions{})
+			return err == nil
+		})
+	}
+}
+
 // TestIntegrationCRDRemovedAndReadded: a CRD that does not exist at Start is
 // found by rediscovery; its removal makes the stream unavailable (404), its
 // return available with a baseline that infers the old object's deletion.
@@ -570,27 +599,7 @@ func TestIntegrationCRDRemovedAndReadded(t *testing.T) {
 	ctx := context.Background()
 	group := fmt.Sprintf("t%d.example.com", time.Now().UnixNano()%1e9)
 	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
-	crd := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "widgets." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Cluster",
-			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
-		},
-	}}
-	createCRD := func() {
-		t.Helper()
-		if _, err := admin.Resource(crdGVR).Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 30*time.Second, "the CRD to be served", func() bool {
-			_, err := admin.Resource(widgets).List(ctx, metav1.ListOptions{})
-			return err == nil
-		})
-	}
+	widgets, createCRD := testCRD(t, admin, group, "widget", "Widget")
 	widget := func(name string) {
 		t.Helper()
 		w := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Widget",

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -73,6 +74,8 @@ type config struct {
 	metrics             MetricsProvider
 	allowSecrets        bool
 	keepSecretValues    bool
+	allResources        bool
+	exclude, include    []string
 }
 
 func defaultConfig() config {
@@ -98,8 +101,24 @@ func (c *config) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("watch: %w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
-	if len(c.resources) == 0 {
+	if len(c.resources) == 0 && !c.allResources {
 		return bad("no resources")
+	}
+	if c.allResources && len(c.resources) > 0 {
+		return bad("WithResources and WithAllResources together: record every resource, or the ones named")
+	}
+	if (len(c.exclude) > 0 || len(c.include) > 0) && !c.allResources {
+		return bad("WithExclude and WithInclude apply to WithAllResources only")
+	}
+	for _, spec := range c.include {
+		if r := (Resource{Version: "v1", Resource: "secrets"}); matchesSpec(spec, r) && !c.allowSecrets {
+			return bad("WithInclude(%q): recording Secrets needs AllowSecrets", spec)
+		}
+	}
+	for _, spec := range append(append([]string(nil), c.exclude...), c.include...) {
+		if spec == "" || strings.Contains(spec, "/") {
+			return bad("exclusion %q: want a resource or resource.group (\"events\", \"leases.coordination.k8s.io\")", spec)
+		}
 	}
 	for _, r := range c.resources {
 		if r == "" {
@@ -305,4 +324,33 @@ func AllowSecrets() Option {
 // AllowSecrets. The journal then holds credentials: protect it accordingly.
 func KeepSecretValues() Option {
 	return optionFunc(func(c *config) { c.keepSecretValues = true })
+}
+
+// WithAllResources records every resource the API server serves that can
+// be listed and watched, at its group's preferred version, except the
+// exclusions (DefaultExclusions, adjusted by WithExclude and WithInclude).
+// Rediscovery (WithRediscoveryInterval) follows the server: a resource
+// served later (a CRD installed) gets its streams, recorded from a
+// coverage change "discovered"; a resource no longer served (a CRD
+// deleted) ends its streams with a coverage change saying so (state
+// StateRemoved), and starts them again if it comes back. A resource of an
+// API group whose discovery fails (an aggregated API server down) is kept
+// as it is. It cannot be combined with WithResources.
+func WithAllResources() Option {
+	return optionFunc(func(c *config) { c.allResources = true })
+}
+
+// WithExclude leaves more resources out of WithAllResources: "resource"
+// (in any group) or "resource.group".
+func WithExclude(specs ...string) Option {
+	specs = append([]string(nil), specs...)
+	return optionFunc(func(c *config) { c.exclude = append(c.exclude, specs...) })
+}
+
+// WithInclude takes resources off DefaultExclusions for WithAllResources:
+// "resource" (in any group) or "resource.group", for example "events".
+// Secrets need AllowSecrets instead.
+func WithInclude(specs ...string) Option {
+	specs = append([]string(nil), specs...)
+	return optionFunc(func(c *config) { c.include = append(c.include, specs...) })
 }

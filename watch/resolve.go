@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -71,6 +72,15 @@ var aliases = map[string]schema.GroupResource{
 	"lease":  {Group: "coordination.k8s.io", Resource: "leases"},
 }
 
+// Alias returns the group and resource of a short name that WithResources
+// accepts without asking discovery ("deploy" is deployments.apps, "cm"
+// configmaps), so that tools resolve the names a recorder was given the
+// same way: kubectl krply resolves TYPE/NAME arguments with it.
+func Alias(name string) (schema.GroupResource, bool) {
+	gr, ok := aliases[strings.ToLower(name)]
+	return gr, ok
+}
+
 // DefaultResources returns the resources recorded when WithResources is not
 // given: namespaces, configmaps, services, deployments, statefulsets,
 // daemonsets, runtimeclasses and pods.
@@ -87,6 +97,7 @@ type catalog struct {
 	preferred map[string]string // group → preferred version
 	resources []Resource        // every version of every resource
 	names     map[Resource][]string
+	failed    map[string]bool // groups whose discovery failed
 }
 
 // discover reads the server's groups and resources. A partial failure (an
@@ -105,7 +116,13 @@ func discover(ctx context.Context, disc discovery.DiscoveryInterface) (*catalog,
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	cat := &catalog{preferred: map[string]string{}, names: map[Resource][]string{}}
+	cat := &catalog{preferred: map[string]string{}, names: map[Resource][]string{}, failed: map[string]bool{}}
+	var failed *discovery.ErrGroupDiscoveryFailed
+	if errors.As(err, &failed) {
+		for gv := range failed.Groups {
+			cat.failed[gv.Group] = true
+		}
+	}
 	for _, g := range groups {
 		if g != nil {
 			cat.preferred[g.Name] = g.PreferredVersion.Version

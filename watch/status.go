@@ -28,6 +28,11 @@ const (
 	StatePending StreamState = "pending"
 	// StateStopped: the stream ended (Start returned).
 	StateStopped StreamState = "stopped"
+	// StateRemoved: the stream ended because the API server no longer
+	// serves its resource (WithAllResources: a CRD was deleted); its
+	// journal says so with a coverage change. It starts again if the
+	// resource comes back.
+	StateRemoved StreamState = "removed"
 )
 
 // StreamStatus is the state of one stream as the Collector sees it.
@@ -59,10 +64,13 @@ type StreamStatus struct {
 	Degraded       bool   `json:"degraded"`
 	DegradedReason string `json:"degradedReason,omitempty"`
 	// Events and Bytes count the object-change records and body bytes made
-	// durable since Start; Baselines the baselines completed since Start.
+	// durable since Start; Baselines the baselines completed since Start,
+	// and Relists those of them taken over an earlier history (after a
+	// gap, an outage, or a restart that could not resume).
 	Events    int64 `json:"events"`
 	Bytes     int64 `json:"bytes"`
 	Baselines int   `json:"baselines"`
+	Relists   int   `json:"relists"`
 }
 
 func canonicalLabels(s string) string {

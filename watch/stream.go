@@ -111,7 +111,10 @@ type stream struct {
 	events    int64
 	bytes     int64
 	baselines int
+	relists   int
 	fatal     error
+	// cancel ends the stream alone (retire), with the cause.
+	cancel context.CancelCauseFunc
 }
 
 func newStream(c *Collector, r Resource, st event.Stream, discovered bool) *stream {
@@ -189,7 +192,7 @@ func (s *stream) observedNow() time.Time {
 func (s *stream) load(ctx context.Context) error {
 	st, err := s.c.store.StreamStatus(ctx, s.id)
 	if errors.Is(err, storage.ErrNotFound) {
-		s.log.Info("new stream: taking the initial baseline")
+		s.log.V(1).Info("new stream: taking the initial baseline")
 		return nil
 	}
 	if err != nil {
@@ -219,7 +222,7 @@ func (s *stream) load(ctx context.Context) error {
 	s.interrupted = st.OpenBaselineID != "" && st.LastBaselineID == ""
 	switch {
 	case s.covered && s.rv != "":
-		s.log.Info("resuming from the durable checkpoint", "resourceVersion", s.rv, "checkpointAt", s.lastAt)
+		s.log.V(1).Info("resuming from the durable checkpoint", "resourceVersion", s.rv, "checkpointAt", s.lastAt)
 	case s.interrupted:
 		s.log.Info("initial baseline interrupted; relisting", "interruptedBaseline", st.OpenBaselineID)
 	case st.OpenBaselineID != "":

@@ -258,7 +258,11 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: recs}, true); err != nil {
 		return err
 	}
-	s.log.Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
+	if s.hadHistory {
+		s.log.Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
+	} else {
+		s.log.V(1).Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
+	}
 	s.rv, s.lastAt = rv, endAt
 	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
 	s.watchListIncomplete = 0
@@ -268,6 +272,9 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	s.mu.Lock()
 	s.coveredAt = endAt
 	s.baselines++
+	if s.hadHistory {
+		s.relists++
+	}
 	s.mu.Unlock()
 	s.markSynced()
 	return nil

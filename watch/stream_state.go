@@ -88,6 +88,7 @@ func (s *stream) status() StreamStatus {
 		Events:              s.events,
 		Bytes:               s.bytes,
 		Baselines:           s.baselines,
+		Relists:             s.relists,
 		DegradedReason:      s.degraded,
 	}
 	switch s.state {

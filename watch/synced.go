@@ -64,7 +64,7 @@ func (c *Collector) Synced() error {
 // notRecording says why a stream is not recording, or "" when it is synced
 // and watching.
 func notRecording(st StreamStatus) string {
-	if st.Synced && st.State == StateWatching {
+	if (st.Synced && st.State == StateWatching) || st.State == StateRemoved {
 		return ""
 	}
 	if st.State == StatePending {

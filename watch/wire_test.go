@@ -20,7 +20,7 @@ func TestWireStreamStatus(t *testing.T) {
 			Covered: true, CoveredSince: wiretest.At(1),
 			LastResourceVersion: "42", LastDurableAt: wiretest.At(2),
 			Gaps: 1, Degraded: true, DegradedReason: "watch failed: connection refused; retrying in 2s",
-			Events: 17, Bytes: 20480, Baselines: 2,
+			Events: 17, Bytes: 20480, Baselines: 2, Relists: 1,
 		},
 		"enums": wiretest.Enums(t, watch.StreamState("")),
 	})

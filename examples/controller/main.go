@@ -1,8 +1,8 @@
 // Command controller runs krply's Collector inside a controller-runtime
 // manager: added with mgr.Add, it records only while this replica holds
 // the leader lease; /readyz reports Collector.Synced, /healthz that the
-// process serves; and its metrics are Prometheus metrics served on the
-// manager's /metrics endpoint.
+// process serves; and krply's metrics (package krply/metrics) are served
+// on the manager's /metrics endpoint.
 //
 //	cd examples/controller && go run . --kubeconfig ~/.kube/config --store krply.db --resource deploy,cm
 package main
@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/krply/krply"
+	krplymetrics "github.com/krply/krply/metrics"
 	"github.com/krply/krply/watch"
 )
 
@@ -76,15 +77,14 @@ func run(ctx context.Context, args []string) (err error) {
 		// shutdown timeout, 30s by default), so the Collector's final
 		// commit (at most 10s after the stop) precedes the release.
 		LeaderElectionReleaseOnCancel: true,
+		// The manager logs that release as "leader election lost", an
+		// error with a stack trace: stepDownLogger says what it is.
+		Logger: stepDownLogger(ctx, ctrl.Log),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	provider, err := NewPrometheusMetrics(metrics.Registry)
-	if err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	jopts := []krply.Option{krply.WithLogger(log), krply.WithCollectorOptions(watch.WithMetrics(provider))}
+	jopts := []krply.Option{krply.WithLogger(log)}
 	if *resources != "" {
 		jopts = append(jopts, krply.WithResources(strings.Split(*resources, ",")...))
 	}
@@ -100,6 +100,9 @@ func run(ctx context.Context, args []string) (err error) {
 	rec, err := j.NewCollectorForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("collector: %w", err)
+	}
+	if err := NewPrometheusMetrics(metrics.Registry, krplymetrics.NewHandler(krplymetrics.WithCollector(rec), krplymetrics.WithStore(j.Store()))); err != nil {
+		return fmt.Errorf("metrics: %w", err)
 	}
 	// The Collector (Start(ctx) error) is a manager.Runnable that does not
 	// implement LeaderElectionRunnable, so the manager starts it only once

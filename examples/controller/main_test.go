@@ -251,8 +251,9 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	if code, body := get(readyz); code != http.StatusOK {
 		t.Fatalf("standby: /readyz = %d %q, want 200", code, body)
 	}
-	if code, body := get(metricsURL); code != http.StatusOK || strings.Contains(body, "krply_events_total") {
-		t.Fatalf("standby: /metrics = %d, has krply_events_total: %v; the Collector runs without the lease", code, strings.Contains(body, "krply_events_total"))
+	if code, body := get(metricsURL); code != http.StatusOK || strings.Contains(body, "krply_stream_events_total") || !strings.Contains(body, "krply_synced 0") {
+		t.Fatalf("standby: /metrics = %d, has krply_stream_events_total: %v, krply_synced 0: %v; the Collector runs without the lease",
+			code, strings.Contains(body, "krply_stream_events_total"), strings.Contains(body, "krply_synced 0"))
 	}
 	if l, err := leases.Get(ctx, "krply-recorder", metav1.GetOptions{}); err != nil || ptr.Deref(l.Spec.HolderIdentity, "") != "other-replica" {
 		t.Fatalf("lease = %+v, %v; want it still held by other-replica", l, err)
@@ -293,8 +294,8 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	if code, body := get(readyz + "/krply-synced"); code != http.StatusOK || body != "ok" {
 		t.Fatalf("synced: /readyz/krply-synced = %d %q, want 200 ok", code, body)
 	}
-	if code, body := get(metricsURL); code != http.StatusOK || !strings.Contains(body, "krply_baselines_total{") {
-		t.Fatalf("leader: /metrics = %d, has krply_baselines_total: %v", code, strings.Contains(body, "krply_baselines_total{"))
+	if code, body := get(metricsURL); code != http.StatusOK || !strings.Contains(body, `krply_stream_baselines_total{cluster="`) {
+		t.Fatalf("leader: /metrics = %d, has krply_stream_baselines_total: %v", code, strings.Contains(body, "krply_stream_baselines_total{"))
 	}
 
 	// A rollout stops the pod: exit 0, the lease released, the journal
@@ -307,6 +308,18 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	}
 	if l, err = leases.Get(ctx, "krply-recorder", metav1.GetOptions{}); err != nil || ptr.Deref(l.Spec.HolderIdentity, "") != "" {
 		t.Fatalf("lease after exit = %+v, %v; want it released (no holder)", l, err)
+	}
+	// A rollout is no failure: the shutdown logs no error and no stack
+	// trace.
+	out := cmd.output()
+	stop := out[strings.LastIndex(out, "krply-synced"):]
+	for _, bad := range []string{"ERROR", "leader election lost", ".go:"} {
+		if strings.Contains(stop, bad) {
+			t.Errorf("the shutdown logged %q:\n%s", bad, stop)
+		}
+	}
+	if !strings.Contains(stop, "leader lease released at the stop") {
+		t.Errorf("the shutdown does not say the lease was released:\n%s", stop)
 	}
 	walGone(t, store)
 	j, err := krply.Open(ctx, store)

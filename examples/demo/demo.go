@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/examples/internal/cli"
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
@@ -65,16 +65,20 @@ type result struct {
 
 // demo holds what the steps share.
 type demo struct {
-	out    io.Writer
-	start  time.Time
-	j      *krply.Journal
-	rec    *watch.Collector
-	stop   func() error
-	source *rest.Config // the apiserver the recorder watches
-	users  map[string]dynamic.Interface
+	out   io.Writer
+	start time.Time
+	j     *krply.Journal
+	// journal is the path of a journal kept after the demo ("" for a temporary one).
+	journal string
+	rec     *watch.Collector
+	stop    func() error
+	source  *rest.Config // the apiserver the recorder watches
+	users   map[string]dynamic.Interface
 }
 
-func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*result, error) {
+// run runs the demo; the journal is kept at journal, or in a temporary
+// folder removed at the end when journal is empty.
+func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, journal string) (*result, error) {
 	d := &demo{out: out, start: time.Now(), users: map[string]dynamic.Interface{}}
 	res := &result{Applied: map[string]replay.Outcome{}}
 
@@ -92,12 +96,24 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 	}
 	d.say("apiserver %s (audit log on), recorder's apiserver %s", env.Host(), d.source.Host)
 
-	dir, err := os.MkdirTemp("", "krply-demo-")
-	if err != nil {
-		return nil, err
+	if journal == "" {
+		dir, err := os.MkdirTemp("", "krply-demo-")
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(dir) })
+		journal = filepath.Join(dir, "journal.db")
+	} else {
+		// Each run records a new journal.
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Remove(journal + suffix); err != nil && !os.IsNotExist(err) {
+				return nil, err
+			}
+		}
+		d.journal = journal
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	d.j, err = krply.Open(ctx, filepath.Join(dir, "journal.db"),
+	var err error
+	d.j, err = krply.Open(ctx, journal,
 		krply.WithResources("ns", "deploy", "cm", "svc", "pods", "sa"), krply.WithNamespaces(shop),
 		krply.WithPolicy(replay.Policy{AllowSourceCluster: true}), krply.WithLogger(log),
 		krply.WithCollectorOptions(watch.WithBackoff(100*time.Millisecond, 2*time.Second)))
@@ -224,6 +240,11 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger) (*re
 		return nil, err
 	}
 	d.section("Done in %s", time.Since(d.start).Round(100*time.Millisecond))
+	if d.journal != "" {
+		d.say("the journal is kept in %s; serve it with the query API (docs/query-api.md):", d.journal)
+		d.say("  go run ./examples/record --serve-only --store %s --listen 127.0.0.1:8080", d.journal)
+		d.say("  curl 'http://127.0.0.1:8080/api/v1/history?resource=configmaps&namespace=%s&name=settings'", shop)
+	}
 	return res, nil
 }
 
@@ -393,7 +414,18 @@ func (d *demo) inferred(ctx context.Context, res *result) error {
 }
 
 func (d *demo) correlate(ctx context.Context, path, clusterID string) error {
-	sum, err := cli.Correlate(ctx, d.j.Store(), clusterID, path)
+	// Link the log's writes to the journal events they caused, so that
+	// histories say who made each change.
+	c, err := audit.NewCorrelator(d.j.Store(), clusterID)
+	if err != nil {
+		return err
+	}
+	files, err := audit.OpenFiles([]string{path})
+	if err != nil {
+		return err
+	}
+	defer files.Close()
+	sum, err := c.Ingest(ctx, files)
 	if err != nil {
 		return err
 	}
@@ -631,8 +663,21 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 
 func objName(r event.ResourceRef) string { return r.ObjectKey() }
 
+// describeChanges renders field changes on one line:
+// "spec.replicas: 1 → 3; data.key = v; metadata.labels removed".
 func describeChanges(changes []materialize.FieldChange) string {
-	return truncate(cli.FormatChanges(changes), 100)
+	parts := make([]string, 0, len(changes))
+	for _, c := range changes {
+		switch c.Op {
+		case materialize.OpAdd:
+			parts = append(parts, fmt.Sprintf("%s = %v", c.Path, c.After))
+		case materialize.OpRemove:
+			parts = append(parts, c.Path+" removed")
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %v → %v", c.Path, c.Before, c.After))
+		}
+	}
+	return truncate(strings.Join(parts, "; "), 100)
 }
 
 func truncate(s string, n int) string {

@@ -20,7 +20,7 @@ func TestDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	res, err := run(ctx, t, &out, testr.New(t))
+	res, err := run(ctx, t, &out, testr.New(t), "")
 	if testing.Verbose() || t.Failed() || err != nil {
 		_, _ = os.Stdout.Write(out.Bytes())
 	}

@@ -29,6 +29,7 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "log what the recorder does (gaps, 410s, relists) to stderr")
+	journal := flag.String("journal", "krply-demo.db", "where to keep the demo's journal (replaced on each run; empty: a temporary file, removed at the end)")
 	flag.Parse()
 	log := logr.Discard()
 	if *verbose {
@@ -40,7 +41,7 @@ func main() {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := run(ctx, tb, os.Stdout, log); err != nil {
+		if _, err := run(ctx, tb, os.Stdout, log, *journal); err != nil {
 			tb.Fatalf("demo: %v", err)
 		}
 	}()

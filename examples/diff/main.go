@@ -1,15 +1,15 @@
-// Command diff prints what changed in a scope between two times, from a
-// journal written by examples/record: objects added, removed and changed,
-// with field paths and values, as a table or a unified diff. It warns when
-// the journal may miss changes in that window, and says which objects'
-// state it does not know at an end of it (before recording began, inside a
-// gap) instead of calling them added or removed.
+// Command diff prints what changed in a namespace between two times, from a
+// journal that examples/record wrote: the library calls behind
+// `kubectl krply diff`. An object whose state the journal does not know at
+// an end of the window (before recording began, inside a gap) is called
+// unknown there, never added or removed.
 //
-//	go run ./examples/diff --store krply.db --namespace shop --from "1h ago" --to now
+//	go run ./examples/diff --journal krply.db --namespace shop --from "1h ago" --to now
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,60 +17,51 @@ import (
 	"time"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/examples/internal/cli"
-	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/server"
 )
 
 func main() {
-	var namespaces cli.Strings
-	store := cli.StoreFlag(flag.CommandLine)
-	cluster := flag.String("cluster", "", "cluster ID (default: the only one in the journal)")
-	flag.Var(&namespaces, "namespace", "namespace to compare, repeatable (default: the whole cluster)")
+	journal := flag.String("journal", "krply.db", "path of the SQLite journal")
+	namespace := flag.String("namespace", "", "namespace to compare (default: the whole cluster)")
 	from := flag.String("from", "1h ago", `start: RFC 3339, "now" or "10m ago"`)
 	to := flag.String("to", "now", `end: RFC 3339, "now" or "10m ago"`)
-	status := flag.Bool("status", false, "compare status too")
-	output := flag.String("o", "table", "output: table or unified")
+	unified := flag.Bool("unified", false, "print a unified diff of the objects' YAML instead of a table")
 	flag.Parse()
-	if err := run(os.Stdout, *store, *cluster, namespaces, *from, *to, *status, *output); err != nil {
-		cli.Fail("diff", err)
+	if err := run(os.Stdout, *journal, *namespace, *from, *to, *unified); err != nil {
+		fmt.Fprintln(os.Stderr, "diff:", err)
+		os.Exit(1)
 	}
 }
 
-func run(out io.Writer, store, cluster string, namespaces []string, from, to string, status bool, output string) error {
-	ctx := context.Background()
+func run(out io.Writer, path, namespace, from, to string, unified bool) error {
 	now := time.Now()
-	t1, err := cli.ParseTime(from, now)
-	if err != nil {
+	t1, err1 := server.ParseTime(from, now) // the parser the query API and kubectl krply use
+	t2, err2 := server.ParseTime(to, now)
+	if err := errors.Join(err1, err2); err != nil {
 		return err
 	}
-	t2, err := cli.ParseTime(to, now)
-	if err != nil {
-		return err
-	}
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster, krply.WithReadOnly())
+	ctx := context.Background()
+	j, err := krply.Open(ctx, path, krply.WithReadOnly()) // a query only reads
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	d, err := j.Diff(ctx, krply.Namespaces(cluster, namespaces...), t1, t2, materialize.IncludeStatus(status))
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) == 0 {
+		return errors.Join(err, errors.New("the journal has recorded nothing yet"))
+	}
+	scope := krply.Namespaces(streams[0].Stream.ClusterID) // the whole cluster…
+	if namespace != "" {
+		scope = krply.Namespaces(streams[0].Stream.ClusterID, namespace) // …or one namespace
+	}
+	d, err := j.Diff(ctx, scope, t1, t2)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "changes from %s to %s: %d objects\n", t1.Local().Format(time.RFC3339), t2.Local().Format(time.RFC3339), len(d.Objects))
-	unknown := 0
-	for _, od := range d.Objects {
-		if od.Type == materialize.ObjectUnknown {
-			unknown++
-		}
-	}
-	if unknown > 0 {
-		fmt.Fprintf(out, "%d of them unknown at an end of the window: the journal did not cover them there, so it cannot say whether they were added, removed or changed\n", unknown)
-	}
-	switch output {
-	case "table":
-		return d.WriteTable(out)
-	case "unified":
+	fmt.Fprintf(out, "changes from %s to %s: %d objects\n", t1.Format(time.RFC3339Nano), t2.Format(time.RFC3339Nano), len(d.Objects))
+	// The renderers print the warnings (gaps in the window) first.
+	if unified {
 		return d.WriteUnified(out)
 	}
-	return fmt.Errorf("-o %q: want table or unified", output)
+	return d.WriteTable(out)
 }

@@ -12,7 +12,7 @@ import (
 func TestDiff(t *testing.T) {
 	r, before, after := clitest.Shop(t)
 	var out bytes.Buffer
-	if err := run(&out, r.Path, "", []string{"shop"}, before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), false, "table"); err != nil {
+	if err := run(&out, r.Path, "shop", before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), false); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -26,11 +26,14 @@ func TestDiff(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := run(&out, r.Path, "", []string{"shop"}, before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), false, "unified"); err != nil {
+	if err := run(&out, r.Path, "shop", before.Format(time.RFC3339Nano), after.Format(time.RFC3339Nano), true); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "-  color: blue") || !strings.Contains(out.String(), "+  color: green") {
 		t.Errorf("unified diff lacks the color change:\n%s", out.String())
+	}
+	if err := run(&out, r.Path, "shop", "yesterday", "now", false); err == nil {
+		t.Error("a time the parser does not read was accepted")
 	}
 }
 
@@ -39,11 +42,11 @@ func TestDiff(t *testing.T) {
 func TestDiffBeforeRecordingBegan(t *testing.T) {
 	r, before, _ := clitest.Shop(t)
 	var out bytes.Buffer
-	if err := run(&out, r.Path, "", []string{"shop"}, before.Add(-time.Hour).Format(time.RFC3339Nano), before.Format(time.RFC3339Nano), false, "table"); err != nil {
+	if err := run(&out, r.Path, "shop", before.Add(-time.Hour).Format(time.RFC3339Nano), before.Format(time.RFC3339Nano), false); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"3 objects", "3 of them unknown at an end", "shop/settings", "shop/web", "shop/debug", "(unknown at start: no complete baseline"} {
+	for _, want := range []string{"3 objects", "shop/settings", "shop/web", "shop/debug", "(unknown at start: no complete baseline"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("diff table lacks %q:\n%s", want, text)
 		}

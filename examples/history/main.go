@@ -1,98 +1,78 @@
-// Command history prints one object's timeline from a journal written by
-// examples/record: every version, the fields that changed, the gaps of the
-// streams that record it, and — given the API server's audit log — who made
-// each change. It only reads the journal, unless --audit-log asks it to link
-// the log's writes to the journal's events: those links are saved in the
-// journal, so later histories show them too.
+// Command history prints one object's versions from a journal that
+// examples/record wrote: the library calls behind `kubectl krply history`,
+// which adds kubectl's flags, short names and printers.
 //
-//	go run ./examples/history --store krply.db --resource deployments --namespace shop --name web --audit-log audit.log
+//	go run ./examples/history --journal krply.db --namespace shop deployments.apps/web
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
+	"time"
 
-	"github.com/krply/krply/examples/internal/cli"
-	"github.com/krply/krply/materialize"
+	"github.com/krply/krply"
 )
 
 func main() {
-	var auditLogs cli.Strings
-	store := cli.StoreFlag(flag.CommandLine)
-	cluster := flag.String("cluster", "", "cluster ID (default: the only one in the journal)")
-	resource := flag.String("resource", "", `plural resource, with its group when ambiguous: "deployments", "deployments.apps"`)
-	namespace := flag.String("namespace", "", "the object's namespace (empty for cluster-scoped objects)")
-	name := flag.String("name", "", "the object's name")
-	status := flag.Bool("status", false, "show changes of status too")
-	flag.Var(&auditLogs, "audit-log", "kube-apiserver audit log (JSON lines, rotated files and .gz welcome) to correlate first, repeatable; saves the links in the journal")
+	journal := flag.String("journal", "krply.db", "path of the SQLite journal")
+	namespace := flag.String("namespace", "", "the object's namespace (none for cluster-scoped objects)")
 	flag.Parse()
-	if *resource == "" || *name == "" {
-		cli.Fail("history", fmt.Errorf("--resource and --name are required"))
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: history [--journal FILE] [--namespace NS] RESOURCE.GROUP/NAME, e.g. deployments.apps/web")
+		os.Exit(2)
 	}
-	if err := run(os.Stdout, *store, *cluster, *resource, *namespace, *name, *status, auditLogs); err != nil {
-		cli.Fail("history", err)
+	if err := run(os.Stdout, *journal, *namespace, flag.Arg(0)); err != nil {
+		fmt.Fprintln(os.Stderr, "history:", err)
+		os.Exit(1)
 	}
 }
 
-func run(out io.Writer, store, cluster, resource, namespace, name string, status bool, auditLogs []string) error {
+func run(out io.Writer, path, namespace, object string) error {
+	resource, name, ok := strings.Cut(object, "/")
+	if !ok {
+		return fmt.Errorf("%q: want RESOURCE.GROUP/NAME, e.g. deployments.apps/web or configmaps/settings", object)
+	}
 	ctx := context.Background()
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster, cli.ReadOnlyUnless(len(auditLogs) > 0)...)
+	// A query only reads: open the journal read-only.
+	j, err := krply.Open(ctx, path, krply.WithReadOnly())
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	if len(auditLogs) > 0 {
-		sum, err := cli.Correlate(ctx, j.Store(), cluster, auditLogs...)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "audit: %d events, %d writes matched exactly, %d by best effort (links saved in the journal), %d unmatched, %d malformed lines\n",
-			sum.Events, sum.Exact, sum.Scored, sum.Unmatched, sum.Malformed)
+	// Objects are named within a cluster; this journal records one.
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) == 0 {
+		return errors.Join(err, errors.New("the journal has recorded nothing yet"))
 	}
-	obj, err := cli.ObjectID(ctx, j.Store(), cluster, resource, namespace, name)
+	h, err := j.History(ctx, krply.Object(streams[0].Stream.ClusterID, resource, namespace, name))
 	if err != nil {
 		return err
 	}
-	h, err := j.History(ctx, obj, materialize.IncludeStatus(status))
-	if err != nil {
-		return err
+	if len(h.Versions()) == 0 {
+		return fmt.Errorf("the journal holds no version of %s", object)
 	}
-	for _, w := range h.Warnings {
-		fmt.Fprintf(out, "warning: %s\n", w)
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "OBSERVED (by krply)\tEVENT\tFROM\tWHO\tCHANGES")
+	// Entries are versions (with the fields that changed and, after an
+	// audit log was ingested, who changed them), gaps and coverage changes.
 	for _, e := range h.Entries {
-		at := e.ObservedAt.Local().Format("2006-01-02 15:04:05")
+		at := e.ObservedAt.Format(time.RFC3339Nano) // when krply saw it
 		switch {
 		case e.Gap != nil:
-			fmt.Fprintf(tw, "%s\tGAP\t\t\tchanges since %s may be missing: %s\n", at, e.Gap.From.Local().Format("15:04:05"), e.Gap.Reason)
-		case e.Coverage != nil:
-			fmt.Fprintf(tw, "%s\t%s\t\t\t%s\n", at, strings.ToUpper(string(e.Kind)), e.Coverage.Reason)
+			fmt.Fprintf(out, "%s GAP: changes since %s may be missing (%s)\n", at, e.Gap.From.Format(time.RFC3339Nano), e.Gap.Reason)
 		case e.Version != nil:
-			v := e.Version
-			who := "-"
+			v, who := e.Version, "unknown"
 			if len(v.Provenance) > 0 {
-				p := v.Provenance[0]
-				who = fmt.Sprintf("%s %s", p.User, p.Verb)
-				if p.Confidence < 1 {
-					who += fmt.Sprintf(" (%.0f%%)", 100*p.Confidence)
-				}
+				who = v.Provenance[0].User
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", at, v.WatchType, v.Origin, who, changes(v))
+			fmt.Fprintf(out, "%s %s resourceVersion %s from %s, by %s\n", at, v.WatchType, v.ResourceVersion, v.Origin, who)
+			for _, c := range v.Changes {
+				fmt.Fprintf(out, "    %s %s: %v → %v\n", c.Op, c.Path, c.Before, c.After)
+			}
 		}
 	}
-	return tw.Flush()
-}
-
-func changes(v *materialize.Version) string {
-	if v.Inferred != nil {
-		return fmt.Sprintf("deleted between %s and %s (%s)", v.Inferred.From.Local().Format("15:04:05"), v.Inferred.To.Local().Format("15:04:05"), v.Inferred.Reason)
-	}
-	return cli.FormatChanges(v.Changes)
+	return nil
 }

@@ -2,6 +2,10 @@
 // SQLite journal until it is stopped with SIGINT or SIGTERM.
 //
 //	go run ./examples/record --resource deploy,cm,svc --namespace shop --store krply.db
+//
+// With --listen it serves the query API (package server) from its own
+// journal, so one process writes and every reader asks it; --serve-only
+// serves a journal without recording.
 package main
 
 import (
@@ -31,20 +35,35 @@ func main() {
 	clusterID := flag.String("cluster-id", "", "cluster ID written in every record (default: the UID of kube-system)")
 	every := flag.Duration("status-every", 30*time.Second, "how often to print the status line of each stream once synced (0: never)")
 	verbosity := flag.Int("v", 0, "log verbosity (gaps, 410s and retries are logged at 0)")
+	var api apiFlags
+	api.register(flag.CommandLine)
+	var o ops
+	o.register(flag.CommandLine)
 	flag.Parse()
-	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity); err != nil {
+	if o.printVersion {
+		fmt.Println("record", versionString())
+		return
+	}
+	if err := run(os.Stdout, cluster, resources, namespaces, *store, *clusterID, *every, *verbosity, api, &o); err != nil {
 		cli.Fail("record", err)
 	}
 }
 
-func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int) error {
+func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, store, clusterID string, every time.Duration, verbosity int, api apiFlags, o *ops) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := api.check(); err != nil {
+		return err
+	}
+	if api.serveOnly {
+		return serveOnly(ctx, out, api, store)
+	}
 	cfg, err := cluster.Config()
 	if err != nil {
 		return err
 	}
-	opts := []krply.Option{krply.WithLogger(cli.Logger(verbosity))}
+	log := cli.Logger(verbosity)
+	opts := append([]krply.Option{krply.WithLogger(log)}, o.options()...)
 	if len(resources) > 0 {
 		opts = append(opts, krply.WithResources(resources...))
 	}
@@ -65,6 +84,24 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
+	waitOps, err := o.start(ctx, log, j, rec, store)
+	if err != nil {
+		stop()
+		return errors.Join(err, <-done)
+	}
+	defer func() {
+		if err := waitOps(); err != nil {
+			fmt.Fprintln(out, "stopping /metrics:", err)
+		}
+	}()
+	var serving <-chan error
+	if api.listen != "" {
+		if serving, err = serveAPI(ctx, out, api, j, cfg, o.ready(rec), o.metrics); err != nil {
+			stop()
+			<-done
+			return err
+		}
+	}
 
 	// Progress while the initial lists run, then one line per stream.
 	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, store)
@@ -99,6 +136,9 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 	for {
 		select {
 		case err := <-done:
+			if serving != nil {
+				<-serving // the API stops with ctx, before the journal closes
+			}
 			if err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
@@ -107,6 +147,13 @@ func run(out io.Writer, cluster cli.Cluster, resources, namespaces []string, sto
 			return nil
 		case <-status:
 			printStatus(out, rec.Status())
+		case err := <-serving:
+			if err != nil {
+				stop()
+				<-done
+				return err
+			}
+			serving = nil
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0)
+		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0, apiFlags{}, &ops{})
 	}()
 	for !strings.Contains(out.String(), "synced:") {
 		select {
@@ -82,17 +82,7 @@ func TestRecordUntilSIGINT(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitRecorded(ctx, t, store, ns, "marker")
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
-		}
-	case <-ctx.Done():
-		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
-	}
+	stopBySIGINT(ctx, t, done, &out)
 	text := out.String()
 	for _, want := range []string{"stopped; final status:", "/core/v1/configmaps/" + ns, "2 events, 0 gaps"} {
 		if !strings.Contains(text, want) {
@@ -120,6 +110,23 @@ func TestRecordUntilSIGINT(t *testing.T) {
 	st, err = j.ObjectAt(ctx, settings, time.Now())
 	if err != nil || !st.Exists || st.Covered || len(st.Coverage) != 1 || !strings.Contains(st.Coverage[0].Reason, "not yet observed") {
 		t.Fatalf("settings in the journal after the stop: %+v, %v; want it, not yet observed", st, err)
+	}
+}
+
+// stopBySIGINT sends the process SIGINT and waits for run to return
+// without an error.
+func stopBySIGINT(ctx context.Context, t *testing.T, done <-chan error, out *syncBuffer) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("record after SIGINT: %v\n%s", err, out.String())
+		}
+	case <-ctx.Done():
+		t.Fatalf("record did not stop on SIGINT:\n%s", out.String())
 	}
 }
 

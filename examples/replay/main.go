@@ -1,189 +1,125 @@
-// Command replay rebuilds the recorded state of namespaces in a target
-// cluster from a journal written by examples/record. It works in three
-// steps, each its own run, so that what is applied is exactly the plan that
-// was reviewed:
+// Command replay rebuilds the recorded state of a namespace in a sandbox
+// namespace, from a journal that examples/record wrote: the library calls
+// behind `kubectl krply replay`. Two runs, so that what is applied is
+// exactly the plan that was reviewed:
 //
-//  1. Without --save it shows the plan (objects, what it left out and why)
-//     and writes nothing: a preview. With -o yaml it writes the plan as a
-//     file `kubectl apply --server-side -f` takes instead.
+//  1. It plans the namespace as it was at --at, saves the plan in the
+//     journal, dry-runs it on the target cluster (--kubeconfig) and prints
+//     the plan's ID and hash.
 //
-//  2. With --save it saves the plan in the journal and dry-runs it on the
-//     target's API server (the dry-run report is saved too), and prints the
-//     command that applies it.
+//  2. --apply ID --confirm HASH applies that saved plan, never a new one.
 //
-//  3. With --plan ID --confirm HASH it applies that saved plan, only if its
-//     hash is HASH and its dry run was clean. --plan ID alone dry-runs it
-//     again.
-//
-//     go run ./examples/replay --store krply.db --namespace shop --at "10m ago" --to-namespace shop-restore
-//     go run ./examples/replay --store krply.db --namespace shop --at "10m ago" --to-namespace shop-restore --save
-//     go run ./examples/replay --store krply.db --plan <plan ID> --confirm <plan hash>
+//     go run ./examples/replay --journal krply.db --namespace shop --at "10m ago" --to-namespace shop-restore
+//     go run ./examples/replay --journal krply.db --apply <plan ID> --confirm <plan hash>
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/krply/krply"
-	"github.com/krply/krply/examples/internal/cli"
-	"github.com/krply/krply/replay"
+	"github.com/krply/krply/server"
 )
 
 type options struct {
-	store, cluster, at, toNamespace, output, file string
-	namespaces                                    []string
-	policy                                        replay.Policy
-	save                                          bool
-	planID, confirm                               string
-	target                                        cli.Cluster
+	journal, kubeconfig, namespace, at, toNamespace, apply, confirm string
+	allowSourceCluster                                              bool
 }
 
 func main() {
 	var o options
-	var namespaces cli.Strings
-	o.target.Register(flag.CommandLine)
-	flag.StringVar(&o.store, "store", "krply.db", "path of the SQLite journal")
-	flag.StringVar(&o.cluster, "cluster", "", "source cluster ID (default: the only one in the journal)")
-	flag.Var(&namespaces, "namespace", "source namespace, repeatable (required unless --plan)")
+	flag.StringVar(&o.journal, "journal", "krply.db", "path of the SQLite journal")
+	flag.StringVar(&o.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the target cluster")
+	flag.StringVar(&o.namespace, "namespace", "", "source namespace")
 	flag.StringVar(&o.at, "at", "now", `time whose state to rebuild: RFC 3339, "now" or "10m ago"`)
-	flag.StringVar(&o.toNamespace, "to-namespace", "", "target namespace (with a single --namespace; default: the same name)")
-	flag.StringVar(&o.output, "o", "", "yaml: write the plan as a file for kubectl apply --server-side, and stop")
-	flag.StringVar(&o.file, "file", "", "file for -o yaml (default: replay-<plan ID>.yaml)")
-	flag.BoolVar(&o.save, "save", false, "save the plan in the journal and dry-run it on the target (default: only show it)")
-	flag.StringVar(&o.planID, "plan", "", "ID of a saved plan to dry-run again, or to apply with --confirm, instead of making one")
-	flag.StringVar(&o.confirm, "confirm", "", "apply the saved plan named by --plan if its hash is this one (--save prints both)")
-	flag.BoolVar(&o.policy.AllowGaps, "allow-gaps", false, "plan even when the journal is not complete at that time")
-	flag.BoolVar(&o.policy.AllowSourceCluster, "allow-source-cluster", false, "allow writing into the cluster the history was recorded from")
+	flag.StringVar(&o.toNamespace, "to-namespace", "", "target namespace (default: the same name)")
+	flag.StringVar(&o.apply, "apply", "", "ID of the saved plan to apply (with --confirm)")
+	flag.StringVar(&o.confirm, "confirm", "", "hash of the plan --apply names, as the first run printed it")
+	flag.BoolVar(&o.allowSourceCluster, "allow-source-cluster", false, "allow writing into the cluster the history was recorded from")
 	flag.Parse()
-	o.namespaces = namespaces
 	if err := run(os.Stdout, o); err != nil {
-		cli.Fail("replay", err)
+		fmt.Fprintln(os.Stderr, "replay:", err)
+		os.Exit(1)
 	}
-}
-
-func (o options) validate() error {
-	switch {
-	case o.output != "" && o.output != "yaml":
-		return fmt.Errorf("-o %q: want yaml", o.output)
-	case o.planID != "" && (len(o.namespaces) > 0 || o.toNamespace != "" || o.save):
-		return errors.New("--plan loads a saved plan: give it without --namespace, --to-namespace and --save")
-	case o.planID == "" && o.confirm != "":
-		return errors.New("--confirm applies a saved plan: name it with --plan (run with --save first to save and dry-run a plan)")
-	case o.planID == "" && (len(o.namespaces) == 0 || (o.toNamespace != "" && len(o.namespaces) != 1)):
-		return errors.New("give one or more --namespace, and --to-namespace only with a single one")
-	}
-	return nil
 }
 
 func run(out io.Writer, o options) error {
-	if err := o.validate(); err != nil {
-		return err
+	if (o.apply == "") != (o.confirm == "") || (o.apply == "" && o.namespace == "") {
+		return fmt.Errorf("give --namespace (to plan), or --apply ID with --confirm HASH (to apply a saved plan)")
 	}
 	ctx := context.Background()
-	at, err := cli.ParseTime(o.at, time.Now())
-	if err != nil {
-		return err
-	}
-	// A preview only reads; saving, a dry run and applying write.
-	j, cluster, err := cli.OpenJournal(ctx, o.store, o.cluster, append(cli.ReadOnlyUnless(o.save || o.planID != ""), krply.WithPolicy(o.policy))...)
+	// The plan carries its policy: the apply checks what it allows.
+	j, err := krply.Open(ctx, o.journal, krply.WithPolicy(krply.Policy{AllowSourceCluster: o.allowSourceCluster}))
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-
-	// 1. Plan, or load the saved plan.
 	var plan *krply.Plan
-	if o.planID != "" {
-		plan, err = j.LoadPlan(ctx, o.planID)
+	if o.apply != "" {
+		plan, err = j.LoadPlan(ctx, o.apply) // the plan reviewed, never planned again
 	} else {
-		tgt := krply.Target{}
-		if o.toNamespace != "" {
-			tgt.Namespaces = map[string]string{o.namespaces[0]: o.toNamespace}
-		}
-		plan, err = j.Plan(ctx, krply.Source{ClusterID: cluster, Namespaces: o.namespaces, At: at}, tgt)
+		plan, err = newPlan(ctx, out, j, o)
 	}
 	if err != nil {
-		return err // a *replay.CoverageIncompleteError names the missing streams
+		return err // a replay.CoverageIncompleteError names the streams not covered
 	}
-	printPlan(out, plan)
-	if o.save {
-		if err := j.SavePlan(ctx, plan); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "saved plan %s in the journal\n", plan.ID)
-	}
-	if o.output == "yaml" {
-		file := o.file
-		if file == "" {
-			file = "replay-" + plan.ID + ".yaml"
-		}
-		raw, err := plan.YAML()
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(file, raw, 0o644); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "wrote %s: kubectl apply --server-side --field-manager %s -f %s\n", file, replay.DefaultFieldManager, file)
-		return nil
-	}
-	if o.planID == "" && !o.save {
-		fmt.Fprintln(out, "preview: nothing was saved; run again with --save to save the plan and dry-run it on the target")
-		return nil
-	}
-
-	// 2. Dry run of the saved plan on the target, or 3. apply it.
-	cfg, err := o.target.Config()
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	target, err := replay.NewClusterForConfig(cfg)
+	target, err := krply.NewClusterForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if o.confirm == "" {
-		report, err := j.DryRun(ctx, plan, target)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "dry run on %s: %s (%s)\n", cfg.Host, report.Status, report.Summary())
-		for _, r := range report.Results {
-			fmt.Fprintf(out, "  %-14s %s %s %s\n", r.Action, r.Ref.Kind, r.Ref.ObjectKey(), r.Message)
-			for _, c := range r.Conflicts {
-				fmt.Fprintf(out, "      conflict on %s with %s\n", c.Field, c.Manager)
+	if o.apply != "" {
+		// Refused unless the hash is the saved plan's and its dry run here was clean.
+		report, err := j.Apply(ctx, plan, target, krply.Confirmation{PlanID: o.apply, PlanHash: o.confirm})
+		if report != nil {
+			for _, r := range report.Results {
+				fmt.Fprintf(out, "%s %s %s\n", r.Outcome, r.Ref.Kind, r.Ref.ObjectKey())
 			}
+			fmt.Fprintf(out, "apply: %s (nothing forced, nothing deleted)\n", report.Status)
 		}
-		fmt.Fprintf(out, "not applied: to apply exactly this plan, run with --store %s --plan %s --confirm %s\n", o.store, plan.ID, plan.Hash)
-		return nil
+		return err
 	}
-	applied, err := j.Apply(ctx, plan, target, replay.Confirmation{PlanID: o.planID, PlanHash: o.confirm})
-	if applied != nil {
-		for _, r := range applied.Results {
-			fmt.Fprintf(out, "  %-13s %s %s %s\n", r.Outcome, r.Ref.Kind, r.Ref.ObjectKey(), r.Message)
-		}
-		fmt.Fprintf(out, "apply: %s as %s (nothing forced, nothing deleted; controllers act on the objects now)\n", applied.Status, applied.FieldManager)
+	report, err := j.DryRun(ctx, plan, target) // server-side apply with dryRun=All; the report is saved
+	if err != nil {
+		return err
 	}
-	return err
+	fmt.Fprintf(out, "dry run: %s (%s)\nto apply exactly this plan: --apply %s --confirm %s\n", report.Status, report.Summary(), plan.ID, plan.Hash)
+	return nil
 }
 
-func printPlan(out io.Writer, plan *krply.Plan) {
-	fmt.Fprintf(out, "plan %s (%s), source %s at %s, coverage complete: %v\n", plan.ID, plan.Hash, plan.Source.ClusterID,
-		plan.Source.At.Local().Format(time.RFC3339), plan.Coverage.Complete)
-	for i, obj := range plan.Objects {
-		fmt.Fprintf(out, "  %2d. %s %s\n", i+1, obj.Ref.Kind, obj.Ref.ObjectKey())
-		for _, w := range obj.Warnings {
-			fmt.Fprintf(out, "      warning: %s\n", w)
-		}
+// newPlan plans the namespace at --at into --to-namespace, prints the plan
+// and saves it: only a saved plan is dry-run and applied.
+func newPlan(ctx context.Context, out io.Writer, j *krply.Journal, o options) (*krply.Plan, error) {
+	at, err := server.ParseTime(o.at, time.Now())
+	if err != nil {
+		return nil, err
 	}
-	for _, e := range plan.Exclusions {
-		fmt.Fprintf(out, "  excluded %s %s: %s\n", e.Ref.Kind, e.Ref.ObjectKey(), e.Reason)
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) == 0 {
+		return nil, fmt.Errorf("the journal has recorded nothing yet (%v)", err)
 	}
-	for _, w := range plan.Warnings {
-		fmt.Fprintf(out, "  warning: %s\n", w)
+	target := krply.Target{}
+	if o.toNamespace != "" {
+		target.Namespaces = map[string]string{o.namespace: o.toNamespace}
 	}
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: streams[0].Stream.ClusterID, Namespaces: []string{o.namespace}, At: at}, target)
+	if err != nil {
+		return nil, err
+	}
+	for i, obj := range plan.Objects { // sanitized, mapped, in apply order
+		fmt.Fprintf(out, "%d. %s %s\n", i+1, obj.Ref.Kind, obj.Ref.ObjectKey())
+	}
+	for _, e := range plan.Exclusions { // left out, each with its reason
+		fmt.Fprintf(out, "excluded %s %s: %s\n", e.Ref.Kind, e.Ref.ObjectKey(), e.Reason)
+	}
+	return plan, j.SavePlan(ctx, plan)
 }

@@ -1,113 +1,78 @@
-// Command snapshot prints the state of a scope at a time from a journal
-// written by examples/record: every object alive then, whether that picture
-// is complete, and which streams are missing if it is not. It only reads the
+// Command snapshot prints what a namespace looked like at a time, from a
+// journal that examples/record wrote, and whether that picture is complete:
+// the library calls behind `kubectl krply snapshot`. It only reads the
 // journal, unless --save NAME asks it to save the snapshot there.
 //
-//	go run ./examples/snapshot --store krply.db --namespace shop --at "10m ago"
-//	go run ./examples/snapshot --store krply.db --namespace shop --at "10m ago" --save before-rollout
+//	go run ./examples/snapshot --journal krply.db --namespace shop --at "10m ago"
+//	go run ./examples/snapshot --journal krply.db --namespace shop --at "10m ago" --save before-rollout
 package main
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"text/tabwriter"
 	"time"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/krply/krply"
-	"github.com/krply/krply/examples/internal/cli"
+	"github.com/krply/krply/server"
 )
 
 func main() {
-	var namespaces cli.Strings
-	store := cli.StoreFlag(flag.CommandLine)
-	flag.Var(&namespaces, "namespace", "namespace to include, repeatable (default: the whole cluster)")
-	at := flag.String("at", "now", `time of the snapshot: RFC 3339, "now" or "10m ago"`)
-	cluster := flag.String("cluster", "", "cluster ID (default: the only one in the journal)")
-	save := flag.String("save", "", "save the snapshot in the journal under this name (default: save nothing)")
-	output := flag.String("o", "table", "output: table, yaml or json")
+	journal := flag.String("journal", "krply.db", "path of the SQLite journal")
+	namespace := flag.String("namespace", "", "namespace (default: the whole cluster)")
+	at := flag.String("at", "now", `time: RFC 3339, "now" or "10m ago"`)
+	save := flag.String("save", "", "save the snapshot in the journal under this name")
 	flag.Parse()
-	if err := run(os.Stdout, *store, *cluster, namespaces, *at, *save, *output); err != nil {
-		cli.Fail("snapshot", err)
+	if err := run(os.Stdout, *journal, *namespace, *at, *save); err != nil {
+		fmt.Fprintln(os.Stderr, "snapshot:", err)
+		os.Exit(1)
 	}
 }
 
-// run prints the snapshot; save, when not empty, names it in the journal.
-func run(out io.Writer, store, cluster string, namespaces []string, at, save, output string) error {
-	ctx := context.Background()
-	when, err := cli.ParseTime(at, time.Now())
+func run(out io.Writer, path, namespace, at, save string) error {
+	when, err := server.ParseTime(at, time.Now())
 	if err != nil {
 		return err
 	}
-	j, cluster, err := cli.OpenJournal(ctx, store, cluster, cli.ReadOnlyUnless(save != "")...)
+	ctx := context.Background()
+	var opts []krply.Option
+	if save == "" {
+		opts = append(opts, krply.WithReadOnly()) // a query only reads
+	}
+	j, err := krply.Open(ctx, path, opts...)
 	if err != nil {
 		return err
 	}
 	defer j.Close()
-	snap, err := j.Snapshot(ctx, krply.Namespaces(cluster, namespaces...), when)
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) == 0 {
+		return errors.Join(err, errors.New("the journal has recorded nothing yet"))
+	}
+	scope := krply.Namespaces(streams[0].Stream.ClusterID)
+	if namespace != "" {
+		scope = krply.Namespaces(streams[0].Stream.ClusterID, namespace)
+	}
+	snap, err := j.Snapshot(ctx, scope, when)
 	if err != nil {
 		return err
 	}
 	if save != "" {
-		if err := j.SaveSnapshot(ctx, snap, save); err != nil {
+		if err := j.SaveSnapshot(ctx, snap, save); err != nil { // an explicit act
 			return err
 		}
+		fmt.Fprintf(out, "saved as %q, ID %s\n", snap.Name, snap.ID)
 	}
-	switch output {
-	case "json":
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(snap)
-	case "yaml":
-		raw, err := yaml.Marshal(snap)
-		if err != nil {
-			return err
-		}
-		_, err = out.Write(raw)
-		return err
-	case "table":
-		return table(out, snap)
+	// Complete means every stream of the scope is covered at that time;
+	// Missing says which are not, and why.
+	fmt.Fprintf(out, "snapshot at %s: complete: %v\n", snap.At.Format(time.RFC3339Nano), snap.Complete)
+	for _, m := range snap.Missing {
+		fmt.Fprintf(out, "missing %s: %s\n", m.StreamID, m.Reason)
 	}
-	return fmt.Errorf("-o %q: want table, yaml or json", output)
-}
-
-func table(out io.Writer, s *krply.Snapshot) error {
-	complete := "yes"
-	if !s.Complete {
-		complete = "NO — the journal may miss changes before this time"
+	for _, o := range snap.Objects {
+		fmt.Fprintf(out, "%s %s/%s resourceVersion %s (observed %s)\n", o.Ref.Kind, o.Ref.Namespace, o.Ref.Name, o.Ref.ResourceVersion, o.ObservedAt.Format(time.RFC3339Nano))
 	}
-	saved := "not saved (--save NAME saves it)"
-	if s.ID != "" {
-		saved = fmt.Sprintf("saved as %q, ID %s", s.Name, s.ID)
-	}
-	fmt.Fprintf(out, "snapshot of cluster %s at %s, %s\ncomplete: %s\n", s.Scope.ClusterID, s.At.Local().Format(time.RFC3339), saved, complete)
-	for _, m := range s.Missing {
-		what := m.StreamID
-		if what == "" {
-			what = m.Resource.String() + " " + m.Namespace
-		}
-		fmt.Fprintf(out, "missing: %s: %s\n", what, m.Reason)
-	}
-	for _, w := range s.Warnings {
-		fmt.Fprintf(out, "warning: %s\n", w)
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nSTREAM\tCOVERED\tWATERMARK (resourceVersion)\tOBSERVED")
-	for _, w := range s.Watermarks {
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", w.StreamID, w.Covered, w.ResourceVersion, w.ObservedAt.Local().Format("15:04:05"))
-	}
-	fmt.Fprintln(tw, "\nKIND\tNAMESPACE\tNAME\tOBSERVED (by krply)\tFROM")
-	for _, o := range s.Objects {
-		from := "watch"
-		if o.Synthetic {
-			from = "list"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Ref.Kind, o.Ref.Namespace, o.Ref.Name, o.ObservedAt.Local().Format(time.RFC3339), from)
-	}
-	return tw.Flush()
+	return nil
 }

@@ -38,6 +38,8 @@ type appendTx struct {
 	objectRows, streamObjectRows, bodyRows, recordRows [][]any
 	streamObjects                                      map[[2]int64]bool
 	records, events, bodies, bodyBytes, rawBodyByte    int64
+	// names are the name rows this transaction found or inserted.
+	names names
 }
 
 // Append implements storage.Writer.
@@ -132,6 +134,7 @@ func (s *Store) publish(at *appendTx) {
 	s.nextSeq = at.nextSeq
 	s.nextBodyID = at.nextBodyID
 	s.nextObjectID = at.nextObjectID
+	s.names.publish(at.names)
 	for k, v := range at.objects {
 		if len(s.objectIDs) > 1<<16 {
 			clear(s.objectIDs)
@@ -160,7 +163,8 @@ func (s *Store) publish(at *appendTx) {
 func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{},
 		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{},
-		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID, newObjects: map[int64]bool{}, nextObjectID: s.nextObjectID}
+		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID, newObjects: map[int64]bool{}, nextObjectID: s.nextObjectID,
+		names: newNames()}
 	at.bindStmts()
 	return at
 }
@@ -190,7 +194,10 @@ func (at *appendTx) add(rec *event.Record, id any, hash string, seq int64) error
 	}
 	var objID int64
 	if rec.IsObjectChange() {
-		objID = at.object(storage.ObjectIDOf(*rec))
+		var err error
+		if objID, err = at.object(storage.ObjectIDOf(*rec)); err != nil {
+			return err
+		}
 		objRow = objID
 		if stream == nil {
 			// Object changes always have a stream (journal.Validate).
@@ -217,8 +224,18 @@ func (at *appendTx) add(rec *event.Record, id any, hash string, seq int64) error
 	if rec.Synthetic {
 		synthetic = 1
 	}
-	at.recordRows = append(at.recordRows, []any{seq, keyOf(id), id, typeCodes[rec.Type], rec.ClusterID, streamRow,
-		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, meta})
+	cluster, err := at.clusterRow(rec.ClusterID)
+	if err != nil {
+		return err
+	}
+	var baseline any
+	if rec.BaselineID != "" {
+		if baseline, err = at.baselineRow(rec.BaselineID); err != nil {
+			return err
+		}
+	}
+	at.recordRows = append(at.recordRows, []any{seq, keyOf(id), id, typeCodes[rec.Type], cluster, streamRow,
+		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, baseline, meta})
 	at.records++
 	if rec.Type == event.TypeEvent {
 		at.events++
@@ -309,7 +326,11 @@ func (at *appendTx) lookupBodies(hashes []string) error {
 // Append (records already stored are skipped).
 func (at *appendTx) lookupObjects(records []event.Record, existing map[string]int64, ids []any) error {
 	var keys []any
-	seen := map[storage.ObjectID]bool{}
+	type scopedName struct {
+		scope int64
+		name  string
+	}
+	wanted := map[scopedName]storage.ObjectID{}
 	for i := range records {
 		if !records[i].IsObjectChange() {
 			continue
@@ -318,19 +339,27 @@ func (at *appendTx) lookupObjects(records []event.Record, existing map[string]in
 			continue
 		}
 		obj := storage.ObjectIDOf(records[i])
-		if _, ok := at.s.objectIDs[obj]; ok || seen[obj] {
+		if _, ok := at.s.objectIDs[obj]; ok {
 			continue
 		}
-		seen[obj] = true
-		keys = append(keys, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name)
+		scope, err := at.scopeRow(obj.ClusterID, obj.Namespace, obj.Group, obj.Resource)
+		if err != nil {
+			return fmt.Errorf("sqlite: append: %w", err)
+		}
+		key := scopedName{scope, obj.Name}
+		if _, seen := wanted[key]; seen {
+			continue
+		}
+		wanted[key] = obj
+		keys = append(keys, scope, obj.Name)
 	}
 	err := at.lookup(objectLookup, keys, func(rows *sql.Rows) error {
 		var id int64
-		var obj storage.ObjectID
-		if err := rows.Scan(&id, &obj.ClusterID, &obj.Namespace, &obj.Group, &obj.Resource, &obj.Name); err != nil {
+		var key scopedName
+		if err := rows.Scan(&id, &key.scope, &key.name); err != nil {
 			return err
 		}
-		at.objects[obj] = id
+		at.objects[wanted[key]] = id
 		return nil
 	})
 	if err != nil {
@@ -362,19 +391,23 @@ func (at *appendTx) flush() error {
 
 // object returns the row id of obj, which lookupObjects has looked for,
 // and queues a new row when it is not stored.
-func (at *appendTx) object(obj storage.ObjectID) int64 {
+func (at *appendTx) object(obj storage.ObjectID) (int64, error) {
 	if id, ok := at.objects[obj]; ok {
-		return id
+		return id, nil
 	}
 	if id, ok := at.s.objectIDs[obj]; ok {
-		return id
+		return id, nil
+	}
+	scope, err := at.scopeRow(obj.ClusterID, obj.Namespace, obj.Group, obj.Resource)
+	if err != nil {
+		return 0, err
 	}
 	id := at.nextObjectID
 	at.nextObjectID++
-	at.objectRows = append(at.objectRows, []any{id, obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name})
+	at.objectRows = append(at.objectRows, []any{id, scope, obj.Name})
 	at.newObjects[id] = true
 	at.objects[obj] = id
-	return id
+	return id, nil
 }
 
 // finish writes the stream states and totals of the batch.

@@ -97,13 +97,14 @@ func BenchmarkAppend(b *testing.B) {
 // (one op = one object): the synthetic ADDED items of a list, in batches
 // of 512 as the Collector commits them, each a ConfigMap never seen
 // before (a new objects row, stream_objects row and body), against the
-// same rows INSERTed into a bare table.
+// same rows INSERTed into a bare table; and the journal's bytes on disk
+// over the JSON recorded (disk/json).
 func BenchmarkAppendBaseline(b *testing.B) {
 	w := newWorkload(b)
 	k := w.kinds[2] // configmaps
 	const baselineID = "bench-baseline"
 	next := 0
-	appendAgainstRaw(b, 512, func(n int) []event.Record {
+	journal := appendAgainstRaw(b, 512, func(n int) []event.Record {
 		recs := make([]event.Record, n)
 		for i := range recs {
 			recs[i] = w.baselineItem(k, next, baselineID, benchStart)
@@ -111,20 +112,52 @@ func BenchmarkAppendBaseline(b *testing.B) {
 		}
 		return recs
 	})
+	reportDiskPerJSON(b, journal)
+}
+
+// reportDiskPerJSON reports the size of a closed journal file over the
+// JSON bytes of the bodies recorded in it.
+func reportDiskPerJSON(b *testing.B, j journalSize) {
+	if err := j.s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(j.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(fi.Size())/float64(j.jsonBytes), "disk/json")
+}
+
+// journalSize is a journal written by a benchmark and the JSON bytes of
+// the bodies it was given.
+type journalSize struct {
+	s         *sqlite.Store
+	path      string
+	jsonBytes int64
 }
 
 // appendAgainstRaw appends b.N records made by next, batch at a time, to
 // a new journal and to a raw table, and reports the throughput and CPU
-// time per record of both and their ratio.
-func appendAgainstRaw(b *testing.B, batch int, next func(n int) []event.Record) {
+// time per record of both and their ratio. It returns the journal, still
+// open.
+func appendAgainstRaw(b *testing.B, batch int, next func(n int) []event.Record) journalSize {
 	ctx := context.Background()
-	s := openTemp(b)
+	j := journalSize{path: filepath.Join(b.TempDir(), "journal.db")}
+	s, err := sqlite.Open(ctx, j.path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	j.s = s
 	raw := openRaw(b)
 	var krplyTime, rawTime, krplyCPU, rawCPU time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		n := min(batch, b.N-done)
 		recs := next(n)
+		for i := range recs {
+			j.jsonBytes += int64(len(recs[i].Object))
+		}
 		start, startCPU := time.Now(), cputime.Process()
 		if _, err := s.Append(ctx, recs); err != nil {
 			b.Fatal(err)
@@ -145,6 +178,7 @@ func appendAgainstRaw(b *testing.B, batch int, next func(n int) []event.Record) 
 	b.ReportMetric(rawTime.Seconds()/krplyTime.Seconds(), "krply/raw")
 	b.ReportMetric(float64(krplyCPU.Microseconds())/float64(b.N), "cpu-µs/event")
 	b.ReportMetric(float64(rawCPU.Microseconds())/float64(b.N), "raw-cpu-µs/event")
+	return j
 }
 
 // BenchmarkChurnBytes measures the file size per event of a churn workload

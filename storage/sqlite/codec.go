@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/krply/krply/event"
@@ -126,11 +129,16 @@ type recordMeta struct {
 	Inferred   *event.InferredDeletion `json:"inf,omitempty"`
 }
 
+// metaOf encodes the meta column of a record (schema version 4): the
+// compact binary form (metaBinary) when the record is an object change
+// whose only fields without a column are its version, kind, UID and
+// resourceVersion — nearly every event — and JSON with short keys
+// otherwise. The BaselineID has a column of its own (baseline) and is in
+// neither.
 func metaOf(r *event.Record, hasObj bool) ([]byte, error) {
 	m := recordMeta{
 		Version: r.Resource.Version, Kind: r.Resource.Kind, UID: r.Resource.UID, RV: r.Resource.ResourceVersion,
-		BaselineID: r.BaselineID,
-		Gap:        r.Gap, Coverage: r.Coverage, Baseline: r.Baseline, Checkpoint: r.Checkpoint,
+		Gap: r.Gap, Coverage: r.Coverage, Baseline: r.Baseline, Checkpoint: r.Checkpoint,
 		Saved: r.Saved, Audit: r.Audit, Inferred: r.Inferred,
 	}
 	if !hasObj {
@@ -139,7 +147,127 @@ func metaOf(r *event.Record, hasObj bool) ([]byte, error) {
 	if len(r.Object) == 0 {
 		m.Hash = r.ObjectHash
 	}
+	if hasObj && m == (recordMeta{Version: m.Version, Kind: m.Kind, UID: m.UID, RV: m.RV}) {
+		return appendBinaryMeta(make([]byte, 0, 48), &m), nil
+	}
 	return json.Marshal(&m)
+}
+
+// The binary meta form: the byte metaBinary, a flags byte, then the
+// version and kind (each a uvarint length and the bytes), the UID (16
+// bytes when flagUUID, else length and bytes) and the resourceVersion
+// (a uvarint when flagDecimalRV, else length and bytes). JSON meta starts
+// with '{', so the first byte tells the forms apart.
+const (
+	metaBinary    = 0x01
+	flagUUID      = 1 << 0
+	flagDecimalRV = 1 << 1
+)
+
+func appendBinaryMeta(out []byte, m *recordMeta) []byte {
+	uid, isUUID := parseUUID(m.UID)
+	rv, isDecimal := parseDecimal(m.RV)
+	var flags byte
+	if isUUID {
+		flags |= flagUUID
+	}
+	if isDecimal {
+		flags |= flagDecimalRV
+	}
+	out = append(out, metaBinary, flags)
+	out = appendString(out, m.Version)
+	out = appendString(out, m.Kind)
+	if isUUID {
+		out = append(out, uid[:]...)
+	} else {
+		out = appendString(out, m.UID)
+	}
+	if isDecimal {
+		return binary.AppendUvarint(out, rv)
+	}
+	return appendString(out, m.RV)
+}
+
+func appendString(out []byte, s string) []byte {
+	out = binary.AppendUvarint(out, uint64(len(s)))
+	return append(out, s...)
+}
+
+// parseUUID returns the 16 bytes of a UUID in its canonical form
+// (lowercase hex, 8-4-4-4-12), which formatUUID gives back exactly.
+func parseUUID(s string) ([16]byte, bool) {
+	var u [16]byte
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return u, false
+	}
+	hexDigits := s[0:8] + s[9:13] + s[14:18] + s[19:23] + s[24:36]
+	if _, err := hex.Decode(u[:], []byte(hexDigits)); err != nil || formatUUID(u) != s {
+		return u, false
+	}
+	return u, true
+}
+
+func formatUUID(u [16]byte) string {
+	h := hex.EncodeToString(u[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// parseDecimal returns a resourceVersion that is a canonical decimal
+// number (no sign, no leading zero), which strconv.FormatUint gives back
+// exactly.
+func parseDecimal(s string) (uint64, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// decodeMeta reads the meta column in either form into m.
+func decodeMeta(data []byte, m *recordMeta) error {
+	if len(data) == 0 || data[0] != metaBinary {
+		return json.Unmarshal(data, m)
+	}
+	if len(data) < 2 {
+		return errors.New("short binary meta")
+	}
+	flags, rest := data[1], data[2:]
+	var err error
+	if m.Version, rest, err = readString(rest); err != nil {
+		return err
+	}
+	if m.Kind, rest, err = readString(rest); err != nil {
+		return err
+	}
+	if flags&flagUUID != 0 {
+		if len(rest) < 16 {
+			return errors.New("binary meta: short UID")
+		}
+		m.UID, rest = formatUUID([16]byte(rest[:16])), rest[16:]
+	} else if m.UID, rest, err = readString(rest); err != nil {
+		return err
+	}
+	if flags&flagDecimalRV != 0 {
+		rv, n := binary.Uvarint(rest)
+		if n <= 0 {
+			return errors.New("binary meta: bad resourceVersion")
+		}
+		m.RV, rest = strconv.FormatUint(rv, 10), rest[n:]
+	} else if m.RV, rest, err = readString(rest); err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("binary meta: %d bytes left over", len(rest))
+	}
+	return nil
+}
+
+func readString(b []byte) (string, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) {
+		return "", nil, errors.New("binary meta: bad string")
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], nil
 }
 
 func (m *recordMeta) applyTo(r *event.Record) {

@@ -219,10 +219,13 @@ func keyOfText(id string) int64 {
 	return int64(k)
 }
 
-// TestFormatRecordMeta pins the meta column: JSON with short keys for the
-// fields of a record that have no column, and the payloads (event.Gap,
+// TestFormatRecordMeta pins the meta column: the binary form (written in
+// hex here) for an object change with only a version, kind, UID and
+// resourceVersion, and otherwise JSON with short keys for the fields of a
+// record that have no column, and the payloads (event.Gap,
 // event.Baseline, ...) in their own JSON encoding, whose field names are
-// therefore part of the file format too.
+// therefore part of the file format too. Every meta decodes back to what
+// was encoded.
 func TestFormatRecordMeta(t *testing.T) {
 	var lines []string
 	for _, rec := range metaRecords() {
@@ -231,9 +234,55 @@ func TestFormatRecordMeta(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lines = append(lines, fmt.Sprintf("%s %s synthetic=%t object-row=%t\n%s\n", rec.Type, rec.WatchType, rec.Synthetic, hasObj, meta))
+		shown := string(meta)
+		if meta[0] == metaBinary {
+			shown = "binary " + hex.EncodeToString(meta)
+		}
+		lines = append(lines, fmt.Sprintf("%s %s synthetic=%t object-row=%t\n%s\n", rec.Type, rec.WatchType, rec.Synthetic, hasObj, shown))
+		var m recordMeta
+		if err := decodeMeta(meta, &m); err != nil {
+			t.Fatalf("decode %q: %v", meta, err)
+		}
+		back := event.Record{Resource: event.ResourceRef{Group: rec.Resource.Group, Resource: rec.Resource.Resource, Namespace: rec.Resource.Namespace, Name: rec.Resource.Name},
+			ObjectHash: rec.ObjectHash, BaselineID: rec.BaselineID}
+		m.applyTo(&back)
+		back.BaselineID = rec.BaselineID // a column of its own
+		if got, want := jsonOf(back), jsonOf(event.Record{Resource: rec.Resource, ObjectHash: rec.ObjectHash, BaselineID: rec.BaselineID,
+			Gap: rec.Gap, Coverage: rec.Coverage, Baseline: rec.Baseline, Checkpoint: rec.Checkpoint, Saved: rec.Saved, Audit: rec.Audit, Inferred: rec.Inferred}); got != want {
+			t.Errorf("meta %q decodes to\n %s, want\n %s", shown, got, want)
+		}
 	}
 	checkGolden(t, filepath.Join(codecDir, "meta.txt"), []byte(strings.Join(lines, "")))
+}
+
+// TestBinaryMetaRoundTrip: the binary meta keeps every UID and
+// resourceVersion exactly, the canonical ones in their short forms and
+// the others as strings.
+func TestBinaryMetaRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		uid, rv string
+		flags   byte
+	}{
+		{"33222d37-95d6-4583-883b-c54f446055ea", "216", flagUUID | flagDecimalRV},
+		{"33222D37-95D6-4583-883B-C54F446055EA", "0", flagDecimalRV},
+		{"u-web", "007", 0},
+		{"", "", 0},
+		{"33222d37-95d6-4583-883b-c54f446055e", "18446744073709551616", 0},
+		{"33222d37x95d6-4583-883b-c54f446055ea", "18446744073709551615", flagDecimalRV},
+		{"33222d37-95d6-4583-883b-c54f446055eg", "-1", 0},
+	} {
+		m := recordMeta{Version: "v1", Kind: "ConfigMap", UID: c.uid, RV: c.rv}
+		data := appendBinaryMeta(nil, &m)
+		var got recordMeta
+		if err := decodeMeta(data, &got); err != nil || got != m || data[1] != c.flags {
+			t.Errorf("%+v: encoded %x (flags %d, want %d), decoded %+v, %v", m, data, data[1], c.flags, got, err)
+		}
+		for cut := range len(data) - 1 {
+			if err := decodeMeta(data[:cut+1], &recordMeta{}); err == nil && cut+1 < len(data) {
+				t.Errorf("%+v: %d of %d bytes decoded without an error", m, cut+1, len(data))
+			}
+		}
+	}
 }
 
 // metaRecords returns a record of every type, with every payload field

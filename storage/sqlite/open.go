@@ -95,6 +95,7 @@ func newStore(path string, cfg config) *Store {
 		cfg:           cfg,
 		log:           cfg.logger.WithValues("journal", path),
 		objectIDs:     map[storage.ObjectID]int64{},
+		names:         newNames(),
 		streamObjects: map[[2]int64]bool{},
 		kindKeyframes: map[kindKey]keyframe{},
 		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
@@ -137,6 +138,9 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
+		return fmt.Errorf("sqlite: %s: %w", s.path, err)
+	}
+	if err := s.nameStmts.prepare(ctx, s.w); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
 	if err := s.prepareSized(ctx); err != nil {

@@ -225,31 +225,23 @@ func TestReopenKeepsJournal(t *testing.T) {
 // adding the indexes, and keeps their records.
 func TestMigratesOlderVersions(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		version int
-		undo    []string
-	}{
-		{1, []string{`DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`, `PRAGMA user_version = 1`}},
-		{2, []string{`DROP INDEX records_type_seq`, `PRAGMA user_version = 2`}},
-	} {
-		t.Run(fmt.Sprintf("version%d", tc.version), func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "journal.db")
-			writeJournal(t, path)
-			rawExec(t, path, tc.undo...)
+	for version := 1; version < sqlite.SchemaVersion; version++ {
+		t.Run(fmt.Sprintf("version%d", version), func(t *testing.T) {
+			path := olderJournal(t, version)
 			s, err := sqlite.Open(ctx, path)
 			if err != nil {
-				t.Fatalf("open a version %d journal: %v", tc.version, err)
+				t.Fatalf("open a version %d journal: %v", version, err)
 			}
-			p, err := s.Records(ctx, storage.Query{StreamID: "c1/core/v1/configmaps/shop", Until: time.Unix(150, 0), Descending: true})
+			p, err := s.Records(ctx, storage.Query{StreamID: "c1/core/v1/configmaps/shop", Limit: 1, Descending: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(p.Records) != 1 || p.Records[0].Resource.Name != "a" {
-				t.Fatalf("Records after migration: %d records, want the one written", len(p.Records))
+			if len(p.Records) != 1 || p.Records[0].Type != event.TypeCheckpoint {
+				t.Fatalf("Records after migration: %+v, want the stream's last record, a checkpoint", p.Records)
 			}
 			tls, err := s.Timelines(ctx, "c1")
-			if err != nil || len(tls) != 1 || tls[0].StreamID != "c1/core/v1/configmaps/shop" {
-				t.Fatalf("Timelines after migration = %+v, %v; want the one stream", tls, err)
+			if err != nil || len(tls) != 2 || tls[1].StreamID != "c1/core/v1/configmaps/shop" {
+				t.Fatalf("Timelines after migration = %+v, %v; want the two streams of c1", tls, err)
 			}
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
@@ -259,16 +251,31 @@ func TestMigratesOlderVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var version, indexes int
-			if err := db.QueryRow(`PRAGMA user_version`).Scan(&version); err != nil {
+			var got, tables int
+			if err := db.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('records_stream_time', 'records_type_seq')`).Scan(&indexes); err != nil {
+			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('clusters', 'scopes', 'baselines')`).Scan(&tables); err != nil {
 				t.Fatal(err)
 			}
-			if version != sqlite.SchemaVersion || sqlite.SchemaVersion != 3 || indexes != 2 {
-				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 2 indexes; want 3, 3, 2", version, sqlite.SchemaVersion, indexes)
+			if got != sqlite.SchemaVersion || sqlite.SchemaVersion != 4 || tables != 3 {
+				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 3 name tables; want 4, 4, 3", got, sqlite.SchemaVersion, tables)
 			}
 		})
 	}
+}
+
+// olderJournal copies the format fixture of an older schema version
+// (testdata/format) to a temporary file and returns its name.
+func olderJournal(t *testing.T, version int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "format", fmt.Sprintf("v%d.db", version)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "journal.db")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

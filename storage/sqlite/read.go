@@ -20,13 +20,22 @@ import (
 
 // recordSelect selects a record with its stream ID, object name and body.
 // The %s is the body data column (or NULL to skip bodies).
-const recordSelect = `SELECT r.seq, r.event_id, r.type, r.cluster, s.stream_id, r.observed_at, r.watch_type, r.synthetic,
-	o.grp, o.resource, o.namespace, o.name, b.hash, b.raw_len, b.base, %s, r.meta`
+const recordSelect = `SELECT r.seq, r.event_id, r.type, c.name, s.stream_id, r.observed_at, r.watch_type, r.synthetic,
+	p.grp, p.resource, p.namespace, o.name, b.hash, b.raw_len, b.base, %s, bl.baseline_id, r.meta`
 
-const recordJoins = ` LEFT JOIN streams s ON s.id = r.stream LEFT JOIN bodies b ON b.id = r.body`
+// recordJoins follow the join of the objects row o of a record r.
+const recordJoins = ` LEFT JOIN scopes p ON p.id = o.scope` + namedJoins
+
+// namedJoins join what a record r points at but its object.
+const namedJoins = ` JOIN clusters c ON c.id = r.cluster LEFT JOIN streams s ON s.id = r.stream` +
+	` LEFT JOIN bodies b ON b.id = r.body LEFT JOIN baselines bl ON bl.id = r.baseline`
+
+// clusterSubquery finds a cluster's row id from its ID.
+const clusterSubquery = `(SELECT id FROM clusters WHERE name = ?)`
 
 // objectSubquery finds an object's row id from its ObjectID fields.
-const objectSubquery = `(SELECT id FROM objects WHERE cluster = ? AND namespace = ? AND grp = ? AND resource = ? AND name = ?)`
+const objectSubquery = `(SELECT id FROM objects WHERE scope = (SELECT id FROM scopes WHERE cluster = ` + clusterSubquery +
+	` AND namespace = ? AND grp = ? AND resource = ?) AND name = ?)`
 
 func objectArgs(obj storage.ObjectID) []any {
 	return []any{obj.ClusterID, obj.Namespace, obj.Group, obj.Resource, obj.Name}
@@ -63,9 +72,10 @@ func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
 			streamID                     sql.NullString
 			grp, resource, namespace, nm sql.NullString
 			hash, meta                   []byte
+			baseline                     sql.NullString
 		)
 		dest := []any{&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
-			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &meta}
+			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &baseline, &meta}
 		if err := rows.Scan(append(dest, extra...)...); err != nil {
 			return nil, err
 		}
@@ -77,10 +87,13 @@ func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
 		r.WatchType = watchNames[watch]
 		r.Synthetic = synthetic != 0
 		var m recordMeta
-		if err := json.Unmarshal(meta, &m); err != nil {
+		if err := decodeMeta(meta, &m); err != nil {
 			return nil, fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
 		}
 		m.applyTo(r)
+		if baseline.Valid {
+			r.BaselineID = baseline.String
+		}
 		if nm.Valid {
 			r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = grp.String, resource.String, namespace.String, nm.String
 		}
@@ -322,7 +335,7 @@ func (s *Store) recordsQuery(ctx context.Context, q storage.Query) (recordsQuery
 		rq.index = "records_stream"
 	}
 	if q.ClusterID != "" {
-		rq.add("r.cluster = ?", q.ClusterID)
+		rq.add("r.cluster = "+clusterSubquery, q.ClusterID)
 	}
 	if len(q.Types) > 0 && !rq.types(q.Types) {
 		return rq, false, nil // no record has an unknown type
@@ -491,6 +504,12 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	if err != nil {
 		return nil, err
 	}
+	query, args := objectHistoryQuery(obj, q, vis)
+	return s.query(ctx, query, args...)
+}
+
+// objectHistoryQuery is the statement of ObjectHistory.
+func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
 	visible, visArgs := vis.where("r", "", 0)
 	var b strings.Builder
 	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
@@ -513,7 +532,7 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		b.WriteString(" LIMIT ?")
 		args = append(args, q.Limit)
 	}
-	return s.query(ctx, b.String(), args...)
+	return b.String(), args
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -551,8 +570,7 @@ var latestAtSelfContained = fmt.Sprintf(recordSelect, "b.data") + latestAtHead +
 func openItemSQL(a string) string {
 	marker := func(phase string) string {
 		return `SELECT 1 FROM records e INDEXED BY records_marker WHERE e.type = 2 AND e.type <> 1 AND e.stream = ` + a + `.stream` +
-			` AND json_extract(CAST(e.meta AS TEXT), '$.b') = json_extract(CAST(` + a + `.meta AS TEXT), '$.b')` +
-			` AND json_extract(CAST(e.meta AS TEXT), '$.bl.phase') = '` + phase + `'`
+			` AND e.baseline = ` + a + `.baseline AND json_extract(CAST(e.meta AS TEXT), '$.bl.phase') = '` + phase + `'`
 	}
 	return `EXISTS (` + marker("begin") + `) AND NOT EXISTS (` + marker("end") + `)`
 }
@@ -638,12 +656,8 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	if err != nil {
 		return nil, s.readErr("alive", err)
 	}
-	var where []string
-	var args []any
-	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
-	args = append(args, encodeTime(q.At))
+	var rowID int64
 	if q.StreamID != "" {
-		var rowID int64
 		err := s.streamRow(ctx, q.StreamID, &rowID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, nil
@@ -651,6 +665,23 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		if err != nil {
 			return nil, s.readErr("alive in "+q.StreamID, err)
 		}
+	}
+	query, args := aliveQuery(q, vis, rowID)
+	recs, err := s.query(ctx, query, args...)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
+	return recs, nil
+}
+
+// aliveQuery is the statement of AliveAt; rowID is the row of q.StreamID,
+// when it is set.
+func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []any) {
+	var where []string
+	var args []any
+	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
+	args = append(args, encodeTime(q.At))
+	if q.StreamID != "" {
 		visible, visArgs := vis.where("x", q.IncludeBaseline, rowID)
 		latest += ` AND x.stream = ? AND ` + visible
 		args = append(append(args, rowID), visArgs...)
@@ -660,27 +691,23 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		latest += ` AND ` + visible
 		args = append(args, visArgs...)
 		if q.ClusterID != "" {
-			where, args = append(where, "o.cluster = ?"), append(args, q.ClusterID)
+			where, args = append(where, "p.cluster = "+clusterSubquery), append(args, q.ClusterID)
 		}
 		if q.Namespace != "" {
-			where, args = append(where, "o.namespace = ?"), append(args, q.Namespace)
+			where, args = append(where, "p.namespace = ?"), append(args, q.Namespace)
 		}
 		if q.Group != "" {
-			where, args = append(where, "o.grp = ?"), append(args, q.Group)
+			where, args = append(where, "p.grp = ?"), append(args, q.Group)
 		}
 		if q.Resource != "" {
-			where, args = append(where, "o.resource = ?"), append(args, q.Resource)
+			where, args = append(where, "p.resource = ?"), append(args, q.Resource)
 		}
 	}
 	latest += ` ORDER BY x.observed_at DESC, x.seq DESC LIMIT 1)`
 	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
-	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM objects o JOIN records r ON r.seq = ` + latest + recordJoins +
-		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY o.cluster, o.grp, o.resource, o.namespace, o.name`
-	recs, err := s.query(ctx, query, args...)
-	if err != nil {
-		return nil, s.readErr("alive", err)
-	}
-	return recs, nil
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM scopes p JOIN objects o ON o.scope = p.id JOIN records r ON r.seq = ` + latest + namedJoins +
+		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY c.name, p.grp, p.resource, p.namespace, o.name`
+	return query, args
 }
 
 // EventByResourceVersion implements storage.Reader.
@@ -767,5 +794,10 @@ func (s *Store) Stats(ctx context.Context) (storage.Stats, error) {
 			st.FileBytes += fi.Size()
 		}
 	}
+	var pages, free, pageSize int64
+	if err := s.r.QueryRowContext(ctx, `SELECT page_count, freelist_count, page_size FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`).Scan(&pages, &free, &pageSize); err != nil {
+		return st, s.readErr("stats: pages", err)
+	}
+	st.UsedBytes = (pages - free) * pageSize
 	return st, nil
 }

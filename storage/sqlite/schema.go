@@ -21,7 +21,7 @@ const applicationID = 0x6B72706C
 // SchemaVersion is the journal schema this package writes (PRAGMA
 // user_version). Files with an older version are migrated forward on Open;
 // files with a newer one are refused.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Record type and watch type codes kept in integer columns.
 const (
@@ -115,6 +115,79 @@ CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE str
 	// memory and check that they are current with it.
 	2: `
 CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
+`,
+	// Version 4 is the lean layout: what every row repeated is named once.
+	// Cluster IDs live in clusters, and records point at them by number;
+	// an object's cluster, namespace, group and resource are its scope
+	// (scopes), so an objects row is a scope number and a name; baseline
+	// IDs live in baselines, and records point at them from the baseline
+	// column instead of carrying them in their meta. The meta of an
+	// event is a compact binary encoding (see metaOf); older rows keep
+	// their JSON meta, which stays readable, with the baseline ID also
+	// in the new column.
+	3: `
+CREATE TABLE clusters (
+	id   INTEGER PRIMARY KEY,
+	name TEXT NOT NULL UNIQUE
+);
+INSERT INTO clusters (name) SELECT cluster FROM records UNION SELECT cluster FROM objects UNION SELECT cluster FROM streams ORDER BY 1;
+CREATE TABLE scopes (
+	id        INTEGER PRIMARY KEY,
+	cluster   INTEGER NOT NULL,
+	namespace TEXT NOT NULL,
+	grp       TEXT NOT NULL,
+	resource  TEXT NOT NULL
+);
+CREATE UNIQUE INDEX scopes_name ON scopes (cluster, namespace, grp, resource);
+INSERT INTO scopes (cluster, namespace, grp, resource)
+	SELECT DISTINCT c.id, o.namespace, o.grp, o.resource FROM objects o JOIN clusters c ON c.name = o.cluster ORDER BY 1, 2, 3, 4;
+CREATE TABLE objects_v4 (
+	id    INTEGER PRIMARY KEY,
+	scope INTEGER NOT NULL,
+	name  TEXT NOT NULL
+);
+INSERT INTO objects_v4 (id, scope, name)
+	SELECT o.id, p.id, o.name FROM objects o JOIN clusters c ON c.name = o.cluster
+	JOIN scopes p ON p.cluster = c.id AND p.namespace = o.namespace AND p.grp = o.grp AND p.resource = o.resource ORDER BY o.id;
+DROP TABLE objects;
+ALTER TABLE objects_v4 RENAME TO objects;
+CREATE UNIQUE INDEX objects_name ON objects (scope, name);
+CREATE TABLE baselines (
+	id          INTEGER PRIMARY KEY,
+	baseline_id TEXT NOT NULL UNIQUE
+);
+INSERT INTO baselines (baseline_id)
+	SELECT b FROM (SELECT json_extract(CAST(meta AS TEXT), '$.b') AS b, min(seq) AS first FROM records GROUP BY 1)
+	WHERE b IS NOT NULL ORDER BY first;
+CREATE TABLE records_v4 (
+	seq         INTEGER PRIMARY KEY,
+	id_key      INTEGER NOT NULL,
+	event_id    BLOB NOT NULL,
+	type        INTEGER NOT NULL,
+	cluster     INTEGER NOT NULL,
+	stream      INTEGER,
+	observed_at INTEGER NOT NULL,
+	watch_type  INTEGER NOT NULL,
+	synthetic   INTEGER NOT NULL,
+	obj         INTEGER,
+	body        INTEGER,
+	target      BLOB,
+	baseline    INTEGER,
+	meta        BLOB NOT NULL
+);
+INSERT INTO records_v4 (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, baseline, meta)
+	SELECT r.seq, r.id_key, r.event_id, r.type, c.id, r.stream, r.observed_at, r.watch_type, r.synthetic, r.obj, r.body, r.target,
+	(SELECT b.id FROM baselines b WHERE b.baseline_id = json_extract(CAST(r.meta AS TEXT), '$.b')), r.meta
+	FROM records r JOIN clusters c ON c.name = r.cluster ORDER BY r.seq;
+DROP TABLE records;
+ALTER TABLE records_v4 RENAME TO records;
+CREATE INDEX records_id ON records (id_key);
+CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
+CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE stream IS NOT NULL;
+CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
+CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
+CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
+CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
 `,
 }
 

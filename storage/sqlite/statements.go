@@ -56,7 +56,7 @@ type keyLookup struct {
 var (
 	idLookup     = keyLookup{`SELECT event_id, seq FROM records WHERE id_key`, 1}
 	bodyLookup   = keyLookup{`SELECT hash, id FROM bodies WHERE hash_key`, 1}
-	objectLookup = keyLookup{`SELECT id, cluster, namespace, grp, resource, name FROM objects WHERE (cluster, namespace, grp, resource, name)`, 5}
+	objectLookup = keyLookup{`SELECT id, scope, name FROM objects WHERE (scope, name)`, 2}
 )
 
 // text returns the query for n keys.
@@ -127,9 +127,9 @@ type rowInsert struct {
 
 // The INSERTs of Append.
 var (
-	insertRecords       = rowInsert{`INSERT INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, meta) VALUES `, 13}
+	insertRecords       = rowInsert{`INSERT INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, baseline, meta) VALUES `, 14}
 	insertBodies        = rowInsert{`INSERT INTO bodies (id, hash_key, hash, raw_len, base, data) VALUES `, 6}
-	insertObjects       = rowInsert{`INSERT INTO objects (id, cluster, namespace, grp, resource, name) VALUES `, 6}
+	insertObjects       = rowInsert{`INSERT INTO objects (id, scope, name) VALUES `, 3}
 	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2}
 )
 

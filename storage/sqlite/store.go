@@ -58,6 +58,10 @@ type Store struct {
 	sized     map[string]*sql.Stmt
 	stmts     writerStmts
 	objectIDs map[storage.ObjectID]int64
+	// names holds committed rows of the name tables; nameStmts find and
+	// insert them.
+	names     names
+	nameStmts nameStmts
 	keyframes *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
 	// keyframeRaw holds decoded keyframes by body id; many objects share
 	// one (see kindKeyframes).
@@ -115,6 +119,7 @@ func (s *Store) Close() error {
 	}
 	s.lifecycle.Unlock()
 	s.stmts.close()
+	s.nameStmts.close()
 	for _, st := range s.sized {
 		st.Close()
 	}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -282,7 +281,7 @@ func (s *Store) Watermark(ctx context.Context, streamID string, at time.Time) (s
 			bound, boundSeq = observed, rec.IngestSeq
 			rec.Type, rec.Synthetic, rec.WatchType = typeNames[typ], synthetic != 0, watchNames[watch]
 			var m recordMeta
-			if err = json.Unmarshal(meta, &m); err != nil {
+			if err = decodeMeta(meta, &m); err != nil {
 				err = fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, rec.IngestSeq, err)
 				break
 			}

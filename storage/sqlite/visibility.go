@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"math"
 	"sort"
@@ -87,20 +86,6 @@ func (s *Store) visibilityOf(ctx context.Context, v timelineView, open []openStr
 	return vis, nil
 }
 
-// baselineNeedle is what the meta of an item of baseline id contains, and
-// nothing else's does: the "b" key at its top level (metaOf marshals
-// recordMeta with encoding/json, which escapes quotes in values, so the
-// sequence cannot occur inside a string).
-func baselineNeedle(id string) []byte {
-	v, _ := json.Marshal(id) // a string always marshals
-	return append([]byte(`"b":`), v...)
-}
-
-// manyIDs is the number of open baselines of one stream from which the
-// filter extracts the baseline ID from the meta JSON once per row instead
-// of searching the meta for each ID.
-const manyIDs = 4
-
 // where returns the condition, on the records table under alias a, that
 // keeps a row visible: a seq up to the bound and not an item of an open
 // baseline (other than include). When streamRow is not zero the rows are
@@ -139,19 +124,7 @@ func (v visibility) exclude(a, include string, streamRow int64) (string, []any) 
 		}
 		b.WriteString("NOT (" + a + ".stream = ? AND " + a + ".synthetic <> 0 AND " + a + ".seq > ? AND ")
 		args = append(args, v.rows[i], os.minBegin)
-		if len(ids) < manyIDs {
-			b.WriteString("(")
-			for j, id := range ids {
-				if j > 0 {
-					b.WriteString(" OR ")
-				}
-				b.WriteString("instr(" + a + ".meta, ?) > 0")
-				args = append(args, baselineNeedle(id))
-			}
-			b.WriteString("))")
-			continue
-		}
-		b.WriteString("json_extract(CAST(" + a + ".meta AS TEXT), '$.b') IN (?" + strings.Repeat(",?", len(ids)-1) + "))")
+		b.WriteString(a + ".baseline IN (SELECT id FROM baselines WHERE baseline_id IN (?" + strings.Repeat(",?", len(ids)-1) + ")))")
 		for _, id := range ids {
 			args = append(args, id)
 		}

@@ -1,6 +1,7 @@
-// Package cli holds what the krply examples share: connecting to a cluster
-// from kubeconfig flags, opening the journal, finding its cluster, naming an
-// object, and parsing times such as "10m ago".
+// Package cli holds what examples/record needs besides the library:
+// kubeconfig flags, a repeatable flag, the journal's cluster, a logger.
+// The command-line tool with kubectl's habits is cmd/kubectl-krply; the
+// other examples use the library alone.
 package cli
 
 import (
@@ -18,9 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/krply/krply"
-	"github.com/krply/krply/audit"
-	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 )
 
@@ -69,73 +67,6 @@ func StoreFlag(fs *flag.FlagSet) *string {
 	return fs.String("store", "krply.db", "path of the SQLite journal")
 }
 
-// OpenExisting opens a journal that must already exist (the query
-// examples never create one by mistake).
-func OpenExisting(ctx context.Context, path string, opts ...krply.Option) (*krply.Journal, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("journal %s: %w (record one first: go run ./examples/record --store %s)", path, err, path)
-	}
-	return krply.Open(ctx, path, opts...)
-}
-
-// ReadOnlyUnless returns the options that open the journal read-only,
-// unless the command writes (saves a snapshot, a plan or audit
-// correlations): a query then leaves the journal as it was, and works on
-// a journal the user may only read.
-func ReadOnlyUnless(writes bool) []krply.Option {
-	if writes {
-		return nil
-	}
-	return []krply.Option{krply.WithReadOnly()}
-}
-
-// OpenJournal opens an existing journal and finds its cluster: cluster
-// when set, otherwise the only one recorded.
-func OpenJournal(ctx context.Context, path, cluster string, opts ...krply.Option) (*krply.Journal, string, error) {
-	j, err := OpenExisting(ctx, path, opts...)
-	if err != nil {
-		return nil, "", err
-	}
-	if cluster, err = ClusterID(ctx, j.Store(), cluster); err != nil {
-		return nil, "", errors.Join(err, j.Close())
-	}
-	return j, cluster, nil
-}
-
-// FormatChanges renders field changes on one line:
-// "spec.replicas: 1 → 3; data.key = v; metadata.labels removed".
-func FormatChanges(changes []materialize.FieldChange) string {
-	parts := make([]string, 0, len(changes))
-	for _, c := range changes {
-		switch c.Op {
-		case materialize.OpAdd:
-			parts = append(parts, fmt.Sprintf("%s = %v", c.Path, c.After))
-		case materialize.OpRemove:
-			parts = append(parts, fmt.Sprintf("%s removed", c.Path))
-		default:
-			parts = append(parts, fmt.Sprintf("%s: %v → %v", c.Path, c.Before, c.After))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// Correlate links the writes of kube-apiserver audit logs (JSON lines,
-// rotated or gzipped files welcome) to the journal events they caused, so
-// histories can say who made each change. Correlating a log twice stores
-// nothing twice.
-func Correlate(ctx context.Context, j storage.ReadWriter, clusterID string, paths ...string) (audit.Summary, error) {
-	c, err := audit.NewCorrelator(j, clusterID)
-	if err != nil {
-		return audit.Summary{}, err
-	}
-	files, err := audit.OpenFiles(paths)
-	if err != nil {
-		return audit.Summary{}, err
-	}
-	defer files.Close()
-	return c.Ingest(ctx, files)
-}
-
 // ClusterID returns id when set, otherwise the only cluster the journal
 // recorded.
 func ClusterID(ctx context.Context, store storage.Reader, id string) (string, error) {
@@ -159,55 +90,6 @@ func ClusterID(ctx context.Context, store storage.Reader, id string) (string, er
 		return ids[0], nil
 	}
 	return "", fmt.Errorf("the journal holds several clusters (%s): choose one with --cluster", strings.Join(ids, ", "))
-}
-
-// ObjectID names an object from a resource as the journal records it:
-// "deployments.apps", "configmaps", or a plural the journal records in a
-// single group ("deployments").
-func ObjectID(ctx context.Context, store storage.Reader, clusterID, resource, namespace, name string) (storage.ObjectID, error) {
-	obj := krply.Object(clusterID, resource, namespace, name)
-	if strings.Contains(resource, ".") {
-		return obj, nil
-	}
-	streams, err := store.Streams(ctx, clusterID)
-	if err != nil {
-		return obj, err
-	}
-	var groups []string
-	for _, st := range streams {
-		if st.Stream.Resource == resource && !slices.Contains(groups, st.Stream.Group) {
-			groups = append(groups, st.Stream.Group)
-		}
-	}
-	switch len(groups) {
-	case 0:
-		return obj, fmt.Errorf("the journal records no %q (use the plural resource name, e.g. deployments)", resource)
-	case 1:
-		obj.Group = groups[0]
-		return obj, nil
-	}
-	return obj, fmt.Errorf("%q is recorded in several groups (%s): write resource.group", resource, strings.Join(groups, ", "))
-}
-
-// ParseTime reads "now", an RFC 3339 time, or a duration ago: "10m ago",
-// "90s ago", "1h30m ago".
-func ParseTime(s string, now time.Time) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "now" {
-		return now, nil
-	}
-	if ago, ok := strings.CutSuffix(s, " ago"); ok {
-		d, err := time.ParseDuration(strings.TrimSpace(ago))
-		if err != nil || d < 0 {
-			return time.Time{}, fmt.Errorf("time %q: want a duration before \" ago\", e.g. \"10m ago\"", s)
-		}
-		return now.Add(-d), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("time %q: want \"now\", RFC 3339 (2026-01-02T15:04:05Z) or \"10m ago\"", s)
-	}
-	return t, nil
 }
 
 // Logger returns a logger writing to stderr, at verbosity v.

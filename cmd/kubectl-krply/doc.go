@@ -1,0 +1,32 @@
+// Command kubectl-krply is krply's command-line tool, a kubectl plugin:
+// with the binary on the PATH, `kubectl krply` answers "what changed,
+// when, by whom" and "put it back in a sandbox" from a krply journal.
+//
+//	go install github.com/krply/krply/cmd/kubectl-krply@latest
+//	kubectl krply record --resource deploy,cm,svc -n shop
+//	kubectl krply history deploy/web -n shop
+//
+// Commands: record (with --listen, the query API), status, gaps, get,
+// history, blame, diff, snapshot, replay plan / dry-run / apply, audit
+// ingest, version, completion. They take kubectl's flags (--kubeconfig,
+// --context, -n, -A, -l on record) through k8s.io/cli-runtime, its printers
+// (-o json|yaml|name|jsonpath=|go-template=, besides table and wide), and
+// TYPE/NAME arguments with the short names the recorder accepts
+// (watch.Alias).
+//
+// Answers come from a journal file (--journal, default $KRPLY_JOURNAL,
+// then ./krply.db), opened read-only unless the command saves something,
+// or from a recorder's query API (--server URL with --token or
+// --token-file). Every command is written over one interface, source, that
+// both implement (journalSource, serverSource), so the output is the same
+// either way; TestServerSameAsJournal holds them to it.
+//
+// Exit codes: 0 ok, 1 an error (an object not found included), 2 a wrong
+// command line, 3 an incomplete answer under --require-complete (without
+// it, incompleteness is a warning on stderr). Messages name flags, never
+// Go fields. Times print in RFC 3339 with the zone and full precision, so a
+// printed time pasted back into --at names the same instant.
+//
+// The plugin is its own module (nested in the repository) so that cobra
+// and cli-runtime stay out of the core module that programs embed.
+package main

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/krply/krply/audit"
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/replay"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
+)
+
+// serverSource answers from a recorder's query API (--server), with the
+// same library types a journal file gives, so every command prints the
+// same either way. Dry runs and applies run on the server's target
+// cluster, when the server allows them.
+type serverSource struct {
+	url string
+	c   *client.Client
+}
+
+var _ source = (*serverSource)(nil)
+
+// openServer connects to --server with --token or --token-file.
+func openServer(e *env) (source, error) {
+	token := e.token
+	if e.tokenFile != "" {
+		if token != "" {
+			return nil, usagef("give --token or --token-file, not both")
+		}
+		raw, err := os.ReadFile(e.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(raw))
+	}
+	var opts []client.Option
+	if token != "" {
+		opts = append(opts, client.WithToken(token))
+	}
+	c, err := client.New(e.server, opts...)
+	if err != nil {
+		return nil, usagef("--server %q: %v", e.server, err)
+	}
+	return &serverSource{url: e.server, c: c}, nil
+}
+
+func (s *serverSource) Close() error { return nil }
+
+// journalOnly is the error of what only a journal file answers.
+func (s *serverSource) journalOnly(what string) error {
+	return usagef("%s needs the journal file (--journal); the query API at %s does not offer it", what, s.url)
+}
+
+func (s *serverSource) Clusters(ctx context.Context) ([]string, error) {
+	clusters, err := s.c.Clusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(clusters))
+	for _, c := range clusters {
+		ids = append(ids, c.ClusterID)
+	}
+	return ids, nil
+}
+
+func (s *serverSource) Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error) {
+	infos, err := s.c.Streams(ctx, materialize.Scope{ClusterID: clusterID}, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]streamInfo, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, streamInfo{Status: in.Status, Coverage: in.Coverage})
+	}
+	return out, nil
+}
+
+func (s *serverSource) Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error) {
+	q := client.RecordQuery{Scope: materialize.Scope{ClusterID: clusterID}, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange},
+		Since: since, Until: until, WithoutBodies: true}
+	var out []event.Record
+	for {
+		page, err := s.c.Records(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if page.Next == "" {
+			return out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+func (s *serverSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error) {
+	st, err := s.c.ObjectAt(ctx, obj, at)
+	return st, neverRecorded(err)
+}
+
+func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error) {
+	if ignoreStatus {
+		return nil, s.journalOnly("--ignore-status")
+	}
+	h, err := s.c.History(ctx, obj, client.HistoryQuery{})
+	return h, neverRecorded(err)
+}
+
+// neverRecorded turns the API's not_found for an object into the error a
+// journal file gives.
+func neverRecorded(err error) error {
+	var serr *server.Error
+	if errors.As(err, &serr) && serr.Code == server.CodeNotFound {
+		return errNeverRecorded
+	}
+	return err
+}
+
+func (s *serverSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {
+	if save != "" {
+		return s.c.SaveSnapshot(ctx, scope, at, save)
+	}
+	return s.c.Snapshot(ctx, scope, at)
+}
+
+func (s *serverSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
+	return s.c.Diff(ctx, scope, from, to, includeStatus)
+}
+
+func (s *serverSource) Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error) {
+	return s.c.Plan(ctx, server.PlanRequest{Source: src, Target: tgt, Policy: &policy})
+}
+
+func (s *serverSource) LoadPlan(ctx context.Context, id string) (*replay.Plan, error) {
+	return s.c.GetPlan(ctx, id)
+}
+
+func (s *serverSource) DryRun(ctx context.Context, plan *replay.Plan, _ targetConfig) (*replay.DryRunReport, error) {
+	return s.c.DryRun(ctx, plan.ID)
+}
+
+func (s *serverSource) Apply(ctx context.Context, _ *replay.Plan, _ targetConfig, confirm replay.Confirmation) (*replay.ApplyReport, error) {
+	report, err := s.c.Apply(ctx, confirm)
+	var serr *server.Error
+	if errors.As(err, &serr) && serr.Code == "conflict" {
+		return report, fmt.Errorf("plan %s was not applied: %s; apply exactly the plan you reviewed with its hash (kubectl krply replay dry-run %s prints it)", confirm.PlanID, serr.Message, confirm.PlanID)
+	}
+	return report, err
+}
+
+func (s *serverSource) IngestAudit(context.Context, string, []string) (audit.Summary, error) {
+	return audit.Summary{}, s.journalOnly("audit ingest")
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/storage/sqlite"
+)
+
+// serve serves a copy of the journal at path through the query API, with
+// writes (snapshots, plans) allowed and the token "secret".
+func serve(t *testing.T, path string, opts ...server.Option) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyPath := filepath.Join(t.TempDir(), "served.db")
+	if err := os.WriteFile(copyPath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return serveFile(t, copyPath, append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now))}, opts...)...)
+}
+
+// serveFile serves the journal at path through the query API.
+func serveFile(t *testing.T, path string, opts ...server.Option) string {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts = append([]server.Option{server.WithWrites(), server.WithTokenFile(tokens)}, opts...)
+	srv := httptest.NewServer(server.NewHandler(store, opts...))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// --server gives the same output, errors and exit codes as --journal for
+// every command the query API answers.
+func TestServerSameAsJournal(t *testing.T) {
+	j := shopJournal(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"status"}, {"status", "-o", "wide"}, {"status", "-o", "json"},
+		{"gaps"}, {"gaps", "-o", "yaml"}, {"gaps", "--since", stamp(50)},
+		{"get", "deploy/web", "-n", "shop", "--at", stamp(15), "-o", "yaml"},
+		{"get", "cm/settings", "-n", "shop", "--at", stamp(60)},
+		{"get", "cm/debug", "-n", "shop", "--at", stamp(90)},
+		{"get", "deploy/nope", "-n", "shop", "--at", stamp(15)},
+		{"history", "deploy/web", "-n", "shop"},
+		{"history", "deploy/web", "-n", "shop", "-o", "json"},
+		{"history", "configmaps/settings", "-n", "shop", "-o", "wide"},
+		{"history", "cm/debug", "-n", "shop"},
+		{"history", "deploy/nope", "-n", "shop"},
+		{"history", "widgets/web", "-n", "shop"},
+		{"blame", "deploy/web", "-n", "shop"},
+		{"diff", "-n", "shop", "--from", stamp(5), "--to", stamp(35)},
+		{"diff", "-n", "shop", "--from", stamp(5), "--to", stamp(60), "-o", "json"},
+		{"diff", "-n", "shop", "--from", stamp(5), "--to", stamp(35), "-o", "unified"},
+		{"snapshot", "-n", "shop", "--at", stamp(35), "-o", "yaml"},
+		{"snapshot", "-A", "--at", stamp(60), "--require-complete"},
+		{"replay", "plan", "-n", "shop", "--at", stamp(60)},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			url := serve(t, j)
+			want := runPlugin(t, append([]string{"--journal", j}, args...)...)
+			got := runPlugin(t, append([]string{"--server", url, "--token-file", tokenFile}, args...)...)
+			if got != want {
+				t.Errorf("--server answers differently from --journal:\n--journal: exit %d\n%s%s\n--server: exit %d\n%s%s", want.code, want.stdout, want.stderr, got.code, got.stdout, got.stderr)
+			}
+		})
+	}
+}
+
+// A replay plan saved through the API prints the same plan, and the plan
+// loaded back is the one saved.
+func TestServerReplayPlan(t *testing.T) {
+	j := shopJournal(t)
+	url := serve(t, j, server.WithPlannerOptions(testPlanOptions(t)...))
+	args := []string{"replay", "plan", "-n", "shop", "--at", stamp(35), "--to-namespace", "shop-restore"}
+	want := runPlugin(t, append([]string{"--journal", j}, args...)...)
+	got := runPlugin(t, append([]string{"--server", url, "--token", "secret"}, args...)...)
+	if got != want {
+		t.Errorf("replay plan through --server:\n%s%s\nthrough --journal:\n%s%s", got.stdout, got.stderr, want.stdout, want.stderr)
+	}
+	noToken := runPlugin(t, append([]string{"--server", url}, args...)...)
+	if noToken.code != exitError || !strings.Contains(noToken.stderr, "unauthenticated") {
+		t.Errorf("--server without a token: exit %d\n%s", noToken.code, noToken.stderr)
+	}
+	if r := runPlugin(t, "--server", url, "--token", "secret", "audit", "ingest", "audit.log"); r.code != exitUsage || !strings.Contains(r.stderr, "--journal") {
+		t.Errorf("audit ingest through --server: exit %d, want 2 naming --journal\n%s", r.code, r.stderr)
+	}
+	if r := runPlugin(t, "--server", url, "--journal", j, "status"); r.code != exitUsage {
+		t.Errorf("--server with --journal: exit %d, want 2", r.code)
+	}
+}

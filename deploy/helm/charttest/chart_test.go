@@ -1,0 +1,261 @@
+package charttest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/krply/krply/internal/testenv"
+)
+
+const chartDir = "../krply"
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+
+// valuesFiles returns the values files under testdata, by name.
+func valuesFiles(t *testing.T) map[string]map[string]any {
+	t.Helper()
+	paths, err := filepath.Glob("testdata/*.yaml")
+	if err != nil || len(paths) < 4 {
+		t.Fatalf("values files: %v, %v", paths, err)
+	}
+	out := map[string]map[string]any{}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vals := map[string]any{}
+		if err := yaml.Unmarshal(raw, &vals); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out[strings.TrimSuffix(filepath.Base(p), ".yaml")] = vals
+	}
+	return out
+}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// render renders the chart with vals (validated against
+// values.schema.json) as release "krply" in namespace ns.
+func render(c *chart.Chart, vals map[string]any, ns string) ([]*unstructured.Unstructured, string, error) {
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "krply", Namespace: ns, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, "", err
+	}
+	files, err := engine.Render(c, rv)
+	if err != nil {
+		return nil, "", err
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var objs []*unstructured.Unstructured
+	notes := ""
+	for _, name := range names {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			notes = files[name]
+			continue
+		}
+		docs, err := testenv.Manifests([]byte(files[name]))
+		if err != nil {
+			return nil, "", err
+		}
+		objs = append(objs, docs...)
+	}
+	return objs, notes, nil
+}
+
+// helm lint finds nothing, with every values file.
+func TestLint(t *testing.T) {
+	for name, vals := range valuesFiles(t) {
+		linter := lint.All(chartDir, vals, "krply", false)
+		for _, msg := range linter.Messages {
+			if msg.Severity > support.InfoSev {
+				t.Errorf("%s: %s", name, msg)
+			}
+		}
+	}
+}
+
+// Values the schema refuses.
+func TestSchemaRefuses(t *testing.T) {
+	c := loadChart(t)
+	for what, vals := range map[string]map[string]any{
+		"an unknown value":            {"retention": map[string]any{"maxAge": "7d", "maxSize": "1Gi", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m", "keep": true}},
+		"named resources without any": {"record": map[string]any{"allResources": false}},
+		"a rule on secrets":           {"rbac": map[string]any{"extraRules": []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"secrets"}}}}},
+		"a wildcard rule":             {"rbac": map[string]any{"extraRules": []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"widgets"}}}}},
+		"a malformed size":            {"retention": map[string]any{"maxAge": "7d", "maxSize": "lots", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m"}},
+		"a malformed age":             {"retention": map[string]any{"maxAge": "a week", "maxSize": "1Gi", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m"}},
+		"a digest that is not sha256": {"image": map[string]any{"repository": "krply", "digest": "latest"}},
+	} {
+		if _, _, err := render(c, vals, "krply"); err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
+			t.Errorf("%s: render = %v, want a schema error", what, err)
+		}
+	}
+}
+
+// find returns the rendered objects of a kind.
+func find(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, u := range objs {
+		if u.GetKind() == kind {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// recorderArgs returns the command and args of the rendered recorder.
+func recorderArgs(t *testing.T, objs []*unstructured.Unstructured) (command, args []string) {
+	t.Helper()
+	deploys := find(objs, "Deployment")
+	if len(deploys) != 1 {
+		t.Fatalf("%d Deployments, want 1", len(deploys))
+	}
+	containers, _, _ := unstructured.NestedSlice(deploys[0].Object, "spec", "template", "spec", "containers")
+	c := containers[0].(map[string]any)
+	command, _, _ = unstructured.NestedStringSlice(c, "command")
+	args, _, _ = unstructured.NestedStringSlice(c, "args")
+	return command, args
+}
+
+// Every values file renders to objects the control plane accepts (a
+// server-side dry run), whose recorder pod passes Pod Security
+// "restricted" and whose args the recorder accepts; the recorder's rules
+// are those of the plain manifests.
+func TestRenderAndApply(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := loadChart(t)
+	record := buildRecorder(t)
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	for _, ns := range []string{"sandbox-a", "sandbox-b"} {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if _, err := dyn.Resource(nsGVR).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restricted := env.RestrictedNamespace(t)
+	plain := plainRecorderRules(t)
+	for name, vals := range valuesFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			ns := env.CreateNamespace(t)
+			objs, notes, err := render(c, vals, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) == 0 || notes == "" {
+				t.Fatalf("rendered %d objects, notes %q", len(objs), notes)
+			}
+			if err := env.ApplyManifests(ctx, objs, true); err != nil {
+				t.Fatalf("server-side dry run: %v", err)
+			}
+			if name == "sandbox" {
+				if len(find(objs, "Deployment")) != 0 || len(find(objs, "RoleBinding")) != 2 {
+					t.Fatalf("sandbox: %d Deployments, %d RoleBindings; want replay's RBAC only, one binding per namespace",
+						len(find(objs, "Deployment")), len(find(objs, "RoleBinding")))
+				}
+				return
+			}
+			if err := env.AdmitPods(ctx, objs, restricted); err != nil {
+				t.Fatalf("Pod Security restricted: %v", err)
+			}
+			command, args := recorderArgs(t, objs)
+			if !slices.Equal(command, []string{"/krply-record"}) {
+				t.Fatalf("command %q, want the image's /krply-record", command)
+			}
+			// The recorder parses every flag before it looks at
+			// --version: exit 0 means it accepts them all.
+			if out, err := exec.Command(record, append(args, "--version")...).CombinedOutput(); err != nil {
+				t.Fatalf("the recorder refuses the chart's args %q: %v\n%s", args, err, out)
+			}
+			roles := find(objs, "ClusterRole")
+			if len(roles) != 1 {
+				t.Fatalf("%d ClusterRoles, want the recorder's", len(roles))
+			}
+			rules, _, _ := unstructured.NestedSlice(roles[0].Object, "rules")
+			extra, _, _ := unstructured.NestedSlice(vals, "rbac", "extraRules")
+			if len(rules) != len(plain)+len(extra) {
+				t.Fatalf("%d rules, want the plain manifests' %d and %d extra", len(rules), len(plain), len(extra))
+			}
+			if got, want := mustYAML(t, rules[:len(plain)]), mustYAML(t, plain); got != want {
+				t.Fatalf("the chart's recorder rules differ from deploy/recorder/rbac.yaml:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// buildRecorder builds the record command and returns its path.
+func buildRecorder(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "krply-record")
+	cmd := exec.Command("go", "build", "-o", bin, "./examples/record")
+	cmd.Dir = "../../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/record: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// plainRecorderRules returns the rules of the recorder's ClusterRole in
+// deploy/recorder/rbac.yaml.
+func plainRecorderRules(t *testing.T) []any {
+	t.Helper()
+	raw, err := os.ReadFile("../../recorder/rbac.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := testenv.Manifests(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range find(objs, "ClusterRole") {
+		rules, _, _ := unstructured.NestedSlice(u.Object, "rules")
+		return rules
+	}
+	t.Fatal("no ClusterRole in deploy/recorder/rbac.yaml")
+	return nil
+}
+
+func mustYAML(t *testing.T, v any) string {
+	t.Helper()
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

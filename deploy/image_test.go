@@ -1,0 +1,152 @@
+package deploy_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// dockerfile returns the instructions of the repository's Dockerfile, one
+// line each (continuations joined), comments left out.
+func dockerfile(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(strings.ReplaceAll(string(raw), "\\\n", " "), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// The image as far as it can be checked without a container runtime: the
+// build stage's build script compiles every binary, the version is
+// stamped, the final stage runs as non-root with the recorder as
+// entrypoint, and the manifests run that entrypoint with flags it accepts,
+// as the user the image names, on a read-only root filesystem.
+func TestImage(t *testing.T) {
+	lines := dockerfile(t)
+	want := []string{
+		"ARG GO_IMAGE=golang:1.26",
+		"ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot",
+		"FROM ${GO_IMAGE} AS build",
+		"RUN VERSION=${VERSION} hack/image-binaries.sh /out",
+		"FROM ${BASE_IMAGE}",
+		"COPY --from=build /out/ /",
+		"USER 65532:65532",
+		`ENTRYPOINT ["/krply-record"]`,
+	}
+	for _, w := range want {
+		if !slices.Contains(lines, w) {
+			t.Errorf("Dockerfile lacks %q", w)
+		}
+	}
+	if froms := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.HasPrefix(l, "FROM ") }); len(froms) != 2 {
+		t.Errorf("Dockerfile stages %q, want a build stage and a final one", froms)
+	}
+
+	// The build stage's script, run here.
+	out := t.TempDir()
+	build := exec.Command("hack/image-binaries.sh", out)
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "VERSION=v0.0.0-image-test")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("hack/image-binaries.sh: %v\n%s", err, msg)
+	}
+	for _, bin := range []string{"krply-record", "krply-snapshot", "krply-history", "krply-diff", "krply-replay"} {
+		if _, err := os.Stat(filepath.Join(out, bin)); err != nil {
+			t.Errorf("the image lacks %s: %v", bin, err)
+		}
+	}
+	record := filepath.Join(out, "krply-record")
+	if v, err := exec.Command(record, "--version").CombinedOutput(); err != nil || string(v) != "record v0.0.0-image-test\n" {
+		t.Fatalf("krply-record --version = %q, %v", v, err)
+	}
+
+	// The manifests run the entrypoint as the image's user.
+	for _, u := range manifests(t, "recorder/recorder.yaml") {
+		if u.GetKind() != "Deployment" {
+			continue
+		}
+		spec, _, _ := unstructured.NestedMap(u.Object, "spec", "template", "spec")
+		if uid, _, _ := unstructured.NestedFieldNoCopy(spec, "securityContext", "runAsUser"); fmt.Sprint(uid) != "65532" {
+			t.Errorf("runAsUser %v, want the image's 65532", uid)
+		}
+		containers, _, _ := unstructured.NestedSlice(spec, "containers")
+		c := containers[0].(map[string]any)
+		command, _, _ := unstructured.NestedStringSlice(c, "command")
+		args, _, _ := unstructured.NestedStringSlice(c, "args")
+		if !slices.Equal(command, []string{"/krply-record"}) {
+			t.Errorf("command %q, want the image's entrypoint", command)
+		}
+		if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
+			t.Error("the root filesystem is writable")
+		}
+		// The recorder parses every flag before --version: exit 0 means it
+		// accepts them all.
+		if msg, err := exec.Command(record, append(args, "--version")...).CombinedOutput(); err != nil {
+			t.Errorf("krply-record refuses the manifest's args %q: %v\n%s", args, err, msg)
+		}
+	}
+}
+
+// .dockerignore keeps out what the build does not need, and nothing it does.
+func TestDockerignore(t *testing.T) {
+	raw, err := os.ReadFile("../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			patterns = append(patterns, line)
+		}
+	}
+	for _, tc := range []struct {
+		pattern, path string
+		want          bool
+	}{{"**/*.db", "a/b/krply.db", true}, {"docs/", "docs/x.md", true}, {"docs/", "a/docs/x.md", false}, {"**/testdata/", "watch/testdata/x", true}, {"/bin/", "bin/x", true}} {
+		if got := excludes(tc.pattern, tc.path); got != tc.want {
+			t.Errorf("excludes(%q, %q) = %v", tc.pattern, tc.path, got)
+		}
+	}
+	if !slices.Contains(patterns, ".git") {
+		t.Error(".dockerignore lets .git in")
+	}
+	for _, needed := range []string{"go.mod", "go.sum", "hack/image-binaries.sh", "examples/record/main.go", "storage/sqlite/format_dictionary.json", "watch/collector.go"} {
+		for _, p := range patterns {
+			if excludes(p, needed) {
+				t.Errorf(".dockerignore pattern %q keeps out %s, which the build needs", p, needed)
+			}
+		}
+	}
+}
+
+// excludes reports whether a .dockerignore pattern matches path or a
+// folder of it; a pattern starting with **/ matches at any depth.
+func excludes(pattern, path string) bool {
+	anyDepth := strings.HasPrefix(pattern, "**/")
+	pattern = strings.Trim(strings.TrimPrefix(pattern, "**/"), "/")
+	parts := strings.Split(path, "/")
+	for i := range parts {
+		if i > 0 && !anyDepth {
+			break
+		}
+		for j := i + 1; j <= len(parts); j++ {
+			if ok, _ := filepath.Match(pattern, strings.Join(parts[i:j], "/")); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

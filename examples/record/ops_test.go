@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/examples/internal/cli"
+	"github.com/krply/krply/internal/testenv"
+)
+
+func TestFlagValues(t *testing.T) {
+	var a age
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "36h": 36 * time.Hour, "0": 0, "1.5d": 36 * time.Hour} {
+		if err := a.Set(in); err != nil || time.Duration(a) != want {
+			t.Errorf("age %q = %s, %v; want %s", in, time.Duration(a), err, want)
+		}
+	}
+	var q quantity
+	for in, want := range map[string]int64{"4Gi": 4 << 30, "500M": 500e6, "0": 0} {
+		if err := q.Set(in); err != nil || int64(q) != want {
+			t.Errorf("quantity %q = %d, %v; want %d", in, q, err, want)
+		}
+	}
+	for _, bad := range []string{"-1d", "seven days", "x"} {
+		if a.Set(bad) == nil {
+			t.Errorf("age %q accepted", bad)
+		}
+	}
+	if q.Set("-1Gi") == nil || q.Set("lots") == nil {
+		t.Error("a negative or malformed size was accepted")
+	}
+	var o ops
+	fs := flag.NewFlagSet("record", flag.ContinueOnError)
+	o.register(fs)
+	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--max-size", "4Gi"}); err != nil {
+		t.Fatal(err)
+	}
+	if !o.all || len(o.exclude) != 2 || time.Duration(o.retention) != 7*24*time.Hour || o.maxSize != 4<<30 || len(o.options()) != 1 {
+		t.Fatalf("parsed %+v", o)
+	}
+}
+
+// get returns the status and body of a GET, code 0 when nothing answers.
+func get(url string) (int, string) {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// The recorder in its operator's form: every resource, retention by age
+// and size, /healthz, /readyz (the Collector synced and retention within
+// bounds) and /metrics labelled by resource, and --version.
+func TestOperatorFlags(t *testing.T) {
+	env := testenv.Start(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	store := filepath.Join(t.TempDir(), "krply.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	o := &ops{all: true, exclude: cli.Strings{"pods"}, retention: age(7 * 24 * time.Hour), maxSize: 1 << 30, minAge: age(time.Hour),
+		reserve: 1, every: age(time.Minute), metricsAddr: addr}
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, nil, nil, store, "", 0, 0, apiFlags{}, o)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		code, body := get("http://" + addr + "/readyz")
+		if code == http.StatusOK {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("record returned: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz = %d %q after a minute\n%s", code, body, out.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code, body := get("http://" + addr + "/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Fatalf("/healthz = %d %q", code, body)
+	}
+	code, body := get("http://" + addr + "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, want := range []string{
+		`krply_stream_recording{cluster="`, `,group="",version="v1",resource="configmaps",namespace=""} 1`,
+		`group="apps",version="v1",resource="deployments"`, "krply_synced 1", "krply_journal_used_bytes ",
+		"krply_retention_runs_total 1", "krply_retention_pressure 0", "krply_disk_free_bytes ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for _, excluded := range []string{`resource="secrets"`, `resource="pods"`, `resource="leases"`} {
+		if strings.Contains(body, excluded) {
+			t.Errorf("/metrics has %s, which is excluded", excluded)
+		}
+	}
+	stopBySIGINT(ctx, t, done, &out)
+	if code, _ := get("http://" + addr + "/healthz"); code != 0 {
+		t.Fatalf("/healthz answers %d after the stop", code)
+	}
+	j, err := krply.Open(ctx, store, krply.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	streams, err := j.Store().Streams(ctx, "")
+	if err != nil || len(streams) < 30 {
+		t.Fatalf("%d streams recorded (%v), want every resource", len(streams), err)
+	}
+}
+
+// --version prints the version stamped with -ldflags, which the Dockerfile
+// sets.
+func TestVersion(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "record")
+	build := exec.Command("go", "build", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "--version").CombinedOutput()
+	if err != nil || string(out) != "record v9.8.7-test\n" {
+		t.Fatalf("--version = %q, %v", out, err)
+	}
+	if v := versionString(); !strings.HasPrefix(v, krply.Version) {
+		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version)
+	}
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/krply/krply"
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/examples/internal/cli"
+	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
+)
+
+var servingOn = regexp.MustCompile(`serving the query API on (http://\S+)`)
+
+// The recorder serves the query API while it records: clients get the
+// library's answers, the change feed delivers every new record once across
+// a reconnect, the cluster's RBAC decides who reads which namespace, and
+// an unauthenticated request is refused. The recorder never stops.
+func TestRecordAndServe(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.CreateNamespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alice may read the history of ns; bob may not.
+	if _, err := admin.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "history-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{server.AuthGroup}, Resources: []string{server.ResourceHistory}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-reads"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "history-reader"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: testenv.UserAlice}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings"}, "data": map[string]any{"color": "c0"}}}
+	if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	change := func(i int) string {
+		t.Helper()
+		obj, err := cms.Get(ctx, "settings", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(obj.Object, "c"+strconv.Itoa(i), "data", "color"); err != nil {
+			t.Fatal(err)
+		}
+		obj, err = cms.Update(ctx, obj, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.GetResourceVersion()
+	}
+
+	store := filepath.Join(t.TempDir(), "krply.db")
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(&out, cli.Cluster{Kubeconfig: env.Kubeconfig()}, []string{"cm"}, []string{ns}, store, "", 0, 0,
+			apiFlags{listen: "127.0.0.1:0", delegatedAuth: true}, &ops{})
+	}()
+	var base string
+	for base == "" {
+		if m := servingOn.FindStringSubmatch(out.String()); m != nil {
+			base = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("record returned: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("record did not serve:\n%s", out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	as := func(user string) *client.Client {
+		c, err := client.New(base, client.WithToken(env.ConfigFor(user).BearerToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	c := as(testenv.UserAdmin)
+	for c.Ready(ctx) != nil {
+		select {
+		case err := <-done:
+			t.Fatalf("record returned: %v\n%s", err, out.String())
+		case <-ctx.Done():
+			t.Fatalf("never ready:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	clusters, err := c.Clusters(ctx)
+	if err != nil || len(clusters) != 1 {
+		t.Fatalf("clusters: %+v, %v", clusters, err)
+	}
+	clusterID := clusters[0].ClusterID
+	// The recorder's Prometheus metrics are served on --listen too.
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `cluster="` + clusterID + `"`} {
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(text), want) {
+			t.Fatalf("GET /metrics: %s, want %q in\n%s", resp.Status, want, text)
+		}
+	}
+	settings := storage.ObjectID{ClusterID: clusterID, Resource: "configmaps", Namespace: ns, Name: "settings"}
+	feedQuery := client.WatchQuery{Scope: materialize.Scope{ClusterID: clusterID, Namespaces: []string{ns}}, Name: "settings", Types: []event.RecordType{event.TypeEvent}, Cursor: "0"}
+
+	// The feed from the start: the baseline item, then two changes.
+	feed, err := as(testenv.UserAlice).Watch(ctx, feedQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rvs []string
+	for i := 1; i <= 2; i++ {
+		rvs = append(rvs, change(i))
+	}
+	first := readRVs(t, feed, 3)
+	if first[1] != rvs[0] || first[2] != rvs[1] {
+		t.Fatalf("feed: resourceVersions %v; want the baseline's, then %v", first, rvs)
+	}
+	cursor := feed.Cursor()
+	feed.Close()
+
+	// While disconnected, three more changes; resumed, exactly those.
+	var missed []string
+	for i := 3; i <= 5; i++ {
+		missed = append(missed, change(i))
+	}
+	feedQuery.Cursor = cursor
+	feed, err = as(testenv.UserAlice).Watch(ctx, feedQuery)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readRVs(t, feed, 3); strings.Join(got, ",") != strings.Join(missed, ",") {
+		t.Fatalf("feed resumed after %s: %v; want exactly %v", cursor, got, missed)
+	}
+	extra := make(chan event.Record, 1)
+	go func() {
+		if rec, err := feed.Next(); err == nil {
+			extra <- rec
+		}
+	}()
+	select {
+	case rec := <-extra:
+		t.Fatalf("the resumed feed sent a record again or one too many: %+v", rec.Resource)
+	case <-time.After(time.Second):
+	}
+	feed.Close()
+
+	// Answers equal the library's on the same journal, read by a
+	// read-only open of the recorder's file; asked again if the recorder
+	// appended progress in between.
+	j, err := krply.Open(ctx, store, krply.WithReadOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	atTime := time.Now()
+	for attempt := 1; ; attempt++ {
+		got, err := c.ObjectAt(ctx, settings, atTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := j.ObjectAt(ctx, settings, atTime)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotHist, err := c.History(ctx, settings, client.HistoryQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHist, err := j.History(ctx, settings, materialize.Limit(server.DefaultMaxPageSize))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same(got, want) && same(gotHist, wantHist) {
+			if len(gotHist.Versions()) != 6 || !got.Exists || !strings.Contains(string(got.Object), `"c5"`) {
+				t.Fatalf("settings now: exists %v, %d versions; want c5 after 6 versions", got.Exists, len(gotHist.Versions()))
+			}
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("the API's answers differ from the library's:\n%+v\n%+v", got, want)
+		}
+	}
+
+	// RBAC decides: alice reads ns, bob does not, nobody anonymous.
+	if _, err := as(testenv.UserAlice).History(ctx, settings, client.HistoryQuery{}); err != nil {
+		t.Errorf("alice reads %s: %v", ns, err)
+	}
+	var e *server.Error
+	if _, err := as(testenv.UserBob).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		t.Errorf("bob reads %s: %v; want 403", ns, err)
+	}
+	if _, err := as(testenv.UserAlice).Snapshot(ctx, materialize.Scope{ClusterID: clusterID}, time.Now()); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		t.Errorf("alice reads every namespace: %v; want 403", err)
+	}
+	anonymous, _ := client.New(base)
+	if _, err := anonymous.Clusters(ctx); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
+		t.Errorf("an unauthenticated request: %v; want 401", err)
+	}
+
+	// The recorder kept recording throughout and stops cleanly.
+	select {
+	case err := <-done:
+		t.Fatalf("record stopped while serving: %v\n%s", err, out.String())
+	default:
+	}
+	stopBySIGINT(ctx, t, done, &out)
+
+	// --serve-only serves the stopped recorder's journal read-only.
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("reader-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stopServing := context.WithCancel(ctx)
+	var serveOut syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serveOnly(serveCtx, &serveOut, apiFlags{listen: "127.0.0.1:0", tokenFile: tokens, serveOnly: true}, store)
+	}()
+	for !servingOn.MatchString(serveOut.String()) {
+		select {
+		case err := <-served:
+			t.Fatalf("serve-only returned: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	reader, _ := client.New(servingOn.FindStringSubmatch(serveOut.String())[1], client.WithToken("reader-token"))
+	if st, err := reader.ObjectAt(ctx, settings, atTime); err != nil || !strings.Contains(string(st.Object), `"c5"`) {
+		t.Errorf("serve-only: %+v, %v", st, err)
+	}
+	stopServing()
+	if err := <-served; err != nil {
+		t.Errorf("serve-only after its context ended: %v", err)
+	}
+}
+
+// readRVs reads n records from a feed and returns their resourceVersions.
+func readRVs(t *testing.T, f *client.Feed, n int) []string {
+	t.Helper()
+	var out []string
+	for len(out) < n {
+		ch := make(chan error, 1)
+		var rec event.Record
+		go func() { var err error; rec, err = f.Next(); ch <- err }()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Fatalf("feed after %v: %v", out, err)
+			}
+			out = append(out, rec.Resource.ResourceVersion)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("feed: only %v after 30 s", out)
+		}
+	}
+	return out
+}
+
+// same reports whether a and b marshal to the same JSON.
+func same(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+// Flags that cannot work are refused before anything starts.
+func TestServeFlags(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		api  apiFlags
+		want string
+	}{
+		"tls without listen":    {apiFlags{tlsCert: "c", tlsKey: "k"}, "need --listen"},
+		"cert without key":      {apiFlags{listen: "127.0.0.1:0", tlsCert: "c"}, "both --tls-cert-file and --tls-key-file"},
+		"open without auth":     {apiFlags{listen: ":8080"}, "give --token-file or --delegated-auth"},
+		"missing token file":    {apiFlags{listen: ":8080", tokenFile: tokens + ".missing"}, "--token-file"},
+		"serve-only delegation": {apiFlags{listen: "127.0.0.1:0", serveOnly: true, delegatedAuth: true}, "--serve-only"},
+		"serve-only no journal": {apiFlags{listen: "127.0.0.1:0", serveOnly: true, tokenFile: tokens}, "journal"},
+	}
+	for name, tc := range cases {
+		err := run(&syncBuffer{}, cli.Cluster{}, nil, nil, filepath.Join(t.TempDir(), "none.db"), "", 0, 0, tc.api, &ops{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// --serve-only with --tls-cert-file and --tls-key-file serves HTTPS.
+func TestServeOnlyTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	serveCtx, stop := context.WithCancel(ctx)
+	var out syncBuffer
+	served := make(chan error, 1)
+	go func() {
+		served <- serveOnly(serveCtx, &out, apiFlags{listen: "127.0.0.1:0", tlsCert: certFile, tlsKey: keyFile, serveOnly: true}, store)
+	}()
+	https := regexp.MustCompile(`serving the query API on (https://\S+)`)
+	for !https.MatchString(out.String()) {
+		select {
+		case err := <-served:
+			t.Fatalf("serve-only returned: %v\n%s", err, out.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	c, err := client.New(https.FindStringSubmatch(out.String())[1],
+		client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthy(ctx); err != nil {
+		t.Errorf("healthz over TLS: %v", err)
+	}
+	stop()
+	if err := <-served; err != nil {
+		t.Errorf("serve-only after its context ended: %v", err)
+	}
+}

@@ -1,0 +1,248 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The virtual resources of API group krply.io that SubjectAccessReviews ask
+// about.
+const (
+	// AuthGroup is the API group of the virtual resources.
+	AuthGroup = "krply.io"
+	// ResourceHistory: verb get reads a namespace's history (in cluster
+	// scope: cluster-scoped objects and every namespace); verb create
+	// saves snapshots and plans and dry-runs them.
+	ResourceHistory = "history"
+	// ResourceReplays: verb create applies a plan, in each namespace it
+	// writes to.
+	ResourceReplays = "replays"
+	// ResourceAuditEvents: verb create posts the audit webhook.
+	ResourceAuditEvents = "auditevents"
+)
+
+// user is who made a request.
+type user struct {
+	name   string
+	uid    string
+	groups []string
+	extra  map[string]authzv1.ExtraValue
+	// all: the request may do everything reads and the handler's enabled
+	// writes allow (no authentication configured, or a token-file token).
+	all bool
+}
+
+// authenticator checks bearer tokens and asks SubjectAccessReviews.
+type authenticator struct {
+	cfg *config
+
+	fileMu    sync.Mutex
+	fileStamp string
+	fileHash  map[[32]byte]bool
+
+	cacheMu sync.Mutex
+	tokens  map[[32]byte]cachedUser
+	access  map[string]cachedDecision
+}
+
+type cachedUser struct {
+	u       *user
+	expires time.Time
+}
+
+type cachedDecision struct {
+	allowed bool
+	reason  string
+	expires time.Time
+}
+
+// maxCacheEntries bounds each cache; a full cache is emptied.
+const maxCacheEntries = 10000
+
+func newAuthenticator(cfg *config) *authenticator {
+	return &authenticator{cfg: cfg, tokens: map[[32]byte]cachedUser{}, access: map[string]cachedDecision{}}
+}
+
+var anonymous = &user{name: "system:anonymous", all: true}
+
+// authenticate returns the request's user, or an Error.
+func (a *authenticator) authenticate(r *http.Request) (*user, error) {
+	if a.cfg.tokenFile == "" && a.cfg.tokenReviews == nil {
+		return anonymous, nil
+	}
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	token = strings.TrimSpace(token)
+	if !ok || token == "" {
+		return nil, newError(http.StatusUnauthorized, CodeUnauthenticated, "", "give a bearer token (Authorization: Bearer <token>)")
+	}
+	sum := sha256.Sum256([]byte(token))
+	if a.cfg.tokenFile != "" {
+		known, err := a.fileHas(sum)
+		if err != nil {
+			return nil, newError(http.StatusInternalServerError, CodeInternal, "", "%v", err)
+		}
+		if known {
+			return &user{name: "token-file", all: true}, nil
+		}
+	}
+	if a.cfg.tokenReviews != nil {
+		return a.review(r.Context(), token, sum)
+	}
+	return nil, newError(http.StatusUnauthorized, CodeUnauthenticated, "", "the bearer token is not known")
+}
+
+// fileHas reports whether the token file lists the token whose SHA-256
+// is sum, reading the file again when it changed.
+func (a *authenticator) fileHas(sum [32]byte) (bool, error) {
+	a.fileMu.Lock()
+	defer a.fileMu.Unlock()
+	fi, err := os.Stat(a.cfg.tokenFile)
+	if err != nil {
+		return false, fmt.Errorf("server: token file: %w (fix the file given to WithTokenFile / --token-file)", err)
+	}
+	stamp := fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
+	if stamp != a.fileStamp {
+		raw, err := os.ReadFile(a.cfg.tokenFile)
+		if err != nil {
+			return false, fmt.Errorf("server: token file: %w", err)
+		}
+		hashes := map[[32]byte]bool{}
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			hashes[sha256.Sum256([]byte(line))] = true
+		}
+		if len(hashes) == 0 {
+			return false, fmt.Errorf("server: token file %s lists no token: write one token per line", a.cfg.tokenFile)
+		}
+		a.fileHash, a.fileStamp = hashes, stamp
+	}
+	for h := range a.fileHash {
+		if subtle.ConstantTimeCompare(h[:], sum[:]) == 1 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// review authenticates a token with a TokenReview, cached by its hash.
+func (a *authenticator) review(ctx context.Context, token string, sum [32]byte) (*user, error) {
+	now := time.Now()
+	a.cacheMu.Lock()
+	c, ok := a.tokens[sum]
+	a.cacheMu.Unlock()
+	if ok && now.Before(c.expires) {
+		if c.u == nil {
+			return nil, newError(http.StatusUnauthorized, CodeUnauthenticated, "", "the bearer token is not valid in the cluster")
+		}
+		return c.u, nil
+	}
+	tr, err := a.cfg.tokenReviews.Create(ctx, &authnv1.TokenReview{Spec: authnv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, newError(http.StatusServiceUnavailable, CodeUnavailable, "", "the cluster's TokenReview failed, so the request is refused: %v", err)
+	}
+	var u *user
+	if tr.Status.Authenticated {
+		u = &user{name: tr.Status.User.Username, uid: tr.Status.User.UID, groups: tr.Status.User.Groups}
+		if len(tr.Status.User.Extra) > 0 {
+			u.extra = map[string]authzv1.ExtraValue{}
+			for k, v := range tr.Status.User.Extra {
+				u.extra[k] = authzv1.ExtraValue(v)
+			}
+		}
+	}
+	a.cacheMu.Lock()
+	if len(a.tokens) >= maxCacheEntries {
+		a.tokens = map[[32]byte]cachedUser{}
+	}
+	if a.cfg.authTTL > 0 {
+		a.tokens[sum] = cachedUser{u: u, expires: now.Add(a.cfg.authTTL)}
+	}
+	a.cacheMu.Unlock()
+	if u == nil {
+		return nil, newError(http.StatusUnauthorized, CodeUnauthenticated, "", "the bearer token is not valid in the cluster")
+	}
+	return u, nil
+}
+
+// authorize asks whether u may do verb on resource in each namespace ("",
+// or no namespace at all, is cluster scope).
+func (a *authenticator) authorize(ctx context.Context, u *user, verb, resource string, namespaces ...string) error {
+	if u.all {
+		return nil
+	}
+	if len(namespaces) == 0 {
+		namespaces = []string{""}
+	}
+	for _, ns := range namespaces {
+		allowed, reason, err := a.decide(ctx, u, verb, resource, ns)
+		if err != nil {
+			return err
+		}
+		if !allowed {
+			where := "namespace " + ns
+			if ns == "" {
+				where = "cluster scope (every namespace and cluster-scoped objects)"
+			}
+			msg := fmt.Sprintf("user %q may not %s %s.%s in %s", u.name, verb, resource, AuthGroup, where)
+			if reason != "" {
+				msg += ": " + reason
+			}
+			a.cfg.log.V(1).Info("request denied", "user", u.name, "verb", verb, "resource", resource, "namespace", ns)
+			return newError(http.StatusForbidden, CodeForbidden, "", "%s", msg)
+		}
+	}
+	return nil
+}
+
+// decide makes (or reuses) one SubjectAccessReview.
+func (a *authenticator) decide(ctx context.Context, u *user, verb, resource, ns string) (bool, string, error) {
+	groups := append([]string(nil), u.groups...)
+	sort.Strings(groups)
+	key := strings.Join([]string{u.name, u.uid, strings.Join(groups, ","), fmt.Sprint(u.extra), verb, resource, ns}, "\x00")
+	now := time.Now()
+	a.cacheMu.Lock()
+	c, ok := a.access[key]
+	a.cacheMu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.allowed, c.reason, nil
+	}
+	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+		User: u.name, UID: u.uid, Groups: u.groups, Extra: u.extra,
+		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: AuthGroup, Resource: resource},
+	}}
+	got, err := a.cfg.accessReviews.Create(ctx, sar, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", newError(http.StatusServiceUnavailable, CodeUnavailable, "", "the cluster's SubjectAccessReview failed, so the request is refused: %v", err)
+	}
+	reason := got.Status.Reason
+	if got.Status.EvaluationError != "" && !got.Status.Allowed {
+		reason = strings.TrimSpace(reason + " " + got.Status.EvaluationError)
+	}
+	a.cacheMu.Lock()
+	if len(a.access) >= maxCacheEntries {
+		a.access = map[string]cachedDecision{}
+	}
+	if a.cfg.authTTL > 0 {
+		a.access[key] = cachedDecision{allowed: got.Status.Allowed, reason: reason, expires: now.Add(a.cfg.authTTL)}
+	}
+	a.cacheMu.Unlock()
+	return got.Status.Allowed, reason, nil
+}

@@ -1,0 +1,278 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+// The query API benchmark journal: benchNamespaces streams of ConfigMaps,
+// benchObjects objects in all with benchVersions versions each (1,000,000
+// events), one event per millisecond after a baseline of each stream.
+const (
+	benchNamespaces = 10
+	benchObjects    = 10_000
+	benchVersions   = 100
+)
+
+var benchStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func benchStream(ns int) event.Stream {
+	return event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: fmt.Sprintf("ns-%02d", ns)}
+}
+
+func benchObject(obj, version int, at time.Time) event.Record {
+	s := benchStream(obj % benchNamespaces)
+	name, rv := fmt.Sprintf("cm-%05d", obj), strconv.Itoa(1000+obj*benchVersions+version)
+	uid := "uid-" + name
+	ref := storagetest.Ref(s, "ConfigMap", s.Namespace, name, uid, rv)
+	body := storagetest.ConfigMap(s.Namespace, name, uid, rv, map[string]string{"version": strconv.Itoa(version), "owner": "team-" + strconv.Itoa(obj%7)})
+	return storagetest.Event(s, event.Modified, ref, body, at)
+}
+
+// benchJournal returns the path of the benchmark journal, built once and
+// kept in the temporary folder between runs (the name carries the schema
+// version).
+func benchJournal(b *testing.B) string {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-queryapi-v%d-%dx%d.db", sqlite.SchemaVersion, benchObjects, benchVersions))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	ctx := context.Background()
+	tmp := path + ".building"
+	os.Remove(tmp)
+	s, err := sqlite.Open(ctx, tmp, sqlite.WithCacheSize(256<<10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for ns := range benchNamespaces {
+		if _, err := s.Append(ctx, storagetest.Baseline(benchStream(ns), "b-"+strconv.Itoa(ns), benchStart, "1000", nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batch = 20_000
+	recs := make([]event.Record, 0, batch)
+	for i := range benchObjects * benchVersions {
+		recs = append(recs, benchObject(i%benchObjects, i/benchObjects, benchStart.Add(time.Duration(i+1)*time.Millisecond)))
+		if len(recs) == batch {
+			if _, err := s.Append(ctx, recs); err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a %d-event journal in %v", benchObjects*benchVersions, time.Since(start))
+	return path
+}
+
+// copyFile copies the cached journal, so that the run's appends leave it
+// as it was.
+func copyFile(b *testing.B, from, to string) {
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkQueryAPI: 32 concurrent clients ask object-at-T and history of
+// random objects for 30 s (KRPLY_BENCH_SECONDS to change it) through the
+// HTTP handler over a 1,000,000-event SQLite journal, while a recorder
+// appends 1,000 events a second to the same journal. It reports the p50
+// and p99 latency of each request kind in ms, the errors, and the
+// recorder's append latency (its lag) before and during the load.
+//
+//	go test -run XXX -bench BenchmarkQueryAPI -benchtime 1x ./server/
+func BenchmarkQueryAPI(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "journal.db")
+	copyFile(b, benchJournal(b), path)
+	store, err := sqlite.Open(ctx, path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	srv := httptest.NewServer(server.NewHandler(store))
+	defer srv.Close()
+	seconds := 30
+	if s, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_SECONDS")); err == nil && s > 0 {
+		seconds = s
+	}
+
+	// The recorder: a batch of 20 events every 20 ms, each object moving
+	// on from its last version; its append latency is its lag.
+	var recMu sync.Mutex
+	var appendLat []time.Duration
+	stopRec := make(chan struct{})
+	recDone := make(chan error, 1)
+	go func() {
+		next := benchObjects * benchVersions
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopRec:
+				recDone <- nil
+				return
+			case <-tick.C:
+			}
+			recs := make([]event.Record, 20)
+			for i := range recs {
+				recs[i] = benchObject(next%benchObjects, next/benchObjects, benchStart.Add(time.Duration(next+1)*time.Millisecond))
+				next++
+			}
+			start := time.Now()
+			if _, err := store.Append(ctx, recs); err != nil {
+				recDone <- err
+				return
+			}
+			recMu.Lock()
+			appendLat = append(appendLat, time.Since(start))
+			recMu.Unlock()
+		}
+	}()
+	lagSince := func(from int) []time.Duration {
+		recMu.Lock()
+		defer recMu.Unlock()
+		return slices.Clone(appendLat[from:])
+	}
+	time.Sleep(5 * time.Second)
+	quiet := lagSince(0)
+
+	const clients = 32
+	span := int64(benchObjects * benchVersions)
+	var errs atomic.Int64
+	var errMu sync.Mutex
+	var firstErr error
+	lat := make([][2][]time.Duration, clients)
+	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
+	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	var wg sync.WaitGroup
+	cpuStart := cputime.Process()
+	b.ResetTimer()
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			for i := 0; time.Now().Before(deadline); i++ {
+				obj := rng.IntN(benchObjects)
+				q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
+					"name": {fmt.Sprintf("cm-%05d", obj)}}
+				route, kind := "object", 0
+				if i%2 == 1 {
+					route, kind = "history", 1
+				} else {
+					q.Set("at", benchStart.Add(time.Duration(rng.Int64N(span))*time.Millisecond).Format(time.RFC3339Nano))
+				}
+				start := time.Now()
+				resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("%s: %s", route, resp.Status)
+					}
+				}
+				lat[c][kind] = append(lat[c][kind], time.Since(start))
+				if err != nil {
+					errs.Add(1)
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	fromLoad := len(lagSince(0))
+	wg.Wait()
+	b.StopTimer()
+	cpuLoad := cputime.Process() - cpuStart
+	loaded := lagSince(fromLoad)
+
+	// CPU per request of each kind, asked one at a time: on a shared
+	// machine a steadier figure than the latencies.
+	cpuPer := func(route string, n int) float64 {
+		rng := rand.New(rand.NewPCG(99, 7))
+		start := cputime.Process()
+		for range n {
+			obj := rng.IntN(benchObjects)
+			q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
+				"name": {fmt.Sprintf("cm-%05d", obj)}, "at": {benchStart.Add(time.Duration(rng.Int64N(span)) * time.Millisecond).Format(time.RFC3339Nano)}}
+			if route == "history" {
+				q.Del("at")
+			}
+			resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return float64((cputime.Process() - start).Microseconds()) / 1000 / float64(n)
+	}
+	b.ReportMetric(cpuPer("object", 200), "object-cpu-ms")
+	b.ReportMetric(cpuPer("history", 100), "history-cpu-ms")
+	close(stopRec)
+	if err := <-recDone; err != nil {
+		b.Fatalf("the recorder failed: %v", err)
+	}
+	if n := errs.Load(); n > 0 {
+		b.Errorf("%d requests failed, the first: %v", n, firstErr)
+	}
+	var objects, histories []time.Duration
+	for _, l := range lat {
+		objects = append(objects, l[0]...)
+		histories = append(histories, l[1]...)
+	}
+	ms := func(ls []time.Duration, p int) float64 {
+		slices.Sort(ls)
+		return float64(ls[len(ls)*p/100].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(len(objects)+len(histories))/float64(seconds), "req/s")
+	b.ReportMetric(float64(cpuLoad.Microseconds())/1000/float64(len(objects)+len(histories)), "load-cpu-ms/req")
+	b.ReportMetric(ms(objects, 50), "object-p50-ms")
+	b.ReportMetric(ms(objects, 99), "object-p99-ms")
+	b.ReportMetric(ms(histories, 50), "history-p50-ms")
+	b.ReportMetric(ms(histories, 99), "history-p99-ms")
+	b.ReportMetric(float64(errs.Load()), "errors")
+	b.ReportMetric(ms(quiet, 99), "append-quiet-p99-ms")
+	b.ReportMetric(ms(loaded, 99), "append-loaded-p99-ms")
+}

@@ -1,0 +1,535 @@
+// Package client is the Go client of krply's query API (package server):
+// it asks a server over HTTP and returns the library's own types — a
+// materialize.Snapshot, a materialize.History, a replay.Plan — as the
+// library would return them, coverage, gaps and warnings included.
+//
+//	c, err := client.New("https://krply.example:8443", client.WithToken(token))
+//	st, err := c.ObjectAt(ctx, krply.Object("c1", "configmaps", "shop", "settings"), time.Now().Add(-time.Hour))
+//
+// An error answer of the server is returned as a *server.Error (with its
+// status, code and the parameter at fault); test it with errors.As, or
+// with errors.Is(err, &server.Error{Code: server.CodeNotFound}).
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/replay"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/storage"
+)
+
+// ErrInvalidArgument is krply's one sentinel for an argument or an option
+// that cannot be used.
+var ErrInvalidArgument = storage.ErrInvalidArgument
+
+// Client asks one query API server. It is safe for concurrent use.
+type Client struct {
+	base  *url.URL
+	http  *http.Client
+	token string
+}
+
+// Option configures New.
+type Option interface{ apply(*Client) }
+
+type optionFunc func(*Client)
+
+func (f optionFunc) apply(c *Client) { f(c) }
+
+// WithToken sends token as the bearer token of every request.
+func WithToken(token string) Option {
+	return optionFunc(func(c *Client) { c.token = token })
+}
+
+// WithHTTPClient sets the HTTP client (for TLS settings, a proxy, a
+// timeout). The default is http.DefaultClient.
+func WithHTTPClient(hc *http.Client) Option {
+	return optionFunc(func(c *Client) { c.http = hc })
+}
+
+// New returns a client of the server at baseURL, the URL the handler is
+// mounted at ("https://host:8443", or "https://portal/krply" for a handler
+// mounted under a prefix).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: %w: base URL %q: want http(s)://host[:port][/prefix]", ErrInvalidArgument, baseURL)
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/")
+	c := &Client{base: u, http: http.DefaultClient}
+	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("client: %w: a nil Option", ErrInvalidArgument)
+		}
+		o.apply(c)
+	}
+	if c.http == nil {
+		return nil, fmt.Errorf("client: %w: WithHTTPClient(nil): give a client, or leave the option out", ErrInvalidArgument)
+	}
+	return c, nil
+}
+
+// request makes a request of path with the query q and body (JSON when
+// not nil).
+func (c *Client) request(ctx context.Context, method, path string, q url.Values, body any, accept string) (*http.Response, error) {
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("client: encode the request: %w", err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// decodeError reads an error answer.
+func decodeError(resp *http.Response) error {
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e server.Error
+	if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
+		return &server.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+	}
+	e.Status = resp.StatusCode
+	return &e
+}
+
+// do makes a request and decodes the JSON answer into out.
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	resp, err := c.request(ctx, method, path, q, body, "application/json")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("client: %s %s: decode the answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Healthy asks /healthz.
+func (c *Client) Healthy(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, &server.Health{})
+}
+
+// Ready asks /readyz: nil when the server's recorder is synced.
+func (c *Client) Ready(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, &server.Health{})
+}
+
+// resourceParam writes a group/resource as the server reads it.
+func resourceParam(gr schema.GroupResource) string {
+	if gr.Group == "" {
+		return gr.Resource + ".core"
+	}
+	return gr.Resource + "." + gr.Group
+}
+
+// timeParam writes a time as the server reads it.
+func timeParam(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// scopeQuery writes a scope's parameters.
+func scopeQuery(scope materialize.Scope) url.Values {
+	q := url.Values{}
+	if scope.ClusterID != "" {
+		q.Set("cluster", scope.ClusterID)
+	}
+	for _, ns := range scope.Namespaces {
+		q.Add("namespace", ns)
+	}
+	for _, gr := range scope.Resources {
+		q.Add("resource", resourceParam(gr))
+	}
+	return q
+}
+
+// objectQuery writes an object's parameters.
+func objectQuery(obj storage.ObjectID) url.Values {
+	q := url.Values{}
+	if obj.ClusterID != "" {
+		q.Set("cluster", obj.ClusterID)
+	}
+	q.Set("resource", resourceParam(schema.GroupResource{Group: obj.Group, Resource: obj.Resource}))
+	if obj.Namespace != "" {
+		q.Set("namespace", obj.Namespace)
+	}
+	q.Set("name", obj.Name)
+	return q
+}
+
+// Clusters returns the clusters the journal records.
+func (c *Client) Clusters(ctx context.Context) ([]server.Cluster, error) {
+	var out server.ClusterList
+	err := c.do(ctx, http.MethodGet, "/api/v1/clusters", nil, nil, &out)
+	return out.Items, err
+}
+
+// Streams returns the streams of scope (its cluster, namespaces and
+// resources) with their coverage at at, every page of them.
+func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.Time) ([]server.StreamInfo, error) {
+	q := scopeQuery(scope)
+	q.Set("at", timeParam(at))
+	var all []server.StreamInfo
+	for {
+		var page server.StreamList
+		if err := c.do(ctx, http.MethodGet, "/api/v1/streams", q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.Next == "" {
+			return all, nil
+		}
+		q.Set("cursor", page.Next)
+	}
+}
+
+// RecordQuery selects records (GET /api/v1/records). Zero fields do not
+// restrict.
+type RecordQuery struct {
+	Scope         materialize.Scope
+	Name          string
+	Types         []event.RecordType
+	Since, Until  time.Time
+	Descending    bool
+	WithoutBodies bool
+	// Limit is the page size (0: the server's default).
+	Limit int
+	// Cursor continues a previous page (its Next).
+	Cursor string
+}
+
+func (q RecordQuery) values() url.Values {
+	v := scopeQuery(q.Scope)
+	if q.Name != "" {
+		v.Set("name", q.Name)
+	}
+	if len(q.Types) > 0 {
+		types := make([]string, len(q.Types))
+		for i, t := range q.Types {
+			types[i] = string(t)
+		}
+		v.Set("types", strings.Join(types, ","))
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", timeParam(q.Since))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", timeParam(q.Until))
+	}
+	if q.Descending {
+		v.Set("order", "desc")
+	}
+	if q.WithoutBodies {
+		v.Set("bodies", "false")
+	}
+	return v
+}
+
+// Records returns one page of records; ask for the next with
+// q.Cursor = page.Next until it is empty.
+func (c *Client) Records(ctx context.Context, q RecordQuery) (*server.RecordList, error) {
+	v := q.values()
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.Cursor != "" {
+		v.Set("cursor", q.Cursor)
+	}
+	var out server.RecordList
+	if err := c.do(ctx, http.MethodGet, "/api/v1/records", v, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ObjectAt returns obj at at, as materialize.Materializer.ObjectAt does.
+func (c *Client) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error) {
+	q := objectQuery(obj)
+	q.Set("at", timeParam(at))
+	var out materialize.ObjectState
+	if err := c.do(ctx, http.MethodGet, "/api/v1/object", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// HistoryQuery restricts History. Zero fields do not restrict.
+type HistoryQuery struct {
+	Since, Until time.Time
+	// Limit caps the versions (0: the server's maximum).
+	Limit int
+}
+
+// History returns obj's history, as materialize.Materializer.History does.
+func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQuery) (*materialize.History, error) {
+	q := objectQuery(obj)
+	if !hq.Since.IsZero() {
+		q.Set("since", timeParam(hq.Since))
+	}
+	if !hq.Until.IsZero() {
+		q.Set("until", timeParam(hq.Until))
+	}
+	if hq.Limit > 0 {
+		q.Set("limit", strconv.Itoa(hq.Limit))
+	}
+	var out materialize.History
+	if err := c.do(ctx, http.MethodGet, "/api/v1/history", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Snapshot computes the snapshot of scope at at (nothing is saved).
+func (c *Client) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time) (*materialize.Snapshot, error) {
+	q := scopeQuery(scope)
+	q.Set("at", timeParam(at))
+	var out materialize.Snapshot
+	if err := c.do(ctx, http.MethodGet, "/api/v1/snapshot", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SaveSnapshot computes the snapshot of scope at at and saves it under
+// name (the server must allow writes).
+func (c *Client) SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error) {
+	var out materialize.Snapshot
+	req := server.SnapshotRequest{Name: name, At: timeParam(at), Scope: scope}
+	if err := c.do(ctx, http.MethodPost, "/api/v1/snapshots", nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListSnapshots returns the saved snapshots of a cluster ("" for the
+// journal's only one) without their objects, every page of them.
+func (c *Client) ListSnapshots(ctx context.Context, clusterID string) ([]materialize.Snapshot, error) {
+	q := url.Values{}
+	if clusterID != "" {
+		q.Set("cluster", clusterID)
+	}
+	var all []materialize.Snapshot
+	for {
+		var page server.SnapshotList
+		if err := c.do(ctx, http.MethodGet, "/api/v1/snapshots", q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.Next == "" {
+			return all, nil
+		}
+		q.Set("cursor", page.Next)
+	}
+}
+
+// GetSnapshot returns a saved snapshot.
+func (c *Client) GetSnapshot(ctx context.Context, id string) (*materialize.Snapshot, error) {
+	var out materialize.Snapshot
+	if err := c.do(ctx, http.MethodGet, "/api/v1/snapshots/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Diff compares scope at from with scope at to; includeStatus compares
+// .status too.
+func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
+	q := scopeQuery(scope)
+	q.Set("from", timeParam(from))
+	q.Set("to", timeParam(to))
+	if includeStatus {
+		q.Set("includeStatus", "true")
+	}
+	var out materialize.Diff
+	if err := c.do(ctx, http.MethodGet, "/api/v1/diff", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Plan plans a replay and saves the plan (the server must allow writes).
+func (c *Client) Plan(ctx context.Context, req server.PlanRequest) (*replay.Plan, error) {
+	return c.plan(ctx, req, nil)
+}
+
+// PreviewPlan plans a replay without saving it.
+func (c *Client) PreviewPlan(ctx context.Context, req server.PlanRequest) (*replay.Plan, error) {
+	return c.plan(ctx, req, url.Values{"preview": {"true"}})
+}
+
+func (c *Client) plan(ctx context.Context, req server.PlanRequest, q url.Values) (*replay.Plan, error) {
+	var out replay.Plan
+	if err := c.do(ctx, http.MethodPost, "/api/v1/plans", q, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetPlan returns a saved plan with its status and last dry run.
+func (c *Client) GetPlan(ctx context.Context, id string) (*replay.Plan, error) {
+	var out replay.Plan
+	if err := c.do(ctx, http.MethodGet, "/api/v1/plans/"+url.PathEscape(id), nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PlanYAML returns a saved plan as the multi-document YAML that kubectl
+// apply --server-side takes.
+func (c *Client) PlanYAML(ctx context.Context, id string) ([]byte, error) {
+	resp, err := c.request(ctx, http.MethodGet, "/api/v1/plans/"+url.PathEscape(id), nil, nil, "application/yaml")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("client: read plan %s: %w", id, err)
+	}
+	return raw, nil
+}
+
+// DryRun dry-runs a saved plan against the server's target cluster.
+func (c *Client) DryRun(ctx context.Context, id string) (*replay.DryRunReport, error) {
+	var out replay.DryRunReport
+	if err := c.do(ctx, http.MethodPost, "/api/v1/plans/"+url.PathEscape(id)+"/dryrun", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Apply applies the saved plan confirm names, with its hash confirmed.
+func (c *Client) Apply(ctx context.Context, confirm replay.Confirmation) (*replay.ApplyReport, error) {
+	var out replay.ApplyReport
+	if err := c.do(ctx, http.MethodPost, "/api/v1/plans/"+url.PathEscape(confirm.PlanID)+"/apply", nil, confirm, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// WatchQuery selects the records of a change feed. Cursor resumes after
+// the record with that ID (a FeedEvent's ID); empty starts with the
+// records appended after the request, "0" at the journal's start.
+type WatchQuery struct {
+	Scope         materialize.Scope
+	Name          string
+	Types         []event.RecordType
+	WithoutBodies bool
+	Cursor        string
+}
+
+// Feed is an open change feed.
+type Feed struct {
+	body   io.ReadCloser
+	sc     *bufio.Scanner
+	cursor string
+}
+
+// Watch opens the change feed (GET /api/v1/watch). Read it with Next;
+// after an error, open it again with the Cursor of the feed to continue
+// exactly after the last record read.
+func (c *Client) Watch(ctx context.Context, wq WatchQuery) (*Feed, error) {
+	q := RecordQuery{Scope: wq.Scope, Name: wq.Name, Types: wq.Types, WithoutBodies: wq.WithoutBodies}.values()
+	if wq.Cursor != "" {
+		q.Set("cursor", wq.Cursor)
+	}
+	resp, err := c.request(ctx, http.MethodGet, "/api/v1/watch", q, nil, "text/event-stream")
+	if err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	return &Feed{body: resp.Body, sc: sc, cursor: wq.Cursor}, nil
+}
+
+// Cursor is the ID of the last record Next returned (or the cursor the
+// feed was opened with).
+func (f *Feed) Cursor() string { return f.cursor }
+
+// Close ends the feed.
+func (f *Feed) Close() error { return f.body.Close() }
+
+// Next returns the next record of the feed, waiting for one. An error
+// event of the server is returned as its *server.Error; a lost connection
+// as the read error (io.ErrUnexpectedEOF when the server ended the feed).
+func (f *Feed) Next() (event.Record, error) {
+	var ev server.FeedEvent
+	var data []byte
+	for f.sc.Scan() {
+		line := f.sc.Text()
+		switch {
+		case line == "":
+			if data == nil {
+				continue
+			}
+			switch ev.Type {
+			case "record":
+				var rec event.Record
+				if err := json.Unmarshal(data, &rec); err != nil {
+					return event.Record{}, fmt.Errorf("client: feed event %s: %w", ev.ID, err)
+				}
+				f.cursor = ev.ID
+				return rec, nil
+			case "error":
+				var e server.Error
+				if err := json.Unmarshal(data, &e); err != nil {
+					return event.Record{}, fmt.Errorf("client: feed error event: %w", err)
+				}
+				return event.Record{}, &e
+			}
+			ev, data = server.FeedEvent{}, nil
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id:"):
+			ev.ID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
+		case strings.HasPrefix(line, "event:"):
+			ev.Type = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+		case strings.HasPrefix(line, "data:"):
+			d := strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " ")
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+		}
+	}
+	if err := f.sc.Err(); err != nil {
+		return event.Record{}, fmt.Errorf("client: feed: %w", err)
+	}
+	return event.Record{}, fmt.Errorf("client: feed: %w", io.ErrUnexpectedEOF)
+}

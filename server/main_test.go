@@ -1,0 +1,10 @@
+package server_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/krply/krply/internal/testenv"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }

@@ -1,0 +1,235 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	authnv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/krply/krply/audit"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/watch"
+)
+
+// A configuration that cannot work answers every request 500 with the
+// reason instead of panicking.
+func TestBrokenConfiguration(t *testing.T) {
+	j := newRecorded(t)
+	cases := map[string]struct {
+		journal storage.ReadWriter
+		opts    []server.Option
+		want    string
+	}{
+		"nil journal":     {nil, nil, "nil journal"},
+		"nil option":      {j.ro, []server.Option{nil}, "nil Option"},
+		"nil clock":       {j.ro, []server.Option{server.WithClock(nil)}, "WithClock(nil)"},
+		"page size":       {j.ro, []server.Option{server.WithMaxPageSize(0)}, "WithMaxPageSize(0)"},
+		"range":           {j.ro, []server.Option{server.WithMaxRange(-time.Hour)}, "WithMaxRange"},
+		"body":            {j.ro, []server.Option{server.WithMaxBodyBytes(0)}, "WithMaxBodyBytes(0)"},
+		"timeout":         {j.ro, []server.Option{server.WithRequestTimeout(0)}, "WithRequestTimeout"},
+		"poll":            {j.ro, []server.Option{server.WithPollInterval(0)}, "WithPollInterval"},
+		"in flight":       {j.ro, []server.Option{server.WithMaxInFlight(0)}, "WithMaxInFlight(0)"},
+		"auth cache":      {j.ro, []server.Option{server.WithAuthCacheTTL(-time.Second)}, "WithAuthCacheTTL"},
+		"half delegation": {j.ro, []server.Option{server.WithDelegatedAuth(nil, nil), server.WithDelegatedAuth(fakeTokenReviews{}, nil)}, "both"},
+		"nil correlator":  {j.ro, []server.Option{server.WithAuditWebhook(nil)}, "audit"},
+	}
+	for name, tc := range cases {
+		srv := httptest.NewServer(server.NewHandler(tc.journal, tc.opts...))
+		for _, path := range []string{"/healthz", "/api/v1/clusters"} {
+			status, e, _ := get(t, http.MethodGet, srv.URL+path, "")
+			if status != http.StatusInternalServerError || e.Code != server.CodeInternal || !strings.Contains(e.Message, tc.want) {
+				t.Errorf("%s: %s answers %d %+v; want 500 naming %q", name, path, status, e, tc.want)
+			}
+		}
+		srv.Close()
+	}
+}
+
+// fakeTokenReviews is only ever half of a configuration that is refused.
+type fakeTokenReviews struct{}
+
+func (fakeTokenReviews) Create(context.Context, *authnv1.TokenReview, metav1.CreateOptions) (*authnv1.TokenReview, error) {
+	return nil, errors.New("not called")
+}
+
+// slowStore answers Records only when the request's context ends.
+type slowStore struct{ storage.Store }
+
+func (s slowStore) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	<-ctx.Done()
+	return storage.Page{}, ctx.Err()
+}
+
+// Every request but the feed ends at the request timeout, with 503
+// timeout, and the failure is logged.
+func TestRequestTimeout(t *testing.T) {
+	j := newRecorded(t)
+	var mu sync.Mutex
+	var logged []string
+	log := funcr.New(func(_, args string) { mu.Lock(); logged = append(logged, args); mu.Unlock() }, funcr.Options{Verbosity: 1})
+	slow := &recorded{t: t, ro: slowStore{j.ro}}
+	_, base := slow.serve(server.WithRequestTimeout(50*time.Millisecond), server.WithLogger(log))
+	start := time.Now()
+	wantError(t, http.MethodGet, base+"/api/v1/records", "", http.StatusServiceUnavailable, server.CodeTimeout, "")
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the timed-out request took %s", took)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(logged) != 1 || !strings.Contains(logged[0], `"code"="timeout"`) || !strings.Contains(logged[0], "/api/v1/records") {
+		t.Errorf("logged %q; want one line for the timed-out request", logged)
+	}
+}
+
+// blockingStore answers Records only once release is closed.
+type blockingStore struct {
+	storage.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s blockingStore) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.Store.Records(ctx, q)
+}
+
+// With one request in flight at most, a second waits for its turn and
+// times out while the first holds it.
+func TestMaxInFlight(t *testing.T) {
+	j := newRecorded(t)
+	blocking := blockingStore{Store: j.ro, entered: make(chan struct{}, 100), release: make(chan struct{})}
+	slow := &recorded{t: t, ro: blocking}
+	_, base := slow.serve(server.WithMaxInFlight(1), server.WithRequestTimeout(300*time.Millisecond))
+	first := make(chan int, 1)
+	go func() {
+		status, _, _ := get(t, http.MethodGet, base+"/api/v1/snapshots", "")
+		first <- status
+	}()
+	<-blocking.entered // the first holds the slot
+	_, second, _ := get(t, http.MethodGet, base+"/api/v1/clusters", "")
+	if second.Code != server.CodeTimeout || !strings.Contains(second.Message, "waiting for a turn among 1 requests") {
+		t.Errorf("a second request while one is in flight: %+v; want 503 timeout waiting for a turn", second)
+	}
+	// Health is not counted.
+	if status, _, _ := get(t, http.MethodGet, base+"/healthz", ""); status != http.StatusOK {
+		t.Errorf("healthz: %d", status)
+	}
+	close(blocking.release)
+	<-first
+}
+
+// A small maximum page size caps limit and still pages through everything.
+func TestMaxPageSize(t *testing.T) {
+	j := newRecorded(t)
+	_, base := j.serve(server.WithMaxPageSize(2))
+	wantError(t, http.MethodGet, base+"/api/v1/records?limit=3", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	var page server.RecordList
+	getJSON(t, base+"/api/v1/records", &page)
+	if len(page.Items) != 2 || page.Next == "" {
+		t.Errorf("records with a maximum page of 2: %d items, next %q; want 2 and a next page", len(page.Items), page.Next)
+	}
+}
+
+// The audit webhook correlates an EventList the apiserver posts, only when
+// enabled, into a writable journal.
+func TestAuditWebhook(t *testing.T) {
+	j := newRecorded(t)
+	_, base := j.serve()
+	wantError(t, http.MethodPost, base+"/api/v1/audit", `{"kind":"EventList","items":[]}`, http.StatusForbidden, server.CodeReadOnly, "")
+
+	corr, err := audit.NewCorrelator(j.w, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writable := &recorded{t: t, ro: j.w}
+	_, base = writable.serve(server.WithAuditWebhook(corr, audit.WithSettleDelay(0)))
+	green := j.changes[0]
+	rv := green.Resource.ResourceVersion
+	ev := audit.Event{Level: audit.LevelRequestResponse, AuditID: "a-1", Stage: audit.StageResponseComplete,
+		RequestURI: "/api/v1/namespaces/shop/configmaps/settings", Verb: "update",
+		User:                     authnv1.UserInfo{Username: "carol"},
+		ObjectRef:                &audit.ObjectReference{Resource: "configmaps", Namespace: "shop", Name: "settings", APIVersion: "v1"},
+		ResponseStatus:           &metav1.Status{Code: 200},
+		ResponseObject:           json.RawMessage(fmt.Sprintf(`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"settings","namespace":"shop","uid":"uid-shop-settings","resourceVersion":%q}}`, rv)),
+		RequestReceivedTimestamp: metav1.NewMicroTime(green.ObservedAt.Add(-time.Second)),
+		StageTimestamp:           metav1.NewMicroTime(green.ObservedAt),
+	}
+	body, err := json.Marshal(audit.EventList{Kind: "EventList", APIVersion: audit.APIVersion, Items: []audit.Event{ev}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/api/v1/audit", "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum audit.Summary
+	if err := json.NewDecoder(resp.Body).Decode(&sum); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || sum.Events != 1 || sum.Exact != 1 {
+		t.Fatalf("audit webhook: %d %+v; want 200, the event matched exactly", resp.StatusCode, sum)
+	}
+	corrs, err := j.w.Correlations(ctx, []string{green.EventID})
+	if err != nil || len(corrs[green.EventID]) != 1 || corrs[green.EventID][0].Audit.User != "carol" {
+		t.Fatalf("correlations of the change to green: %v, %v; want carol's", corrs, err)
+	}
+}
+
+// statusRecorder is a Recorder that tells its streams.
+type statusRecorder struct{ fakeRecorder }
+
+func (statusRecorder) Status() []watch.StreamStatus {
+	return []watch.StreamStatus{{StreamID: cmShop.ID(), Stream: cmShop, State: watch.StateWatching, Synced: true, Covered: true, Events: 4}}
+}
+
+// With a recorder that tells its streams' status, streams carry it.
+func TestStreamsWithRecorder(t *testing.T) {
+	j := newRecorded(t)
+	_, base := j.serve(server.WithRecorder(&statusRecorder{}))
+	var list server.StreamList
+	getJSON(t, base+"/api/v1/streams?namespace=shop&resource=configmaps", &list)
+	if len(list.Items) != 1 || list.Items[0].Collector == nil || list.Items[0].Collector.State != watch.StateWatching || list.Items[0].Collector.Events != 4 {
+		t.Fatalf("streams with a recorder: %+v; want shop's ConfigMaps with the recorder's status", list.Items)
+	}
+}
+
+// The handler works under a prefix, and the client follows it.
+func TestMountedUnderPrefix(t *testing.T) {
+	j := newRecorded(t)
+	mux := http.NewServeMux()
+	mux.Handle("/tools/krply/", http.StripPrefix("/tools/krply", server.NewHandler(j.ro)))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c, err := client.New(srv.URL + "/tools/krply/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if clusters, err := c.Clusters(ctx); err != nil || len(clusters) != 1 {
+		t.Fatalf("clusters under a prefix: %+v, %v", clusters, err)
+	}
+	if err := c.Healthy(ctx); err != nil {
+		t.Fatalf("healthz under a prefix: %v", err)
+	}
+	for _, bad := range []string{"ftp://x", "not a url", "http://"} {
+		if _, err := client.New(bad); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("client.New(%q): %v; want ErrInvalidArgument", bad, err)
+		}
+	}
+	if _, err := client.New(srv.URL, client.WithHTTPClient(nil)); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("WithHTTPClient(nil): %v; want ErrInvalidArgument", err)
+	}
+}

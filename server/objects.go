@@ -1,0 +1,282 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
+)
+
+// namespacesOf returns the namespaces to authorize for one object: its
+// own, or cluster scope.
+func namespacesOf(obj storage.ObjectID) []string {
+	if obj.Namespace == "" {
+		return nil
+	}
+	return []string{obj.Namespace}
+}
+
+// readObject reads and checks the parameters of one object: not a Secret,
+// and the caller may read it.
+func (h *handler) readObject(ctx context.Context, p *params, u *user) (storage.ObjectID, error) {
+	obj, err := p.object(ctx)
+	if err != nil {
+		return obj, err
+	}
+	if isSecret(obj.Group, obj.Resource) {
+		return obj, newError(http.StatusForbidden, CodeSecret, "resource", "Secrets are never served by the query API")
+	}
+	return obj, h.authorizeRead(ctx, u, namespacesOf(obj))
+}
+
+// endOfTime is after every time a journal holds.
+var endOfTime = time.Unix(0, math.MaxInt64)
+
+// recorded returns nil when the journal recorded obj, 404 otherwise. The
+// routes ask it only when their answer holds no record of obj.
+func (h *handler) recorded(ctx context.Context, obj storage.ObjectID) error {
+	_, err := h.j.LatestAt(ctx, obj, endOfTime)
+	if errors.Is(err, storage.ErrNotFound) {
+		return notFound("the journal never recorded %s %s (cluster %s): check the resource (plural.group), namespace and name", obj.Resource, objectName(obj), obj.ClusterID)
+	}
+	return err
+}
+
+func objectName(obj storage.ObjectID) string {
+	if obj.Namespace == "" {
+		return obj.Name
+	}
+	return obj.Namespace + "/" + obj.Name
+}
+
+func (h *handler) object(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	at, err := p.time("at", p.now)
+	if err != nil {
+		return 0, nil, err
+	}
+	obj, err := h.readObject(ctx, p, u)
+	if err != nil {
+		return 0, nil, err
+	}
+	st, err := h.m.ObjectAt(ctx, obj, at)
+	if err != nil {
+		return 0, nil, err
+	}
+	if st.Record == nil {
+		if err := h.recorded(ctx, obj); err != nil {
+			return 0, nil, err
+		}
+	}
+	return http.StatusOK, st, nil
+}
+
+func (h *handler) history(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	var opts []materialize.HistoryOption
+	if p.q.Has("since") {
+		since, err := p.time("since", p.now)
+		if err != nil {
+			return 0, nil, err
+		}
+		opts = append(opts, materialize.Since(since))
+	}
+	if p.q.Has("until") {
+		until, err := p.time("until", p.now)
+		if err != nil {
+			return 0, nil, err
+		}
+		opts = append(opts, materialize.Until(until))
+	}
+	limit, err := p.limit(h.cfg.maxPage)
+	if err != nil {
+		return 0, nil, err
+	}
+	opts = append(opts, materialize.Limit(limit))
+	obj, err := h.readObject(ctx, p, u)
+	if err != nil {
+		return 0, nil, err
+	}
+	hist, err := h.m.History(ctx, obj, opts...)
+	if err != nil {
+		return 0, nil, err
+	}
+	if len(hist.Versions()) == 0 {
+		if err := h.recorded(ctx, obj); err != nil {
+			return 0, nil, err
+		}
+	}
+	if vs := hist.Versions(); len(vs) == limit {
+		hist.Warnings = append(hist.Warnings, fmt.Sprintf("cut at %d versions (limit): ask again with since=%s for the rest",
+			limit, vs[len(vs)-1].ObservedAt.UTC().Format(time.RFC3339Nano)))
+	}
+	return http.StatusOK, hist, nil
+}
+
+// withoutSecrets drops the Secrets from a snapshot's objects and says so.
+func withoutSecrets(snap *materialize.Snapshot) {
+	kept := snap.Objects[:0]
+	for _, o := range snap.Objects {
+		if !isSecret(o.Ref.Group, o.Ref.Resource) {
+			kept = append(kept, o)
+		}
+	}
+	if n := len(snap.Objects) - len(kept); n > 0 {
+		snap.Warnings = append(snap.Warnings, fmt.Sprintf("%d Secrets left out: the query API never serves Secrets", n))
+	}
+	snap.Objects = kept
+}
+
+func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	scope, at, err := p.scopeAt(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.authorizeRead(ctx, u, scope.Namespaces); err != nil {
+		return 0, nil, err
+	}
+	snap, err := h.m.Snapshot(ctx, scope, at)
+	if err != nil {
+		return 0, nil, err
+	}
+	withoutSecrets(snap)
+	return http.StatusOK, snap, nil
+}
+
+func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	clusterID, err := p.cluster(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	limit, cur, err := p.page()
+	if err != nil {
+		return 0, nil, err
+	}
+	all, err := h.m.ListSnapshots(ctx, clusterID)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := SnapshotList{Items: []materialize.Snapshot{}}
+	start := 0
+	if cur != nil {
+		start = int(min(max(cur.Seq, 0), int64(len(all))))
+	}
+	for i := start; i < len(all); i++ {
+		if len(out.Items) == limit {
+			out.Next = p.next(cursor{Seq: int64(i)})
+			break
+		}
+		// A snapshot the caller may not read is left out of the list.
+		if err := h.authorizeRead(ctx, u, all[i].Scope.Namespaces); err != nil {
+			if e := asError(err); e.Code == CodeForbidden {
+				continue
+			}
+			return 0, nil, err
+		}
+		out.Items = append(out.Items, all[i])
+	}
+	return http.StatusOK, out, nil
+}
+
+func (h *handler) getSnapshot(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	snap, err := h.m.GetSnapshot(ctx, r.PathValue("id"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.authorizeRead(ctx, u, snap.Scope.Namespaces); err != nil {
+		return 0, nil, err
+	}
+	withoutSecrets(snap)
+	return http.StatusOK, snap, nil
+}
+
+func (h *handler) saveSnapshot(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	if !h.cfg.writes {
+		return 0, nil, readOnly("this server does not save snapshots: it is read-only (enable writes with WithWrites)")
+	}
+	var req SnapshotRequest
+	if err := h.decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Scope.ClusterID == "" {
+		id, err := h.soleCluster(ctx)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Scope.ClusterID = id
+	}
+	at, err := ParseTime(req.At, h.cfg.clock.Now())
+	if err != nil {
+		return 0, nil, newError(http.StatusBadRequest, CodeInvalidBody, "at", "at: %v", err)
+	}
+	if err := h.auth.authorize(ctx, u, "create", ResourceHistory, req.Scope.Namespaces...); err != nil {
+		return 0, nil, err
+	}
+	snap, err := h.m.Snapshot(ctx, req.Scope, at)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.m.SaveSnapshot(ctx, snap, req.Name); err != nil {
+		return 0, nil, err
+	}
+	withoutSecrets(snap)
+	return http.StatusCreated, snap, nil
+}
+
+func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	scope, err := p.scope(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !p.q.Has("from") {
+		return 0, nil, badParam("from", "give from, the start of the diff (RFC 3339, or e.g. 1h ago)")
+	}
+	from, err := p.time("from", p.now)
+	if err != nil {
+		return 0, nil, err
+	}
+	to, err := p.time("to", p.now)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := p.checkRange("from", from, to); err != nil {
+		return 0, nil, err
+	}
+	status, err := p.boolean("includeStatus", false)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := h.authorizeRead(ctx, u, scope.Namespaces); err != nil {
+		return 0, nil, err
+	}
+	d, err := h.m.Diff(ctx, scope, from, to, materialize.IncludeStatus(status))
+	if err != nil {
+		return 0, nil, err
+	}
+	kept := d.Objects[:0]
+	for _, o := range d.Objects {
+		if !isSecret(o.ID.Group, o.ID.Resource) {
+			kept = append(kept, o)
+		}
+	}
+	if n := len(d.Objects) - len(kept); n > 0 {
+		d.Warnings = append(d.Warnings, fmt.Sprintf("%d Secrets left out: the query API never serves Secrets", n))
+	}
+	d.Objects = kept
+	return http.StatusOK, d, nil
+}

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"context"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/krply/krply/replay"
+)
+
+// planner returns a Planner with the handler's options and policy.
+func (h *handler) planner(policy *replay.Policy) (*replay.Planner, error) {
+	opts := append([]replay.Option{replay.WithClock(h.cfg.clock)}, h.cfg.plannerOptions...)
+	if policy != nil {
+		opts = append(opts, replay.WithPolicy(*policy))
+	}
+	return replay.NewPlanner(h.j, opts...)
+}
+
+// planHasSecret reports whether a plan writes a Secret.
+func planHasSecret(plan *replay.Plan) bool {
+	for _, o := range plan.Objects {
+		if isSecret(o.Ref.Group, o.Ref.Resource) || isSecret(o.Source.Group, o.Source.Resource) {
+			return true
+		}
+	}
+	return false
+}
+
+// targetNamespaces returns the namespaces a plan writes to.
+func targetNamespaces(plan *replay.Plan) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, o := range plan.Objects {
+		ns := o.Ref.Namespace
+		if o.Ref.Group == "" && o.Ref.Resource == "namespaces" {
+			ns = o.Ref.Name
+		}
+		if ns != "" && !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+func (h *handler) createPlan(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	preview, err := p.boolean("preview", false)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !preview && !h.cfg.writes {
+		return 0, nil, readOnly("this server does not save plans: it is read-only (enable writes with WithWrites), or ask for an unsaved plan with ?preview=true")
+	}
+	var req PlanRequest
+	if err := h.decodeBody(r, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.Policy != nil && req.Policy.AllowSecrets {
+		return 0, nil, newError(http.StatusBadRequest, CodeInvalidBody, "policy.allowSecrets", "the query API never serves Secrets, so it makes no plan that holds them: leave allowSecrets out")
+	}
+	if req.At != "" {
+		if req.Source.At, err = ParseTime(req.At, p.now); err != nil {
+			return 0, nil, newError(http.StatusBadRequest, CodeInvalidBody, "at", "at: %v", err)
+		}
+	}
+	if req.Source.ClusterID == "" {
+		if req.Source.ClusterID, err = h.soleCluster(ctx); err != nil {
+			return 0, nil, err
+		}
+	}
+	verb := "create"
+	if preview {
+		verb = "get"
+	}
+	if err := h.auth.authorize(ctx, u, verb, ResourceHistory, req.Source.Namespaces...); err != nil {
+		return 0, nil, err
+	}
+	pl, err := h.planner(req.Policy)
+	if err != nil {
+		return 0, nil, err
+	}
+	plan, err := pl.Plan(ctx, req.Source, req.Target)
+	if err != nil {
+		return 0, nil, err
+	}
+	if preview {
+		return http.StatusOK, plan, nil
+	}
+	if err := pl.SavePlan(ctx, plan); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, plan, nil
+}
+
+// loadPlan loads the plan of the path and checks the caller may read it.
+func (h *handler) loadPlan(ctx context.Context, r *http.Request, u *user, verb string) (*replay.Planner, *replay.Plan, error) {
+	pl, err := h.planner(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	plan, err := pl.LoadPlan(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := h.auth.authorize(ctx, u, verb, ResourceHistory, plan.Source.Namespaces...); err != nil {
+		return nil, nil, err
+	}
+	if planHasSecret(plan) {
+		return nil, nil, newError(http.StatusForbidden, CodeSecret, "", "plan %s holds Secrets, which the query API never serves", plan.ID)
+	}
+	return pl, plan, nil
+}
+
+// wantsYAML reports whether the request asks for YAML.
+func wantsYAML(r *http.Request) (bool, error) {
+	switch f := r.URL.Query().Get("format"); f {
+	case "yaml":
+		return true, nil
+	case "json":
+		return false, nil
+	case "":
+	default:
+		return false, badParam("format", "format %q: want json or yaml", f)
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "application/json", "*/*", "application/*":
+			return false, nil
+		case "application/yaml", "application/x-yaml", "text/yaml":
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (h *handler) getPlan(w http.ResponseWriter, r *http.Request, u *user) {
+	yaml, err := wantsYAML(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	_, plan, err := h.loadPlan(r.Context(), r, u, "get")
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !yaml {
+		writeJSON(w, http.StatusOK, plan)
+		return
+	}
+	raw, err := plan.YAML()
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(raw) // the client went away; nothing to tell it
+}
+
+func (h *handler) dryRun(r *http.Request, u *user) (int, any, error) {
+	if h.cfg.dryRun == nil {
+		return 0, nil, readOnly("this server dry-runs no plan: it was built without a target cluster (WithDryRun or WithApply)")
+	}
+	pl, plan, err := h.loadPlan(r.Context(), r, u, "create")
+	if err != nil {
+		return 0, nil, err
+	}
+	report, err := pl.DryRun(r.Context(), plan, h.cfg.dryRun)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, report, nil
+}
+
+func (h *handler) applyPlan(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	if h.cfg.apply == nil {
+		return 0, nil, readOnly("this server applies no plan: it was built without WithApply")
+	}
+	var confirm replay.Confirmation
+	if err := h.decodeBody(r, &confirm); err != nil {
+		if err == errEmptyBody { // the one value, not any invalid_body
+			return 0, nil, newError(http.StatusBadRequest, CodeConfirmationRequired, "", `confirm the plan reviewed: send {"planID": "<id>", "planHash": "<hash>"}`)
+		}
+		return 0, nil, err
+	}
+	id := r.PathValue("id")
+	switch {
+	case confirm.PlanID == "" || confirm.PlanHash == "":
+		return 0, nil, newError(http.StatusBadRequest, CodeConfirmationRequired, "", `confirm the plan reviewed: send {"planID": "<id>", "planHash": "<hash>"}`)
+	case confirm.PlanID != id:
+		return 0, nil, badParam("planID", "planID %q is not the plan of the path (%s)", confirm.PlanID, id)
+	}
+	pl, plan, err := h.loadPlan(ctx, r, u, "create")
+	if err != nil {
+		return 0, nil, err
+	}
+	if plan.Hash != confirm.PlanHash {
+		return 0, nil, newError(http.StatusConflict, CodeConflict, "planHash", "plan %s is saved with hash %s, not %s: review the saved plan again", plan.ID, plan.Hash, confirm.PlanHash)
+	}
+	if err := h.auth.authorize(ctx, u, "create", ResourceReplays, targetNamespaces(plan)...); err != nil {
+		return 0, nil, err
+	}
+	report, err := pl.Apply(ctx, plan, h.cfg.apply, confirm)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, report, nil
+}
+
+func (h *handler) auditWebhook(w http.ResponseWriter, r *http.Request, u *user) {
+	if h.webhook == nil {
+		h.fail(w, r, readOnly("this server takes no audit events: it was built without WithAuditWebhook"))
+		return
+	}
+	if err := h.auth.authorize(r.Context(), u, "create", ResourceAuditEvents); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.webhook.ServeHTTP(w, r)
+}

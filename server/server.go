@@ -1,0 +1,226 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/krply/krply/audit"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
+)
+
+// Prefix is the path prefix of the versioned routes.
+const Prefix = "/api/v1/"
+
+// handler serves the query API over one journal.
+type handler struct {
+	cfg  *config
+	j    storage.ReadWriter
+	m    *materialize.Materializer
+	mux  *http.ServeMux
+	auth *authenticator
+	// slots holds a token per request being answered (WithMaxInFlight).
+	slots   chan struct{}
+	webhook http.Handler
+	// broken is the configuration error every request answers with.
+	broken error
+
+	streamsMu sync.Mutex
+	streamsAt time.Time
+	streams   []storage.StreamStatus
+}
+
+// NewHandler returns the query API over journal j (a storage.ReadWriter:
+// what krply.Journal.Store() returns, or any store; one opened read-only
+// answers every read). Mount it under any prefix with http.StripPrefix.
+// It serves /healthz, /readyz and /api/v1/…; see the package
+// documentation and docs/query-api.md for the routes.
+//
+// A configuration that cannot work (a nil journal, an option out of
+// range) does not panic: every request is answered 500 with the reason,
+// and /healthz reports it too, so the mistake shows at the first request.
+func NewHandler(j storage.ReadWriter, opts ...Option) http.Handler {
+	h := &handler{j: j}
+	h.mux = http.NewServeMux()
+	cfg, err := newConfig(opts)
+	if err == nil && j == nil {
+		err = fmt.Errorf("server: %w: a nil journal: give the journal's store (krply.Journal.Store())", ErrInvalidArgument)
+	}
+	if err == nil {
+		h.cfg = cfg
+		h.m, err = materialize.New(j, materialize.WithClock(cfg.clock), materialize.WithLogger(cfg.log))
+	}
+	if err == nil && cfg.auditor != nil {
+		h.webhook, err = audit.NewWebhookHandler(cfg.auditor, cfg.auditOpts...)
+	}
+	if err != nil {
+		h.broken = err
+		return h
+	}
+	h.auth = newAuthenticator(cfg)
+	h.slots = make(chan struct{}, cfg.inFlight)
+	h.routes()
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.broken != nil {
+		writeJSON(w, http.StatusInternalServerError, newError(http.StatusInternalServerError, CodeInternal, "", "%v", h.broken))
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// route is one path's methods.
+type route map[string]func(w http.ResponseWriter, r *http.Request, u *user)
+
+func (h *handler) routes() {
+	h.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, Health{Status: "ok"})
+	})
+	h.mux.HandleFunc("/readyz", h.ready)
+	h.handle("clusters", route{http.MethodGet: h.jsonRoute(h.clusters)})
+	h.handle("streams", route{http.MethodGet: h.jsonRoute(h.listStreams)})
+	h.handle("records", route{http.MethodGet: h.jsonRoute(h.records)})
+	h.handle("object", route{http.MethodGet: h.jsonRoute(h.object)})
+	h.handle("history", route{http.MethodGet: h.jsonRoute(h.history)})
+	h.handle("snapshot", route{http.MethodGet: h.jsonRoute(h.snapshot)})
+	h.handle("snapshots", route{http.MethodGet: h.jsonRoute(h.listSnapshots), http.MethodPost: h.jsonRoute(h.saveSnapshot)})
+	h.handle("snapshots/{id}", route{http.MethodGet: h.jsonRoute(h.getSnapshot)})
+	h.handle("diff", route{http.MethodGet: h.jsonRoute(h.diff)})
+	h.handle("plans", route{http.MethodPost: h.jsonRoute(h.createPlan)})
+	h.handle("plans/{id}", route{http.MethodGet: h.getPlan})
+	h.handle("plans/{id}/dryrun", route{http.MethodPost: h.jsonRoute(h.dryRun)})
+	h.handle("plans/{id}/apply", route{http.MethodPost: h.jsonRoute(h.applyPlan)})
+	h.handle("audit", route{http.MethodPost: h.auditWebhook})
+	h.handle("watch", route{http.MethodGet: h.watch})
+	h.mux.HandleFunc(Prefix, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, notFound("no route %s %s: see docs/query-api.md for the routes", r.Method, r.URL.Path))
+	})
+}
+
+// handle registers a versioned route: method check, timeout (but for the
+// change feed), authentication.
+func (h *handler) handle(path string, methods route) {
+	var allow []string
+	for m := range methods {
+		allow = append(allow, m)
+	}
+	feed := path == "watch"
+	h.mux.HandleFunc(Prefix+path, func(w http.ResponseWriter, r *http.Request) {
+		fn, ok := methods[r.Method]
+		if !ok {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeJSON(w, http.StatusMethodNotAllowed, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+			return
+		}
+		if !feed {
+			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+			defer cancel()
+			r = r.WithContext(ctx)
+			select {
+			case h.slots <- struct{}{}:
+				defer func() { <-h.slots }()
+			case <-ctx.Done():
+				h.fail(w, r, fmt.Errorf("waiting for a turn among %d requests in flight: %w", cap(h.slots), ctx.Err()))
+				return
+			}
+		}
+		u, err := h.auth.authenticate(r)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		fn(w, r, u)
+	})
+}
+
+// jsonRoute adapts a function answering a value or an error.
+func (h *handler) jsonRoute(fn func(r *http.Request, u *user) (int, any, error)) func(http.ResponseWriter, *http.Request, *user) {
+	return func(w http.ResponseWriter, r *http.Request, u *user) {
+		status, v, err := fn(r, u)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeJSON(w, status, v)
+	}
+}
+
+// fail answers err as an Error.
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := asError(err)
+	if e.Status >= 500 {
+		h.cfg.log.V(1).Info("request failed", "method", r.Method, "path", r.URL.Path, "status", e.Status, "code", e.Code, "error", e.Message)
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="krply"`)
+	}
+	writeJSON(w, e.Status, e)
+}
+
+// ready answers /readyz.
+func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.recorder != nil {
+		if err := h.cfg.recorder.Synced(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, newError(http.StatusServiceUnavailable, CodeNotReady, "", "the recorder is not synced: %v", err))
+			return
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
+		defer cancel()
+		if _, err := h.j.Stats(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, newError(http.StatusServiceUnavailable, CodeNotReady, "", "the journal does not answer: %v", err))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, Health{Status: "ok"})
+}
+
+// allStreams returns every stream of the journal, read at most once a
+// second (cluster and resource resolution ask for it on every request).
+func (h *handler) allStreams(ctx context.Context) ([]storage.StreamStatus, error) {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	now := time.Now()
+	if h.streams != nil && now.Sub(h.streamsAt) < time.Second {
+		return h.streams, nil
+	}
+	sts, err := h.j.Streams(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	if sts == nil {
+		sts = []storage.StreamStatus{}
+	}
+	h.streams, h.streamsAt = sts, now
+	return sts, nil
+}
+
+// errEmptyBody answers a request without the body it needs.
+var errEmptyBody = newError(http.StatusBadRequest, CodeInvalidBody, "", "the body is empty: send the JSON the route takes (docs/query-api.md)")
+
+// decodeBody reads a JSON body of at most the configured size into v.
+func (h *handler) decodeBody(r *http.Request, v any) error {
+	body := http.MaxBytesReader(nil, r.Body, h.cfg.maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "", "the body exceeds %d bytes", h.cfg.maxBody)
+		}
+		if errors.Is(err, io.EOF) {
+			return errEmptyBody
+		}
+		return newError(http.StatusBadRequest, CodeInvalidBody, "", "the body is not the expected JSON: %v", err)
+	}
+	return nil
+}

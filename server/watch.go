@@ -1,0 +1,156 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/krply/krply/storage"
+)
+
+// feedCursor reads where a change feed resumes: Last-Event-ID, else
+// ?cursor=, else -1 (start after the journal's newest record).
+func feedCursor(r *http.Request) (int64, error) {
+	param, s := "Last-Event-ID", strings.TrimSpace(r.Header.Get("Last-Event-ID"))
+	if s == "" {
+		param, s = "cursor", r.URL.Query().Get("cursor")
+	}
+	if s == "" {
+		return -1, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0, newError(http.StatusBadRequest, CodeInvalidCursor, param, "%s %q: want the id of a feed event (a record's ingestSeq, 0 for the journal's start)", param, s)
+	}
+	return n, nil
+}
+
+// newestSeq returns the IngestSeq of the journal's newest record, 0 when
+// it has none.
+func (h *handler) newestSeq(ctx context.Context) (int64, error) {
+	page, err := h.j.Records(ctx, storage.Query{Descending: true, Limit: 1, WithoutBodies: true})
+	if err != nil || len(page.Records) == 0 {
+		return 0, err
+	}
+	return page.Records[0].IngestSeq, nil
+}
+
+func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
+	ctx := r.Context()
+	p := h.params(r)
+	// The feed's cursor is its own parameter: the scope parameters are
+	// read without it.
+	p.q.Del("cursor")
+	fail := func(err error) { h.fail(w, r, err) }
+	after, err := feedCursor(r)
+	if err != nil {
+		fail(err)
+		return
+	}
+	f, err := h.newRecordFilter(ctx, p)
+	if err != nil {
+		fail(err)
+		return
+	}
+	types, err := p.recordTypes()
+	if err != nil {
+		fail(err)
+		return
+	}
+	q := f.query(types)
+	bodies, err := p.boolean("bodies", true)
+	if err != nil {
+		fail(err)
+		return
+	}
+	q.WithoutBodies = !bodies
+	if err := h.authorizeRead(ctx, u, f.scope.Namespaces); err != nil {
+		fail(err)
+		return
+	}
+	if after < 0 {
+		if after, err = h.newestSeq(ctx); err != nil {
+			fail(err)
+			return
+		}
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		fail(fmt.Errorf("server: the change feed needs a ResponseWriter that flushes (an http.Flusher); a middleware wraps it without one"))
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: %d\n\n", max(h.cfg.poll.Milliseconds(), 1000))
+	flusher.Flush()
+
+	poll := time.NewTicker(h.cfg.poll)
+	defer poll.Stop()
+	lastSent := time.Now()
+	var buf bytes.Buffer
+	for {
+		// Read everything after the cursor, page by page.
+		q.AfterSeq, q.Cursor = after, ""
+		q.Limit = h.cfg.maxPage
+		for {
+			page, err := h.j.Records(ctx, q)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				writeFeedError(w, flusher, asError(err))
+				return
+			}
+			buf.Reset()
+			for i := range page.Records {
+				rec := &page.Records[i]
+				if f.keep(rec) {
+					data, err := json.Marshal(rec)
+					if err != nil {
+						writeFeedError(w, flusher, asError(err))
+						return
+					}
+					fmt.Fprintf(&buf, "id: %d\nevent: record\ndata: %s\n\n", rec.IngestSeq, data)
+				}
+				after = rec.IngestSeq
+			}
+			if buf.Len() > 0 {
+				if _, err := w.Write(buf.Bytes()); err != nil {
+					return
+				}
+				flusher.Flush()
+				lastSent = time.Now()
+			}
+			if page.Next == "" {
+				break
+			}
+			q.Cursor = page.Next
+		}
+		if time.Since(lastSent) >= h.cfg.keepalive {
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+			lastSent = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-poll.C:
+		}
+	}
+}
+
+// writeFeedError ends a feed with an error event.
+func writeFeedError(w http.ResponseWriter, flusher http.Flusher, e *Error) {
+	data, _ := json.Marshal(e) // strings and a number
+	fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
+	flusher.Flush()
+}

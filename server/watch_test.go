@@ -1,0 +1,195 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+// readFeed reads n records from the feed, failing after a while.
+func readFeed(t *testing.T, f *client.Feed, n int) []event.Record {
+	t.Helper()
+	type result struct {
+		rec event.Record
+		err error
+	}
+	out := make([]event.Record, 0, n)
+	for len(out) < n {
+		ch := make(chan result, 1)
+		go func() { r, err := f.Next(); ch <- result{r, err} }()
+		select {
+		case r := <-ch:
+			if r.err != nil {
+				t.Fatalf("feed after %d of %d records: %v", len(out), n, r.err)
+			}
+			out = append(out, r.rec)
+		case <-time.After(20 * time.Second):
+			t.Fatalf("feed: %d of %d records after 20 s", len(out), n)
+		}
+	}
+	return out
+}
+
+// change appends a change of shop/settings (and one of other/flags) and
+// returns the shop record.
+func (j *recorded) change(color string, when time.Time) event.Record {
+	rv := j.nextRV()
+	ref := storagetest.Ref(cmShop, "ConfigMap", "shop", "settings", "uid-shop-settings", rv)
+	rec := storagetest.Event(cmShop, event.Modified, ref, storagetest.ConfigMap("shop", "settings", "uid-shop-settings", rv, map[string]string{"color": color}), when)
+	orv := j.nextRV()
+	oref := storagetest.Ref(cmOther, "ConfigMap", "other", "flags", "uid-other-flags", orv)
+	other := storagetest.Event(cmOther, event.Modified, oref, storagetest.ConfigMap("other", "flags", "uid-other-flags", orv, map[string]string{"beta": color}), when)
+	srv := j.nextRV()
+	sref := storagetest.Ref(secShop, "Secret", "shop", "db", "uid-secret", srv)
+	secret := storagetest.Event(secShop, event.Modified, sref, secretBody("shop", "db", srv, color), when)
+	j.append(rec, other, secret)
+	stored, err := j.w.Get(ctx, rec.EventID)
+	if err != nil {
+		j.t.Fatal(err)
+	}
+	return stored
+}
+
+func TestWatch(t *testing.T) {
+	j := newRecorded(t)
+	c, base := j.serve(server.WithPollInterval(10 * time.Millisecond))
+	shop := client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}, Types: []event.RecordType{event.TypeEvent}}
+
+	// From the journal's start: the records of shop so far, as records
+	// answers them.
+	q := shop
+	q.Cursor = "0"
+	f, err := c.Watch(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	past := allRecords(t, c, client.RecordQuery{Scope: shop.Scope, Types: shop.Types})
+	got := readFeed(t, f, len(past))
+	sameJSON(t, "the feed from the start", got, past)
+	f.Close()
+
+	// From now: only what is appended after.
+	f, err = c.Watch(ctx, shop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var appended []int64
+	for i := range 3 {
+		appended = append(appended, j.change("c"+strconv.Itoa(i), at(21+float64(i))).IngestSeq)
+	}
+	got = readFeed(t, f, 3)
+	if !slices.Equal(seqs(got), appended) {
+		t.Fatalf("feed of new records: %v; want %v", seqs(got), appended)
+	}
+	cursor := f.Cursor()
+	if cursor != strconv.FormatInt(appended[2], 10) {
+		t.Fatalf("cursor %q; want the last record's ingestSeq %d", cursor, appended[2])
+	}
+	f.Close()
+
+	// Disconnected, more records arrive; resumed with the cursor, each
+	// is delivered once, none twice.
+	var missed []int64
+	for i := range 4 {
+		missed = append(missed, j.change("d"+strconv.Itoa(i), at(25+float64(i)/10)).IngestSeq)
+	}
+	q = shop
+	q.Cursor = cursor
+	f, err = c.Watch(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = readFeed(t, f, 4)
+	if !slices.Equal(seqs(got), missed) {
+		t.Fatalf("feed resumed after %s: %v; want exactly %v", cursor, seqs(got), missed)
+	}
+	for _, r := range got {
+		if r.Resource.Namespace != "shop" || r.Resource.Resource == "secrets" {
+			t.Fatalf("feed of shop sent %+v", r.Resource)
+		}
+	}
+	f.Close()
+
+	// Last-Event-ID resumes too (what EventSource sends).
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/watch?namespace=shop&types=event", nil)
+	req.Header.Set("Last-Event-ID", strconv.FormatInt(missed[2], 10))
+	reqCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(reqCtx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("feed Content-Type %q", ct)
+	}
+	buf := make([]byte, 64<<10)
+	var text string
+	for !containsID(text, missed[3]) {
+		n, err := resp.Body.Read(buf)
+		if err != nil {
+			t.Fatalf("feed with Last-Event-ID: %v after %q", err, text)
+		}
+		text += string(buf[:n])
+	}
+	resp.Body.Close()
+	if containsID(text, missed[2]) {
+		t.Errorf("feed with Last-Event-ID %d sent that record again:\n%s", missed[2], text)
+	}
+
+	wantError(t, http.MethodGet, base+"/api/v1/watch?cursor=-3", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+	wantError(t, http.MethodGet, base+"/api/v1/watch", "", http.StatusBadRequest, server.CodeInvalidCursor, "Last-Event-ID", "Last-Event-ID", "x")
+	wantError(t, http.MethodGet, base+"/api/v1/watch?types=nothing", "", http.StatusBadRequest, server.CodeInvalidParameter, "types")
+	var e *server.Error
+	if _, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, Cursor: "x"}); !errors.As(err, &e) || e.Code != server.CodeInvalidCursor {
+		t.Errorf("client watch with a bad cursor: %v", err)
+	}
+}
+
+func containsID(text string, seq int64) bool {
+	return slices.Contains(splitLines(text), "id: "+strconv.FormatInt(seq, 10))
+}
+
+func splitLines(s string) []string {
+	var out []string
+	start := 0
+	for i := range len(s) {
+		if s[i] == '\n' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// A journal failing under an open feed ends it with an error event, which
+// the client returns as the server's Error.
+func TestWatchError(t *testing.T) {
+	store := memory.New()
+	j := &recorded{t: t, w: store, ro: store, rv: 100}
+	j.append(storagetest.Baseline(cmShop, "b-shop", at(0), j.nextRV(), nil)...)
+	c, _ := j.serve(server.WithPollInterval(10 * time.Millisecond))
+	f, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{ClusterID: "c1"}, Cursor: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readFeed(t, f, 2)
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var e *server.Error
+	if _, err := f.Next(); !errors.As(err, &e) || e.Code != server.CodeInternal || !strings.Contains(e.Message, "closed") {
+		t.Fatalf("feed after the journal closed: %v; want an error event naming it", err)
+	}
+}

@@ -1,0 +1,143 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/storage"
+)
+
+// TestQueryPlans pins the plan of every hot statement with EXPLAIN QUERY
+// PLAN: each searches the indexes named here and scans no table whole,
+// and every index of the schema is used by one of them, so that an index
+// can neither go unused (bytes on disk and work at every Append for
+// nothing) nor go missing (a scan where there was a seek) unnoticed.
+func TestQueryPlans(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	obj := storage.ObjectID{ClusterID: "c1", Namespace: "shop", Resource: "configmaps", Name: "a"}
+	// Open baselines in two streams, so that the visibility filter is in
+	// the statements.
+	vis := visibility{bound: 100, open: []openStream{{streamID: "s1", minBegin: 5, ids: []string{"bl-1"}}}, rows: []int64{1}}
+	streamQ := storage.Query{StreamID: "s1", Until: time.Unix(100, 0)}
+	var streamRQ recordsQuery
+	streamRQ.add("r.stream = ?", 1)
+	streamRQ.index = "records_stream"
+	streamRQ.timeBounds(streamQ, 1)
+	aliveStream, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), StreamID: "s1"}, vis, 1)
+	aliveNS, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), ClusterID: "c1", Namespace: "shop", Resource: "configmaps"}, vis, 0)
+	history, _ := objectHistoryQuery(obj, storage.HistoryQuery{}, vis)
+	exclude, _ := vis.exclude("r", "", 0)
+	for _, c := range []struct {
+		name, query string
+		want        []string
+	}{
+		{"LatestAt", latestAtQuery, []string{"records_object", "objects_name", "scopes_name", "sqlite_autoindex_clusters_1", "records_type_seq"}},
+		{"LatestAt with open baselines", fmt.Sprintf(recordSelect, "b.data") + latestAtHead + ` AND ` + exclude + latestAtTail,
+			[]string{"records_object", "sqlite_autoindex_baselines_1"}},
+		{"LatestAt without the timelines", latestAtSelfContained, []string{"records_object", "records_marker"}},
+		{"Records of a stream until a time", streamRQ.text(streamQ), []string{"records_stream", "records_stream_time"}},
+		{"Get", fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`,
+			[]string{"records_id"}},
+		{"ObjectHistory", history, []string{"records_object", "objects_name"}},
+		{"AliveAt of a stream", aliveStream, []string{"stream_objects", "records_object"}},
+		{"AliveAt of a namespace", aliveNS, []string{"scopes_name", "objects_name", "records_object"}},
+		{"Correlations", fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+			` WHERE r.target IN (?) ORDER BY r.seq`, []string{"records_target"}},
+		{"timeline records", timelineRecords, []string{"records_type_seq"}},
+		{"timeline key", timelineKeyQuery, []string{"records_type_seq"}},
+		{"watermark", watermarkQuery, []string{"records_stream_time"}},
+		{"stream row", `SELECT id FROM streams WHERE stream_id = ?`, []string{"sqlite_autoindex_streams_1"}},
+		{"Append: event IDs", idLookup.text(8), []string{"records_id"}},
+		{"Append: bodies", bodyLookup.text(8), []string{"bodies_hash"}},
+		{"Append: objects", objectLookup.text(8), []string{"objects_name"}},
+		{"Append: latest body", `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`, []string{"records_object"}},
+		{"Append: cluster", nameSQL[0], []string{"sqlite_autoindex_clusters_1"}},
+		{"Append: scope", nameSQL[2], []string{"scopes_name"}},
+		{"Append: baseline", nameSQL[4], []string{"sqlite_autoindex_baselines_1"}},
+		{"Compact: stream records", fmt.Sprintf(recordSelect, "NULL") + ` FROM records r INDEXED BY records_stream LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+			` WHERE r.stream = (SELECT id FROM streams WHERE stream_id = ?) ORDER BY r.seq`, []string{"records_stream"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan := queryPlan(t, s, c.query)
+			for _, idx := range c.want {
+				if !strings.Contains(plan, " "+idx+" ") && !strings.Contains(plan, " "+idx+"\n") {
+					t.Errorf("the plan does not use %s:\n%s", idx, plan)
+				}
+			}
+			for _, line := range strings.Split(plan, "\n") {
+				if fullScan(line) {
+					t.Errorf("the plan scans a table whole (%s):\n%s", strings.TrimSpace(line), plan)
+				}
+			}
+		})
+	}
+	// Every index is in the plans above.
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM sqlite_master WHERE type = 'index'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var unused []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(usedIndexes, name) {
+			unused = append(unused, name)
+		}
+	}
+	if len(unused) > 0 {
+		t.Errorf("no hot statement uses the indexes %v: drop them or pin the statement that needs them", unused)
+	}
+}
+
+// usedIndexes are the indexes the plans of TestQueryPlans name, and those
+// only constraints need: the UNIQUE constraint of scopes and objects is
+// their name index, the marker index is records_marker.
+var usedIndexes = []string{"records_id", "records_stream", "records_stream_time", "records_marker", "records_type_seq", "records_object",
+	"records_target", "bodies_hash", "objects_name", "scopes_name", "sqlite_autoindex_clusters_1", "sqlite_autoindex_baselines_1",
+	"sqlite_autoindex_streams_1", "sqlite_autoindex_stream_objects_1"}
+
+// queryPlan returns the EXPLAIN QUERY PLAN of a statement, a line per
+// step, with placeholders bound to NULL.
+func queryPlan(t *testing.T, s *Store, query string) string {
+	t.Helper()
+	args := make([]any, strings.Count(query, "?"))
+	rows, err := s.r.QueryContext(context.Background(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, query)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(detail + " \n")
+	}
+	return b.String()
+}
+
+// fullScan reports whether a plan step reads a whole table (a SCAN
+// without an index) of the journal.
+func fullScan(step string) bool {
+	step = strings.TrimSpace(step)
+	if !strings.HasPrefix(step, "SCAN ") || strings.Contains(step, "INDEX") {
+		return false
+	}
+	// Constant rows, VALUES lists and the list of an IN are not tables.
+	return !strings.Contains(step, "CONSTANT ROW") && !strings.Contains(step, "VALUES") && !strings.Contains(step, "LIST SUBQUERY")
+}

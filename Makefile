@@ -68,12 +68,13 @@ examples:
 browser:
 	@hack/chromium.sh >/dev/null
 
-## nested-test: the tests of every nested module (under the race detector), on the local control plane: missing binaries fail them instead of skipping them.
+## nested-test: the tests of every nested module (under the race detector), on the local control plane, a local PostgreSQL (hack/postgres.sh installs it when missing) and Chromium: missing programs fail them instead of skipping them.
 nested-test: browser
 	@assets=$$(hack/testbin.sh | tail -n 1); \
+	pgbin=$$(hack/postgres.sh | tail -n 1); \
 	for mod in $(NESTED); do \
 		echo "testing $$mod"; \
-		(cd "$$mod" && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -race -timeout 15m ./...); \
+		(cd "$$mod" && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_PG_BIN="$$pgbin" $(GO) test -count=1 -race -timeout 15m ./...); \
 	done
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.

@@ -1,0 +1,79 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/postgres"
+	"github.com/krply/krply/storage/postgres/internal/pgtest"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.RunMain(m)) }
+
+var (
+	dbOnce   sync.Mutex
+	sharedDB string
+	schemas  atomic.Int64
+)
+
+// database returns the package's test database, made on first use.
+func database(t testing.TB) string {
+	t.Helper()
+	dbOnce.Lock()
+	defer dbOnce.Unlock()
+	if sharedDB == "" {
+		sharedDB = pgtest.NewDatabase(&keepAlive{t})
+	}
+	return sharedDB
+}
+
+// keepAlive lets the shared database outlive the test that made it: the
+// server is stopped after all tests anyway.
+type keepAlive struct{ testing.TB }
+
+func (k *keepAlive) Cleanup(func()) {}
+
+// openFresh opens an empty journal: a new schema in the test database.
+func openFresh(t *testing.T, opts ...postgres.Option) *postgres.Store {
+	t.Helper()
+	s, _ := openSchema(t, opts...)
+	return s
+}
+
+// openSchema is openFresh that also returns the schema.
+func openSchema(t *testing.T, opts ...postgres.Option) (*postgres.Store, string) {
+	t.Helper()
+	schema := fmt.Sprintf("journal_%d", schemas.Add(1))
+	s, err := postgres.Open(context.Background(), database(t), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, schema
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store { return openFresh(t) })
+}
+
+func TestCompactRandom(t *testing.T) {
+	storagetest.CompactRandom(t, func(t *testing.T) storage.Store { return openFresh(t) }, 2, 5, 9)
+}
+
+// TestConformancePartitioned runs the suite on journals with partitions
+// of two minutes, a few per fixture, so that Compact drops partitions
+// (moving what it keeps of them to the base partition) instead of
+// deleting rows: every answer about a time at or after the cut must stay
+// the same all the same.
+func TestConformancePartitioned(t *testing.T) {
+	open := func(t *testing.T) storage.Store { return openFresh(t, postgres.WithPartitionWidth(2*time.Minute)) }
+	t.Run("Run", func(t *testing.T) { storagetest.Run(t, open) })
+	t.Run("CompactRandom", func(t *testing.T) { storagetest.CompactRandom(t, open, 2, 5, 9) })
+}

@@ -26,6 +26,7 @@ FROM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY cmd/kubectl-krply/go.mod cmd/kubectl-krply/go.sum cmd/kubectl-krply/
+COPY storage/postgres/go.mod storage/postgres/go.sum storage/postgres/
 RUN go mod download && cd cmd/kubectl-krply && go mod download
 COPY . .
 ARG VERSION=dev

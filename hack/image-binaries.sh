@@ -6,7 +6,8 @@
 #                   replay, ...), for `kubectl exec` into the pod; its version
 #                   stamped from $VERSION
 # It is the plugin's nested module (cmd/kubectl-krply), so that it can
-# take dependencies the core module must not (cobra, cli-runtime).
+# take dependencies the core module must not (cobra, cli-runtime, and the
+# PostgreSQL store's driver: --journal postgres://…).
 set -euo pipefail
 out=$(realpath -m "${1:?usage: image-binaries.sh OUTDIR}")
 version=${VERSION:-dev}

@@ -67,8 +67,8 @@ func (e *env) recordCommand() *cobra.Command {
 		Short: "Record a gap-aware history of the cluster's objects into the journal",
 		Long: `record lists and watches the resources --resource names (or with
 --all-resources every resource it may read) in the cluster --kubeconfig and
---context select, and writes every change into the journal (--journal,
-created if missing) until it is stopped with Ctrl-C or SIGTERM. It prints
+--context select, and writes every change into the journal (--journal: a
+SQLite file, created if missing, or a PostgreSQL database, postgres://…) until it is stopped with Ctrl-C or SIGTERM. It prints
 the initial lists' progress, one line per stream once every stream has a
 complete baseline, and again every --status-every. Gaps, 410s and retries
 are logged on stderr. In a pod, without a kubeconfig, it records the
@@ -112,7 +112,10 @@ serves an existing journal without recording.`,
 		if err := c.Check(); err != nil {
 			return usageError{err}
 		}
-		c.Journal = e.journal
+		c.Journal, c.Open = e.journal, openStore
+		if isPostgres(c.Journal) && c.DiskReserve > 0 {
+			return usagef("--disk-reserve watches the disk of a journal file; a PostgreSQL --journal lives on the database's disk: leave it out")
+		}
 		c.ClusterID = e.clusterID
 		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
 		c.Log = funcr.New(func(prefix, args string) {

@@ -154,7 +154,7 @@ warning on stderr).`,
 	if journal == "" {
 		journal = "krply.db"
 	}
-	pf.StringVar(&e.journal, "journal", journal, "path of the SQLite journal ($KRPLY_JOURNAL, else ./krply.db)")
+	pf.StringVar(&e.journal, "journal", journal, "path of the SQLite journal, or a PostgreSQL connection URL (postgres://user@host/db) ($KRPLY_JOURNAL, else ./krply.db)")
 	pf.StringVar(&e.server, "server", "", "URL of a recorder's query API to ask instead of a journal file (kubectl krply record --listen serves one)")
 	pf.StringVar(&e.token, "token", "", "bearer token for --server")
 	pf.StringVar(&e.tokenFile, "token-file", "", "file holding the bearer token for --server")

@@ -13,6 +13,7 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/recorder"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
@@ -65,31 +66,29 @@ type targetConfig func() (*rest.Config, error)
 // command writes (saving a snapshot or a plan, a dry run, an apply, audit
 // links).
 type journalSource struct {
-	path        string
 	j           *krply.Journal
+	close       func() error
 	mat         *materialize.Materializer
 	planOptions []replay.Option
 }
 
 var _ source = (*journalSource)(nil)
 
-// openJournal opens an existing journal file.
+// openJournal opens an existing journal file, or a PostgreSQL journal.
 func openJournal(ctx context.Context, path string, writes bool) (*journalSource, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("journal %s: %w (record one first with kubectl krply record --journal %s, or give --journal or KRPLY_JOURNAL)", path, errors.Unwrap(err), path)
+	if !isPostgres(path) {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("journal %s: %w (record one first with kubectl krply record --journal %s, or give --journal or KRPLY_JOURNAL)", path, errors.Unwrap(err), path)
+		}
 	}
-	var opts []krply.Option
-	if !writes {
-		opts = append(opts, krply.WithReadOnly())
-	}
-	j, err := krply.Open(ctx, path, opts...)
+	j, closeJournal, err := openStore(ctx, path, !writes)
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", path, err)
+		return nil, fmt.Errorf("journal %s: %w", recorder.Redacted(path), err)
 	}
-	return &journalSource{path: path, j: j}, nil
+	return &journalSource{j: j, close: closeJournal}, nil
 }
 
-func (s *journalSource) Close() error { return s.j.Close() }
+func (s *journalSource) Close() error { return s.close() }
 
 func (s *journalSource) Clusters(ctx context.Context) ([]string, error) {
 	streams, err := s.j.Store().Streams(ctx, "")

@@ -128,3 +128,17 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version)
 	}
 }
+
+// A connection string is printed without its password.
+func TestRedacted(t *testing.T) {
+	for in, want := range map[string]string{
+		"krply.db":                                  "krply.db",
+		"/var/lib/krply/krply.db":                   "/var/lib/krply/krply.db",
+		"postgres://krply:s3cret@db:5432/krply":     "postgres://krply:xxxxx@db:5432/krply",
+		"postgres://krply@db/krply?sslmode=disable": "postgres://krply@db/krply?sslmode=disable",
+	} {
+		if got := recorder.Redacted(in); got != want {
+			t.Errorf("Redacted(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

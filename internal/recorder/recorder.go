@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,8 +24,14 @@ type Config struct {
 	// Cluster returns the cluster to record (--kubeconfig, --context); it
 	// is not called with ServeOnly.
 	Cluster func() (*rest.Config, error)
-	// Journal is the journal's path (--journal).
+	// Journal names the journal (--journal): a SQLite file's path, or
+	// whatever Open accepts.
 	Journal string
+	// Open opens Journal, read-only with ServeOnly; closeJournal releases
+	// it. The default, OpenFile, opens a SQLite file; the plugin's also
+	// takes a PostgreSQL connection string (its own module: the core
+	// module does not depend on the driver).
+	Open func(ctx context.Context, journal string, readOnly bool, opts ...krply.Option) (j *krply.Journal, closeJournal func() error, err error)
 	// Resources to record (--resource; default watch.DefaultResources).
 	Resources []string
 	// Namespaces to record (-n; default all).
@@ -104,11 +112,11 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	if err != nil {
 		return fmt.Errorf("cluster to record: %w (choose it with --kubeconfig and --context)", err)
 	}
-	j, err := krply.Open(ctx, c.Journal, c.options()...)
+	j, closeJournal, err := c.open(ctx, false, c.options()...)
 	if err != nil {
-		return fmt.Errorf("journal %s: %w", c.Journal, err)
+		return err
 	}
-	defer j.Close()
+	defer closeJournal()
 	rec, err := j.NewCollectorForConfig(cfg)
 	if err != nil {
 		return err
@@ -135,7 +143,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	}
 
 	// Progress while the initial lists run, then the streams' status.
-	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, c.Journal)
+	fmt.Fprintf(out, "recording %s into %s (Ctrl-C to stop)\n", cfg.Host, Redacted(c.Journal))
 	synced := make(chan error, 1)
 	go func() { synced <- rec.WaitForSync(ctx) }()
 	tick := time.NewTicker(time.Second)
@@ -190,6 +198,44 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 			serving = nil
 		}
 	}
+}
+
+// open opens the journal with Open, or OpenFile.
+func (c *Config) open(ctx context.Context, readOnly bool, opts ...krply.Option) (*krply.Journal, func() error, error) {
+	open := c.Open
+	if open == nil {
+		open = OpenFile
+	}
+	j, closeJournal, err := open(ctx, c.Journal, readOnly, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("journal %s: %w", Redacted(c.Journal), err)
+	}
+	return j, closeJournal, nil
+}
+
+// OpenFile opens the SQLite journal at path (krply.Open), read-only when
+// readOnly, which needs the file to exist.
+func OpenFile(ctx context.Context, path string, readOnly bool, opts ...krply.Option) (*krply.Journal, func() error, error) {
+	if readOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, nil, err
+		}
+		opts = append(opts, krply.WithReadOnly())
+	}
+	j, err := krply.Open(ctx, path, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, j.Close, nil
+}
+
+// Redacted returns journal as it may be printed: a connection URL with
+// its password replaced by "xxxxx"; anything else unchanged.
+func Redacted(journal string) string {
+	if u, err := url.Parse(journal); err == nil && u.Scheme != "" && u.User != nil {
+		return u.Redacted()
+	}
+	return journal
 }
 
 // options returns the journal's and the Collector's options the Config

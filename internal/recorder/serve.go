@@ -120,14 +120,11 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 
 // serveOnly serves the journal read-only until ctx ends.
 func serveOnly(ctx context.Context, out io.Writer, c Config) error {
-	if _, err := os.Stat(c.Journal); err != nil {
-		return fmt.Errorf("--serve-only: journal %s: %w", c.Journal, err)
-	}
-	j, err := krply.Open(ctx, c.Journal, krply.WithReadOnly())
+	j, closeJournal, err := c.open(ctx, true)
 	if err != nil {
-		return fmt.Errorf("journal %s: %w", c.Journal, err)
+		return fmt.Errorf("--serve-only: %w", err)
 	}
-	defer j.Close()
+	defer closeJournal()
 	stopped, err := serveAPI(ctx, out, c, j, nil, nil, nil)
 	if err != nil {
 		return err

@@ -118,6 +118,7 @@ func TestSchemaRefuses(t *testing.T) {
 		"a malformed age":             {"retention": map[string]any{"maxAge": "a week", "maxSize": "1Gi", "minAge": "1h", "diskReserve": "1Mi", "interval": "5m"}},
 		"a digest that is not sha256": {"image": map[string]any{"repository": "krply", "digest": "latest"}},
 		"an API open to anyone":       {"api": map[string]any{"delegatedAuth": false}},
+		"no PostgreSQL replica":       {"postgres": map[string]any{"secretName": "pg", "replicas": 0}},
 	} {
 		if _, _, err := render(c, vals, "krply"); err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
 			t.Errorf("%s: render = %v, want a schema error", what, err)
@@ -189,9 +190,46 @@ func checkAPI(t *testing.T, objs []*unstructured.Unstructured, vals map[string]a
 	if len(sp) != 1 || fmt.Sprint(sp[0]) != "map[name:http port:8080 targetPort:http]" {
 		t.Errorf("Service ports %v, want http 8080 to the recorder's http", sp)
 	}
+	pg, _, _ := unstructured.NestedString(vals, "postgres", "secretName")
 	mounts, _, _ := unstructured.NestedSlice(c, "volumeMounts")
-	if got, want := len(mounts), 2+btoi(tokens != "")+btoi(tls != ""); got != want {
-		t.Errorf("%d volume mounts, want %d (journal, tmp, and the API's Secrets)", got, want)
+	if got, want := len(mounts), 1+btoi(pg == "")+btoi(tokens != "")+btoi(tls != ""); got != want {
+		t.Errorf("%d volume mounts, want %d (tmp, the journal's volume without PostgreSQL, and the API's Secrets)", got, want)
+	}
+}
+
+// checkStore checks where the rendered recorder keeps its journal: a
+// SQLite file on the pod's volume, one replica recreated; or with
+// postgres.secretName the URL of that Secret, several replicas with a
+// PodDisruptionBudget, no claim and no disk reserve.
+func checkStore(t *testing.T, objs []*unstructured.Unstructured, vals map[string]any, args []string) {
+	t.Helper()
+	c := recorderContainer(t, objs)
+	env, _, _ := unstructured.NestedSlice(c, "env")
+	deploy := find(objs, "Deployment")[0]
+	replicas, _, _ := unstructured.NestedFieldNoCopy(deploy.Object, "spec", "replicas")
+	strategy, _, _ := unstructured.NestedString(deploy.Object, "spec", "strategy", "type")
+	pdbs := find(objs, "PodDisruptionBudget")
+	reserve := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--disk-reserve=") })
+	pg, _, _ := unstructured.NestedString(vals, "postgres", "secretName")
+	if pg == "" {
+		if len(env) != 1 || fmt.Sprint(env[0]) != "map[name:KRPLY_JOURNAL value:/var/lib/krply/krply.db]" || fmt.Sprint(replicas) != "1" || strategy != "Recreate" || len(pdbs) != 0 || !reserve {
+			t.Errorf("SQLite: env %v, %v replicas, strategy %q, %d budgets, --disk-reserve %v; want the file on the volume, one replica recreated, no budget, a reserve",
+				env, replicas, strategy, len(pdbs), reserve)
+		}
+		return
+	}
+	want, _, _ := unstructured.NestedFieldNoCopy(vals, "postgres", "replicas")
+	if len(env) != 1 || fmt.Sprint(env[0]) != "map[name:KRPLY_JOURNAL valueFrom:map[secretKeyRef:map[key:dsn name:"+pg+"]]]" {
+		t.Errorf("PostgreSQL: env %v, want KRPLY_JOURNAL from Secret %s", env, pg)
+	}
+	if fmt.Sprint(replicas) != fmt.Sprint(want) || strategy == "Recreate" || reserve || len(find(objs, "PersistentVolumeClaim")) != 0 {
+		t.Errorf("PostgreSQL: %v replicas (want %v), strategy %q, --disk-reserve %v, %d claims", replicas, want, strategy, reserve, len(find(objs, "PersistentVolumeClaim")))
+	}
+	if len(pdbs) != 1 {
+		t.Fatalf("PostgreSQL with %v replicas: %d budgets, want one", want, len(pdbs))
+	}
+	if min, _, _ := unstructured.NestedFieldNoCopy(pdbs[0].Object, "spec", "minAvailable"); fmt.Sprint(min) != "1" {
+		t.Errorf("PostgreSQL with %v replicas: the budget keeps %v, want 1", want, min)
 	}
 }
 
@@ -255,6 +293,7 @@ func TestRenderAndApply(t *testing.T) {
 				t.Fatalf("command %q, args %q; want the image's /kubectl-krply record", command, args)
 			}
 			checkAPI(t, objs, vals, args)
+			checkStore(t, objs, vals, args)
 			// The recorder parses every flag before it looks at
 			// --version: exit 0 means it accepts them all.
 			if out, err := exec.Command(record, append(args, "--version")...).CombinedOutput(); err != nil {

@@ -17,6 +17,8 @@
 //
 // Answers come from a journal file (--journal, default $KRPLY_JOURNAL,
 // then ./krply.db), opened read-only unless the command saves something,
+// or a PostgreSQL journal (--journal postgres://…; storage/postgres, which
+// this module brings and the core module does not),
 // or from a recorder's query API (--server URL with --token or
 // --token-file). Every command is written over one interface, source, that
 // both implement (journalSource, serverSource), so the output is the same

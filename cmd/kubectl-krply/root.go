@@ -224,7 +224,7 @@ func (e *env) warnIncomplete(format string, args ...any) {
 func (e *env) versionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of krply the plugin is built with",
+		Short: "Print the plugin's version (stamped at build time, else krply's)",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fmt.Fprintln(e.Out, "kubectl-krply", recorder.Version(version))

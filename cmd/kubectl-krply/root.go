@@ -171,6 +171,8 @@ warning on stderr).`,
 		e.snapshotCommand(),
 		e.replayCommand(),
 		e.auditCommand(),
+		e.exportCommand(),
+		e.importCommand(),
 		e.versionCommand(),
 	)
 	return root

@@ -44,6 +44,7 @@ run relist -bench 'RelistVersusList' -benchtime 3x -timeout 60m ./watch/
 run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
 run objectat -bench 'ObjectAt/sqlite' -benchtime 2000x -timeout 30m ./materialize
 run materialize -bench '(Snapshot|Diff)/sqlite' -benchtime 3x -timeout 30m ./materialize
+run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
 
 echo "raw output: $log" >&2
 awk -f - "$log" <<'AWK'
@@ -83,5 +84,11 @@ END {
   row("Snapshot of 10,000 objects at T, 1M events", sprintf("%.0f ms wall, %s ms CPU", metric("BenchmarkSnapshot/sqlite", "ns/op") / 1e6, metric("BenchmarkSnapshot/sqlite", "cpu-ms/op")), "≤ 100 ms", "materialize")
   row("Diff over 1 h, 50,000 changes", sprintf("%.2f s wall, %.2f s CPU", metric("BenchmarkDiff/sqlite", "ns/op") / 1e9, metric("BenchmarkDiff/sqlite", "cpu-ms/op") / 1000), "≤ 0.5 s", "materialize")
   row("LatestAt p50 / p99, 1,000,000 events (storage only)", metric("BenchmarkLatestAt", "p50-µs") " / " metric("BenchmarkLatestAt", "p99-µs") " µs", "—", "latest")
+  for (i = 1; i <= 4; i++) {
+    split("ExportSQLite Verify ImportSQLite ImportMemory", step, " ")
+    split("export, SQLite → NDJSON|verify, NDJSON read and checked|import, NDJSON → SQLite|import, NDJSON → memory", what, "|")
+    t = "BenchmarkTransfer/" step[i]
+    row(what[i] ", 1,000,000 records", metric(t, "records/s") " records/s (" metric(t, "µs-CPU/record") " µs CPU per record)", "≥ 50,000/s", "transfer")
+  }
 }
 AWK

@@ -36,6 +36,14 @@
 // the same answers come from Streams and Records queries, and the
 // conformance suite checks that both ways agree.
 //
+// # Copies
+//
+// storage/transfer exports a journal as NDJSON and imports it into any
+// store. A Compact keeps each stream's checkpoint and availability although
+// it may remove the records they came from, so a copy of the records alone
+// can differ there; stores implement StreamRestorer so that an import can
+// set them back.
+//
 // # What it does not do
 //
 // A store does not interpret object bodies beyond the metadata the caller

@@ -98,6 +98,27 @@ type Writer interface {
 	Compact(ctx context.Context, before time.Time) (CompactResult, error)
 }
 
+// StreamRestorer is implemented by a Writer that can set the durable
+// state of a stream that its records may no longer give: a Compact keeps
+// each stream's checkpoint and availability as they were although it may
+// remove the records they came from (journal.RebuildStatus), so a copy of
+// the records alone can differ there. storage/transfer's Import restores
+// them with it, only for a stream whose records in the importing journal
+// are exactly those the exported stream had. Both stores of this module
+// implement it.
+type StreamRestorer interface {
+	// RestoreStreams sets, for each given status, the stream's
+	// CheckpointRV, CheckpointAt, Available and AvailabilityReason, all in
+	// one transaction; a stream the journal has no record of is created
+	// with no record. Every other field of the stream stays what its
+	// records make it. The caller vouches for the state: a checkpoint
+	// later than the stream's records claims evidence the journal does
+	// not hold. A store opened read-only returns an error wrapping
+	// ErrReadOnly; a status whose StreamID ParseStreamID refuses,
+	// ErrInvalidRecord.
+	RestoreStreams(ctx context.Context, streams []StreamStatus) error
+}
+
 // AppendResult reports what Append did.
 type AppendResult struct {
 	// Seqs holds, for each record of the batch in order, its IngestSeq:

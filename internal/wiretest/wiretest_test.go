@@ -139,7 +139,7 @@ func TestSchemaPackagesTagged(t *testing.T) {
 		"storage.HistoryQuery": "an input of Reader.ObjectHistory",
 		"storage.AliveQuery":   "an input of Reader.AliveAt",
 	}
-	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "watch", "materialize", "replay", "audit", "server")
+	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "storage/transfer", "watch", "materialize", "replay", "audit", "server")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,6 +122,9 @@ func TestReadOnlyAnswersEveryQuery(t *testing.T) {
 	if _, err := ro.Compact(ctx, benchStart.Add(time.Hour)); !errors.Is(err, storage.ErrReadOnly) {
 		t.Errorf("Compact on a read-only store: %v, want storage.ErrReadOnly", err)
 	}
+	if err := ro.RestoreStreams(ctx, []storage.StreamStatus{{StreamID: more.StreamID, CheckpointRV: "1"}}); !errors.Is(err, storage.ErrReadOnly) {
+		t.Errorf("RestoreStreams on a read-only store: %v, want storage.ErrReadOnly", err)
+	}
 	after, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

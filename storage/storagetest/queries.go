@@ -10,6 +10,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/internal/journal"
 )
 
 // mixedJournal appends a small journal over three streams and two clusters
@@ -147,27 +148,7 @@ func sameRecord(a, b event.Record) bool {
 }
 
 func canonicalJSON(r event.Record) string {
-	r.ObservedAt = r.ObservedAt.UTC()
-	if r.Gap != nil {
-		g := *r.Gap
-		g.From, g.To = g.From.UTC(), g.To.UTC()
-		r.Gap = &g
-	}
-	if r.Inferred != nil {
-		v := *r.Inferred
-		v.From, v.To = v.From.UTC(), v.To.UTC()
-		r.Inferred = &v
-	}
-	if r.Saved != nil {
-		v := *r.Saved
-		v.At = v.At.UTC()
-		r.Saved = &v
-	}
-	if r.Audit != nil {
-		v := *r.Audit
-		v.RequestReceivedAt = v.RequestReceivedAt.UTC()
-		r.Audit = &v
-	}
+	journal.InUTC(&r)
 	return string(mustJSON(r))
 }
 

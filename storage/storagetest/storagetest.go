@@ -20,7 +20,8 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, CompactUntil, CompactMarkerOrder, Timelines, Readers, ConcurrentReaders, ConcurrentAppends, Closed.
+// Copies, Compact, CompactUntil, CompactMarkerOrder, Timelines, Readers, ConcurrentReaders, ConcurrentAppends,
+// RestoreStreams (every backend implements storage.StreamRestorer), Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -50,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Readers", testReaders},
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"ConcurrentAppends", testConcurrentAppends},
+		{"RestoreStreams", testRestoreStreams},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {

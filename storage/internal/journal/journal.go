@@ -189,12 +189,60 @@ func RebuildStatus(old storage.StreamStatus, records []*event.Record) storage.St
 	for _, rec := range records {
 		ApplyStatus(&st, rec)
 	}
-	st.CheckpointRV, st.CheckpointAt = old.CheckpointRV, old.CheckpointAt
-	st.Available, st.AvailabilityReason = old.Available, old.AvailabilityReason
+	RestoreDurable(&st, old)
 	if st.LastSeq == 0 {
 		st.LastSeq = old.LastSeq
 	}
 	return st
+}
+
+// RestoreDurable sets the durable state of st — what RebuildStatus keeps
+// from before a compaction: the checkpoint and the availability — to
+// want's (storage.StreamRestorer).
+func RestoreDurable(st *storage.StreamStatus, want storage.StreamStatus) {
+	st.CheckpointRV, st.CheckpointAt = want.CheckpointRV, want.CheckpointAt
+	st.Available, st.AvailabilityReason = want.Available, want.AvailabilityReason
+}
+
+// InUTC sets the times of rec, its payloads' included, in UTC, copying the
+// payloads it changes: the stores keep instants, not always their zones.
+func InUTC(rec *event.Record) {
+	rec.ObservedAt = rec.ObservedAt.UTC()
+	if rec.Gap != nil {
+		g := *rec.Gap
+		g.From, g.To = g.From.UTC(), g.To.UTC()
+		rec.Gap = &g
+	}
+	if rec.Inferred != nil {
+		d := *rec.Inferred
+		d.From, d.To = d.From.UTC(), d.To.UTC()
+		rec.Inferred = &d
+	}
+	if rec.Saved != nil {
+		s := *rec.Saved
+		s.At = s.At.UTC()
+		rec.Saved = &s
+	}
+	if rec.Audit != nil {
+		a := *rec.Audit
+		a.RequestReceivedAt = a.RequestReceivedAt.UTC()
+		rec.Audit = &a
+	}
+}
+
+// ParseStreams returns the clusters of the streams of a
+// StreamRestorer.RestoreStreams call, or an error wrapping
+// storage.ErrInvalidRecord for a stream ID ParseStreamID refuses.
+func ParseStreams(streams []storage.StreamStatus) ([]string, error) {
+	clusters := make([]string, len(streams))
+	for i, st := range streams {
+		s, err := event.ParseStreamID(st.StreamID)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", storage.ErrInvalidRecord, err)
+		}
+		clusters[i] = s.ClusterID
+	}
+	return clusters, nil
 }
 
 // ErrInvalidCursor is returned (wrapped) for a page cursor that no backend

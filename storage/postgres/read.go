@@ -62,7 +62,9 @@ func selectRecord(withBody bool) string {
 
 func scanRecords(rows pgx.Rows) ([]event.Record, error) {
 	defer rows.Close()
-	var out []event.Record
+	// Empty, not nil, when nothing matches: answers marshal to JSON as
+	// SQLite's do ([], not null), which a round trip compares.
+	out := []event.Record{}
 	for rows.Next() {
 		var seq int64
 		var meta, body []byte

@@ -105,7 +105,7 @@ type Writer interface {
 // the records alone can differ there. storage/transfer's Import restores
 // them with it, only for a stream whose records in the importing journal
 // are exactly those the exported stream had. Both stores of this module
-// implement it.
+// and storage/postgres implement it.
 type StreamRestorer interface {
 	// RestoreStreams sets, for each given status, the stream's
 	// CheckpointRV, CheckpointAt, Available and AvailabilityReason, all in

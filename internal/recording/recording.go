@@ -229,6 +229,27 @@ func Outage(t *testing.T, store storage.ReadWriter) map[string]int {
 	return counts
 }
 
+// CompactAfterRelist compacts a journal that Outage recorded just after its
+// last baseline record (the relist that closed the gap), and fails t
+// unless the compaction removed records of some stream. It returns what
+// the compaction did.
+func CompactAfterRelist(t *testing.T, store storage.ReadWriter) storage.CompactResult {
+	t.Helper()
+	ctx := context.Background()
+	page, err := store.Records(ctx, storage.Query{Types: []event.RecordType{event.TypeBaseline}, Descending: true, Limit: 1})
+	if err != nil || len(page.Records) == 0 {
+		t.Fatalf("the last baseline record: %v", err)
+	}
+	res, err := store.Compact(ctx, page.Records[0].ObservedAt.Add(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RecordsRemoved == 0 || res.Streams == 0 {
+		t.Fatalf("the compaction did little: %+v", res)
+	}
+	return res
+}
+
 func configMap(ns, name string, data map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",

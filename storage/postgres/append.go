@@ -247,26 +247,33 @@ func readBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch, in *appendInput) 
 			return nil, nil, fmt.Errorf("reading baselines: %w", err)
 		}
 	}
-	if len(in.skeys) > 0 {
-		rows, _ = br.Query()
-		for rows.Next() {
-			var k baselineKey
-			var raw []byte
-			if err := rows.Scan(&k.cluster, &k.stream, &raw); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			if err := json.Unmarshal(raw, in.statuses[k]); err != nil {
-				rows.Close()
-				return nil, nil, fmt.Errorf("%w: status of stream %s: %v", storage.ErrIncompatible, k.stream, err)
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, fmt.Errorf("reading stream statuses: %w", err)
-		}
+	if err := readStatuses(br, in); err != nil {
+		return nil, nil, err
 	}
 	return seen, seqs, br.Close()
+}
+
+// readStatuses reads the result of queueStatusRead into in's statuses.
+func readStatuses(br pgx.BatchResults, in *appendInput) error {
+	if len(in.skeys) == 0 {
+		return nil
+	}
+	rows, _ := br.Query()
+	defer rows.Close()
+	for rows.Next() {
+		var k baselineKey
+		var raw []byte
+		if err := rows.Scan(&k.cluster, &k.stream, &raw); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(raw, in.statuses[k]); err != nil {
+			return fmt.Errorf("%w: status of stream %s: %v", storage.ErrIncompatible, k.stream, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("reading stream statuses: %w", err)
+	}
+	return nil
 }
 
 // assign decides which records are new (not stored, not earlier in the

@@ -62,7 +62,9 @@ func selectRecord(withBody bool) string {
 
 func scanRecords(rows pgx.Rows) ([]event.Record, error) {
 	defer rows.Close()
-	var out []event.Record
+	// Empty, not nil, when nothing matches: answers marshal to JSON as
+	// SQLite's do ([], not null), which a round trip compares.
+	out := []event.Record{}
 	for rows.Next() {
 		var seq int64
 		var meta, body []byte
@@ -426,11 +428,16 @@ func (r reader) Stats(ctx context.Context) (storage.Stats, error) {
 		return storage.Stats{}, err
 	}
 	var st storage.Stats
-	err := r.q.QueryRow(ctx, `SELECT coalesce(sum(records), 0)::bigint, coalesce(sum(events), 0)::bigint, coalesce(sum(bodies), 0)::bigint,
+	// The sizes lock each partition in turn, in no order a compaction
+	// dropping partitions could keep to: PostgreSQL may abort this read
+	// as a deadlock's victim, and it is read again.
+	err := retryRead(ctx, func() error {
+		return r.q.QueryRow(ctx, `SELECT coalesce(sum(records), 0)::bigint, coalesce(sum(events), 0)::bigint, coalesce(sum(bodies), 0)::bigint,
 	coalesce(sum(body_bytes), 0)::bigint, coalesce(sum(raw_bytes), 0)::bigint,
 	(SELECT coalesce(sum(pg_total_relation_size(c)), 0)::bigint FROM unnest(ARRAY['krply_bodies', 'krply_streams', 'krply_baselines', 'krply_clusters', 'krply_objects']::regclass[]) c)
 	+ (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::bigint FROM pg_partition_tree('krply_records'))
 	FROM krply_clusters`).Scan(&st.Records, &st.Events, &st.Bodies, &st.BodyBytes, &st.RawBodyBytes, &st.FileBytes)
+	})
 	if err != nil {
 		return st, fmt.Errorf("postgres: stats: %w", err)
 	}
@@ -476,4 +483,16 @@ ORDER BY r.seq DESC LIMIT 1`, streamCluster(streamID), streamID, nanos(at))
 	}
 	rv, _ := storage.ProgressRV(recs[0])
 	return rv, recs[0].ObservedAt, nil
+}
+
+// retryRead runs a read again, up to ten times, while PostgreSQL aborts it
+// as the victim of a deadlock.
+func retryRead(ctx context.Context, read func() error) error {
+	for attempt := 0; ; attempt++ {
+		err := read()
+		var pe *pgconn.PgError
+		if err == nil || !errors.As(err, &pe) || pe.Code != "40P01" || attempt == 9 || ctx.Err() != nil {
+			return err
+		}
+	}
 }

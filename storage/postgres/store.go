@@ -19,6 +19,7 @@ var (
 	_ storage.Store           = (*Store)(nil)
 	_ storage.TimelineReader  = (*Store)(nil)
 	_ storage.WatermarkReader = (*Store)(nil)
+	_ storage.StreamRestorer  = (*Store)(nil)
 )
 
 // Store is a krply journal in a PostgreSQL database. It is safe for

@@ -56,7 +56,7 @@
 // A Compact in the source keeps a stream's checkpoint and availability as
 // they were, even when it removed the records they came from. Import
 // restores them from the stream lines (storage.StreamRestorer, which both
-// stores of this module implement) for every stream whose records in the
+// stores of this module and storage/postgres implement) for every stream whose records in the
 // importing journal are exactly the exported ones; a journal that also
 // holds records of its own for a stream derives its status from all of
 // them, and an export restricted in time restores nothing.

@@ -9,12 +9,11 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/postgres"
 	"github.com/krply/krply/storage/transfer"
+	"github.com/krply/krply/storage/transfer/transfertest"
 )
 
 // BenchmarkTransfer imports an export of KRPLY_PG_BENCH_TRANSFER records
@@ -43,22 +42,7 @@ func BenchmarkTransfer(b *testing.B) {
 	_ = src.Close()
 	var schemaSeq atomic.Int64
 	var imported *postgres.Store
-	step := func(name string, fn func(b *testing.B) transfer.Result) {
-		b.Run(name, func(b *testing.B) {
-			var res transfer.Result
-			cpu0, t0 := cputime.Process(), time.Now()
-			for range b.N {
-				res = fn(b)
-			}
-			wall, cpu := time.Since(t0), cputime.Process()-cpu0
-			if res.Records != int64(n) {
-				b.Fatalf("%d records, want %d", res.Records, n)
-			}
-			records := float64(res.Records) * float64(b.N)
-			b.ReportMetric(records/wall.Seconds(), "records/s")
-			b.ReportMetric(float64(cpu.Microseconds())/records, "µs-CPU/record")
-		})
-	}
+	step := func(name string, fn func(b *testing.B) transfer.Result) { transfertest.Bench(b, name, n, fn) }
 	step("ImportPostgres", func(b *testing.B) transfer.Result {
 		s, err := postgres.Open(ctx, database(b), postgres.WithSchema(fmt.Sprintf("bench_transfer_%d", schemaSeq.Add(1))))
 		if err != nil {

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
 	"github.com/krply/krply/storage/transfer"
+	"github.com/krply/krply/storage/transfer/transfertest"
 )
 
 // benchRecords is the size of the benchmark journal; KRPLY_BENCH_RECORDS
@@ -129,23 +129,7 @@ func BenchmarkTransfer(b *testing.B) {
 	src := benchJournal(b, dir, n)
 	ctx := context.Background()
 	file := filepath.Join(b.TempDir(), "journal.ndjson")
-	step := func(name string, fn func(b *testing.B) transfer.Result) {
-		b.Run(name, func(b *testing.B) {
-			var res transfer.Result
-			cpu0, t0 := cputime.Process(), time.Now()
-			for range b.N {
-				res = fn(b)
-			}
-			wall, cpu := time.Since(t0), cputime.Process()-cpu0
-			if res.Records != int64(n) {
-				b.Fatalf("%d records, want %d", res.Records, n)
-			}
-			records := float64(res.Records) * float64(b.N)
-			b.ReportMetric(records/wall.Seconds(), "records/s")
-			b.ReportMetric(float64(cpu.Microseconds())/records, "µs-CPU/record")
-			b.ReportMetric(float64(res.Bytes)/float64(res.Records), "B/record")
-		})
-	}
+	step := func(name string, fn func(b *testing.B) transfer.Result) { transfertest.Bench(b, name, n, fn) }
 	open := func(b *testing.B, path string, opts ...sqlite.Option) *sqlite.Store {
 		s, err := sqlite.Open(ctx, path, opts...)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/transfer"
@@ -290,4 +291,26 @@ func errText(err error) string {
 		return "error: not found" // the message names the backend
 	}
 	return "error: " + err.Error()
+}
+
+// Bench runs fn as the sub-benchmark name of b and reports the records moved
+// per second, the process's CPU time per record and the bytes per record;
+// every run of fn must move n records. The transfer benchmarks of every
+// backend report the same metrics through it.
+func Bench(b *testing.B, name string, n int, fn func(b *testing.B) transfer.Result) {
+	b.Run(name, func(b *testing.B) {
+		var res transfer.Result
+		cpu0, t0 := cputime.Process(), time.Now()
+		for range b.N {
+			res = fn(b)
+		}
+		wall, cpu := time.Since(t0), cputime.Process()-cpu0
+		if res.Records != int64(n) {
+			b.Fatalf("%d records, want %d", res.Records, n)
+		}
+		records := float64(res.Records) * float64(b.N)
+		b.ReportMetric(records/wall.Seconds(), "records/s")
+		b.ReportMetric(float64(cpu.Microseconds())/records, "µs-CPU/record")
+		b.ReportMetric(float64(res.Bytes)/float64(res.Records), "B/record")
+	})
 }

@@ -93,8 +93,11 @@
 // the journal is refused with ErrOutOfOrder (within a stream, records are
 // appended in the order of their ObservedAt, and the stream's baselines
 // and gaps must not interleave two histories), unless the journal holds
-// that record already. Export Since the stream's last time to continue
-// it. Do not import into a stream a recorder is writing meanwhile.
+// that record already or every record the journal holds of the stream
+// came earlier in this import: an import cut short and imported again
+// goes on in the export's order, which is its source's (after a Compact
+// the compaction's baseline comes before older records of its stream).
+// Export Since the stream's last time to continue it. Do not import into a stream a recorder is writing meanwhile.
 //
 // # Concurrency
 //

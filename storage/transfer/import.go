@@ -120,6 +120,13 @@ func (im *importer) append(b batch) error {
 	if err != nil {
 		return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(b.records), err)
 	}
+	for i, rec := range b.records {
+		// A record the journal held when the import met its stream has
+		// a sequence number no later than the stream's last then.
+		if st := im.seen[rec.StreamID]; st != nil && i < len(res.Seqs) && res.Seqs[i] <= st.lastSeq {
+			st.held++
+		}
+	}
 	im.res.Inserted += int64(res.Inserted)
 	im.res.Duplicates += int64(res.Duplicates)
 	return nil
@@ -130,47 +137,95 @@ func (im *importer) append(b batch) error {
 // import began: within a stream ObservedAt must not decrease in append
 // order (storage.Writer), and the stream's timeline would interleave two
 // histories. A record the journal holds already is no such addition (a
-// second import); it is looked up only when its time is suspect.
+// second import); it is looked up only when its time is suspect. Nor is
+// a record that comes after every record the journal held of its stream
+// in this import (an import cut short, resumed): the stream then goes on
+// in the order of the export, which is its source's (after a Compact,
+// the compaction's baseline comes before older records of its stream).
 func (im *importer) inOrder(records []event.Record) error {
-	if im.lastAt == nil {
-		im.lastAt = map[string]time.Time{}
+	if im.seen == nil {
+		im.seen = map[string]*streamSeen{}
 	}
-	for _, rec := range records {
+	for i, rec := range records {
 		if rec.StreamID == "" {
 			continue
 		}
-		last, ok := im.lastAt[rec.StreamID]
-		if !ok {
-			st, err := im.store.StreamStatus(im.ctx, rec.StreamID)
+		st := im.seen[rec.StreamID]
+		if st == nil {
+			status, err := im.store.StreamStatus(im.ctx, rec.StreamID)
 			if err != nil && !errors.Is(err, storage.ErrNotFound) {
 				return fmt.Errorf("transfer: import: stream %s: %w", rec.StreamID, err)
 			}
-			last = st.LastObservedAt
-			im.lastAt[rec.StreamID] = last
+			st = &streamSeen{last: status.LastObservedAt, records: status.Records, lastSeq: status.LastSeq}
+			im.seen[rec.StreamID] = st
 		}
-		if !rec.ObservedAt.Before(last) {
+		if st.resumed || !rec.ObservedAt.Before(st.last) {
 			continue
 		}
-		_, err := im.store.Get(im.ctx, rec.EventID)
-		switch {
-		case errors.Is(err, storage.ErrNotFound):
-			return fmt.Errorf("%w: record %q of stream %s is observed at %s, before the stream's last record in the journal (%s): import it into a journal that does not record the stream, or export only the records after that (Since)",
-				ErrOutOfOrder, rec.EventID, rec.StreamID, rec.ObservedAt.UTC().Format(time.RFC3339Nano), last.UTC().Format(time.RFC3339Nano))
-		case err != nil:
-			return fmt.Errorf("transfer: import: look up %q: %w", rec.EventID, err)
+		held, err := im.holds(rec.EventID)
+		if err != nil || held {
+			return err
 		}
+		// The records of the stream earlier in this batch that the
+		// journal holds, with those of the batches before.
+		n := st.held
+		for _, earlier := range records[:i] {
+			if earlier.StreamID != rec.StreamID {
+				continue
+			}
+			held, err := im.holds(earlier.EventID)
+			if err != nil {
+				return err
+			}
+			if held {
+				n++
+			}
+		}
+		if n == st.records {
+			st.resumed = true
+			continue
+		}
+		return fmt.Errorf("%w: record %q of stream %s is observed at %s, before the stream's last record in the journal (%s): import it into a journal that does not record the stream, or export only the records after that (Since)",
+			ErrOutOfOrder, rec.EventID, rec.StreamID, rec.ObservedAt.UTC().Format(time.RFC3339Nano), st.last.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }
 
+// holds reports whether the journal holds the record with this EventID.
+func (im *importer) holds(eventID string) (bool, error) {
+	_, err := im.store.Get(im.ctx, eventID)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("transfer: import: look up %q: %w", eventID, err)
+	}
+	return true, nil
+}
+
+// streamSeen is what an import knows of a stream of the journal.
+type streamSeen struct {
+	// last, records and lastSeq: its last record's ObservedAt, its
+	// number of records and its last IngestSeq when the import first met
+	// it.
+	last    time.Time
+	records int64
+	lastSeq int64
+	// held counts its records in the batches appended so far that the
+	// journal held already; resumed is set once they were all of them
+	// (see inOrder).
+	held    int64
+	resumed bool
+}
+
 type importer struct {
-	// lastAt holds, per stream, its last ObservedAt in the journal when
-	// the import first met it (the appender's).
-	lastAt map[string]time.Time
-	ctx    context.Context
-	c      *config
-	store  storage.ReadWriter
-	lr     *lineReader
+	// seen holds what the import knows of each stream of the journal
+	// (the appender's).
+	seen  map[string]*streamSeen
+	ctx   context.Context
+	c     *config
+	store storage.ReadWriter
+	lr    *lineReader
 	// batch is the batch being read; batches go to the appender.
 	batch   []event.Record
 	batches chan batch

@@ -87,8 +87,9 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 	return out
 }
 
-// attributeFields says, from the managedFields of two consecutive versions,
-// which field managers wrote the second one and who changed each field.
+// attributeFields says, from the managedFields entries of two consecutive
+// versions (old, then cur), which field managers wrote the second one and
+// who changed each field.
 //
 // The manager that changes a field owns it afterwards (an Update takes
 // ownership of the fields it changes, an Apply of the fields it sets), so
@@ -102,9 +103,7 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 // another manager); the entries that wrote, and those a change was
 // attributed to, are returned in the second version's order. paths holds
 // the path of each change.
-func attributeFields(before, after []byte, changes []FieldChange, paths [][]seg) []FieldManager {
-	cur := managedEntries(after)
-	old := managedEntries(before)
+func attributeFields(old, cur []managedEntry, changes []FieldChange, paths [][]seg) []FieldManager {
 	oldByKey := make(map[string]*managedEntry, len(old))
 	for i := range old {
 		oldByKey[old[i].key()] = &old[i]

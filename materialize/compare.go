@@ -228,16 +228,22 @@ type change struct {
 
 // decodeJSON decodes a body keeping numbers exact.
 func decodeJSON(raw []byte) (any, error) {
+	v, _, err := decodeFirst(raw)
+	return v, err
+}
+
+// decodeFirst is decodeJSON that also returns what follows the value.
+func decodeFirst(raw []byte) (any, []byte, error) {
 	if len(raw) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return v, nil
+	return v, raw[dec.InputOffset():], nil
 }
 
 // compareValues returns the field changes from before to after, sorted by
@@ -544,6 +550,7 @@ type body struct {
 	decoded bool
 	val     any
 	err     error
+	whole   bool // nothing but white space follows the decoded value
 
 	managedRead bool
 	managed     []managedEntry
@@ -552,7 +559,9 @@ type body struct {
 // value returns the decoded body (see decodeJSON).
 func (b *body) value() (any, error) {
 	if !b.decoded {
-		b.val, b.err = decodeJSON(b.raw)
+		var rest []byte
+		b.val, rest, b.err = decodeFirst(b.raw)
+		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
 		b.decoded = true
 	}
 	return b.val, b.err
@@ -562,7 +571,13 @@ func (b *body) value() (any, error) {
 // managedEntries).
 func (b *body) entries() []managedEntry {
 	if !b.managedRead {
-		b.managed = managedEntries(b.raw)
+		var ok bool
+		if v, err := b.value(); err == nil && b.whole {
+			b.managed, ok = managedEntriesOf(v)
+		}
+		if !ok {
+			b.managed = managedEntries(b.raw)
+		}
 		b.managedRead = true
 	}
 	return b.managed

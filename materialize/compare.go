@@ -228,16 +228,22 @@ type change struct {
 
 // decodeJSON decodes a body keeping numbers exact.
 func decodeJSON(raw []byte) (any, error) {
+	v, _, err := decodeFirst(raw)
+	return v, err
+}
+
+// decodeFirst is decodeJSON that also returns what follows the value.
+func decodeFirst(raw []byte) (any, []byte, error) {
 	if len(raw) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return v, nil
+	return v, raw[dec.InputOffset():], nil
 }
 
 // compareValues returns the field changes from before to after, sorted by
@@ -506,25 +512,73 @@ func (c *compareConfig) compareBodies(ref event.ResourceRef, before, after json.
 // compareBodiesPaths is compareBodies that also returns the path of each
 // change as segments (empty for a whole object added or removed).
 func (c *compareConfig) compareBodiesPaths(ref event.ResourceRef, before, after json.RawMessage) ([]FieldChange, [][]seg, error) {
-	if bytes.Equal(before, after) {
+	return c.compareDecoded(ref, &body{raw: before}, &body{raw: after})
+}
+
+// compareDecoded is compareBodiesPaths over bodies that decode once
+// whatever number of comparisons they take part in.
+func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *body) ([]FieldChange, [][]seg, error) {
+	if bytes.Equal(before.raw, after.raw) {
 		return nil, nil, nil
 	}
-	b, err := decodeJSON(before)
+	b, err := before.value()
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", ref, err)
 	}
-	a, err := decodeJSON(after)
+	a, err := after.value()
 	if err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", ref, err)
 	}
 	switch {
-	case len(before) == 0 && len(after) == 0:
+	case len(before.raw) == 0 && len(after.raw) == 0:
 		return nil, nil, nil
-	case len(before) == 0:
+	case len(before.raw) == 0:
 		return []FieldChange{{Op: OpAdd, After: a}}, [][]seg{nil}, nil
-	case len(after) == 0:
+	case len(after.raw) == 0:
 		return []FieldChange{{Op: OpRemove, Before: b}}, [][]seg{nil}, nil
 	}
 	out, paths := compareValuesPaths(b, a, c.pointersFor(objectMetaOf(ref, a)), c.mergeKeys)
 	return out, paths, nil
+}
+
+// body is a raw body with its decoded value and managedFields entries,
+// each computed on first use: a history compares each version twice, with
+// the version before and the version after it.
+type body struct {
+	raw json.RawMessage
+
+	decoded bool
+	val     any
+	err     error
+	whole   bool // nothing but white space follows the decoded value
+
+	managedRead bool
+	managed     []managedEntry
+}
+
+// value returns the decoded body (see decodeJSON).
+func (b *body) value() (any, error) {
+	if !b.decoded {
+		var rest []byte
+		b.val, rest, b.err = decodeFirst(b.raw)
+		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+		b.decoded = true
+	}
+	return b.val, b.err
+}
+
+// entries returns the managedFields entries of the body (see
+// managedEntries).
+func (b *body) entries() []managedEntry {
+	if !b.managedRead {
+		var ok bool
+		if v, err := b.value(); err == nil && b.whole {
+			b.managed, ok = managedEntriesOf(v)
+		}
+		if !ok {
+			b.managed = managedEntries(b.raw)
+		}
+		b.managedRead = true
+	}
+	return b.managed
 }

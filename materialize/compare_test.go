@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/krply/krply/event"
 )
@@ -403,5 +404,54 @@ func setSegs(node any, segs []seg, value any, op ChangeOp) (any, error) {
 			return append(l, value), nil
 		}
 		return nil, fmt.Errorf("no item with %s=%s", s.name, want)
+	}
+}
+
+// TestBodyEntries: the managedFields entries a body reads from its decoded
+// value are the ones managedEntries reads from its bytes, for bodies as
+// the API server writes them and for unusual ones (which fall back to
+// managedEntries).
+func TestBodyEntries(t *testing.T) {
+	const entry = `{"manager":"kubectl","operation":"Update","apiVersion":"v1","time":"2026-03-01T12:00:00+02:00","fieldsType":"FieldsV1","fieldsV1":{"f:data":{"f:a":{}}}}`
+	bodies := []string{
+		``,
+		`{}`,
+		`[]`,
+		`"text"`,
+		`{"metadata":null}`,
+		`{"metadata":"x"}`,
+		`{"metadata":{}}`,
+		`{"metadata":{"managedFields":null}}`,
+		`{"metadata":{"managedFields":{}}}`,
+		`{"metadata":{"managedFields":[]}}`,
+		`{"metadata":{"managedFields":[` + entry + `]}}`,
+		`{"metadata":{"managedFields":[` + entry + `,{"manager":"kube-controller-manager","operation":"Update","subresource":"status","time":null,"fieldsV1":"x"}]}}`,
+		`{"metadata":{"managedFields":[` + entry + `,null]}}`,
+		`{"metadata":{"managedFields":[{"manager":7}]}}`,
+		`{"metadata":{"managedFields":[{"manager":"m","time":"yesterday"}]}}`,
+		`{"metadata":{"managedFields":[{"manager":"m","time":5}]}}`,
+		`{"metadata":{"managedFields":[{"Manager":"m"}]}}`,
+		`{"metadata":{"ManagedFields":[` + entry + `]}}`,
+		`{"Metadata":{"managedFields":[` + entry + `]}}`,
+		`{"metadata":{"managedFields":[` + entry + `]}} trailing`,
+		`{"metadata":{"managedFields":[` + entry + `]}} `,
+		`{"metadata":{"managedFields":[` + entry + `]}`,
+	}
+	for _, raw := range bodies {
+		got := (&body{raw: []byte(raw)}).entries()
+		want := managedEntries([]byte(raw))
+		if len(got) != len(want) {
+			t.Errorf("%s: %d entries, want %d", raw, len(got), len(want))
+			continue
+		}
+		for i := range got {
+			if got[i].FieldManager != want[i].FieldManager || !equalJSON(got[i].fields, want[i].fields) {
+				t.Errorf("%s: entry %d is %+v, want %+v", raw, i, got[i], want[i])
+			}
+		}
+	}
+	if got := (&body{raw: []byte(`{"metadata":{"managedFields":[` + entry + `]}}`)}).entries(); len(got) != 1 || got[0].Manager != "kubectl" ||
+		!got[0].Time.Equal(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)) || got[0].fields["f:data"] == nil {
+		t.Errorf("entries of a body as the API server writes it: %+v", got)
 	}
 }

@@ -194,6 +194,10 @@ type versionKey struct {
 func (h *History) versions(recs []event.Record, prev *event.Record, cc *compareConfig) []entryAt {
 	seen := make(map[versionKey]string) // key -> stream that recorded it
 	var entries []entryAt
+	var prevBody *body
+	if prev != nil {
+		prevBody = &body{raw: prev.Object}
+	}
 	for i := range recs {
 		rec := recs[i]
 		v := newVersion(rec)
@@ -202,10 +206,11 @@ func (h *History) versions(recs []event.Record, prev *event.Record, cc *compareC
 			continue
 		}
 		seen[key] = rec.StreamID
-		if warning := v.compare(prev, rec, cc); warning != "" {
+		cur := &body{raw: rec.Object}
+		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
 		}
-		prev = &recs[i]
+		prev, prevBody = &recs[i], cur
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
 	}
@@ -224,24 +229,25 @@ func newVersion(rec event.Record) *Version {
 }
 
 // compare sets what v, the version rec, owes to the version before it,
-// prev (nil for none): Recreated, Changes and FieldManagers. It returns a
-// warning when the bodies cannot be compared.
-func (v *Version) compare(prev *event.Record, rec event.Record, cc *compareConfig) (warning string) {
+// prev (nil for none): Recreated, Changes and FieldManagers. prevBody and
+// cur are the bodies of prev and rec. It returns a warning when the bodies
+// cannot be compared.
+func (v *Version) compare(prev *event.Record, prevBody *body, rec event.Record, cur *body, cc *compareConfig) (warning string) {
 	if prev == nil || prev.WatchType == event.Deleted {
-		v.FieldManagers = fieldManagers(managedEntries(rec.Object))
+		v.FieldManagers = fieldManagers(cur.entries())
 		return ""
 	}
 	v.Recreated = prev.Resource.UID != "" && rec.Resource.UID != "" && prev.Resource.UID != rec.Resource.UID
 	if v.Recreated {
-		v.FieldManagers = fieldManagers(managedEntries(rec.Object))
+		v.FieldManagers = fieldManagers(cur.entries())
 		return ""
 	}
-	changes, paths, err := cc.compareBodiesPaths(rec.Resource, prev.Object, rec.Object)
+	changes, paths, err := cc.compareDecoded(rec.Resource, prevBody, cur)
 	v.Changes = changes
 	if err != nil {
 		warning = fmt.Sprintf("version %s: %v", rec.Resource.ResourceVersion, err)
 	}
-	v.FieldManagers = attributeFields(prev.Object, rec.Object, v.Changes, paths)
+	v.FieldManagers = attributeFields(prevBody.entries(), cur.entries(), v.Changes, paths)
 	return warning
 }
 

@@ -1,7 +1,6 @@
 package materialize
 
 import (
-	"bytes"
 	"encoding/json"
 	"maps"
 	"strconv"
@@ -34,7 +33,6 @@ type FieldManager struct {
 // managedEntry is one managedFields entry with its parsed field set.
 type managedEntry struct {
 	FieldManager
-	raw    []byte
 	fields map[string]any // the fieldsV1 tree: "f:name", "k:{...}", "v:...", "i:N", "."
 }
 
@@ -64,7 +62,6 @@ func managedEntries(body []byte) []managedEntry {
 			e.Time = mf.Time.UTC()
 		}
 		if mf.FieldsV1 != nil {
-			e.raw = mf.FieldsV1.Raw
 			if v, err := decodeJSON(mf.FieldsV1.Raw); err == nil {
 				e.fields, _ = v.(map[string]any)
 			}
@@ -72,6 +69,78 @@ func managedEntries(body []byte) []managedEntry {
 		out = append(out, e)
 	}
 	return out
+}
+
+// managedEntriesOf is managedEntries of a body already decoded (by
+// decodeJSON) into v. It reads the entries from v when the body is in the
+// form the API server writes — a JSON object whose metadata.managedFields
+// is a list of objects with string fields, each key spelled as the API
+// defines it; ok is false otherwise, and then managedEntries must read the
+// body, so that an unusual body has the same entries either way.
+func managedEntriesOf(v any) (out []managedEntry, ok bool) {
+	obj, ok := v.(map[string]any)
+	if !ok || !exactKeys(obj, "metadata") {
+		return nil, false
+	}
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return nil, obj["metadata"] == nil
+	}
+	if !exactKeys(meta, "managedFields") {
+		return nil, false
+	}
+	list, ok := meta["managedFields"].([]any)
+	if !ok {
+		return nil, meta["managedFields"] == nil
+	}
+	out = make([]managedEntry, 0, len(list))
+	for _, item := range list {
+		mf, ok := item.(map[string]any)
+		if !ok || !exactKeys(mf, "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource") {
+			return nil, false
+		}
+		var e managedEntry
+		for _, f := range []struct {
+			key string
+			to  *string
+		}{{"manager", &e.Manager}, {"operation", &e.Operation}, {"apiVersion", &e.APIVersion}, {"subresource", &e.Subresource}, {"fieldsType", new(string)}} {
+			switch s := mf[f.key].(type) {
+			case nil:
+			case string:
+				*f.to = s
+			default:
+				return nil, false
+			}
+		}
+		switch t := mf["time"].(type) {
+		case nil:
+		case string:
+			// As metav1.Time reads it.
+			pt, err := time.Parse(time.RFC3339, t)
+			if err != nil {
+				return nil, false
+			}
+			e.Time = pt.UTC()
+		default:
+			return nil, false
+		}
+		e.fields, _ = mf["fieldsV1"].(map[string]any)
+		out = append(out, e)
+	}
+	return out, true
+}
+
+// exactKeys reports whether no key of m matches one of names only case
+// insensitively (encoding/json reads such a key into the struct field).
+func exactKeys(m map[string]any, names ...string) bool {
+	for k := range m {
+		for _, n := range names {
+			if k != n && strings.EqualFold(k, n) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fieldManagers returns the field managers of a body's managedFields, in
@@ -87,8 +156,9 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 	return out
 }
 
-// attributeFields says, from the managedFields of two consecutive versions,
-// which field managers wrote the second one and who changed each field.
+// attributeFields says, from the managedFields entries of two consecutive
+// versions (old, then cur), which field managers wrote the second one and
+// who changed each field.
 //
 // The manager that changes a field owns it afterwards (an Update takes
 // ownership of the fields it changes, an Apply of the fields it sets), so
@@ -102,9 +172,7 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 // another manager); the entries that wrote, and those a change was
 // attributed to, are returned in the second version's order. paths holds
 // the path of each change.
-func attributeFields(before, after []byte, changes []FieldChange, paths [][]seg) []FieldManager {
-	cur := managedEntries(after)
-	old := managedEntries(before)
+func attributeFields(old, cur []managedEntry, changes []FieldChange, paths [][]seg) []FieldManager {
 	oldByKey := make(map[string]*managedEntry, len(old))
 	for i := range old {
 		oldByKey[old[i].key()] = &old[i]
@@ -114,7 +182,7 @@ func attributeFields(before, after []byte, changes []FieldChange, paths [][]seg)
 	for i := range cur {
 		e := &cur[i]
 		curByKey[e.key()] = e
-		if o := oldByKey[e.key()]; o == nil || !o.Time.Equal(e.Time) || !bytes.Equal(o.raw, e.raw) && gained(e.fields, o.fields) {
+		if o := oldByKey[e.key()]; o == nil || !o.Time.Equal(e.Time) || gained(e.fields, o.fields) {
 			writes[e.key()] = true
 		}
 	}

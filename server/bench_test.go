@@ -276,3 +276,51 @@ func BenchmarkQueryAPI(b *testing.B) {
 	b.ReportMetric(ms(quiet, 99), "append-quiet-p99-ms")
 	b.ReportMetric(ms(loaded, 99), "append-loaded-p99-ms")
 }
+
+// BenchmarkHistoryRequest measures one history request through the
+// handler (no network) over a SQLite journal of one ConfigMap with
+// benchVersions versions written as BenchmarkQueryAPI's, with the API's
+// default page and with a page of 10 versions; it reports the process CPU
+// per request, the figure BenchmarkQueryAPI's history-cpu-ms measures
+// against the large journal.
+//
+//	go test -run XXX -bench BenchmarkHistoryRequest ./server/
+func BenchmarkHistoryRequest(b *testing.B) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	if _, err := store.Append(ctx, storagetest.Baseline(benchStream(0), "b-0", benchStart, "1000", nil)); err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]event.Record, benchVersions)
+	for v := range recs {
+		recs[v] = benchObject(0, v, benchStart.Add(time.Duration(v+1)*time.Second))
+	}
+	if _, err := store.Append(ctx, recs); err != nil {
+		b.Fatal(err)
+	}
+	h := server.NewHandler(store)
+	q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(0).Namespace}, "name": {"cm-00000"}}
+	for _, limit := range []string{"", "10"} {
+		name := "default-page"
+		if limit != "" {
+			q.Set("limit", limit)
+			name = "limit-" + limit
+		}
+		target := "/api/v1/history?" + q.Encode()
+		b.Run(name, func(b *testing.B) {
+			start := cputime.Process()
+			for range b.N {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s: %d %s", target, w.Code, w.Body)
+				}
+			}
+			b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

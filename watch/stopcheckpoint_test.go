@@ -16,6 +16,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage/memory"
 )
 
 // stopEndedDynamic makes every watch of the fake end the way a watch of
@@ -93,25 +94,14 @@ func TestStopCheckpointWhicheverWayTheCancelEndsTheWatch(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dyn := fakeDynamic(configMap("a", "one", "1"))
-			watches := controlWatches(dyn, "configmaps")
-			st := newMemory(t)
-			c, err := NewCollector(stopEndedDynamic{dyn, tc.end}, fakeDiscovery(), st, testOpts(t)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := run(t, c)
-			waitSync(t, c)
-			id := cmStreamID("c1")
-			watches.last(t, 1).Modify(withRV(configMap("a", "one", "2"), "50"))
-			eventually(t, 30*time.Second, "the MODIFIED event", func() bool { return len(ofType(streamRecords(t, st, id), event.TypeEvent)) == 2 })
+			_, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return stopEndedDynamic{dyn, tc.end} })
 			beforeStop := time.Now()
 			if err := stop(); err != nil {
 				t.Fatal(err)
 			}
 			stoppedAt := time.Now()
 
-			recs := streamRecords(t, st, id)
+			recs := streamRecords(t, st, cmStreamID("c1"))
 			wantRV := "50"
 			if n := len(ofType(recs, event.TypeEvent)); n == 3 {
 				wantRV = "60"
@@ -135,24 +125,14 @@ func TestStopCheckpointWhicheverWayTheCancelEndsTheWatch(t *testing.T) {
 // Collector runs, is a real failure: the stream reconnects from its
 // resourceVersion and writes no checkpoint for it.
 func TestDecodeCanceledBeforeTheStopIsAFailure(t *testing.T) {
-	dyn := fakeDynamic(configMap("a", "one", "1"))
-	watches := controlWatches(dyn, "configmaps")
-	st := newMemory(t)
-	c, err := NewCollector(stopEndedDynamic{dyn, nil}, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
-	id := cmStreamID("c1")
-	watches.last(t, 1).Modify(withRV(configMap("a", "one", "2"), "50"))
+	watches, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return stopEndedDynamic{dyn, nil} })
 	ev := decodeFailure(context.Canceled)
 	watches.last(t, 1).Error(ev.Object)
 	watches.last(t, 2)
 	if rv := watches.rv(2); rv != "50" {
 		t.Fatalf("second watch from %q, want 50", rv)
 	}
-	if cps := ofType(streamRecords(t, st, id), event.TypeCheckpoint); len(cps) != 0 {
+	if cps := ofType(streamRecords(t, st, cmStreamID("c1")), event.TypeCheckpoint); len(cps) != 0 {
 		t.Fatalf("checkpoints %+v after a decode failure while running", cps)
 	}
 	if err := stop(); err != nil {
@@ -166,4 +146,25 @@ func withRV(o interface {
 }, rv string) runtime.Object {
 	o.SetResourceVersion(rv)
 	return o
+}
+
+// startModifiedTo50 records the ConfigMap a/one through wrap(the fake)
+// until the test ends, changes it to resourceVersion 50 through the first
+// watch, and returns once that MODIFIED event is recorded.
+func startModifiedTo50(t *testing.T, wrap func(*dynamicfake.FakeDynamicClient) dynamic.Interface) (*controlledWatches, *memory.Store, func() error) {
+	t.Helper()
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	watches := controlWatches(dyn, "configmaps")
+	st := newMemory(t)
+	c, err := NewCollector(wrap(dyn), fakeDiscovery(), st, testOpts(t)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	waitSync(t, c)
+	watches.last(t, 1).Modify(withRV(configMap("a", "one", "2"), "50"))
+	eventually(t, 30*time.Second, "the MODIFIED event", func() bool {
+		return len(ofType(streamRecords(t, st, cmStreamID("c1")), event.TypeEvent)) == 2
+	})
+	return watches, st, stop
 }

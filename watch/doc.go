@@ -91,7 +91,11 @@
 // the server vouched for the watch within the last interval — a checkpoint
 // at the stop's time, after them. So the time up to a clean stop is covered,
 // and the time after it is not yet observed; a watch the server had gone
-// quiet on for longer than an interval gets no such checkpoint.
+// quiet on for longer than an interval gets no such checkpoint. A watch
+// the stop itself ends (its canceled request closes it, or client-go
+// reports a decode failure of the canceled request) is still healthy; an
+// error the server sends, or a decode failure of what it sent, is not,
+// even at the stop.
 //
 // WaitForProgress(ctx, t) waits until every stream's durable evidence
 // (StreamStatus.LastDurableAt) is after t: then a snapshot of t is complete

@@ -5,7 +5,9 @@ package watch
 
 import (
 	"context"
+	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 
 	"github.com/krply/krply/event"
@@ -36,10 +38,11 @@ func (s *stream) progress(ctx context.Context, bookmark bool) error {
 const maxStopDrain = 1024
 
 // stopCheckpoint runs at a clean stop (ctx ended) while the watch w is
-// open. It records the events w already delivered, then, when the watch
-// is healthy — the stream is covered and the server vouched for it (an
-// event, a bookmark, a timeout, the end of its baseline) within the last
-// progress interval — a checkpoint at the stop's time, after them. An
+// open, or just ended by the stop (see endedByStop). It records the events
+// w already delivered, up to its end when the stop ended it, then, when
+// the watch is healthy — the stream is covered and the server vouched for
+// it (an event, a bookmark, a timeout, the end of its baseline) within the
+// last progress interval — a checkpoint at the stop's time, after them. An
 // unhealthy watch (such as a half-open connection that stopped delivering
 // more than an interval ago) gets none: its evidence ends where the
 // server's did.
@@ -56,8 +59,8 @@ drain:
 	for range maxStopDrain {
 		select {
 		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
+			if endedByStop(ctx, ev, ok) {
+				break drain
 			}
 			if _, err := s.onEvent(final, ev); err != nil {
 				s.log.Info("no checkpoint at the stop: the watch failed", "error", err.Error())
@@ -79,4 +82,48 @@ drain:
 	}
 	s.lastAt = now
 	s.log.V(1).Info("checkpoint at the stop", "resourceVersion", s.rv, "at", now)
+}
+
+// endedByStop reports whether the watch event ev (or the close of the
+// watch's result channel, when !ok) is the end the stop gave the watch:
+// ctx ended, and the watch closed, or failed to decode its stream because
+// its request was canceled (client-go then sends an error event). Such an
+// end is no failure: the stream gets its stop checkpoint as when the stop
+// finds the watch open. An error the server sent (a 410, a 500), or a
+// failure to decode what it sent, is a real failure even at the stop:
+// events may be missing, and no checkpoint vouches past them.
+func endedByStop(ctx context.Context, ev apiwatch.Event, ok bool) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	if !ok {
+		return true
+	}
+	if ev.Type != apiwatch.Error {
+		return false
+	}
+	err := apierrors.FromObject(ev.Object)
+	if !apierrors.HasStatusCause(err, clientWatchDecoding) {
+		return false
+	}
+	msg := err.Error()
+	for _, canceled := range canceledRequest {
+		if strings.Contains(msg, canceled) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientWatchDecoding is the cause client-go's watch gives the error event
+// of a stream it could not decode (rest.Request.Watch).
+const clientWatchDecoding = "ClientWatchDecoding"
+
+// canceledRequest are the messages with which reading a watch's response
+// fails once its request's context ended (context.Canceled,
+// context.DeadlineExceeded, and net/http's own).
+var canceledRequest = []string{
+	context.Canceled.Error(),
+	context.DeadlineExceeded.Error(),
+	"net/http: request canceled",
 }

@@ -56,6 +56,12 @@ func (s *stream) watch(ctx context.Context) error {
 		case <-idle.c():
 			return errWatchIdle
 		case ev, ok := <-w.ResultChan():
+			if endedByStop(ctx, ev, ok) {
+				// The stop canceled the watch's request, and the
+				// watch reports that before ctx.Done is seen.
+				s.stopCheckpoint(ctx, w)
+				return ctx.Err()
+			}
 			if !ok {
 				if timeout > 0 && s.clock.Since(openedAt) >= timeout-timeoutSlack {
 					// The server ended the watch at its timeout: it

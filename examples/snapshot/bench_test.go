@@ -58,13 +58,13 @@ func BenchmarkSnapshot20k(b *testing.B) {
 		var cpu time.Duration
 		for range b.N {
 			var out bytes.Buffer
-			cmd := exec.Command(bin, "--store", path, "--namespace", "shop", "--at", at.Format(time.RFC3339Nano))
+			cmd := exec.Command(bin, "--journal", path, "--namespace", "shop", "--at", at.Format(time.RFC3339Nano))
 			cmd.Stdout, cmd.Stderr = &out, os.Stderr
 			if err := cmd.Run(); err != nil {
 				b.Fatal(err)
 			}
 			cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-			if lines := strings.Count(out.String(), "ConfigMap"); lines != snapshotObjects || !strings.Contains(out.String(), "complete: yes") {
+			if lines := strings.Count(out.String(), "ConfigMap"); lines != snapshotObjects || !strings.Contains(out.String(), "complete: true") {
 				b.Fatalf("the table has %d ConfigMaps, want %d, complete:\n%.500s", lines, snapshotObjects, out.String())
 			}
 		}

@@ -227,8 +227,14 @@ func streamRecords(ctx context.Context, tx *sql.Tx, streamID string) ([]*event.R
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: compact: stream %s: %w", streamID, err)
 	}
+	// Names resolved in tx, uncached: the transaction may add rows that
+	// roll back.
+	res := resolver{ctx: ctx, q: tx}
 	out := make([]*event.Record, len(scanned))
 	for i := range scanned {
+		if err := res.resolve(&scanned[i]); err != nil {
+			return nil, fmt.Errorf("sqlite: compact: stream %s: %w", streamID, err)
+		}
 		out[i] = &scanned[i].rec
 	}
 	return out, nil

@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/hex"
@@ -8,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,17 +21,14 @@ import (
 	"github.com/krply/krply/storage/internal/journal"
 )
 
-// recordSelect selects a record with its stream ID, object name and body.
-// The %s is the body data column (or NULL to skip bodies).
-const recordSelect = `SELECT r.seq, r.event_id, r.type, c.name, s.stream_id, r.observed_at, r.watch_type, r.synthetic,
-	p.grp, p.resource, p.namespace, o.name, b.hash, b.raw_len, b.base, %s, bl.baseline_id, r.meta`
+// recordSelect selects a record with its object's name and body. The %s
+// is the body data column (or NULL to skip bodies). The cluster, stream,
+// object scope and baseline are row ids, which rowNames resolves.
+const recordSelect = `SELECT r.seq, r.event_id, r.type, r.cluster, r.stream, r.observed_at, r.watch_type, r.synthetic,
+	o.scope, o.name, b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
 
 // recordJoins follow the join of the objects row o of a record r.
-const recordJoins = ` LEFT JOIN scopes p ON p.id = o.scope` + namedJoins
-
-// namedJoins join what a record r points at but its object.
-const namedJoins = ` JOIN clusters c ON c.id = r.cluster LEFT JOIN streams s ON s.id = r.stream` +
-	` LEFT JOIN bodies b ON b.id = r.body LEFT JOIN baselines bl ON bl.id = r.baseline`
+const recordJoins = ` LEFT JOIN bodies b ON b.id = r.body`
 
 // clusterSubquery finds a cluster's row id from its ID.
 const clusterSubquery = `(SELECT id FROM clusters WHERE name = ?)`
@@ -48,57 +48,91 @@ func bodyColumn(withoutBodies bool) string {
 	return "b.data"
 }
 
-// rowRecord is a scanned row whose body is not decoded yet; bodies are
-// decoded after the rows are closed, because a delta's base may need
-// another query.
+// rowRecord is a scanned row whose body is not decoded yet and whose
+// row ids are not resolved to names; bodies are decoded after the rows
+// are closed when a delta's base needs another query.
 type rowRecord struct {
 	rec    event.Record
-	rawLen sql.NullInt64
+	rawLen int64
 	base   sql.NullInt64
 	data   []byte
+	// The row ids of the record's cluster, stream, object scope and
+	// baseline; 0 for none.
+	cluster, stream, scope, baseline int64
 }
 
-// scanRecords scans record rows; extra receives the columns that follow a
+// recordRow scans the columns of recordSelect, then extra ones. Integer
+// and text columns are scanned into interfaces (database/sql stores the
+// driver's value as it is, without reflection) and blobs as RawBytes
+// (without a copy; they are valid until the next row).
+type recordRow struct {
+	dest                                            []any
+	seq, eventID, typ, cluster, stream, observed    any
+	watch, synthetic, scope, name, rawLen, base, bl any
+	hash, data, meta                                sql.RawBytes
+}
+
+func newRecordRow(extra ...any) *recordRow {
+	rw := &recordRow{}
+	rw.dest = append([]any{&rw.seq, &rw.eventID, &rw.typ, &rw.cluster, &rw.stream, &rw.observed, &rw.watch, &rw.synthetic,
+		&rw.scope, &rw.name, &rw.hash, &rw.rawLen, &rw.base, &rw.data, &rw.bl, &rw.meta}, extra...)
+	return rw
+}
+
+// scan reads the current row into rr, but for its body data, which stays
+// in rw.data.
+func (rw *recordRow) scan(rows *sql.Rows, rr *rowRecord) error {
+	if err := rows.Scan(rw.dest...); err != nil {
+		return err
+	}
+	r := &rr.rec
+	r.IngestSeq = asInt(rw.seq)
+	r.EventID = decodeID(rw.eventID)
+	r.Type = typeNames[int(asInt(rw.typ))]
+	r.ObservedAt = decodeTime(asInt(rw.observed))
+	r.WatchType = watchNames[int(asInt(rw.watch))]
+	r.Synthetic = asInt(rw.synthetic) != 0
+	rr.cluster, rr.stream, rr.scope, rr.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
+	rr.rawLen = asInt(rw.rawLen)
+	if b, ok := rw.base.(int64); ok {
+		rr.base = sql.NullInt64{Int64: b, Valid: true}
+	}
+	var m recordMeta
+	if err := decodeMeta(rw.meta, &m); err != nil {
+		return fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
+	}
+	m.applyTo(r)
+	if name, ok := rw.name.(string); ok {
+		r.Resource.Name = name
+	} else if b, ok := rw.name.([]byte); ok {
+		r.Resource.Name = string(b)
+	}
+	if rw.hash != nil {
+		r.ObjectHash = hex.EncodeToString(rw.hash)
+	}
+	return nil
+}
+
+// asInt is an integer column scanned into an interface; 0 for NULL.
+func asInt(v any) int64 {
+	n, _ := v.(int64)
+	return n
+}
+
+// scanRecords scans record rows, with their body data, into rows whose
+// names are not resolved; extra receives the columns that follow a
 // record's (the same on every row).
 func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
 	defer rows.Close()
+	rw := newRecordRow(extra...)
 	var out []rowRecord
 	for rows.Next() {
-		var (
-			rr                           rowRecord
-			eventID                      any
-			typ, watch, synthetic        int
-			observed                     int64
-			streamID                     sql.NullString
-			grp, resource, namespace, nm sql.NullString
-			hash, meta                   []byte
-			baseline                     sql.NullString
-		)
-		dest := []any{&rr.rec.IngestSeq, &eventID, &typ, &rr.rec.ClusterID, &streamID, &observed, &watch, &synthetic,
-			&grp, &resource, &namespace, &nm, &hash, &rr.rawLen, &rr.base, &rr.data, &baseline, &meta}
-		if err := rows.Scan(append(dest, extra...)...); err != nil {
+		var rr rowRecord
+		if err := rw.scan(rows, &rr); err != nil {
 			return nil, err
 		}
-		r := &rr.rec
-		r.EventID = decodeID(eventID)
-		r.Type = typeNames[typ]
-		r.StreamID = streamID.String
-		r.ObservedAt = decodeTime(observed)
-		r.WatchType = watchNames[watch]
-		r.Synthetic = synthetic != 0
-		var m recordMeta
-		if err := decodeMeta(meta, &m); err != nil {
-			return nil, fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
-		}
-		m.applyTo(r)
-		if baseline.Valid {
-			r.BaselineID = baseline.String
-		}
-		if nm.Valid {
-			r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = grp.String, resource.String, namespace.String, nm.String
-		}
-		if hash != nil {
-			r.ObjectHash = hex.EncodeToString(hash)
+		if rw.data != nil {
+			rr.data = bytes.Clone(rw.data)
 		}
 		out = append(out, rr)
 	}
@@ -170,26 +204,75 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 	return s.decodeRows(ctx, rows)
 }
 
-// decodeRows scans record rows (extra as in scanRecords), closes them, and
-// decodes the bodies.
+// decodeRows scans record rows (extra as in scanRecords), closes them,
+// resolves their names and decodes the bodies: while scanning when the
+// body is a keyframe or its base is cached, after the rows are closed
+// when the base must be read (another query, which a pool of one
+// connection could not run while the rows are open).
 func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([]event.Record, error) {
-	scanned, err := scanRecords(rows, extra...)
+	scanned, err := s.scanDecoding(rows, extra...)
 	if err != nil {
 		return nil, err
 	}
+	res := resolver{ctx: ctx, q: s.r, shared: &s.rowNames}
 	out := make([]event.Record, len(scanned))
 	for i := range scanned {
 		rr := &scanned[i]
 		if rr.data != nil {
-			raw, err := s.decodeBody(ctx, rr.data, int(rr.rawLen.Int64), rr.base)
+			raw, err := s.decodeBody(ctx, rr.data, int(rr.rawLen), rr.base)
 			if err != nil {
 				return nil, fmt.Errorf("record %d (%s): %w", rr.rec.IngestSeq, rr.rec.EventID, err)
 			}
 			rr.rec.Object = json.RawMessage(raw)
 		}
+		if err := res.resolve(rr); err != nil {
+			return nil, err
+		}
 		out[i] = rr.rec
 	}
 	return out, nil
+}
+
+// scanDecoding is scanRecords that decodes the bodies it can without a
+// query; the others keep their data.
+func (s *Store) scanDecoding(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
+	defer rows.Close()
+	rw := newRecordRow(extra...)
+	var out []rowRecord
+	for rows.Next() {
+		var rr rowRecord
+		if err := rw.scan(rows, &rr); err != nil {
+			return nil, err
+		}
+		if rw.data != nil {
+			raw, ok, err := s.decodeCached(rw.data, int(rr.rawLen), rr.base)
+			switch {
+			case err != nil:
+				return nil, fmt.Errorf("record %d (%s): %w", rr.rec.IngestSeq, rr.rec.EventID, err)
+			case ok:
+				rr.rec.Object = json.RawMessage(raw)
+			default:
+				rr.data = bytes.Clone(rw.data)
+			}
+		}
+		out = append(out, rr)
+	}
+	return out, rows.Err()
+}
+
+// decodeCached decodes a body whose base, if it has one, is cached;
+// false when the base must be read.
+func (s *Store) decodeCached(data []byte, rawLen int, base sql.NullInt64) ([]byte, bool, error) {
+	if !base.Valid {
+		raw, err := inflateKeyframe(data, rawLen)
+		return raw, err == nil, err
+	}
+	baseRaw, ok := s.bases.get(base.Int64)
+	if !ok {
+		return nil, false, nil
+	}
+	raw, err := applyDelta(baseRaw, data, rawLen)
+	return raw, err == nil, err
 }
 
 func (s *Store) decodeBody(ctx context.Context, data []byte, rawLen int, base sql.NullInt64) ([]byte, error) {
@@ -524,7 +607,7 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 		args = append(args, encodeTime(q.Until))
 	}
 	if q.StreamID != "" {
-		b.WriteString(" AND s.stream_id = ?")
+		b.WriteString(" AND r.stream = (SELECT id FROM streams WHERE stream_id = ?)")
 		args = append(args, q.StreamID)
 	}
 	b.WriteString(" ORDER BY r.seq")
@@ -671,6 +754,7 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 	if err != nil {
 		return nil, s.readErr("alive", err)
 	}
+	sortByObject(recs)
 	return recs, nil
 }
 
@@ -705,9 +789,21 @@ func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []an
 	}
 	latest += ` ORDER BY x.observed_at DESC, x.seq DESC LIMIT 1)`
 	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
-	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM scopes p JOIN objects o ON o.scope = p.id JOIN records r ON r.seq = ` + latest + namedJoins +
-		` WHERE ` + strings.Join(where, " AND ") + ` ORDER BY c.name, p.grp, p.resource, p.namespace, o.name`
+	// Ordered by object in Go (sortByObject): sorting in SQL would copy
+	// every row, body and all, through a sorter.
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM scopes p JOIN objects o ON o.scope = p.id JOIN records r ON r.seq = ` + latest + recordJoins +
+		` WHERE ` + strings.Join(where, " AND ")
 	return query, args
+}
+
+// sortByObject orders records by cluster, group, resource, namespace and
+// name, as SQLite orders text (by bytes).
+func sortByObject(recs []event.Record) {
+	slices.SortFunc(recs, func(a, b event.Record) int {
+		return cmp.Or(strings.Compare(a.ClusterID, b.ClusterID), strings.Compare(a.Resource.Group, b.Resource.Group),
+			strings.Compare(a.Resource.Resource, b.Resource.Resource), strings.Compare(a.Resource.Namespace, b.Resource.Namespace),
+			strings.Compare(a.Resource.Name, b.Resource.Name))
+	})
 }
 
 // EventByResourceVersion implements storage.Reader.

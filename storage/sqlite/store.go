@@ -85,6 +85,8 @@ type Store struct {
 	// streamRows maps stream IDs to their row ids (string -> int64), as
 	// readers found them.
 	streamRows sync.Map
+	// rowNames resolves the row ids that read statements select.
+	rowNames rowNames
 }
 
 // kindKey names a kind of object in a cluster.

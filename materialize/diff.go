@@ -104,11 +104,20 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 		return fmt.Errorf("diff of cluster %q from %s to %s: %w", scope.ClusterID,
 			from.UTC().Format(time.RFC3339Nano), to.UTC().Format(time.RFC3339Nano), err)
 	}
-	before, err := m.stateAt(ctx, scope, from, true)
-	if err != nil {
-		return nil, wrap(err)
-	}
+	// The two ends are read at once: each is a statement per stream on
+	// a connection of its own.
+	var before *scopeState
+	var beforeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		before, beforeErr = m.stateAt(ctx, scope, from, true)
+	}()
 	after, err := m.stateAt(ctx, scope, to, true)
+	<-done
+	if beforeErr != nil {
+		return nil, wrap(beforeErr)
+	}
 	if err != nil {
 		return nil, wrap(err)
 	}

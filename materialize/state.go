@@ -154,6 +154,7 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 		covered bool
 	}
 	cands := make(map[storage.ObjectID]candidate)
+	var single []stateObject // the objects when one stream contributes
 	var coveredStreams []event.Stream
 	for _, st := range streams {
 		tl, err := storage.StreamTimeline(ctx, m.store, st.StreamID)
@@ -184,6 +185,15 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 				return nil, err
 			}
 		}
+		if len(streams) == 1 {
+			single = make([]stateObject, 0, len(recs))
+			for _, rec := range recs {
+				if id := storage.ObjectIDOf(rec); inScope(scope, id.Namespace) && !pending[id] {
+					single = append(single, stateObject{id: id, rec: rec})
+				}
+			}
+			continue
+		}
 		for _, rec := range recs {
 			id := storage.ObjectIDOf(rec)
 			if !inScope(scope, id.Namespace) || pending[id] {
@@ -198,6 +208,15 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 	}
 
 	s.objects = make([]stateObject, 0, len(cands))
+	if single != nil {
+		// One stream answered: its records are the objects, no version
+		// competes and no other stream can say one is gone.
+		s.objects = single
+		if !slices.IsSortedFunc(s.objects, compareStateObjects) {
+			slices.SortFunc(s.objects, compareStateObjects)
+		}
+		cands = nil
+	}
 	for id, c := range cands {
 		if !c.covered && slices.ContainsFunc(coveredStreams, func(st event.Stream) bool { return claims(st, id) }) {
 			// A covered stream that would have recorded it says it is gone.
@@ -205,7 +224,9 @@ func (m *Materializer) stateAt(ctx context.Context, scope Scope, at time.Time, w
 		}
 		s.objects = append(s.objects, stateObject{id: id, rec: c.rec})
 	}
-	sort.Slice(s.objects, func(i, j int) bool { return lessObjectID(s.objects[i].id, s.objects[j].id) })
+	if single == nil {
+		slices.SortFunc(s.objects, compareStateObjects)
+	}
 	if now := m.clock.Now(); at.After(now) {
 		s.warnings = append(s.warnings, fmt.Sprintf("time %s is after now (%s): later changes are not known yet", at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339)))
 	}
@@ -221,6 +242,16 @@ func better(aCovered bool, a event.Record, bCovered bool, b event.Record) bool {
 		return a.ObservedAt.After(b.ObservedAt)
 	}
 	return a.IngestSeq > b.IngestSeq
+}
+
+func compareStateObjects(a, b stateObject) int {
+	switch {
+	case lessObjectID(a.id, b.id):
+		return -1
+	case lessObjectID(b.id, a.id):
+		return 1
+	}
+	return 0
 }
 
 func lessObjectID(a, b storage.ObjectID) bool {

@@ -223,19 +223,19 @@ func streamRecords(ctx context.Context, tx *sql.Tx, streamID string) ([]*event.R
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: compact: stream %s: %w", streamID, err)
 	}
-	scanned, err := scanRecords(rows)
+	recs, refs, err := scanRecords(rows)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: compact: stream %s: %w", streamID, err)
 	}
 	// Names resolved in tx, uncached: the transaction may add rows that
 	// roll back.
 	res := resolver{ctx: ctx, q: tx}
-	out := make([]*event.Record, len(scanned))
-	for i := range scanned {
-		if err := res.resolve(&scanned[i]); err != nil {
+	out := make([]*event.Record, len(recs))
+	for i := range recs {
+		if err := res.resolve(&recs[i], &refs[i]); err != nil {
 			return nil, fmt.Errorf("sqlite: compact: stream %s: %w", streamID, err)
 		}
-		out[i] = &scanned[i].rec
+		out[i] = &recs[i]
 	}
 	return out, nil
 }

@@ -48,11 +48,10 @@ func bodyColumn(withoutBodies bool) string {
 	return "b.data"
 }
 
-// rowRecord is a scanned row whose body is not decoded yet and whose
-// row ids are not resolved to names; bodies are decoded after the rows
-// are closed when a delta's base needs another query.
-type rowRecord struct {
-	rec    event.Record
+// rowRefs is what a scanned record row holds besides its record: the
+// body not decoded yet (when a delta's base must be read, after the
+// rows are closed) and the row ids not resolved to names yet.
+type rowRefs struct {
 	rawLen int64
 	base   sql.NullInt64
 	data   []byte
@@ -79,23 +78,22 @@ func newRecordRow(extra ...any) *recordRow {
 	return rw
 }
 
-// scan reads the current row into rr, but for its body data, which stays
-// in rw.data.
-func (rw *recordRow) scan(rows *sql.Rows, rr *rowRecord) error {
+// scan reads the current row into r and refs, but for its body data,
+// which stays in rw.data.
+func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error {
 	if err := rows.Scan(rw.dest...); err != nil {
 		return err
 	}
-	r := &rr.rec
 	r.IngestSeq = asInt(rw.seq)
 	r.EventID = decodeID(rw.eventID)
 	r.Type = typeNames[int(asInt(rw.typ))]
 	r.ObservedAt = decodeTime(asInt(rw.observed))
 	r.WatchType = watchNames[int(asInt(rw.watch))]
 	r.Synthetic = asInt(rw.synthetic) != 0
-	rr.cluster, rr.stream, rr.scope, rr.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
-	rr.rawLen = asInt(rw.rawLen)
+	refs.cluster, refs.stream, refs.scope, refs.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
+	refs.rawLen = asInt(rw.rawLen)
 	if b, ok := rw.base.(int64); ok {
-		rr.base = sql.NullInt64{Int64: b, Valid: true}
+		refs.base = sql.NullInt64{Int64: b, Valid: true}
 	}
 	var m recordMeta
 	if err := decodeMeta(rw.meta, &m); err != nil {
@@ -119,24 +117,40 @@ func asInt(v any) int64 {
 	return n
 }
 
-// scanRecords scans record rows, with their body data, into rows whose
-// names are not resolved; extra receives the columns that follow a
-// record's (the same on every row).
-func scanRecords(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
+// scanRecords scans record rows, with their body data, into records
+// whose names are not resolved and their refs; extra receives the
+// columns that follow a record's (the same on every row).
+func scanRecords(rows *sql.Rows, extra ...any) ([]event.Record, []rowRefs, error) {
+	return scanRows(rows, nil, extra...)
+}
+
+// scanRows is scanRecords; decode, when not nil, decodes the bodies it
+// can while scanning (see decodeCached), whose data is then not kept.
+func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), extra ...any) ([]event.Record, []rowRefs, error) {
 	defer rows.Close()
 	rw := newRecordRow(extra...)
-	var out []rowRecord
+	var recs []event.Record
+	var refs []rowRefs
 	for rows.Next() {
-		var rr rowRecord
-		if err := rw.scan(rows, &rr); err != nil {
-			return nil, err
+		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})
+		r, ref := &recs[len(recs)-1], &refs[len(refs)-1]
+		if err := rw.scan(rows, r, ref); err != nil {
+			return nil, nil, err
 		}
-		if rw.data != nil {
-			rr.data = bytes.Clone(rw.data)
+		if rw.data == nil {
+			continue
 		}
-		out = append(out, rr)
+		if decode != nil {
+			if ok, err := decode(r, rw.data, ref); ok || err != nil {
+				if err != nil {
+					return nil, nil, fmt.Errorf("record %d (%s): %w", r.IngestSeq, r.EventID, err)
+				}
+				continue
+			}
+		}
+		ref.data = bytes.Clone(rw.data)
 	}
-	return out, rows.Err()
+	return recs, refs, rows.Err()
 }
 
 // maxCachedStmts bounds the statements a stmtCache keeps. Records builds
@@ -210,54 +224,31 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 // when the base must be read (another query, which a pool of one
 // connection could not run while the rows are open).
 func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([]event.Record, error) {
-	scanned, err := s.scanDecoding(rows, extra...)
+	recs, refs, err := scanRows(rows, func(r *event.Record, data []byte, ref *rowRefs) (bool, error) {
+		raw, ok, err := s.decodeCached(data, int(ref.rawLen), ref.base)
+		if ok {
+			r.Object = json.RawMessage(raw)
+		}
+		return ok, err
+	}, extra...)
 	if err != nil {
 		return nil, err
 	}
 	res := resolver{ctx: ctx, q: s.r, shared: &s.rowNames}
-	out := make([]event.Record, len(scanned))
-	for i := range scanned {
-		rr := &scanned[i]
-		if rr.data != nil {
-			raw, err := s.decodeBody(ctx, rr.data, int(rr.rawLen), rr.base)
+	for i := range recs {
+		r, ref := &recs[i], &refs[i]
+		if ref.data != nil {
+			raw, err := s.decodeBody(ctx, ref.data, int(ref.rawLen), ref.base)
 			if err != nil {
-				return nil, fmt.Errorf("record %d (%s): %w", rr.rec.IngestSeq, rr.rec.EventID, err)
+				return nil, fmt.Errorf("record %d (%s): %w", r.IngestSeq, r.EventID, err)
 			}
-			rr.rec.Object = json.RawMessage(raw)
+			r.Object = json.RawMessage(raw)
 		}
-		if err := res.resolve(rr); err != nil {
+		if err := res.resolve(r, ref); err != nil {
 			return nil, err
 		}
-		out[i] = rr.rec
 	}
-	return out, nil
-}
-
-// scanDecoding is scanRecords that decodes the bodies it can without a
-// query; the others keep their data.
-func (s *Store) scanDecoding(rows *sql.Rows, extra ...any) ([]rowRecord, error) {
-	defer rows.Close()
-	rw := newRecordRow(extra...)
-	var out []rowRecord
-	for rows.Next() {
-		var rr rowRecord
-		if err := rw.scan(rows, &rr); err != nil {
-			return nil, err
-		}
-		if rw.data != nil {
-			raw, ok, err := s.decodeCached(rw.data, int(rr.rawLen), rr.base)
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("record %d (%s): %w", rr.rec.IngestSeq, rr.rec.EventID, err)
-			case ok:
-				rr.rec.Object = json.RawMessage(raw)
-			default:
-				rr.data = bytes.Clone(rw.data)
-			}
-		}
-		out = append(out, rr)
-	}
-	return out, rows.Err()
+	return recs, nil
 }
 
 // decodeCached decodes a body whose base, if it has one, is cached;
@@ -750,7 +741,11 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 		}
 	}
 	query, args := aliveQuery(q, vis, rowID)
-	recs, err := s.query(ctx, query, args...)
+	rows, err := s.scan.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.readErr("alive", err)
+	}
+	recs, err := s.decodeRows(ctx, rows)
 	if err != nil {
 		return nil, s.readErr("alive", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+
+	"github.com/krply/krply/event"
 )
 
 // rowNames resolves, for readers, the row ids a record row points at —
@@ -67,9 +69,8 @@ type lastName[V any] struct {
 	value V
 }
 
-// resolve sets the names of rr's row ids on its record.
-func (r *resolver) resolve(rr *rowRecord) error {
-	rec := &rr.rec
+// resolve sets the names of a scanned record's row ids.
+func (r *resolver) resolve(rec *event.Record, rr *rowRefs) error {
 	var err error
 	if rec.ClusterID, err = resolveOne(r, &r.cluster, rr.cluster, clusterByRow, func(n *rowNames) *map[int64]string { return &n.clusters }); err != nil {
 		return err

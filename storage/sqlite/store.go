@@ -37,6 +37,10 @@ type Store struct {
 
 	w *sql.DB // exactly one connection: the only writer; nil when read-only
 	r *sql.DB // the read pool, query_only
+	// scan is the pool of statements that read an object per row, for
+	// many objects (AliveAt): the read pool but for the file mapped into
+	// memory (see scanMmapBytes); r itself when WithMmapSize maps as much.
+	scan *sql.DB
 	// immutable is set when a read-only Store reads the file as
 	// immutable; it notices when the file changes after all.
 	immutable *immutableFile
@@ -132,7 +136,11 @@ func (s *Store) Close() error {
 	if s.w != nil {
 		werr = s.w.Close()
 	}
-	return errors.Join(s.r.Close(), werr)
+	var serr error
+	if s.scan != s.r {
+		serr = s.scan.Close()
+	}
+	return errors.Join(s.r.Close(), serr, werr)
 }
 
 // enter starts an operation; the returned func ends it.

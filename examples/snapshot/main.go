@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -26,7 +27,12 @@ func main() {
 	at := flag.String("at", "now", `time: RFC 3339, "now" or "10m ago"`)
 	save := flag.String("save", "", "save the snapshot in the journal under this name")
 	flag.Parse()
-	if err := run(os.Stdout, *journal, *namespace, *at, *save); err != nil {
+	out := bufio.NewWriter(os.Stdout) // a line per object: one write, not thousands
+	err := run(out, *journal, *namespace, *at, *save)
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "snapshot:", err)
 		os.Exit(1)
 	}

@@ -240,6 +240,11 @@ func decodeFirst(raw []byte) (any, []byte, error) {
 	if v, rest, err := decodeFirstFast(raw); err == nil {
 		return v, rest, nil
 	}
+	return decodeFirstStd(raw)
+}
+
+// decodeFirstStd is decodeFirst by encoding/json alone.
+func decodeFirstStd(raw []byte) (any, []byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -106,21 +106,29 @@ func (p *parser) object(depth int) (any, error) {
 			return nil, err
 		}
 		m[key] = v
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, errSlowPath
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case '}':
-			p.pos++
-			return m, nil
-		default:
-			return nil, errSlowPath
+		if end, err := p.next('}'); end || err != nil {
+			return m, err
 		}
 	}
+}
+
+// next consumes what follows a member or an element: a comma (false) or
+// the closing byte (true).
+func (p *parser) next(closing byte) (bool, error) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, errSlowPath
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		p.skipSpace()
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	}
+	return false, errSlowPath
 }
 
 func (p *parser) array(depth int) (any, error) {
@@ -137,19 +145,8 @@ func (p *parser) array(depth int) (any, error) {
 			return nil, err
 		}
 		out = append(out, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, errSlowPath
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-			p.skipSpace()
-		case ']':
-			p.pos++
-			return out, nil
-		default:
-			return nil, errSlowPath
+		if end, err := p.next(']'); end || err != nil {
+			return out, err
 		}
 	}
 }

@@ -1,22 +1,9 @@
 package materialize
 
 import (
-	"bytes"
-	"encoding/json"
 	"reflect"
 	"testing"
 )
-
-// decodeSlow is decodeFirst as it was: encoding/json alone.
-func decodeSlow(raw []byte) (any, []byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, nil, err
-	}
-	return v, raw[dec.InputOffset():], nil
-}
 
 // TestDecodeFirstMatchesEncodingJSON: the fast parser gives what
 // encoding/json gives — the value, what follows it, or the same error.
@@ -38,7 +25,7 @@ func TestDecodeFirstMatchesEncodingJSON(t *testing.T) {
 		"{\"ctl\":\"a\x01b\"}", `{"a":truex}`, `[01]`, `{"a" :  [ 1 , 2 ] , "b" : { } }`, `nul`, `{'a':1}`,
 	}
 	for _, in := range inputs {
-		want, wantRest, wantErr := decodeSlow([]byte(in))
+		want, wantRest, wantErr := decodeFirstStd([]byte(in))
 		got, gotRest, gotErr := decodeFirst([]byte(in))
 		if len(in) == 0 {
 			if got != nil || gotRest != nil || gotErr != nil {
@@ -66,7 +53,7 @@ func FuzzDecodeFirst(f *testing.F) {
 		if len(in) == 0 {
 			return
 		}
-		want, wantRest, wantErr := decodeSlow(in)
+		want, wantRest, wantErr := decodeFirstStd(in)
 		got, gotRest, gotErr := decodeFirst(in)
 		if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
 			t.Fatalf("%q: error %v, want %v", in, gotErr, wantErr)

@@ -165,6 +165,10 @@ func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *ro
 		return nil, nil, err
 	}
 	if len(chunks) == 0 {
+		if recs == nil {
+			// No rows: an empty list, not nil (what readers always returned).
+			return []event.Record{}, nil, nil
+		}
 		return recs, refs, nil
 	}
 	chunks = append(chunks, scanChunk{recs, refs})

@@ -140,7 +140,7 @@ func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *ro
 			if len(recs) > 0 {
 				chunks = append(chunks, scanChunk{recs, refs})
 			}
-			n := min(max(2*len(recs), 64), 4096)
+			n := min(max(2*len(recs), 1), 4096) // one row (LatestAt, Get) allocates one
 			recs, refs = make([]event.Record, 0, n), make([]rowRefs, 0, n)
 		}
 		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})

@@ -822,7 +822,11 @@ func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []an
 	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
 	// Ordered by object in Go (sortByObject): sorting in SQL would copy
 	// every row, body and all, through a sorter.
-	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + ` FROM scopes p JOIN objects o ON o.scope = p.id JOIN records r ON r.seq = ` + latest + recordJoins +
+	from := ` FROM scopes p JOIN objects o ON o.scope = p.id`
+	if q.StreamID != "" {
+		from = ` FROM objects o` // the stream's objects: no condition on the scope
+	}
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + from + ` JOIN records r ON r.seq = ` + latest + recordJoins +
 		` WHERE ` + strings.Join(where, " AND ")
 	return query, args
 }

@@ -33,8 +33,9 @@ func TestQueryPlans(t *testing.T) {
 	streamRQ.add("r.stream = ?", 1)
 	streamRQ.index = "records_stream"
 	streamRQ.timeBounds(streamQ, 1)
-	aliveStream, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), StreamID: "s1"}, vis, 1)
-	aliveNS, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), ClusterID: "c1", Namespace: "shop", Resource: "configmaps"}, vis, 0)
+	aliveStream, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), StreamID: "s1"}, vis, 1, aliveOfAnyStream, nil)
+	aliveStreamNames, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), StreamID: "s1"}, vis, 1, aliveOfStream, []string{"a", "b"})
+	aliveNS, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), ClusterID: "c1", Namespace: "shop", Resource: "configmaps"}, vis, 0, aliveOfStream, nil)
 	history, _ := objectHistoryQuery(obj, storage.HistoryQuery{}, vis)
 	exclude, _ := vis.exclude("r", "", 0)
 	for _, c := range []struct {
@@ -50,6 +51,7 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"records_id"}},
 		{"ObjectHistory", history, []string{"records_object", "objects_name"}},
 		{"AliveAt of a stream", aliveStream, []string{"stream_objects", "records_object"}},
+		{"AliveAt of a stream's objects recorded by several streams", aliveStreamNames, []string{"stream_objects", "records_object"}},
 		{"AliveAt of a namespace", aliveNS, []string{"scopes_name", "objects_name", "records_object"}},
 		{"Correlations", fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
 			` WHERE r.target IN (?) ORDER BY r.seq`, []string{"records_target"}},

@@ -776,32 +776,112 @@ func (s *Store) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Reco
 			return nil, s.readErr("alive in "+q.StreamID, err)
 		}
 	}
-	query, args := aliveQuery(q, vis, rowID)
-	rows, err := s.scan.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, s.readErr("alive", err)
+	if q.StreamID == "" {
+		query, args := aliveQuery(q, vis, rowID, aliveOfStream, nil)
+		recs, err := s.scanQuery(ctx, query, args...)
+		if err != nil {
+			return nil, s.readErr("alive", err)
+		}
+		sortByObject(recs)
+		return recs, nil
 	}
-	recs, err := s.decodeRows(ctx, rows)
+	recs, err := s.aliveInStream(ctx, q, vis, rowID)
 	if err != nil {
-		return nil, s.readErr("alive", err)
+		return nil, s.readErr("alive in "+q.StreamID, err)
 	}
 	sortByObject(recs)
 	return recs, nil
 }
 
+// aliveInStream is AliveAt of a stream. It first reads each of the
+// stream's objects' latest visible record of any stream, which the index
+// by object finds without reading a row (the stream is in the row): where
+// that record is the stream's, it is the stream's latest too (a later one
+// of the stream would be later of all). Only for the objects whose latest
+// record is another stream's — recorded by several streams — it asks again
+// with the stream in the condition.
+func (s *Store) aliveInStream(ctx context.Context, q storage.AliveQuery, vis visibility, rowID int64) ([]event.Record, error) {
+	query, args := aliveQuery(q, vis, rowID, aliveOfAnyStream, nil)
+	latest, err := s.scanQuery(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := latest[:0]
+	var others []string                    // the names of objects whose latest record is another stream's
+	var otherIDs map[storage.ObjectID]bool // and the objects
+	for _, rec := range latest {
+		switch {
+		case rec.StreamID != q.StreamID:
+			if otherIDs == nil {
+				otherIDs = map[storage.ObjectID]bool{}
+			}
+			others, otherIDs[storage.ObjectIDOf(rec)] = append(others, rec.Resource.Name), true
+		case rec.WatchType != event.Deleted:
+			out = append(out, rec)
+		}
+	}
+	const chunk = 500
+	for start := 0; start < len(others); start += chunk {
+		query, args := aliveQuery(q, vis, rowID, aliveOfStream, others[start:min(start+chunk, len(others))])
+		recs, err := s.scanQuery(ctx, query, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range recs {
+			// Names are matched in every scope of the stream.
+			if otherIDs[storage.ObjectIDOf(rec)] {
+				out = append(out, rec)
+			}
+		}
+	}
+	return out, nil
+}
+
+// scanQuery runs a statement on the scan pool and decodes its records.
+func (s *Store) scanQuery(ctx context.Context, query string, args ...any) ([]event.Record, error) {
+	rows, err := s.scan.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return s.decodeRows(ctx, rows)
+}
+
+// How aliveQuery picks an object's latest record.
+const (
+	// aliveOfStream: the latest visible record of q.StreamID, or of any
+	// stream when it is not set, and only when it is not a deletion.
+	aliveOfStream = iota
+	// aliveOfAnyStream: the latest visible record of any stream of each
+	// object of q.StreamID, deletions too (see aliveInStream).
+	aliveOfAnyStream
+)
+
 // aliveQuery is the statement of AliveAt; rowID is the row of q.StreamID,
-// when it is set.
-func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []any) {
+// when it is set. names, when not empty, restricts a stream's objects to
+// those names.
+func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64, mode int, names []string) (string, []any) {
 	var where []string
 	var args []any
 	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
 	args = append(args, encodeTime(q.At))
-	if q.StreamID != "" {
+	switch {
+	case q.StreamID != "" && mode == aliveOfAnyStream:
+		visible, visArgs := vis.where("x", q.IncludeBaseline, 0)
+		latest += ` AND ` + visible
+		args = append(args, visArgs...)
+		where, args = append(where, "o.id IN (SELECT obj FROM stream_objects WHERE stream = ?)"), append(args, rowID)
+	case q.StreamID != "":
 		visible, visArgs := vis.where("x", q.IncludeBaseline, rowID)
 		latest += ` AND x.stream = ? AND ` + visible
 		args = append(append(args, rowID), visArgs...)
 		where, args = append(where, "o.id IN (SELECT obj FROM stream_objects WHERE stream = ?)"), append(args, rowID)
-	} else {
+		if len(names) > 0 {
+			where = append(where, "o.name IN (?"+strings.Repeat(",?", len(names)-1)+")")
+			for _, n := range names {
+				args = append(args, n)
+			}
+		}
+	default:
 		visible, visArgs := vis.where("x", q.IncludeBaseline, 0)
 		latest += ` AND ` + visible
 		args = append(args, visArgs...)
@@ -819,7 +899,9 @@ func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64) (string, []an
 		}
 	}
 	latest += ` ORDER BY x.observed_at DESC, x.seq DESC LIMIT 1)`
-	where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
+	if mode != aliveOfAnyStream {
+		where = append(where, "r.watch_type <> "+strconv.Itoa(codeDeleted))
+	}
 	// Ordered by object in Go (sortByObject): sorting in SQL would copy
 	// every row, body and all, through a sorter.
 	from := ` FROM scopes p JOIN objects o ON o.scope = p.id`

@@ -136,7 +136,13 @@
 //     bounds and the last known body, written right after the baseline's end.
 //     Whether a baseline is a relist comes from the journal (the stream has
 //     records), not from what the Collector remembers: an object known only
-//     from watch events is inferred deleted too.
+//     from watch events is inferred deleted too. An object whose version in
+//     the journal is newer than the list (another recorder of the cluster,
+//     appending to the same journal, recorded it after the list was taken)
+//     was absent because it did not exist yet, and is not inferred deleted;
+//     resourceVersions are compared as the API server documents them
+//     (positive integers, KEP-5504), and one that is not such a number (an
+//     extension API server's) is taken as no newer.
 //   - Replacements during a gap are explicit: a relist item whose UID differs
 //     from the object the journal held alive under the same name is preceded
 //     (same batch, same ObservedAt) by an inferred DELETED of the old UID

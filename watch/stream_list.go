@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -246,7 +247,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 		recs = append(recs, extra(endAt)...)
 	}
 	if s.hadHistory {
-		dels, err := s.inferDeletions(ctx, id, endAt)
+		dels, err := s.inferDeletions(ctx, id, rv, endAt)
 		if err != nil {
 			return err
 		}
@@ -281,9 +282,15 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 }
 
 // inferDeletions returns a synthetic DELETED record for every object whose
-// last record in the stream is alive and not part of baseline id. It reads
-// keys without bodies and fetches the body of the missing objects only.
-func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([]event.Record, error) {
+// last record in the stream is alive and not part of baseline id, taken
+// from the list at resourceVersion rv. It reads keys without bodies and
+// fetches the body of the missing objects only.
+//
+// An object whose record is newer than the list (another recorder of the
+// cluster, appending to the same journal, recorded it after the list was
+// taken) is absent from the list because it did not exist yet: its
+// deletion is not inferred (see newerThanList).
+func (s *stream) inferDeletions(ctx context.Context, id, rv string, at time.Time) ([]event.Record, error) {
 	// The baseline has no end yet: its items count only when asked for.
 	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true, IncludeBaseline: id})
 	if err != nil {
@@ -293,6 +300,11 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 	var dels []event.Record
 	for _, rec := range alive {
 		if rec.BaselineID == id {
+			continue
+		}
+		if newerThanList(rec.Resource.ResourceVersion, rv) {
+			s.log.Info("no deletion inferred: the journal's version is newer than the relist (another recorder of the cluster recorded it)",
+				"object", rec.Resource.ObjectKey(), "resourceVersion", rec.Resource.ResourceVersion, "listResourceVersion", rv)
 			continue
 		}
 		last, err := s.c.store.LatestAt(ctx, storage.ObjectIDOf(rec), at)
@@ -305,6 +317,17 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 		dels = append(dels, s.inferredDeletion(rec, from, at, id))
 	}
 	return dels, nil
+}
+
+// newerThanList reports whether an object's resourceVersion is newer than
+// a list's. resourceVersions of one resource are comparable as the API
+// server documents it (KEP-5504; resourceversion.CompareResourceVersion):
+// positive integers without leading zeros. An API server whose versions
+// are not (an extension API server's own format) gives false: the
+// deletion is inferred, as with one recorder.
+func newerThanList(objectRV, listRV string) bool {
+	c, err := resourceversion.CompareResourceVersion(objectRV, listRV)
+	return err == nil && c > 0
 }
 
 // watchListBaseline takes a baseline with a streaming WatchList. It ends

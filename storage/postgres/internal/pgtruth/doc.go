@@ -1,0 +1,6 @@
+// Package pgtruth runs krply's truth test (internal/truth) on a PostgreSQL
+// journal: the same workload, faults, seams and check as on SQLite, with
+// every recorder, querying process and the check opening one database of
+// a real PostgreSQL server (storage/postgres/internal/pgtest). It has
+// tests only.
+package pgtruth

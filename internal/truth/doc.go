@@ -69,10 +69,11 @@
 //	truth (sqlite): seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
 //
 // The short form (at least 2,000 operations and 12 faults, about two
-// minutes on a busy two-core machine) runs with every `go test ./...`;
-// the long form (at least 10,000 operations and 24 faults) runs with
-// -truth.long or
-// KRPLY_TRUTH_LONG=1, or `make truth-soak`. -truth.seed=N or
+// minutes on a busy two-core machine; on PostgreSQL under the race
+// detector, as `make test` runs it, about seven, half of them the check)
+// runs with every `go test ./...`; the long form (at least 10,000
+// operations and 24 faults) runs with -truth.long or KRPLY_TRUTH_LONG=1,
+// or `make truth-soak` (SQLite). -truth.seed=N or
 // KRPLY_TRUTH_SEED=N repeats a run's workload and fault schedule; timing
 // on a real control plane still varies between runs.
 //

@@ -264,7 +264,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	} else {
 		s.log.V(1).Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
 	}
-	s.rv, s.lastAt = rv, endAt
+	s.rv, s.lastAt, s.vouchedAt = rv, endAt, endAt
 	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
 	s.watchListIncomplete = 0
 	s.backoff.reset()

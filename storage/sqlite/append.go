@@ -65,10 +65,10 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	at := s.newAppendTx(ctx, tx)
 	res, err := at.appendAll(records)
 	if err != nil {
-		return storage.AppendResult{}, err
+		return storage.AppendResult{}, s.explainWrite(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return storage.AppendResult{}, fmt.Errorf("sqlite: append: commit: %w", err)
+		return storage.AppendResult{}, s.explainWrite(fmt.Errorf("sqlite: append: commit: %w", err))
 	}
 	s.publish(at)
 	return res, nil

@@ -237,6 +237,9 @@ func decodeFirst(raw []byte) (any, []byte, error) {
 	if len(raw) == 0 {
 		return nil, nil, nil
 	}
+	if v, rest, ok := fastDecode(raw); ok {
+		return v, rest, nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -105,7 +105,7 @@ func TestWireHistory(t *testing.T) {
 				Coverage: &event.CoverageChange{Reason: "403 Forbidden: deployments is forbidden", Code: 403}},
 			{Kind: materialize.EntryGap, StreamID: w.stream.ID(), EventID: w.gap.EventID, ObservedAt: w.gap.ObservedAt, Gap: w.gap.Gap},
 			entry(gone, "7a1b2c3d4e5f60718293a4b5c6d7e8f9"),
-		}, Warnings: []string{"no stream records apps/deployments in namespace other"}},
+		}, Warnings: []string{"no stream records apps/deployments in namespace other"}, Next: "7a1b2c3d4e5f60718293a4b5c6d7e8f9"},
 		"enums": wiretest.Enums(t, materialize.EntryKind(""), materialize.Origin(""), materialize.ChangeOp("")),
 	})
 }

@@ -223,7 +223,12 @@ func (p *params) object(ctx context.Context) (storage.ObjectID, error) {
 
 // page reads limit and cursor.
 func (p *params) page() (int, *cursor, error) {
-	limit, err := p.limit(DefaultPageSize)
+	return p.pageOf(DefaultPageSize)
+}
+
+// pageOf is page with another default page size.
+func (p *params) pageOf(def int) (int, *cursor, error) {
+	limit, err := p.limit(def)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -293,13 +293,22 @@ func (c *Client) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Tim
 // HistoryQuery restricts History. Zero fields do not restrict.
 type HistoryQuery struct {
 	Since, Until time.Time
-	// Limit caps the versions (0: the server's maximum).
+	// Limit caps the records of a page (0: the server's maximum).
 	Limit int
+	// Cursor continues a previous page (its History.Next); the other
+	// fields must not change.
+	Cursor string
 }
 
-// History returns obj's history, as materialize.Materializer.History does.
+// History returns obj's history, as materialize.Materializer.History
+// does: one page of it. When the page was cut short, its Next is the
+// cursor of the rest (give it as hq.Cursor); pages read so hold every
+// version once, even while the recorder appends.
 func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQuery) (*materialize.History, error) {
 	q := objectQuery(obj)
+	if hq.Cursor != "" {
+		q.Set("cursor", hq.Cursor)
+	}
 	if !hq.Since.IsZero() {
 		q.Set("since", timeParam(hq.Since))
 	}

@@ -531,6 +531,10 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 		b.WriteString(" AND s.stream_id = ?")
 		args = append(args, q.StreamID)
 	}
+	if q.AfterSeq > 0 {
+		b.WriteString(" AND r.seq > ?")
+		args = append(args, q.AfterSeq)
+	}
 	b.WriteString(" ORDER BY r.seq")
 	if q.Limit > 0 {
 		b.WriteString(" LIMIT ?")

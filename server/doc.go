@@ -47,7 +47,10 @@
 // the record's IngestSeq. A client resumes with Last-Event-ID (or
 // ?cursor=) and gets every record after it exactly once. The handler
 // polls the journal (WithPollInterval), so it follows a recorder in
-// another process too. The cursor relies on the store appending records
+// another process too; given an AppendNotifier (WithAppendNotifier, or a
+// recorder that is one; AppendSignal for a writer to call), it reads new
+// records as soon as they are appended. At most WithMaxFeeds feeds are
+// served at once; one more is answered 429 too_many_requests. The cursor relies on the store appending records
 // in IngestSeq order, one write transaction at a time, which the SQLite
 // and memory stores do.
 //

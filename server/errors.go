@@ -37,6 +37,7 @@ const (
 	CodeNotReady             = "not_ready"
 	CodeTimeout              = "timeout"
 	CodeUnavailable          = "unavailable"
+	CodeTooManyRequests      = "too_many_requests"
 )
 
 // Error is the JSON body of every error answer, and the error the client

@@ -27,7 +27,9 @@ type handler struct {
 	mux  *http.ServeMux
 	auth *authenticator
 	// slots holds a token per request being answered (WithMaxInFlight).
-	slots   chan struct{}
+	slots chan struct{}
+	// feeds holds a token per change feed being served (WithMaxFeeds).
+	feeds   chan struct{}
 	webhook http.Handler
 	// broken is the configuration error every request answers with.
 	broken error
@@ -66,6 +68,7 @@ func NewHandler(j storage.ReadWriter, opts ...Option) http.Handler {
 	}
 	h.auth = newAuthenticator(cfg)
 	h.slots = make(chan struct{}, cfg.inFlight)
+	h.feeds = make(chan struct{}, cfg.maxFeeds)
 	h.routes()
 	return h
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/krply/krply/storage"
@@ -79,6 +80,14 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 			return
 		}
 	}
+	select {
+	case h.feeds <- struct{}{}:
+		defer func() { <-h.feeds }()
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(h.cfg.poll, time.Second).Seconds())))
+		fail(newError(http.StatusTooManyRequests, CodeTooManyRequests, "", "this server already serves its limit of %d change feeds at once (WithMaxFeeds): retry later, or close a feed", cap(h.feeds)))
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		fail(fmt.Errorf("server: the change feed needs a ResponseWriter that flushes (an http.Flusher); a middleware wraps it without one"))
@@ -96,6 +105,12 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 	lastSent := time.Now()
 	var buf bytes.Buffer
 	for {
+		// Ask to be woken by the next append before reading, so that no
+		// append between the read and the wait is missed.
+		var appended <-chan struct{}
+		if h.cfg.notifier != nil {
+			appended = h.cfg.notifier.Appended()
+		}
 		// Read everything after the cursor, page by page.
 		q.AfterSeq, q.Cursor = after, ""
 		q.Limit = h.cfg.maxPage
@@ -144,7 +159,36 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
+		case <-appended:
 		}
+	}
+}
+
+// AppendSignal is an AppendNotifier for a writer of the journal to call
+// Notify after each append. The zero value is ready; it is safe for
+// concurrent use.
+type AppendSignal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Appended returns a channel closed at the next Notify.
+func (s *AppendSignal) Appended() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// Notify wakes every change feed waiting on s.
+func (s *AppendSignal) Notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
 	}
 }
 

@@ -411,6 +411,28 @@ func (c *Client) plan(ctx context.Context, req server.PlanRequest, q url.Values)
 	return &out, nil
 }
 
+// ListPlans returns the saved plans of cluster ("": the journal's only
+// cluster), in the order they were saved, without their objects: every
+// page of GET /api/v1/plans.
+func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]server.PlanSummary, error) {
+	q := url.Values{}
+	if clusterID != "" {
+		q.Set("cluster", clusterID)
+	}
+	var all []server.PlanSummary
+	for {
+		var page server.PlanList
+		if err := c.do(ctx, http.MethodGet, "/api/v1/plans", q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Items...)
+		if page.Next == "" {
+			return all, nil
+		}
+		q.Set("cursor", page.Next)
+	}
+}
+
 // GetPlan returns a saved plan with its status and last dry run.
 func (c *Client) GetPlan(ctx context.Context, id string) (*replay.Plan, error) {
 	var out replay.Plan

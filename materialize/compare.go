@@ -237,7 +237,7 @@ func decodeFirst(raw []byte) (any, []byte, error) {
 	if len(raw) == 0 {
 		return nil, nil, nil
 	}
-	if v, rest, ok := fastDecode(raw); ok {
+	if v, rest, _, ok := fastDecode(raw); ok {
 		return v, rest, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -554,6 +554,7 @@ type body struct {
 	val     any
 	err     error
 	whole   bool // nothing but white space follows the decoded value
+	compact bool // raw is the value alone, without white space
 
 	managedRead bool
 	managed     []managedEntry
@@ -562,8 +563,12 @@ type body struct {
 // value returns the decoded body (see decodeJSON).
 func (b *body) value() (any, error) {
 	if !b.decoded {
-		var rest []byte
-		b.val, rest, b.err = decodeFirst(b.raw)
+		v, rest, spaced, ok := fastDecode(b.raw)
+		if ok {
+			b.val, b.compact = v, !spaced && len(rest) == 0
+		} else {
+			b.val, rest, b.err = decodeFirst(b.raw)
+		}
 		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
 		b.decoded = true
 	}

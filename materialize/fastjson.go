@@ -18,22 +18,27 @@ const maxFastDepth = 512
 // body decodes to the same tree, and fails with the same error, either
 // way. It is three to four times faster than encoding/json's decoding into
 // interfaces, which dominated the cost of a history.
-func fastDecode(raw []byte) (v any, rest []byte, ok bool) {
+//
+// spaced reports whether white space came before or inside the value: a
+// body decoded whole and without it is compact JSON, as encoding/json
+// would write it.
+func fastDecode(raw []byte) (v any, rest []byte, spaced, ok bool) {
 	d := fastDecoder{data: raw}
 	d.space()
 	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
 	v, ok = d.value(0)
 	if !ok {
-		return nil, nil, false
+		return nil, nil, false, false
 	}
-	return v, raw[d.pos:], true
+	return v, raw[d.pos:], d.spaced, true
 }
 
 type fastDecoder struct {
-	data []byte
-	pos  int
+	data   []byte
+	pos    int
+	spaced bool
 }
 
 func (d *fastDecoder) space() {
@@ -41,6 +46,7 @@ func (d *fastDecoder) space() {
 		switch d.data[d.pos] {
 		case ' ', '\t', '\r', '\n':
 			d.pos++
+			d.spaced = true
 		default:
 			return
 		}

@@ -41,14 +41,14 @@ func TestFastDecode(t *testing.T) {
 		storagetest.ConfigMap("ns", "cm", "u1", "12", map[string]string{"a": "1", "b": "two"}),
 		storagetest.Deployment("ns", "web", "u2", "13", 3, "shop:1.0"),
 	} {
-		if _, _, ok := fastDecode(raw); !ok {
+		if _, _, _, ok := fastDecode(raw); !ok {
 			t.Errorf("the fast decoder does not take %s", raw)
 		}
 		checkFastDecode(t, raw)
 	}
 	deep := bytes.Repeat([]byte(`{"a":`), maxFastDepth+1)
 	deep = append(append(deep, '1'), bytes.Repeat([]byte{'}'}, maxFastDepth+1)...)
-	if _, _, ok := fastDecode(deep); ok {
+	if _, _, _, ok := fastDecode(deep); ok {
 		t.Errorf("the fast decoder took a body nested %d deep", maxFastDepth+1)
 	}
 	checkFastDecode(t, deep)
@@ -62,7 +62,7 @@ func FuzzFastDecode(f *testing.F) {
 }
 
 func checkFastDecode(t *testing.T, raw []byte) {
-	fv, frest, ok := fastDecode(raw)
+	fv, frest, _, ok := fastDecode(raw)
 	sv, srest, err := slowDecode(raw)
 	if !ok {
 		// decodeFirst falls back to encoding/json: nothing to compare.

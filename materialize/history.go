@@ -117,6 +117,10 @@ type Version struct {
 	// (audit's "seen-through-relist" and "inferred-deletion-uid"): the
 	// journal shows the result of the write, not the write.
 	Provenance []event.AuditCorrelation `json:"provenance,omitempty"`
+
+	// compactObject is Object when History found it compact JSON, so that
+	// MarshalJSON copies it as it is.
+	compactObject json.RawMessage
 }
 
 // History returns obj's versions in journal order with the field changes
@@ -254,6 +258,9 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 		cur := &body{raw: rec.Object}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
+		}
+		if cur.decoded && cur.err == nil && cur.compact {
+			v.compactObject = v.Object
 		}
 		prev, prevBody = &recs[i], cur
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,

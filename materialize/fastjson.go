@@ -23,7 +23,14 @@ const maxFastDepth = 512
 // body decoded whole and without it is compact JSON, as encoding/json
 // would write it.
 func fastDecode(raw []byte) (v any, rest []byte, spaced, ok bool) {
-	d := fastDecoder{data: raw}
+	return fastDecodeInterning(raw, nil)
+}
+
+// fastDecodeInterning is fastDecode that takes short strings from intern,
+// adding those it lacks (nil: none), so that the bodies of one history,
+// which repeat most of their keys and values, share them.
+func fastDecodeInterning(raw []byte, intern map[string]string) (v any, rest []byte, spaced, ok bool) {
+	d := fastDecoder{data: raw, intern: intern}
 	d.space()
 	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
 		return nil, nil, false, false
@@ -39,7 +46,15 @@ type fastDecoder struct {
 	data   []byte
 	pos    int
 	spaced bool
+	intern map[string]string
 }
+
+// maxInterned is the length of the longest string interned, and
+// maxInterns the number of strings an intern table takes.
+const (
+	maxInterned = 64
+	maxInterns  = 4096
+)
 
 func (d *fastDecoder) space() {
 	for d.pos < len(d.data) {
@@ -180,7 +195,18 @@ func (d *fastDecoder) str() (string, bool) {
 			d.pos++
 			lit := d.data[start:d.pos]
 			if plain && (ascii || utf8.Valid(lit)) {
-				return string(lit[1 : len(lit)-1]), true
+				b := lit[1 : len(lit)-1]
+				if d.intern == nil || len(b) > maxInterned {
+					return string(b), true
+				}
+				if s, ok := d.intern[string(b)]; ok {
+					return s, true
+				}
+				s := string(b)
+				if len(d.intern) < maxInterns {
+					d.intern[s] = s
+				}
+				return s, true
 			}
 			var s string
 			if err := json.Unmarshal(lit, &s); err != nil {

@@ -80,4 +80,13 @@ func checkFastDecode(t *testing.T, raw []byte) {
 	if got, rest, err := decodeFirst(raw); err != nil || !reflect.DeepEqual(got, sv) || !bytes.Equal(rest, srest) {
 		t.Fatalf("%q: decodeFirst %#v %q %v", raw, got, rest, err)
 	}
+	// Interning, the table empty and then full of the body's strings,
+	// gives the same tree.
+	intern := map[string]string{}
+	for range 2 {
+		iv, irest, _, iok := fastDecodeInterning(raw, intern)
+		if !iok || !reflect.DeepEqual(iv, sv) || !bytes.Equal(irest, srest) {
+			t.Fatalf("%q: interning %#v %q %v", raw, iv, irest, iok)
+		}
+	}
 }

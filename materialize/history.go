@@ -244,8 +244,9 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 	}
 	var entries []entryAt
 	var prevBody *body
+	intern := make(map[string]string)
 	if prev != nil {
-		prevBody = &body{raw: prev.Object}
+		prevBody = &body{raw: prev.Object, intern: intern}
 	}
 	for i := range recs {
 		rec := recs[i]
@@ -255,7 +256,7 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 			continue
 		}
 		seen[key] = rec.StreamID
-		cur := &body{raw: rec.Object}
+		cur := &body{raw: rec.Object, intern: intern}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
 		}

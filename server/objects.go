@@ -126,7 +126,6 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 		// The library's Next (the last record read) becomes the API's
 		// cursor, bound to the query's parameters.
 		hist.Next = p.next(cursor{Key: hist.Next})
-		hist.Warnings = append(hist.Warnings, fmt.Sprintf("cut at %d records (limit): ask again with cursor=next for the rest", limit))
 	}
 	return http.StatusOK, hist, nil
 }

@@ -330,8 +330,8 @@ func TestObjectAndHistory(t *testing.T) {
 		t.Errorf("history of settings: %d versions; want the baseline and three changes, the last by alice", len(vs))
 	}
 	cut, err := c.History(ctx, settings, client.HistoryQuery{Limit: 2, Since: at(0.5)})
-	if err != nil || len(cut.Versions()) != 2 || cut.Next == "" || !strings.Contains(strings.Join(cut.Warnings, " "), "cursor=") {
-		t.Errorf("history cut at 2: %+v, %v; want 2 versions, a next cursor and a warning saying how to continue", cut, err)
+	if err != nil || len(cut.Versions()) != 2 || cut.Next == "" {
+		t.Errorf("history cut at 2: %+v, %v; want 2 versions and the cursor of the rest", cut, err)
 	}
 
 	var e *server.Error

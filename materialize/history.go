@@ -417,13 +417,17 @@ func lossWindow(qc queryConfig, bounds seqBounds, versions []entryAt) (since, un
 // obj shows: those that claim obj and those that recorded a version of it,
 // only FromStream's when it is given.
 func (m *Materializer) historyStreams(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) (map[string]bool, error) {
-	timelines, err := m.timelinesClaiming(ctx, obj)
+	// The streams' timelines, not their status: which stream claims obj
+	// is all a history needs of them.
+	timelines, err := storage.Timelines(ctx, m.store, obj.ClusterID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}
 	ids := make(map[string]bool)
 	for _, tl := range timelines {
-		ids[tl.StreamID] = true
+		if holdsResource(tl.Stream, obj) {
+			ids[tl.StreamID] = true
+		}
 	}
 	for _, v := range versions {
 		ids[v.StreamID] = true

@@ -240,6 +240,11 @@ func decodeFirst(raw []byte) (any, []byte, error) {
 	if v, rest, _, ok := fastDecode(raw); ok {
 		return v, rest, nil
 	}
+	return decodeStd(raw)
+}
+
+// decodeStd is decodeFirst by encoding/json alone.
+func decodeStd(raw []byte) (any, []byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

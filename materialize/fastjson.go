@@ -132,20 +132,28 @@ func (d *fastDecoder) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[k] = v // the last of duplicate keys wins, as in encoding/json
-		d.space()
-		if d.pos >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return m, true
-		default:
-			return nil, false
+		if more, ok := d.separator('}'); !ok || !more {
+			return m, ok
 		}
 	}
+}
+
+// separator reads what follows an item of an object or a list: a comma
+// (more is true) or the end.
+func (d *fastDecoder) separator(end byte) (more, ok bool) {
+	d.space()
+	if d.pos >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.pos] {
+	case ',':
+		d.pos++
+		return true, true
+	case end:
+		d.pos++
+		return false, true
+	}
+	return false, false
 }
 
 func (d *fastDecoder) array(depth int) (any, bool) {
@@ -165,18 +173,8 @@ func (d *fastDecoder) array(depth int) (any, bool) {
 			return nil, false
 		}
 		out = append(out, v)
-		d.space()
-		if d.pos >= len(d.data) {
-			return nil, false
-		}
-		switch d.data[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
-			return out, true
-		default:
-			return nil, false
+		if more, ok := d.separator(']'); !ok || !more {
+			return out, ok
 		}
 	}
 }

@@ -2,23 +2,11 @@ package materialize
 
 import (
 	"bytes"
-	"encoding/json"
 	"reflect"
 	"testing"
 
 	"github.com/krply/krply/storage/storagetest"
 )
-
-// slowDecode is decodeFirst without the fast decoder.
-func slowDecode(raw []byte) (any, []byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, nil, err
-	}
-	return v, raw[dec.InputOffset():], nil
-}
 
 var fastDecodeSeeds = []string{
 	`{}`, ` {"a":1} `, `{"a":[]}`, `{"a":{}}`, `{"a":-0.5e+10,"b":0,"c":1E3,"d":-12}`,
@@ -63,7 +51,7 @@ func FuzzFastDecode(f *testing.F) {
 
 func checkFastDecode(t *testing.T, raw []byte) {
 	fv, frest, _, ok := fastDecode(raw)
-	sv, srest, err := slowDecode(raw)
+	sv, srest, err := decodeStd(raw)
 	if !ok {
 		// decodeFirst falls back to encoding/json: nothing to compare.
 		return

@@ -51,26 +51,8 @@ func (e *historyEncoder) history(h *History) {
 	e.buf = append(e.buf, `,"name":`...)
 	e.str(h.Object.Name)
 	e.buf = append(e.buf, '}')
-	if len(h.Entries) > 0 {
-		e.buf = append(e.buf, `,"entries":[`...)
-		for i := range h.Entries {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.entry(&h.Entries[i])
-		}
-		e.buf = append(e.buf, ']')
-	}
-	if len(h.Warnings) > 0 {
-		e.buf = append(e.buf, `,"warnings":[`...)
-		for i, w := range h.Warnings {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.str(w)
-		}
-		e.buf = append(e.buf, ']')
-	}
+	list(e, `,"entries":[`, h.Entries, e.entry)
+	list(e, `,"warnings":[`, h.Warnings, func(w *string) { e.str(*w) })
 	e.optStr(`,"next":`, h.Next)
 	e.buf = append(e.buf, '}')
 }
@@ -122,31 +104,29 @@ func (e *historyEncoder) version(v *Version) {
 		e.buf = append(e.buf, `,"object":`...)
 		e.object(v)
 	}
-	if len(v.Changes) > 0 {
-		e.buf = append(e.buf, `,"changes":[`...)
-		for i := range v.Changes {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.change(&v.Changes[i])
-		}
-		e.buf = append(e.buf, ']')
-	}
-	if len(v.FieldManagers) > 0 {
-		e.buf = append(e.buf, `,"fieldManagers":[`...)
-		for i := range v.FieldManagers {
-			if i > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.manager(&v.FieldManagers[i])
-		}
-		e.buf = append(e.buf, ']')
-	}
+	list(e, `,"changes":[`, v.Changes, e.change)
+	list(e, `,"fieldManagers":[`, v.FieldManagers, e.manager)
 	if len(v.Provenance) > 0 {
 		e.buf = append(e.buf, `,"provenance":`...)
 		e.reflected(v.Provenance)
 	}
 	e.buf = append(e.buf, '}')
+}
+
+// list writes a list field (open, e.g. `,"entries":[`, then its items),
+// left out when empty.
+func list[T any](e *historyEncoder, open string, items []T, one func(*T)) {
+	if len(items) == 0 {
+		return
+	}
+	e.buf = append(e.buf, open...)
+	for i := range items {
+		if i > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		one(&items[i])
+	}
+	e.buf = append(e.buf, ']')
 }
 
 // object writes a version's body: as it is when History found it whole and

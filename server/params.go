@@ -236,6 +236,15 @@ func (p *params) pageOf(def int) (int, *cursor, error) {
 	return limit, cur, err
 }
 
+// clusterPage reads the cluster of a cluster's list, limit and cursor.
+func (p *params) clusterPage(ctx context.Context) (clusterID string, limit int, cur *cursor, err error) {
+	if clusterID, err = p.cluster(ctx); err != nil {
+		return "", 0, nil, err
+	}
+	limit, cur, err = p.page()
+	return clusterID, limit, cur, err
+}
+
 // scopeAt reads the scope and the time at (default now).
 func (p *params) scopeAt(ctx context.Context) (materialize.Scope, time.Time, error) {
 	scope, err := p.scope(ctx)

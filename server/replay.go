@@ -106,11 +106,7 @@ func (h *handler) createPlan(r *http.Request, u *user) (int, any, error) {
 func (h *handler) listPlans(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	clusterID, err := p.cluster(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	limit, cur, err := p.page()
+	clusterID, limit, cur, err := p.clusterPage(ctx)
 	if err != nil {
 		return 0, nil, err
 	}

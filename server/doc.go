@@ -19,10 +19,11 @@
 //	GET  /api/v1/streams                   streams: status, coverage at ?at, gaps
 //	GET  /api/v1/records                   records of a scope over a time range
 //	GET  /api/v1/object                    one object at ?at (materialize.ObjectState)
-//	GET  /api/v1/history                   one object's versions, with who
+//	GET  /api/v1/history                   one object's versions, with who (paged by ?cursor)
 //	GET  /api/v1/snapshot                  a scope at ?at, computed
 //	GET  /api/v1/snapshots[/{id}]          saved snapshots; POST saves one
 //	GET  /api/v1/diff                      a scope from ?from to ?to
+//	GET  /api/v1/plans                     saved replay plans, oldest first (summaries)
 //	POST /api/v1/plans                     plan a replay (saved; ?preview=true: not)
 //	GET  /api/v1/plans/{id}                a saved plan, JSON or YAML
 //	POST /api/v1/plans/{id}/dryrun         server-side dry run (WithDryRun, WithApply)

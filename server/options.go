@@ -272,7 +272,7 @@ type AppendNotifier interface {
 // WithAppendNotifier wakes the change feeds whenever n says records were
 // appended; they still poll the journal (WithPollInterval), which covers
 // writers n does not hear of. A recorder given to WithRecorder that is an
-// AppendNotifier is used without this option.
+// AppendNotifier (a watch.Collector is one) is used without this option.
 func WithAppendNotifier(n AppendNotifier) Option {
 	return optionFunc(func(c *config) { c.notifier = n })
 }

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/krply/krply/internal/broadcast"
 	"github.com/krply/krply/storage"
 )
 
@@ -168,29 +168,14 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 // Notify after each append. The zero value is ready; it is safe for
 // concurrent use.
 type AppendSignal struct {
-	mu sync.Mutex
-	ch chan struct{}
+	s broadcast.Signal
 }
 
 // Appended returns a channel closed at the next Notify.
-func (s *AppendSignal) Appended() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
+func (s *AppendSignal) Appended() <-chan struct{} { return s.s.Wait() }
 
 // Notify wakes every change feed waiting on s.
-func (s *AppendSignal) Notify() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
-}
+func (s *AppendSignal) Notify() { s.s.Notify() }
 
 // writeFeedError ends a feed with an error event.
 func writeFeedError(w http.ResponseWriter, flusher http.Flusher, e *Error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/storagetest"
+	"github.com/krply/krply/watch"
 )
 
 // readFeed reads n records from the feed, failing after a while.
@@ -193,6 +194,10 @@ func TestWatchError(t *testing.T) {
 		t.Fatalf("feed after the journal closed: %v; want an error event naming it", err)
 	}
 }
+
+// The recorder krply runs says when it appended: a feed of
+// kubectl krply record --listen is woken by it.
+var _ server.AppendNotifier = (*watch.Collector)(nil)
 
 // notifyingRecorder is a recorder that says when it appended.
 type notifyingRecorder struct{ server.AppendSignal }

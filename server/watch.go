@@ -111,6 +111,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		if h.cfg.notifier != nil {
 			appended = h.cfg.notifier.Appended()
 		}
+		lastRead := time.Now()
 		// Read everything after the cursor, page by page.
 		q.AfterSeq, q.Cursor = after, ""
 		q.Limit = h.cfg.maxPage
@@ -160,9 +161,24 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 			return
 		case <-poll.C:
 		case <-appended:
+			// A burst of appends is read at most once per feedWakeGap.
+			if wait := feedWakeGap - time.Since(lastRead); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
+
+// feedWakeGap is the shortest time between two reads of a change feed
+// woken by appends: a recorder appending every few milliseconds makes a
+// feed read the journal at most 40 times a second.
+const feedWakeGap = 25 * time.Millisecond
 
 // AppendSignal is an AppendNotifier for a writer of the journal to call
 // Notify after each append. The zero value is ready; it is safe for

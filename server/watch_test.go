@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/storagetest"
 	"github.com/krply/krply/watch"
@@ -298,5 +301,47 @@ func TestWatchMaxFeeds(t *testing.T) {
 			t.Fatalf("a feed after one of two ended: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countingStore counts the Records calls of a store.
+type countingStore struct {
+	storage.Store
+	records atomic.Int64
+}
+
+func (s *countingStore) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	s.records.Add(1)
+	return s.Store.Records(ctx, q)
+}
+
+// TestWatchWakesCoalesced: a writer notifying appends every millisecond
+// does not make a feed read the journal as often: at most once per 25 ms.
+func TestWatchWakesCoalesced(t *testing.T) {
+	j := newRecorded(t)
+	store := &countingStore{Store: j.ro}
+	var sig server.AppendSignal
+	srv := httptest.NewServer(server.NewHandler(store, server.WithPollInterval(time.Hour), server.WithAppendNotifier(&sig)))
+	defer srv.Close()
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	time.Sleep(50 * time.Millisecond)
+	before := store.records.Load()
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond {
+		sig.Notify()
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	reads := store.records.Load() - before
+	if most := int64(elapsed/(25*time.Millisecond)) + 2; reads > most || reads < 2 {
+		t.Errorf("%d reads of the journal in %s of appends notified every millisecond; want 2 to %d", reads, elapsed, most)
 	}
 }

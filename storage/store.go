@@ -263,6 +263,10 @@ type HistoryQuery struct {
 	Since, Until time.Time
 	// StreamID keeps only the records of one stream.
 	StreamID string
+	// AfterSeq keeps only the records whose IngestSeq is greater: the
+	// next page of a history after its last record, whatever was
+	// appended meanwhile.
+	AfterSeq int64
 	// Limit caps the number of records; 0 means no cap.
 	Limit int
 	// WithoutBodies leaves Record.Object empty.

@@ -431,3 +431,31 @@ func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
 		t.Fatalf("coverage after the event, before the stop = %+v, %v; want covered at 70", cov, err)
 	}
 }
+
+// Appended is closed once the Collector made a new record durable: the
+// record is in the store when a reader woken by it looks.
+func TestAppendedWakesAfterDurable(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	watches := controlWatches(dyn, "configmaps")
+	st, c := startSynced(t, dyn)
+	id := cmStreamID("c1")
+	w := watches.last(t, 1)
+	for i, rv := range []string{"50", "51"} {
+		before := len(ofType(streamRecords(t, st, id), event.TypeEvent))
+		appended := c.Appended()
+		modified := configMap("a", "one", "v"+rv)
+		modified.SetResourceVersion(rv)
+		w.Modify(modified)
+		// Woken without polling until the event's record is there (an
+		// earlier wake may be another record, a progress checkpoint).
+		deadline := time.After(30 * time.Second)
+		for len(ofType(streamRecords(t, st, id), event.TypeEvent)) != before+1 {
+			select {
+			case <-appended:
+				appended = c.Appended()
+			case <-deadline:
+				t.Fatalf("change %d: Appended not closed with the event's record durable 30 s after the event", i)
+			}
+		}
+	}
+}

@@ -301,6 +301,9 @@ func (r reader) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	if q.StreamID != "" {
 		sql += " AND r.stream_id = " + a.add(q.StreamID)
 	}
+	if q.AfterSeq > 0 {
+		sql += " AND r.seq > " + a.add(q.AfterSeq)
+	}
 	if !q.Since.IsZero() {
 		sql += " AND r.observed_at >= " + a.add(nanos(q.Since))
 	}

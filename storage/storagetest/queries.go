@@ -163,6 +163,10 @@ func testObjectHistory(t *testing.T, s storage.Store) {
 	mustAppend(t, s, v1, v2, other)
 	mustAppend(t, s, del, re, inAll)
 	obj := objectID(v1)
+	all, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{})
+	if err != nil || len(all) != 5 {
+		t.Fatalf("ObjectHistory: %v, %d records", err, len(all))
+	}
 	cases := []struct {
 		name string
 		q    storage.HistoryQuery
@@ -173,6 +177,10 @@ func testObjectHistory(t *testing.T, s storage.Store) {
 		{"until", storage.HistoryQuery{Until: at(2)}, []event.Record{v1, v2}},
 		{"stream", storage.HistoryQuery{StreamID: cmAll.ID()}, []event.Record{inAll}},
 		{"limit", storage.HistoryQuery{Limit: 2}, []event.Record{v1, v2}},
+		{"after seq", storage.HistoryQuery{AfterSeq: all[1].IngestSeq}, []event.Record{del, re, inAll}},
+		{"after seq, limit", storage.HistoryQuery{AfterSeq: all[1].IngestSeq, Limit: 2}, []event.Record{del, re}},
+		{"after seq, since", storage.HistoryQuery{AfterSeq: all[0].IngestSeq, Since: at(3)}, []event.Record{del, re, inAll}},
+		{"after the last", storage.HistoryQuery{AfterSeq: all[4].IngestSeq}, nil},
 	}
 	for _, tc := range cases {
 		got, err := s.ObjectHistory(ctx, obj, tc.q)

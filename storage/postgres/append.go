@@ -91,6 +91,7 @@ func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []in
 	reads := &pgx.Batch{}
 	reads.Queue("BEGIN")
 	queueLock(reads, in.clusters)
+	reads.Queue(inFlightLock)
 	reads.Queue(`SELECT r.cluster_id, r.event_id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
 JOIN krply_records r ON r.event_id = k.id AND r.cluster_id = k.c`, in.idClusters, in.ids)
 	reads.Queue("SELECT nextval('krply_seq') FROM generate_series(1, $1)", len(batch))
@@ -205,7 +206,7 @@ JOIN unnest($1::text[], $2::text[]) AS k(c, s) ON t.cluster_id = k.c AND t.strea
 func readBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch, in *appendInput) (map[string]int64, []int64, error) {
 	br := c.SendBatch(ctx, b)
 	defer br.Close()
-	for range 3 { // BEGIN, the cluster rows, their locks
+	for range 4 { // BEGIN, the cluster rows, their locks, the in-flight lock
 		if _, err := br.Exec(); err != nil {
 			return nil, nil, err
 		}

@@ -33,9 +33,14 @@
 //     takes its sequence numbers under that lock and holds it until it
 //     commits: the Appends of one cluster are serialized, and a cluster's
 //     IngestSeqs follow commit order. Appends of different clusters do not
-//     wait for each other; their IngestSeqs interleave, so a reader that
-//     tails by IngestSeq does it per cluster (or per stream), which is how
-//     every krply reader reads.
+//     wait for each other, so one may commit a smaller IngestSeq after
+//     another committed a larger one. Reads of every cluster at once
+//     (Records without a cluster or stream: a change feed, an export) stop
+//     below the smallest IngestSeq an Append in flight may hold: each
+//     Append announces itself with a shared advisory lock whose key bounds
+//     the numbers it takes, and such a read first reads the sequence and
+//     those locks (pg_locks). A reader that resumes after the last number
+//     it saw misses nothing committed later. See commitorder.go.
 //   - A batch, the stream statuses (checkpoints) it advances, the bodies it
 //     adds and the visibility of baseline items are one transaction.
 //   - Open baselines: the items of a baseline that has begun and not ended

@@ -24,7 +24,9 @@
 //     number is returned, as storage.Writer says). Two replicas of one
 //     recorder make the same EventIDs for the same watch events, so what
 //     both saw is stored once. The IDs are read under the cluster's lock
-//     (below), and the insert is ON CONFLICT DO NOTHING as well.
+//     (below); bodies and objects already stored are looked up under that
+//     lock as well, and the rows are inserted without ON CONFLICT (a
+//     conflict would fail the Append, not be skipped silently).
 //   - Order within a stream is commit order. A PostgreSQL sequence alone
 //     does not give it (a transaction that took a smaller number may commit
 //     after one that took a larger one, and a reader tailing by IngestSeq

@@ -92,8 +92,12 @@ func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []in
 	reads.Queue("BEGIN")
 	queueLock(reads, in.clusters)
 	reads.Queue(inFlightLock)
-	reads.Queue(`SELECT r.cluster_id, r.event_id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
-JOIN krply_records r ON r.event_id = k.id AND r.cluster_id = k.c`, in.idClusters, in.ids)
+	// One look-up in the event ID index per record (LATERAL with LIMIT
+	// keeps the planner from hashing the batch against a scan of the
+	// records, which it chose for batches of 10,000 and which grows with
+	// the journal). An EventID is stored at most once per cluster.
+	reads.Queue(`SELECT k.c, k.id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
+CROSS JOIN LATERAL (SELECT r.seq FROM krply_records r WHERE r.event_id = k.id AND r.cluster_id = k.c LIMIT 1) r`, in.idClusters, in.ids)
 	reads.Queue("SELECT nextval('krply_seq') FROM generate_series(1, $1)", len(batch))
 	queueBaselineRead(reads, in)
 	queueStatusRead(reads, in)

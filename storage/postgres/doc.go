@@ -42,7 +42,9 @@
 //     Append announces itself with a shared advisory lock whose key bounds
 //     the numbers it takes, and such a read first reads the sequence and
 //     those locks (pg_locks). A reader that resumes after the last number
-//     it saw misses nothing committed later. See commitorder.go.
+//     it saw misses nothing committed later. See commitorder.go. A read
+//     replica sees neither the primary's locks nor its exact sequence:
+//     tail every cluster at once on the primary.
 //   - A batch, the stream statuses (checkpoints) it advances, the bodies it
 //     adds and the visibility of baseline items are one transaction.
 //   - Open baselines: the items of a baseline that has begun and not ended

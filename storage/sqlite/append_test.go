@@ -101,3 +101,81 @@ func TestAppendFindsObjectsInLargeBatchesAndAfterReopen(t *testing.T) {
 		t.Fatalf("AliveAt = %d objects, %v; want 606", len(alive), err)
 	}
 }
+
+// TestAppendStoresARepeatedBodyOnce covers how Append keeps a body once
+// without an index of bodies by hash (schema version 5): a relist that
+// records unchanged objects again, in the same process and after a reopen
+// (no cache: the object's latest body is read), adds no body, and a batch
+// that holds one body twice stores it once; a changed object adds one.
+func TestAppendStoresARepeatedBodyOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorkload(t)
+	k := w.kinds[2]
+	var first []event.Record
+	for obj := range 20 {
+		first = append(first, w.baselineItem(k, obj, "b1", benchStart))
+	}
+	// relist records the objects of the first relist again, unchanged,
+	// as the items of another baseline.
+	relist := func(s *sqlite.Store, baselineID string, at time.Time) {
+		t.Helper()
+		items := slices.Clone(first)
+		for i := range items {
+			if baselineID != "b1" {
+				items[i].BaselineID, items[i].ObservedAt = baselineID, at
+				items[i].EventID = event.EventID(items[i].StreamID, event.TypeEvent, items[i].Resource, event.Added, baselineID)
+			}
+		}
+		if res, err := s.Append(ctx, items); err != nil || res.Inserted != len(items) {
+			t.Fatalf("relist %s = %+v, %v; want %d inserted", baselineID, res, err, len(items))
+		}
+	}
+	bodies := func(s *sqlite.Store) int64 {
+		t.Helper()
+		st, err := s.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Bodies
+	}
+	relist(s, "b1", benchStart)
+	if got := bodies(s); got != 20 {
+		t.Fatalf("after the first relist: %d bodies, want 20", got)
+	}
+	relist(s, "b2", benchStart.Add(time.Minute))
+	if got := bodies(s); got != 20 {
+		t.Fatalf("after a second relist of unchanged objects: %d bodies, want 20", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = sqlite.Open(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	relist(s, "b3", benchStart.Add(2*time.Minute))
+	if got := bodies(s); got != 20 {
+		t.Fatalf("after a relist of unchanged objects after a reopen: %d bodies, want 20", got)
+	}
+	// Object 0 changes; object 30 is new and its body comes twice in one
+	// batch (an ADDED and a MODIFIED that changed nothing but the type).
+	changed := w.record(k, 0, 1, event.Modified, "", benchStart.Add(3*time.Minute))
+	added := w.record(k, 30, 0, event.Added, "", benchStart.Add(3*time.Minute))
+	same := added
+	same.WatchType, same.EventID = event.Modified, added.EventID+"-again"
+	if res, err := s.Append(ctx, []event.Record{changed, added, same}); err != nil || res.Inserted != 3 {
+		t.Fatalf("Append = %+v, %v; want 3 inserted", res, err)
+	}
+	if got := bodies(s); got != 22 {
+		t.Fatalf("after a change and a new object twice: %d bodies, want 22", got)
+	}
+	hist, err := s.ObjectHistory(ctx, storage.ObjectIDOf(added), storage.HistoryQuery{})
+	if err != nil || len(hist) != 2 || !bytes.Equal(hist[0].Object, added.Object) || !bytes.Equal(hist[1].Object, added.Object) {
+		t.Fatalf("ObjectHistory of the new object = %d versions, %v; want 2 with its body", len(hist), err)
+	}
+}

@@ -10,7 +10,11 @@ import (
 	"sync"
 )
 
-// Bodies are stored once per hash, in one of two encodings:
+// A body is stored once per object version: Append stores no new body
+// when an object's body is its latest one (a relist of an unchanged
+// object) or one of its batch's (schema version 5; before, a body was
+// looked up by hash in the whole journal). Bodies are stored in one of two
+// encodings:
 //
 //   - a keyframe: the raw JSON deflated with a preset dictionary of typical
 //     Kubernetes JSON (base is NULL; the dictionary is format_dictionary.json);

@@ -171,8 +171,9 @@
 //   - an EventID of 32 lowercase hex digits as its 16 bytes, any other as
 //     text, indexed by a 64-bit key: the first 8 bytes (big-endian) of the
 //     bytes, or of the SHA-256 of the text; the hash_key column of bodies
-//     holds such a key of the body's hash, unindexed since schema version
-//     5 (a body is stored once per object version, not per journal);
+//     held such a key of the body's hash until schema version 5, which
+//     drops its index and writes 0 there (a body is stored once per
+//     object version, not per journal);
 //   - names rows would repeat live once in name tables (schema version
 //     4): cluster IDs in clusters, an object's cluster, namespace, group
 //     and resource in scopes (an objects row is a scope and a name),

@@ -131,13 +131,15 @@ func (s *Store) publish(at *appendTx) {
 	s.nextSeq = at.nextSeq
 	s.nextBodyID = at.nextBodyID
 	s.nextObjectID = at.nextObjectID
-	s.names.publish(at.names)
+	objectsKept := true
 	for k, v := range at.objects {
 		if len(s.objectIDs) > 1<<16 {
 			clear(s.objectIDs)
+			objectsKept = false
 		}
 		s.objectIDs[k] = v
 	}
+	s.names.publish(at.names, objectsKept)
 	for obj, kf := range at.keyframes {
 		s.keyframeRaw.put(kf.bodyID, kf.raw)
 		kf.raw = nil
@@ -294,7 +296,8 @@ func (at *appendTx) existingSeqs(ids []any) (map[string]int64, error) {
 
 // lookupObjects finds the rows of the objects that the batch's new object
 // changes name and the store does not remember, so that object needs no
-// query: an object not found is new. existing and ids are those of
+// query: an object not found is new. Objects of a scope the writer knows
+// whole (knownScope: a relist into a new namespace) are not looked up. existing and ids are those of
 // Append (records already stored are skipped).
 func (at *appendTx) lookupObjects(records []event.Record, existing map[string]int64, ids []any) error {
 	var keys []any
@@ -317,6 +320,9 @@ func (at *appendTx) lookupObjects(records []event.Record, existing map[string]in
 		scope, err := at.scopeRow(obj.ClusterID, obj.Namespace, obj.Group, obj.Resource)
 		if err != nil {
 			return fmt.Errorf("sqlite: append: %w", err)
+		}
+		if at.knownScope(scope) {
+			continue
 		}
 		key := scopedName{scope, obj.Name}
 		if _, seen := wanted[key]; seen {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -177,5 +178,59 @@ func TestAppendStoresARepeatedBodyOnce(t *testing.T) {
 	hist, err := s.ObjectHistory(ctx, storage.ObjectIDOf(added), storage.HistoryQuery{})
 	if err != nil || len(hist) != 2 || !bytes.Equal(hist[0].Object, added.Object) || !bytes.Equal(hist[1].Object, added.Object) {
 		t.Fatalf("ObjectHistory of the new object = %d versions, %v; want 2 with its body", len(hist), err)
+	}
+}
+
+// TestAppendFindsObjectsAnotherWriterAddedToANewScope covers the objects
+// Append does not look up: those of a scope (cluster, namespace, group,
+// resource) the writer created and knows whole. When another writer of
+// the same journal adds objects, maybe to that scope, the first must look
+// them up again rather than take them for new (which would fail on the
+// objects' unique index, or worse, split an object's history).
+func TestAppendFindsObjectsAnotherWriterAddedToANewScope(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	a, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w := newWorkload(t)
+	k := w.kinds[2]
+	appendTo := func(s *sqlite.Store, recs ...event.Record) {
+		t.Helper()
+		if res, err := s.Append(ctx, recs); err != nil || res.Inserted != len(recs) {
+			t.Fatalf("Append = %+v, %v; want %d inserted", res, err, len(recs))
+		}
+	}
+	// a creates the scope with objects 0 and 1 and appends to it again,
+	// knowing it whole.
+	appendTo(a, w.baselineItem(k, 0, "b1", benchStart), w.baselineItem(k, 1, "b1", benchStart))
+	appendTo(a, w.record(k, 0, 1, event.Modified, "", benchStart.Add(time.Second)), w.record(k, 2, 0, event.Added, "", benchStart.Add(time.Second)))
+	// b adds object 3 to that scope; then a records a version of it and
+	// of object 0.
+	appendTo(b, w.record(k, 3, 0, event.Added, "", benchStart.Add(2*time.Second)))
+	appendTo(a, w.record(k, 3, 1, event.Modified, "", benchStart.Add(3*time.Second)), w.record(k, 0, 2, event.Modified, "", benchStart.Add(3*time.Second)))
+	for obj, want := range map[int]int{0: 3, 1: 1, 2: 1, 3: 2} {
+		id := storage.ObjectID{ClusterID: k.stream.ClusterID, Group: k.stream.Group, Resource: k.stream.Resource,
+			Namespace: k.stream.Namespace, Name: fmt.Sprintf("%s-%06d", k.stream.Resource, obj)}
+		hist, err := a.ObjectHistory(ctx, id, storage.HistoryQuery{})
+		if err != nil || len(hist) != want {
+			t.Errorf("ObjectHistory(%s) = %d versions, %v; want %d", id.Name, len(hist), err, want)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var objects int
+	if err := db.QueryRow(`SELECT count(*) FROM objects`).Scan(&objects); err != nil || objects != 4 {
+		t.Fatalf("%d objects rows, %v; want 4", objects, err)
 	}
 }

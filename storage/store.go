@@ -324,8 +324,10 @@ type StreamStatus struct {
 type Stats struct {
 	Records int64 `json:"records"`
 	Events  int64 `json:"events"`
-	// Bodies counts distinct object bodies; BodyBytes is what they take
-	// stored (compressed), RawBodyBytes their size as received.
+	// Bodies counts the stored object bodies (a body that repeats its
+	// object's previous version is not stored again; the memory store
+	// keeps every distinct body once); BodyBytes is what they take stored
+	// (compressed), RawBodyBytes their size as received.
 	Bodies       int64 `json:"bodies"`
 	BodyBytes    int64 `json:"bodyBytes"`
 	RawBodyBytes int64 `json:"rawBodyBytes"`

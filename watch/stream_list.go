@@ -147,13 +147,30 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 		items      int
 	)
 	pipe := pipeline{c: s.c.committer}
+	// The next page is fetched while this one is recorded (see
+	// fetchPage); a fetch still running when the list ends early is
+	// cancelled and waited for.
+	fetchCtx, cancel := context.WithCancel(ctx)
+	next := fetchPage(fetchCtx, s.src, opts)
+	defer func() {
+		cancel()
+		if next != nil {
+			_, _ = next.wait()
+		}
+	}()
 	for page := 0; ; page++ {
-		list, err := s.src.list(ctx, opts)
+		list, err := next.wait()
+		next = nil
 		if err != nil {
 			if opts.Continue != "" && isGone(err) {
 				return fmt.Errorf("%w: %w", errContinueExpired, err)
 			}
 			return fmt.Errorf("list %s: %w", s.res, err)
+		}
+		if list.continueToken != "" {
+			nextOpts := opts
+			nextOpts.Continue = list.continueToken
+			next = fetchPage(fetchCtx, s.src, nextOpts)
 		}
 		var recs []event.Record
 		if page == 0 {

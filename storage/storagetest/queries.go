@@ -499,6 +499,25 @@ func testStats(t *testing.T, s storage.Store) {
 	}
 }
 
+// testFilledHash: a record appended with a body and no ObjectHash is
+// stored with its hash filled in, as the Collector relies on (it leaves
+// hashing to the store, so that a body is hashed once).
+func testFilledHash(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	rec := cm(cmShop, event.Added, "shop", "a", "ua", "1", at(1))
+	rec.ObjectHash = ""
+	mustAppend(t, s, rec)
+	for _, without := range []bool{false, true} {
+		got, err := s.Records(ctx, storage.Query{StreamID: cmShop.ID(), WithoutBodies: without})
+		if err != nil || len(got.Records) != 1 {
+			t.Fatalf("Records (WithoutBodies %v) = %d records, %v; want 1", without, len(got.Records), err)
+		}
+		if want := event.ObjectHash(rec.Object); got.Records[0].ObjectHash != want {
+			t.Fatalf("Records (WithoutBodies %v): ObjectHash %q, want %q, the hash of the body", without, got.Records[0].ObjectHash, want)
+		}
+	}
+}
+
 func testCopies(t *testing.T, s storage.Store) {
 	ctx := context.Background()
 	rec := Correlation(cm(cmShop, event.Added, "shop", "a", "ua", "1", at(1)), "audit-1", "alice", at(2))

@@ -237,14 +237,14 @@ func decodeFirst(raw []byte) (any, []byte, error) {
 	if len(raw) == 0 {
 		return nil, nil, nil
 	}
-	if v, rest, err := decodeFirstFast(raw); err == nil {
+	if v, rest, _, ok := fastDecode(raw); ok {
 		return v, rest, nil
 	}
-	return decodeFirstStd(raw)
+	return decodeStd(raw)
 }
 
-// decodeFirstStd is decodeFirst by encoding/json alone.
-func decodeFirstStd(raw []byte) (any, []byte, error) {
+// decodeStd is decodeFirst by encoding/json alone.
+func decodeStd(raw []byte) (any, []byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -314,28 +314,27 @@ func (c *comparer) walk(path []seg, field string, active []activePtr, b, a any, 
 	}
 }
 
+// walkMap visits the fields of both maps in no particular order:
+// compareValuesPaths sorts the changes by their paths, which differ.
 func (c *comparer) walkMap(path []seg, active []activePtr, b, a map[string]any) {
-	keys := make([]string, 0, len(b)+len(a))
-	for k := range b {
-		keys = append(keys, k)
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	visit := func(k string, bv, av any, hasB, hasA bool) {
 		next, ignored := active, false
 		if len(active) > 0 {
 			next, ignored = step(active, k)
 			if ignored {
-				continue
+				return
 			}
 		}
-		bv, hasB := b[k]
-		av, hasA := a[k]
 		c.walk(append(path, seg{kind: segField, name: k}), k, next, bv, av, hasB, hasA)
+	}
+	for k, bv := range b {
+		av, hasA := a[k]
+		visit(k, bv, av, true, hasA)
+	}
+	for k, av := range a {
+		if _, ok := b[k]; !ok {
+			visit(k, nil, av, false, true)
+		}
 	}
 }
 
@@ -554,11 +553,15 @@ func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *bod
 // the version before and the version after it.
 type body struct {
 	raw json.RawMessage
+	// intern, when set, is shared by the bodies of one history (see
+	// fastDecodeInterning).
+	intern map[string]string
 
 	decoded bool
 	val     any
 	err     error
 	whole   bool // nothing but white space follows the decoded value
+	compact bool // raw is the value alone, without white space
 
 	managedRead bool
 	managed     []managedEntry
@@ -567,8 +570,12 @@ type body struct {
 // value returns the decoded body (see decodeJSON).
 func (b *body) value() (any, error) {
 	if !b.decoded {
-		var rest []byte
-		b.val, rest, b.err = decodeFirst(b.raw)
+		v, rest, spaced, ok := fastDecodeInterning(b.raw, b.intern)
+		if ok {
+			b.val, b.compact = v, !spaced && len(rest) == 0
+		} else {
+			b.val, rest, b.err = decodeFirst(b.raw)
+		}
 		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
 		b.decoded = true
 	}

@@ -57,9 +57,12 @@
 //     History includes it unless IncludeStatus(false). WithIgnoreRules adds
 //     JSON-pointer rules per group/kind/namespace/name, like Argo CD's
 //     ignoreDifferences. These are CompareOptions, which History, Diff and
-//     CompareObjects take; Since, Until, FromStream and Limit select
+//     CompareObjects take; Since, Until, FromStream, Limit and After select
 //     History's versions and are HistoryOptions only, so Diff does not
 //     compile with them.
+//   - A history cut by Limit has a Next; After(Next) reads the rest, after
+//     the last record read in journal order, so that pages hold every
+//     version and loss exactly once while versions keep being appended.
 //   - Diff sets HasGaps, and says why in Warnings, when a contributing
 //     stream is not covered at either end, a gap or loss of availability
 //     intersects the window, or a requested part of the scope is not

@@ -51,6 +51,9 @@ type History struct {
 	Entries []Entry          `json:"entries,omitempty"`
 	// Warnings are human-readable notes about the answer.
 	Warnings []string `json:"warnings,omitempty"`
+	// Next is set when Limit cut the history short: give it to After to
+	// read the rest. (The query API answers an opaque cursor here.)
+	Next string `json:"next,omitempty"`
 }
 
 // Versions returns the versions of the history, in order.
@@ -114,6 +117,10 @@ type Version struct {
 	// (audit's "seen-through-relist" and "inferred-deletion-uid"): the
 	// journal shows the result of the write, not the write.
 	Provenance []event.AuditCorrelation `json:"provenance,omitempty"`
+
+	// compactObject is Object when History found it compact JSON, so that
+	// MarshalJSON copies it as it is.
+	compactObject json.RawMessage
 }
 
 // History returns obj's versions in journal order with the field changes
@@ -133,20 +140,40 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		return nil, err
 	}
 	what := describeObject(obj)
-	recs, err := m.store.ObjectHistory(ctx, obj, storage.HistoryQuery{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit})
+	after, err := m.recordAfter(ctx, obj, qc)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
-	prev, err := m.versionBefore(ctx, obj, qc)
+	hq := storage.HistoryQuery{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit}
+	if after != nil {
+		hq.AfterSeq = after.IngestSeq
+	}
+	recs, err := m.store.ObjectHistory(ctx, obj, hq)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
+	}
+	prev := after
+	if prev == nil || !qc.since.IsZero() && prev.ObservedAt.Before(qc.since) {
+		if prev, err = m.versionBefore(ctx, obj, qc); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", what, err)
+		}
 	}
 	h := &History{Object: obj}
-	entries := h.versions(recs, prev, &cc)
+	entries := h.versions(recs, prev, after, &cc)
 	if err := m.addProvenance(ctx, entries); err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
-	losses, err := m.historyLosses(ctx, obj, qc, entries)
+	var bounds seqBounds
+	if after != nil {
+		bounds.after = after.IngestSeq
+	}
+	if qc.limit > 0 && len(recs) == qc.limit {
+		// Limit cut the history short: the next page starts after the
+		// last record read.
+		h.Next = recs[len(recs)-1].EventID
+		bounds.upTo = recs[len(recs)-1].IngestSeq
+	}
+	losses, err := m.historyLosses(ctx, obj, qc, bounds, entries)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
@@ -181,6 +208,24 @@ func (m *Materializer) versionBefore(ctx context.Context, obj storage.ObjectID, 
 	return &rec, nil
 }
 
+// recordAfter returns the record of After (nil without it): a record of
+// obj the journal still holds.
+func (m *Materializer) recordAfter(ctx context.Context, obj storage.ObjectID, qc queryConfig) (*event.Record, error) {
+	if qc.after == "" {
+		return nil, nil
+	}
+	rec, err := m.store.Get(ctx, qc.after)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil, fmt.Errorf("%w: after %s: the journal no longer holds that record (retention or compaction removed it): read the history again from its start or from a time (Since)", ErrInvalidArgument, qc.after)
+	case err != nil:
+		return nil, fmt.Errorf("after %s: %w", qc.after, err)
+	case rec.Resource.Name == "" || storage.ObjectIDOf(rec) != obj:
+		return nil, fmt.Errorf("%w: after %s: the record is not a version of this object: give the Next of a history of it", ErrInvalidArgument, qc.after)
+	}
+	return &rec, nil
+}
+
 // versionKey identifies a version whichever stream recorded it.
 type versionKey struct {
 	uid, rv string
@@ -190,13 +235,18 @@ type versionKey struct {
 
 // versions returns the version entries of recs, each compared with the
 // version before it (prev for the first), leaving out a version another
-// stream already recorded. Bodies that cannot be compared are warnings of h.
-func (h *History) versions(recs []event.Record, prev *event.Record, cc *compareConfig) []entryAt {
+// stream already recorded (or recorded as after, the last record of the
+// previous page). Bodies that cannot be compared are warnings of h.
+func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *compareConfig) []entryAt {
 	seen := make(map[versionKey]string) // key -> stream that recorded it
+	if after != nil {
+		seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
+	}
 	var entries []entryAt
 	var prevBody *body
+	intern := make(map[string]string)
 	if prev != nil {
-		prevBody = &body{raw: prev.Object}
+		prevBody = &body{raw: prev.Object, intern: intern}
 	}
 	for i := range recs {
 		rec := recs[i]
@@ -206,9 +256,12 @@ func (h *History) versions(recs []event.Record, prev *event.Record, cc *compareC
 			continue
 		}
 		seen[key] = rec.StreamID
-		cur := &body{raw: rec.Object}
+		cur := &body{raw: rec.Object, intern: intern}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
+		}
+		if cur.decoded && cur.err == nil && cur.compact {
+			v.compactObject = v.Object
 		}
 		prev, prevBody = &recs[i], cur
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
@@ -301,14 +354,27 @@ func originOf(rec event.Record) Origin {
 	return OriginWatch
 }
 
+// seqBounds bound the losses of a page of a history by IngestSeq, so
+// that consecutive pages show each loss once: after the record the page
+// continues from (After), up to the last record it read when Limit cut it
+// short. Zero does not bound.
+type seqBounds struct {
+	after, upTo int64
+}
+
+func (b seqBounds) holds(seq int64) bool {
+	return seq > b.after && (b.upTo == 0 || seq <= b.upTo)
+}
+
 // historyLosses returns the gap and coverage-change records of the streams
-// that record obj, from its first version on (or from Since), up to Until
-// or, when Limit cut the versions short, the last version.
-func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) ([]entryAt, error) {
-	if len(versions) == 0 {
+// that record obj, from its first version on (or from Since, or after the
+// record of After), up to Until or, when Limit cut the versions short, the
+// last record read.
+func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, qc queryConfig, bounds seqBounds, versions []entryAt) ([]entryAt, error) {
+	if len(versions) == 0 && bounds.after == 0 {
 		return nil, nil
 	}
-	since, until := lossWindow(qc, versions)
+	since, until := lossWindow(qc, bounds, versions)
 	ids, err := m.historyStreams(ctx, obj, qc, versions)
 	if err != nil {
 		return nil, err
@@ -320,7 +386,7 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 			return nil, fmt.Errorf("gaps of %s: %w", id, err)
 		}
 		for _, rec := range tl.Records {
-			if rec.ObservedAt.Before(since) || !until.IsZero() && rec.ObservedAt.After(until) {
+			if !since.IsZero() && rec.ObservedAt.Before(since) || !until.IsZero() && rec.ObservedAt.After(until) || !bounds.holds(rec.IngestSeq) {
 				continue
 			}
 			if e, ok := lossEntry(rec); ok {
@@ -332,32 +398,36 @@ func (m *Materializer) historyLosses(ctx context.Context, obj storage.ObjectID, 
 }
 
 // lossWindow returns the times whose losses a history shows: from its
-// first version (or Since, when earlier) to Until, or to its last version
-// when Limit cut the versions short.
-func lossWindow(qc queryConfig, versions []entryAt) (since, until time.Time) {
-	since = versions[0].ObservedAt
-	if !qc.since.IsZero() && qc.since.Before(since) {
+// first version (or Since, when earlier; from any time after the record
+// of After, which bounds.after stands for) to Until. When Limit cut the
+// versions short, bounds.upTo ends them.
+func lossWindow(qc queryConfig, bounds seqBounds, versions []entryAt) (since, until time.Time) {
+	if bounds.after == 0 {
+		since = versions[0].ObservedAt
+		if !qc.since.IsZero() && qc.since.Before(since) {
+			since = qc.since
+		}
+	} else {
 		since = qc.since
 	}
-	until = qc.until
-	if qc.limit > 0 && len(versions) >= qc.limit {
-		// The versions were cut short: so are the gaps.
-		until = versions[len(versions)-1].ObservedAt
-	}
-	return since, until
+	return since, qc.until
 }
 
 // historyStreams returns the IDs of the streams whose losses a history of
 // obj shows: those that claim obj and those that recorded a version of it,
 // only FromStream's when it is given.
 func (m *Materializer) historyStreams(ctx context.Context, obj storage.ObjectID, qc queryConfig, versions []entryAt) (map[string]bool, error) {
-	timelines, err := m.timelinesClaiming(ctx, obj)
+	// The streams' timelines, not their status: which stream claims obj
+	// is all a history needs of them.
+	timelines, err := storage.Timelines(ctx, m.store, obj.ClusterID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
 	}
 	ids := make(map[string]bool)
 	for _, tl := range timelines {
-		ids[tl.StreamID] = true
+		if holdsResource(tl.Stream, obj) {
+			ids[tl.StreamID] = true
+		}
 	}
 	for _, v := range versions {
 		ids[v.StreamID] = true

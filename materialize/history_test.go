@@ -2,13 +2,18 @@ package materialize_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage/sqlite"
 )
 
 // describe renders history entries compactly for comparison.
@@ -184,5 +189,96 @@ func TestHistoryAcrossStreams(t *testing.T) {
 	}
 	if got, want := describe(h), []string{"ADDED baseline/a", "MODIFIED watch/a data.v:1→2"}; !slices.Equal(got, want) {
 		t.Fatalf("history %q, want %q", got, want)
+	}
+}
+
+// TestHistoryPagesAfter: a long history read in pages, each continuing
+// After the Next of the one before, while versions keep being appended
+// (some observed at the same instant as the last version read, some with
+// a clock that went back), holds every version and every loss exactly
+// once, with the same changes as the history read at once; each page's
+// first version is compared with the previous page's last.
+func TestHistoryPagesAfter(t *testing.T) {
+	for _, store := range []string{"memory", "sqlite"} {
+		t.Run(store, func(t *testing.T) {
+			j := newJournal(t)
+			if store == "sqlite" {
+				s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = s.Close() })
+				j = newJournalIn(t, s)
+			}
+			cms := j.stream("", "v1", "configmaps", "shop")
+			j.baseline(cms, "b1", at(0), cm("shop", "a", "ua", map[string]any{"v": "0"}))
+			n := 0
+			write := func(when time.Time) {
+				n++
+				j.watch(cms, event.Modified, cm("shop", "a", "ua", map[string]any{"v": strconv.Itoa(n)}), when)
+			}
+			for i := range 12 {
+				write(at(1 + float64(i/3))) // three versions an instant
+			}
+			j.gap(cms, at(4), at(4.5))
+			m := j.materializer()
+			id := idOf(cms, "a", "shop")
+			var paged []materialize.Entry
+			next, pages := "", 0
+			for ; pages == 0 || next != ""; pages++ {
+				opts := []materialize.HistoryOption{materialize.Limit(4)}
+				if next != "" {
+					opts = append(opts, materialize.After(next))
+				}
+				h, err := m.History(context.Background(), id, opts...)
+				if err != nil {
+					t.Fatalf("page %d: %v", pages, err)
+				}
+				paged = append(paged, h.Entries...)
+				next = h.Next
+				if pages < 3 {
+					last := h.Versions()[len(h.Versions())-1].ObservedAt
+					write(last)                   // at the instant of the last version read
+					write(last.Add(-time.Second)) // a clock gone back
+				}
+				if pages > 20 {
+					t.Fatal("paging does not end")
+				}
+			}
+			whole, err := m.History(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(whole.Versions()) != n+1 {
+				t.Fatalf("the whole history has %d versions, want %d", len(whole.Versions()), n+1)
+			}
+			got, want := describe(&materialize.History{Entries: paged}), describe(whole)
+			if !slices.Equal(got, want) {
+				t.Fatalf("pages (%d) hold\n%s\nthe whole history\n%s", pages, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			seen := map[string]bool{}
+			for _, e := range paged {
+				if seen[e.EventID] {
+					t.Fatalf("entry %s twice", e.EventID)
+				}
+				seen[e.EventID] = true
+			}
+		})
+	}
+}
+
+// TestHistoryAfterRefused: After names a record of the object the journal
+// holds, or History says why not.
+func TestHistoryAfterRefused(t *testing.T) {
+	j := newJournal(t)
+	cms := j.stream("", "v1", "configmaps", "shop")
+	j.baseline(cms, "b1", at(0), cm("shop", "a", "ua", map[string]any{"v": "0"}), cm("shop", "b", "ub", map[string]any{"v": "0"}))
+	other := j.watch(cms, event.Modified, cm("shop", "b", "ub", map[string]any{"v": "1"}), at(1))
+	m := j.materializer()
+	for _, after := range []string{"no-such-record", other.EventID} {
+		_, err := m.History(context.Background(), idOf(cms, "a", "shop"), materialize.After(after))
+		if !errors.Is(err, materialize.ErrInvalidArgument) {
+			t.Errorf("After(%s): %v, want ErrInvalidArgument", after, err)
+		}
 	}
 }

@@ -40,6 +40,7 @@ type queryConfig struct {
 	since, until   time.Time
 	streamID       string
 	limit          int
+	after          string
 }
 
 // IncludeStatus says whether comparisons include the status field. The
@@ -86,6 +87,15 @@ func FromStream(streamID string) HistoryOption {
 // 0 means no cap.
 func Limit(n int) HistoryOption {
 	return historyOption(func(c *queryConfig) { c.limit = n })
+}
+
+// After restricts History to the records journaled after the record with
+// this EventID — a History's Next, the last record of a page that Limit
+// cut short — so that pages of a long history, read one after the other,
+// hold every version exactly once, even while new versions are appended.
+// The first version of the page is compared with that record's.
+func After(eventID string) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.after = eventID })
 }
 
 // newHistoryConfig applies the options of a History call over the

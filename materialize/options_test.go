@@ -18,6 +18,7 @@ func TestOptionsOnlyWhereTheyApply(t *testing.T) {
 		"Until":      materialize.Until(at(2)),
 		"FromStream": materialize.FromStream("s"),
 		"Limit":      materialize.Limit(1),
+		"After":      materialize.After("e"),
 	}
 	for name, o := range historyOnly {
 		if _, ok := o.(materialize.CompareOption); ok {

@@ -122,8 +122,7 @@ func (m *Materializer) contributingStreams(ctx context.Context, scope Scope) ([]
 // claims reports whether a stream would record obj if it were covered: its
 // resource matches, it has no selector, and its namespace is "" or obj's.
 func claims(st event.Stream, obj storage.ObjectID) bool {
-	return st.Selector == "" && st.Group == obj.Group && st.Resource == obj.Resource &&
-		(st.Namespace == "" || st.Namespace == obj.Namespace)
+	return st.Selector == "" && holdsResource(st, obj)
 }
 
 // inScope reports whether an object's namespace is in scope.
@@ -372,12 +371,17 @@ func (m *Materializer) timelinesClaiming(ctx context.Context, obj storage.Object
 	}
 	var out []claimingTimeline
 	for _, tl := range all {
-		if tl.Stream.Group == obj.Group && tl.Stream.Resource == obj.Resource &&
-			(tl.Stream.Namespace == "" || tl.Stream.Namespace == obj.Namespace) {
+		if holdsResource(tl.Stream, obj) {
 			out = append(out, claimingTimeline{Timeline: tl, evidence: evidence[tl.StreamID]})
 		}
 	}
 	return out, nil
+}
+
+// holdsResource reports whether stream s records obj's resource in obj's
+// namespace or in all of them (whatever its selector).
+func holdsResource(s event.Stream, obj storage.ObjectID) bool {
+	return s.Group == obj.Group && s.Resource == obj.Resource && (s.Namespace == "" || s.Namespace == obj.Namespace)
 }
 
 func describeObject(id storage.ObjectID) string {

@@ -97,16 +97,19 @@ func TestWireHistory(t *testing.T) {
 	entry := func(v *materialize.Version, id string) materialize.Entry {
 		return materialize.Entry{Kind: materialize.EntryVersion, StreamID: w.stream.ID(), EventID: id, ObservedAt: v.ObservedAt, Version: v}
 	}
+	history := materialize.History{Object: w.id, Entries: []materialize.Entry{
+		entry(first, "0a1b2c3d4e5f60718293a4b5c6d7e8f9"),
+		entry(second, "0b1b2c3d4e5f60718293a4b5c6d7e8f9"),
+		{Kind: materialize.EntryUnavailable, StreamID: w.stream.ID(), EventID: "4a1b2c3d4e5f60718293a4b5c6d7e8f9", ObservedAt: wiretest.At(4),
+			Coverage: &event.CoverageChange{Reason: "403 Forbidden: deployments is forbidden", Code: 403}},
+		{Kind: materialize.EntryGap, StreamID: w.stream.ID(), EventID: w.gap.EventID, ObservedAt: w.gap.ObservedAt, Gap: w.gap.Gap},
+		entry(gone, "7a1b2c3d4e5f60718293a4b5c6d7e8f9"),
+	}, Warnings: []string{"no stream records apps/deployments in namespace other"}, Next: "7a1b2c3d4e5f60718293a4b5c6d7e8f9"}
+	// History's own MarshalJSON writes what encoding/json writes of it.
+	sameAsEncodingJSON(t, "the wire example", &history)
 	wiretest.Check(t, "history", map[string]any{
-		"history": materialize.History{Object: w.id, Entries: []materialize.Entry{
-			entry(first, "0a1b2c3d4e5f60718293a4b5c6d7e8f9"),
-			entry(second, "0b1b2c3d4e5f60718293a4b5c6d7e8f9"),
-			{Kind: materialize.EntryUnavailable, StreamID: w.stream.ID(), EventID: "4a1b2c3d4e5f60718293a4b5c6d7e8f9", ObservedAt: wiretest.At(4),
-				Coverage: &event.CoverageChange{Reason: "403 Forbidden: deployments is forbidden", Code: 403}},
-			{Kind: materialize.EntryGap, StreamID: w.stream.ID(), EventID: w.gap.EventID, ObservedAt: w.gap.ObservedAt, Gap: w.gap.Gap},
-			entry(gone, "7a1b2c3d4e5f60718293a4b5c6d7e8f9"),
-		}, Warnings: []string{"no stream records apps/deployments in namespace other"}},
-		"enums": wiretest.Enums(t, materialize.EntryKind(""), materialize.Origin(""), materialize.ChangeOp("")),
+		"history": history,
+		"enums":   wiretest.Enums(t, materialize.EntryKind(""), materialize.Origin(""), materialize.ChangeOp("")),
 	})
 }
 

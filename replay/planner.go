@@ -430,6 +430,13 @@ func (p *Planner) save(ctx context.Context, d savedDoc) (bool, error) {
 	return res.Duplicates > 0, nil
 }
 
+// IsPlanRecord reports whether rec is a saved plan (SavePlan), not one of
+// the dry-run or apply reports kept beside it; its EventID is the plan's
+// ID, for LoadPlan.
+func IsPlanRecord(rec event.Record) bool {
+	return rec.Type == event.TypePlan && rec.Resource.Group == recordGroup && rec.Resource.Kind == recordKindPlan
+}
+
 // LoadPlan returns a saved plan, with its content hash checked and its
 // Status and LastDryRun brought up to date from the journal's dry-run and
 // apply records.

@@ -10,6 +10,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/krply/krply/internal/diskspace"
 	"github.com/krply/krply/storage"
 )
 
@@ -127,7 +128,7 @@ func New(store storage.ReadWriter, opts ...Option) (*Keeper, error) {
 	if store == nil {
 		return nil, fmt.Errorf("retention: %w: nil store", ErrInvalidArgument)
 	}
-	cfg := config{minAge: DefaultMinAge, interval: DefaultInterval, log: logr.Discard(), clock: clock.RealClock{}, diskFree: diskFree}
+	cfg := config{minAge: DefaultMinAge, interval: DefaultInterval, log: logr.Discard(), clock: clock.RealClock{}, diskFree: diskspace.Free}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&cfg)

@@ -19,10 +19,11 @@
 //	GET  /api/v1/streams                   streams: status, coverage at ?at, gaps
 //	GET  /api/v1/records                   records of a scope over a time range
 //	GET  /api/v1/object                    one object at ?at (materialize.ObjectState)
-//	GET  /api/v1/history                   one object's versions, with who
+//	GET  /api/v1/history                   one object's versions, with who (paged by ?cursor)
 //	GET  /api/v1/snapshot                  a scope at ?at, computed
 //	GET  /api/v1/snapshots[/{id}]          saved snapshots; POST saves one
 //	GET  /api/v1/diff                      a scope from ?from to ?to
+//	GET  /api/v1/plans                     saved replay plans, oldest first (summaries)
 //	POST /api/v1/plans                     plan a replay (saved; ?preview=true: not)
 //	GET  /api/v1/plans/{id}                a saved plan, JSON or YAML
 //	POST /api/v1/plans/{id}/dryrun         server-side dry run (WithDryRun, WithApply)
@@ -47,7 +48,10 @@
 // the record's IngestSeq. A client resumes with Last-Event-ID (or
 // ?cursor=) and gets every record after it exactly once. The handler
 // polls the journal (WithPollInterval), so it follows a recorder in
-// another process too. The cursor relies on the store appending records
+// another process too; given an AppendNotifier (WithAppendNotifier, or a
+// recorder that is one; AppendSignal for a writer to call), it reads new
+// records as soon as they are appended. At most WithMaxFeeds feeds are
+// served at once; one more is answered 429 too_many_requests. The cursor relies on the store appending records
 // in IngestSeq order, one write transaction at a time, which the SQLite
 // and memory stores do.
 //

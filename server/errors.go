@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 )
@@ -37,6 +38,7 @@ const (
 	CodeNotReady             = "not_ready"
 	CodeTimeout              = "timeout"
 	CodeUnavailable          = "unavailable"
+	CodeTooManyRequests      = "too_many_requests"
 )
 
 // Error is the JSON body of every error answer, and the error the client
@@ -113,6 +115,20 @@ func asError(err error) *Error {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	if h, ok := v.(*materialize.History); ok {
+		// History writes itself as the encoder would, faster; the encoder
+		// would only scan its JSON once more.
+		raw, err := h.MarshalJSON()
+		if err != nil {
+			e := newError(http.StatusInternalServerError, CodeInternal, "", "encode the history: %v", err)
+			w.WriteHeader(e.Status)
+			_ = json.NewEncoder(w).Encode(e)
+			return
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(append(raw, '\n'))
+		return
+	}
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -95,16 +95,25 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 		}
 		opts = append(opts, materialize.Until(until))
 	}
-	limit, err := p.limit(h.cfg.maxPage)
+	limit, cur, err := p.pageOf(h.cfg.maxPage)
 	if err != nil {
 		return 0, nil, err
 	}
 	opts = append(opts, materialize.Limit(limit))
+	if cur != nil {
+		if cur.Key == "" {
+			return 0, nil, newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "the cursor is not one of a history: give the next of a previous page of this history")
+		}
+		opts = append(opts, materialize.After(cur.Key))
+	}
 	obj, err := h.readObject(ctx, p, u)
 	if err != nil {
 		return 0, nil, err
 	}
 	hist, err := h.m.History(ctx, obj, opts...)
+	if cur != nil && errors.Is(err, ErrInvalidArgument) {
+		return 0, nil, newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "%v", err)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -113,9 +122,10 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 			return 0, nil, err
 		}
 	}
-	if vs := hist.Versions(); len(vs) == limit {
-		hist.Warnings = append(hist.Warnings, fmt.Sprintf("cut at %d versions (limit): ask again with since=%s for the rest",
-			limit, vs[len(vs)-1].ObservedAt.UTC().Format(time.RFC3339Nano)))
+	if hist.Next != "" {
+		// The library's Next (the last record read) becomes the API's
+		// cursor, bound to the query's parameters.
+		hist.Next = p.next(cursor{Key: hist.Next})
 	}
 	return http.StatusOK, hist, nil
 }
@@ -155,11 +165,7 @@ func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	clusterID, err := p.cluster(ctx)
-	if err != nil {
-		return 0, nil, err
-	}
-	limit, cur, err := p.page()
+	clusterID, limit, cur, err := p.clusterPage(ctx)
 	if err != nil {
 		return 0, nil, err
 	}

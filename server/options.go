@@ -36,6 +36,9 @@ const (
 	// DefaultKeepalive is how long the change feed stays silent before it
 	// sends a keepalive comment.
 	DefaultKeepalive = 15 * time.Second
+	// DefaultMaxFeeds is the default of WithMaxFeeds: change feeds served
+	// at once.
+	DefaultMaxFeeds = 100
 )
 
 // Option configures NewHandler.
@@ -72,6 +75,8 @@ type config struct {
 	poll           time.Duration
 	inFlight       int
 	keepalive      time.Duration
+	maxFeeds       int
+	notifier       AppendNotifier
 	plannerOptions []replay.Option
 	ui             bool // WithUI (ui.go)
 }
@@ -88,6 +93,7 @@ func newConfig(opts []Option) (*config, error) {
 		poll:      DefaultPollInterval,
 		inFlight:  DefaultMaxInFlight * runtime.GOMAXPROCS(0),
 		keepalive: DefaultKeepalive,
+		maxFeeds:  DefaultMaxFeeds,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -115,6 +121,8 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, bad("WithMaxInFlight(%d): want 1 or more", c.inFlight)
 	case c.poll <= 0:
 		return nil, bad("WithPollInterval(%s): want a positive duration", c.poll)
+	case c.maxFeeds < 1:
+		return nil, bad("WithMaxFeeds(%d): want 1 or more", c.maxFeeds)
 	case c.auditSet && c.auditor == nil:
 		return nil, bad("WithAuditWebhook(nil): give the audit.Correlator that records the correlations")
 	case (c.tokenReviews == nil) != (c.accessReviews == nil):
@@ -122,6 +130,9 @@ func newConfig(opts []Option) (*config, error) {
 	}
 	if c.apply != nil && c.dryRun == nil {
 		c.dryRun = c.apply
+	}
+	if n, ok := c.recorder.(AppendNotifier); ok && c.notifier == nil {
+		c.notifier = n
 	}
 	return c, nil
 }
@@ -240,6 +251,30 @@ func WithRequestTimeout(d time.Duration) Option {
 // (default DefaultPollInterval).
 func WithPollInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.poll = d })
+}
+
+// WithMaxFeeds caps the change feeds (GET /api/v1/watch) served at once
+// (default DefaultMaxFeeds): each holds a connection and reads the
+// journal at every poll. One more is answered 429 too_many_requests,
+// naming the limit, with Retry-After.
+func WithMaxFeeds(n int) Option {
+	return optionFunc(func(c *config) { c.maxFeeds = n })
+}
+
+// AppendNotifier tells the change feed that records were appended to the
+// journal, so that it reads them at once instead of at its next poll.
+// Appended returns a channel that is closed at the next append after the
+// call (AppendSignal is one).
+type AppendNotifier interface {
+	Appended() <-chan struct{}
+}
+
+// WithAppendNotifier wakes the change feeds whenever n says records were
+// appended; they still poll the journal (WithPollInterval), which covers
+// writers n does not hear of. A recorder given to WithRecorder that is an
+// AppendNotifier (a watch.Collector is one) is used without this option.
+func WithAppendNotifier(n AppendNotifier) Option {
+	return optionFunc(func(c *config) { c.notifier = n })
 }
 
 // WithMaxInFlight caps the requests answered at once (default

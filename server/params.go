@@ -223,12 +223,26 @@ func (p *params) object(ctx context.Context) (storage.ObjectID, error) {
 
 // page reads limit and cursor.
 func (p *params) page() (int, *cursor, error) {
-	limit, err := p.limit(DefaultPageSize)
+	return p.pageOf(DefaultPageSize)
+}
+
+// pageOf is page with another default page size.
+func (p *params) pageOf(def int) (int, *cursor, error) {
+	limit, err := p.limit(def)
 	if err != nil {
 		return 0, nil, err
 	}
 	cur, err := p.cursor()
 	return limit, cur, err
+}
+
+// clusterPage reads the cluster of a cluster's list, limit and cursor.
+func (p *params) clusterPage(ctx context.Context) (clusterID string, limit int, cur *cursor, err error) {
+	if clusterID, err = p.cluster(ctx); err != nil {
+		return "", 0, nil, err
+	}
+	limit, cur, err = p.page()
+	return clusterID, limit, cur, err
 }
 
 // scopeAt reads the scope and the time at (default now).

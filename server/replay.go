@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/krply/krply/event"
 	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage"
 )
 
 // planner returns a Planner with the handler's options and policy.
@@ -94,6 +96,83 @@ func (h *handler) createPlan(r *http.Request, u *user) (int, any, error) {
 		return 0, nil, err
 	}
 	return http.StatusCreated, plan, nil
+}
+
+// listPlans answers the saved plans of a cluster, oldest first, paged by
+// the IngestSeq of their records (so a plan saved while paging comes on a
+// later page, never twice). A page examines at most a few pages of plan
+// records; it may hold fewer than limit plans and still have a next.
+// Plans the caller may not read, and plans holding Secrets, are left out.
+func (h *handler) listPlans(r *http.Request, u *user) (int, any, error) {
+	ctx := r.Context()
+	p := h.params(r)
+	clusterID, limit, cur, err := p.clusterPage(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	pl, err := h.planner(nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	q := storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypePlan}, Limit: h.cfg.maxPage, WithoutBodies: true}
+	if cur != nil {
+		q.AfterSeq = cur.Seq
+	}
+	out := PlanList{Items: []PlanSummary{}}
+	last := q.AfterSeq // the last record examined
+	const maxReads = 4
+	for reads := 0; ; reads++ {
+		page, err := h.j.Records(ctx, q)
+		if err != nil {
+			return 0, nil, err
+		}
+		for _, rec := range page.Records {
+			if replay.IsPlanRecord(rec) {
+				if len(out.Items) == limit {
+					out.Next = p.next(cursor{Seq: last})
+					return http.StatusOK, out, nil
+				}
+				item, ok, err := h.planSummary(ctx, pl, u, rec.EventID)
+				if err != nil {
+					return 0, nil, err
+				}
+				if ok {
+					out.Items = append(out.Items, item)
+				}
+			}
+			last = rec.IngestSeq
+		}
+		if page.Next == "" {
+			return http.StatusOK, out, nil
+		}
+		if reads+1 == maxReads {
+			// Bounded work per request: the next page goes on from the
+			// last record examined.
+			out.Next = p.next(cursor{Seq: last})
+			return http.StatusOK, out, nil
+		}
+		q.Cursor = page.Next
+	}
+}
+
+// planSummary loads a saved plan and summarizes it; false for a plan the
+// caller may not read or one holding Secrets.
+func (h *handler) planSummary(ctx context.Context, pl *replay.Planner, u *user, id string) (PlanSummary, bool, error) {
+	plan, err := pl.LoadPlan(ctx, id)
+	if err != nil {
+		return PlanSummary{}, false, err
+	}
+	if planHasSecret(plan) {
+		return PlanSummary{}, false, nil
+	}
+	if err := h.authorizeRead(ctx, u, plan.Source.Namespaces); err != nil {
+		if e := asError(err); e.Code == CodeForbidden {
+			return PlanSummary{}, false, nil
+		}
+		return PlanSummary{}, false, err
+	}
+	return PlanSummary{ID: plan.ID, CreatedAt: plan.CreatedAt, Source: plan.Source, Target: plan.Target, Coverage: plan.Coverage,
+		Objects: len(plan.Objects), Exclusions: len(plan.Exclusions), Hash: plan.Hash, Status: plan.Status}, true, nil
 }
 
 // loadPlan loads the plan of the path and checks the caller may read it.

@@ -27,7 +27,9 @@ type handler struct {
 	mux  *http.ServeMux
 	auth *authenticator
 	// slots holds a token per request being answered (WithMaxInFlight).
-	slots   chan struct{}
+	slots chan struct{}
+	// feeds holds a token per change feed being served (WithMaxFeeds).
+	feeds   chan struct{}
 	webhook http.Handler
 	// broken is the configuration error every request answers with.
 	broken error
@@ -66,6 +68,7 @@ func NewHandler(j storage.ReadWriter, opts ...Option) http.Handler {
 	}
 	h.auth = newAuthenticator(cfg)
 	h.slots = make(chan struct{}, cfg.inFlight)
+	h.feeds = make(chan struct{}, cfg.maxFeeds)
 	h.routes()
 	return h
 }
@@ -95,7 +98,7 @@ func (h *handler) routes() {
 	h.handle("snapshots", route{http.MethodGet: h.jsonRoute(h.listSnapshots), http.MethodPost: h.jsonRoute(h.saveSnapshot)})
 	h.handle("snapshots/{id}", route{http.MethodGet: h.jsonRoute(h.getSnapshot)})
 	h.handle("diff", route{http.MethodGet: h.jsonRoute(h.diff)})
-	h.handle("plans", route{http.MethodPost: h.jsonRoute(h.createPlan)})
+	h.handle("plans", route{http.MethodGet: h.jsonRoute(h.listPlans), http.MethodPost: h.jsonRoute(h.createPlan)})
 	h.handle("plans/{id}", route{http.MethodGet: h.getPlan})
 	h.handle("plans/{id}/dryrun", route{http.MethodPost: h.jsonRoute(h.dryRun)})
 	h.handle("plans/{id}/apply", route{http.MethodPost: h.jsonRoute(h.applyPlan)})

@@ -74,6 +74,28 @@ type SnapshotRequest struct {
 	Scope materialize.Scope `json:"scope"`
 }
 
+// PlanSummary is a saved replay plan without its objects and exclusions,
+// an item of GET /api/v1/plans; GET /api/v1/plans/{id} answers the plan.
+type PlanSummary struct {
+	ID        string          `json:"id"`
+	CreatedAt time.Time       `json:"createdAt"`
+	Source    replay.Source   `json:"source"`
+	Target    replay.Target   `json:"target"`
+	Coverage  replay.Coverage `json:"coverage"`
+	// Objects and Exclusions count the plan's objects and exclusions.
+	Objects    int           `json:"objects"`
+	Exclusions int           `json:"exclusions"`
+	Hash       string        `json:"hash"`
+	Status     replay.Status `json:"status"`
+}
+
+// PlanList is the answer of GET /api/v1/plans: the saved plans, in the
+// order they were saved.
+type PlanList struct {
+	Items []PlanSummary `json:"items"`
+	Next  string        `json:"next,omitempty"`
+}
+
 // PlanRequest is the body of POST /api/v1/plans.
 type PlanRequest struct {
 	Source replay.Source `json:"source"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/krply/krply/internal/broadcast"
 	"github.com/krply/krply/storage"
 )
 
@@ -79,6 +80,14 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 			return
 		}
 	}
+	select {
+	case h.feeds <- struct{}{}:
+		defer func() { <-h.feeds }()
+	default:
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(h.cfg.poll, time.Second).Seconds())))
+		fail(newError(http.StatusTooManyRequests, CodeTooManyRequests, "", "this server already serves its limit of %d change feeds at once (WithMaxFeeds): retry later, or close a feed", cap(h.feeds)))
+		return
+	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		fail(fmt.Errorf("server: the change feed needs a ResponseWriter that flushes (an http.Flusher); a middleware wraps it without one"))
@@ -96,6 +105,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 	lastSent := time.Now()
 	var buf bytes.Buffer
 	for {
+		// Ask to be woken by the next append before reading, so that no
+		// append between the read and the wait is missed.
+		var appended <-chan struct{}
+		if h.cfg.notifier != nil {
+			appended = h.cfg.notifier.Appended()
+		}
+		lastRead := time.Now()
 		// Read everything after the cursor, page by page.
 		q.AfterSeq, q.Cursor = after, ""
 		q.Limit = h.cfg.maxPage
@@ -144,9 +160,38 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		case <-ctx.Done():
 			return
 		case <-poll.C:
+		case <-appended:
+			// A burst of appends is read at most once per feedWakeGap.
+			if wait := feedWakeGap - time.Since(lastRead); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
 	}
 }
+
+// feedWakeGap is the shortest time between two reads of a change feed
+// woken by appends: a recorder appending every few milliseconds makes a
+// feed read the journal at most 40 times a second.
+const feedWakeGap = 25 * time.Millisecond
+
+// AppendSignal is an AppendNotifier for a writer of the journal to call
+// Notify after each append. The zero value is ready; it is safe for
+// concurrent use.
+type AppendSignal struct {
+	s broadcast.Signal
+}
+
+// Appended returns a channel closed at the next Notify.
+func (s *AppendSignal) Appended() <-chan struct{} { return s.s.Wait() }
+
+// Notify wakes every change feed waiting on s.
+func (s *AppendSignal) Notify() { s.s.Notify() }
 
 // writeFeedError ends a feed with an error event.
 func writeFeedError(w http.ResponseWriter, flusher http.Flusher, e *Error) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,8 +16,10 @@ import (
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/storagetest"
+	"github.com/krply/krply/watch"
 )
 
 // readFeed reads n records from the feed, failing after a while.
@@ -191,5 +195,153 @@ func TestWatchError(t *testing.T) {
 	var e *server.Error
 	if _, err := f.Next(); !errors.As(err, &e) || e.Code != server.CodeInternal || !strings.Contains(e.Message, "closed") {
 		t.Fatalf("feed after the journal closed: %v; want an error event naming it", err)
+	}
+}
+
+// The recorder krply runs says when it appended: a feed of
+// kubectl krply record --listen is woken by it.
+var _ server.AppendNotifier = (*watch.Collector)(nil)
+
+// notifyingRecorder is a recorder that says when it appended.
+type notifyingRecorder struct{ server.AppendSignal }
+
+func (*notifyingRecorder) Synced() error { return nil }
+
+// TestWatchWokenOnAppend: with an append notifier (given by
+// WithAppendNotifier, or the recorder of WithRecorder being one) a feed
+// delivers a new record as soon as the writer says it appended, not at
+// its next poll (an hour away here).
+func TestWatchWokenOnAppend(t *testing.T) {
+	for _, how := range []string{"WithAppendNotifier", "WithRecorder"} {
+		t.Run(how, func(t *testing.T) {
+			j := newRecorded(t)
+			rec := &notifyingRecorder{}
+			opt := server.WithAppendNotifier(&rec.AppendSignal)
+			if how == "WithRecorder" {
+				opt = server.WithRecorder(rec)
+			}
+			c, _ := j.serve(server.WithPollInterval(time.Hour), opt)
+			q := client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}, Name: "settings", Types: []event.RecordType{event.TypeEvent}}
+			f, err := c.Watch(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for i, color := range []string{"teal", "plum", "sand"} {
+				want := j.change(color, at(21+float64(i)))
+				rec.Notify()
+				got := readFeedWithin(t, f, 5*time.Second)
+				if got.EventID != want.EventID {
+					t.Fatalf("record %d of the feed: %s, want %s", i, got.EventID, want.EventID)
+				}
+			}
+		})
+	}
+}
+
+// readFeedWithin reads one record of the feed, failing after d.
+func readFeedWithin(t *testing.T, f *client.Feed, d time.Duration) event.Record {
+	t.Helper()
+	type result struct {
+		rec event.Record
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() { r, err := f.Next(); ch <- result{r, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatalf("feed: %v", r.err)
+		}
+		return r.rec
+	case <-time.After(d):
+		t.Fatalf("feed: no record %s after the append was notified", d)
+	}
+	return event.Record{}
+}
+
+// TestWatchMaxFeeds: past WithMaxFeeds feeds at once, one more is refused
+// 429 too_many_requests naming the limit; a feed that ends frees its
+// place.
+func TestWatchMaxFeeds(t *testing.T) {
+	j := newRecorded(t)
+	c, base := j.serve(server.WithMaxFeeds(2), server.WithPollInterval(10*time.Millisecond))
+	q := client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}}
+	var feeds []*client.Feed
+	for range 2 {
+		f, err := c.Watch(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		feeds = append(feeds, f)
+	}
+	_, err := c.Watch(ctx, q)
+	var e *server.Error
+	if !errors.As(err, &e) || e.Status != http.StatusTooManyRequests || e.Code != server.CodeTooManyRequests || !strings.Contains(e.Message, "limit of 2 change feeds") {
+		t.Fatalf("a third feed: %v; want 429 too_many_requests naming the limit of 2", err)
+	}
+	resp, err := http.Get(base + "/api/v1/watch?namespace=shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a third feed: %s, Retry-After %q", resp.Status, resp.Header.Get("Retry-After"))
+	}
+	feeds[0].Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f, err := c.Watch(ctx, q)
+		if err == nil {
+			f.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a feed after one of two ended: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// countingStore counts the Records calls of a store.
+type countingStore struct {
+	storage.Store
+	records atomic.Int64
+}
+
+func (s *countingStore) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	s.records.Add(1)
+	return s.Store.Records(ctx, q)
+}
+
+// TestWatchWakesCoalesced: a writer notifying appends every millisecond
+// does not make a feed read the journal as often: at most once per 25 ms.
+func TestWatchWakesCoalesced(t *testing.T) {
+	j := newRecorded(t)
+	store := &countingStore{Store: j.ro}
+	var sig server.AppendSignal
+	srv := httptest.NewServer(server.NewHandler(store, server.WithPollInterval(time.Hour), server.WithAppendNotifier(&sig)))
+	defer srv.Close()
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	time.Sleep(50 * time.Millisecond)
+	before := store.records.Load()
+	start := time.Now()
+	for time.Since(start) < 500*time.Millisecond {
+		sig.Notify()
+		time.Sleep(time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	reads := store.records.Load() - before
+	if most := int64(elapsed/(25*time.Millisecond)) + 2; reads > most || reads < 2 {
+		t.Errorf("%d reads of the journal in %s of appends notified every millisecond; want 2 to %d", reads, elapsed, most)
 	}
 }

@@ -35,8 +35,12 @@ func TestWireServer(t *testing.T) {
 			Gaps:      []event.Record{gap},
 			Collector: &watch.StreamStatus{StreamID: stream.ID(), Stream: stream, State: watch.StateWatching, Synced: true},
 		}}, Next: "eyJzIjo5LCJwIjoxfQ"},
-		"records":          server.RecordList{Items: []event.Record{rec}, Next: "eyJzIjo5LCJwIjoxfQ", Gaps: []event.Record{gap}},
-		"snapshots":        server.SnapshotList{Items: []materialize.Snapshot{{ID: "s1", Name: "before", Scope: scope, At: wiretest.At(4), CreatedAt: wiretest.At(5), Complete: true}}, Next: "eyJzIjoxLCJwIjoxfQ"},
+		"records":   server.RecordList{Items: []event.Record{rec}, Next: "eyJzIjo5LCJwIjoxfQ", Gaps: []event.Record{gap}},
+		"snapshots": server.SnapshotList{Items: []materialize.Snapshot{{ID: "s1", Name: "before", Scope: scope, At: wiretest.At(4), CreatedAt: wiretest.At(5), Complete: true}}, Next: "eyJzIjoxLCJwIjoxfQ"},
+		"plans": server.PlanList{Items: []server.PlanSummary{{ID: "plan-1", CreatedAt: wiretest.At(5),
+			Source:   replay.Source{ClusterID: "c1", Namespaces: []string{"shop"}, At: wiretest.At(4)},
+			Target:   replay.Target{ClusterID: "sandbox", Namespaces: map[string]string{"shop": "shop-copy"}},
+			Coverage: replay.Coverage{Complete: true}, Objects: 3, Exclusions: 1, Hash: "sha256:0a1b", Status: replay.StatusPlanned}}, Next: "eyJzIjo3LCJwIjoxfQ"},
 		"error":            server.Error{Status: 400, Code: server.CodeInvalidParameter, Message: `at: time "yesterday": want "now", RFC 3339 (2026-01-02T15:04:05Z), a duration ago ("10m", "2h ago")`, Param: "at"},
 		"health":           server.Health{Status: "ok"},
 		"snapshot request": server.SnapshotRequest{Name: "before-upgrade", At: "10m", Scope: scope},
@@ -47,6 +51,6 @@ func TestWireServer(t *testing.T) {
 		"codes": []string{server.CodeInvalidParameter, server.CodeInvalidCursor, server.CodeRangeTooLarge, server.CodeInvalidBody,
 			server.CodeConfirmationRequired, server.CodeUnauthenticated, server.CodeForbidden, server.CodeReadOnly, server.CodeSecret,
 			server.CodeNotFound, server.CodeMethodNotAllowed, server.CodeConflict, server.CodeCoverageIncomplete, server.CodeRefused,
-			server.CodeBodyTooLarge, server.CodeInternal, server.CodeNotReady, server.CodeTimeout, server.CodeUnavailable},
+			server.CodeBodyTooLarge, server.CodeInternal, server.CodeNotReady, server.CodeTimeout, server.CodeUnavailable, server.CodeTooManyRequests},
 	})
 }

@@ -2,8 +2,10 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -197,4 +199,72 @@ func TestDryRunAndApply(t *testing.T) {
 	if _, err := c.Apply(ctx, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash}); !errors.As(err, &e) || e.Code != server.CodeReadOnly {
 		t.Errorf("apply with WithDryRun only: %v; want 403 read_only", err)
 	}
+}
+
+// TestListPlans: GET /api/v1/plans pages the saved plans in the order they
+// were saved, each exactly once while more are saved between pages, as
+// summaries of what GET /api/v1/plans/{id} answers; the client's ListPlans
+// reads every page.
+func TestListPlans(t *testing.T) {
+	j := newRecorded(t)
+	writable := &recorded{t: t, ro: j.w}
+	n := 0
+	c, base := writable.serve(server.WithWrites(), server.WithPlannerOptions(replay.WithIDGenerator(func() string { n++; return fmt.Sprintf("plan-%d", n) })))
+	var empty server.PlanList
+	getJSON(t, base+"/api/v1/plans", &empty)
+	if len(empty.Items) != 0 || empty.Next != "" {
+		t.Fatalf("plans of a journal without any: %+v", empty)
+	}
+	save := func() *replay.Plan {
+		t.Helper()
+		plan, err := c.Plan(ctx, server.PlanRequest{At: fmt.Sprintf("2026-03-01T12:0%d:00Z", 1+n%5), Source: replay.Source{Namespaces: []string{"shop"}},
+			Target: replay.Target{ClusterID: "sandbox", Namespaces: map[string]string{"shop": "shop-copy"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	var saved []string
+	for range 5 {
+		saved = append(saved, save().ID)
+	}
+	var listed []string
+	cursor, pages := "", 0
+	for ; pages == 0 || cursor != ""; pages++ {
+		var page server.PlanList
+		u := base + "/api/v1/plans?limit=2"
+		if cursor != "" {
+			u += "&cursor=" + cursor
+		}
+		getJSON(t, u, &page)
+		for _, p := range page.Items {
+			listed = append(listed, p.ID)
+		}
+		cursor = page.Next
+		if pages < 2 {
+			saved = append(saved, save().ID)
+		}
+		if pages > 20 {
+			t.Fatal("paging does not end")
+		}
+	}
+	if !slices.Equal(listed, saved) {
+		t.Fatalf("the pages list %v, want the plans saved %v", listed, saved)
+	}
+	all, err := c.ListPlans(ctx, "")
+	if err != nil || len(all) != len(saved) {
+		t.Fatalf("ListPlans: %d plans, %v; want %d", len(all), err, len(saved))
+	}
+	full, err := c.GetPlan(ctx, all[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.PlanSummary{ID: full.ID, CreatedAt: full.CreatedAt, Source: full.Source, Target: full.Target, Coverage: full.Coverage,
+		Objects: len(full.Objects), Exclusions: len(full.Exclusions), Hash: full.Hash, Status: full.Status}
+	sameJSON(t, "the first plan's summary", all[0], want)
+	if all[0].Objects == 0 || all[0].Status != replay.StatusPlanned {
+		t.Errorf("the first plan's summary: %+v", all[0])
+	}
+	wantError(t, http.MethodGet, base+"/api/v1/plans?limit=0", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	wantError(t, http.MethodGet, base+"/api/v1/plans?cursor=bm9wZQ", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
 }

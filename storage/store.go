@@ -70,7 +70,9 @@ type Writer interface {
 	// Append stores the records of a batch in one transaction, in order:
 	// either all of them are durable or none is. A record whose EventID is
 	// already stored is not stored again; its existing sequence number is
-	// returned, and that is not an error.
+	// returned, and that is not an error. A record with a body and no
+	// ObjectHash is stored with its ObjectHash filled in; a given one is
+	// checked.
 	//
 	// Each stream's checkpoint advances in the same transaction to the
 	// resourceVersion of the last record of the batch (in batch order) that
@@ -263,6 +265,10 @@ type HistoryQuery struct {
 	Since, Until time.Time
 	// StreamID keeps only the records of one stream.
 	StreamID string
+	// AfterSeq keeps only the records whose IngestSeq is greater: the
+	// next page of a history after its last record, whatever was
+	// appended meanwhile.
+	AfterSeq int64
 	// Limit caps the number of records; 0 means no cap.
 	Limit int
 	// WithoutBodies leaves Record.Object empty.
@@ -322,8 +328,10 @@ type StreamStatus struct {
 type Stats struct {
 	Records int64 `json:"records"`
 	Events  int64 `json:"events"`
-	// Bodies counts distinct object bodies; BodyBytes is what they take
-	// stored (compressed), RawBodyBytes their size as received.
+	// Bodies counts the stored object bodies (a body that repeats its
+	// object's previous version is not stored again; the memory store
+	// keeps every distinct body once); BodyBytes is what they take stored
+	// (compressed), RawBodyBytes their size as received.
 	Bodies       int64 `json:"bodies"`
 	BodyBytes    int64 `json:"bodyBytes"`
 	RawBodyBytes int64 `json:"rawBodyBytes"`

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/broadcast"
 	"github.com/krply/krply/storage"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,10 +76,9 @@ type Collector struct {
 	wg        sync.WaitGroup
 	resources map[Resource]bool
 
-	// progressMu guards progressCh, which is closed (and replaced) each
-	// time a stream's durable evidence advances.
-	progressMu sync.Mutex
-	progressCh chan struct{}
+	// progress wakes its waiters each time a stream's durable evidence
+	// advances, appended each time records are made durable.
+	progress, appended broadcast.Signal
 }
 
 // NewCollector returns a Collector that lists and watches through dyn,
@@ -554,24 +554,15 @@ func (c *Collector) progressed(t time.Time) bool {
 }
 
 // progressChan returns the channel the next advance of evidence closes.
-func (c *Collector) progressChan() <-chan struct{} {
-	c.progressMu.Lock()
-	defer c.progressMu.Unlock()
-	if c.progressCh == nil {
-		c.progressCh = make(chan struct{})
-	}
-	return c.progressCh
-}
+func (c *Collector) progressChan() <-chan struct{} { return c.progress.Wait() }
 
 // notifyProgress wakes WaitForProgress: a stream's evidence advanced.
-func (c *Collector) notifyProgress() {
-	c.progressMu.Lock()
-	defer c.progressMu.Unlock()
-	if c.progressCh != nil {
-		close(c.progressCh)
-		c.progressCh = nil
-	}
-}
+func (c *Collector) notifyProgress() { c.progress.Notify() }
+
+// Appended returns a channel closed the next time the Collector makes
+// records durable in its store: a reader of the store (the query API's
+// change feed, server.WithRecorder) reads them at once instead of polling.
+func (c *Collector) Appended() <-chan struct{} { return c.appended.Wait() }
 
 func (c *Collector) allSyncedLocked() bool {
 	if !c.resolved {

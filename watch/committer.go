@@ -87,7 +87,8 @@ func (c *committer) submit(ctx context.Context, it writeItem, wait bool) error {
 
 // pipeline submits items so that one is being appended while the next is
 // being built (fetching a list page overlaps appending the previous one),
-// with at most one item in flight: memory stays at two pages.
+// with at most one item in flight: memory stays at three pages (the one
+// appended, the one built, and the next one fetched: see fetchPage).
 type pipeline struct {
 	c        *committer
 	inFlight chan error

@@ -87,15 +87,24 @@
 // from events and bookmarks only.
 //
 // A clean stop (Start's ctx ends) records the events the open watch already
-// delivered and then, if the watch is healthy — the stream is covered and
-// the server vouched for the watch within the last interval — a checkpoint
-// at the stop's time, after them. So the time up to a clean stop is covered,
-// and the time after it is not yet observed; a watch the server had gone
-// quiet on for longer than an interval gets no such checkpoint. A watch
-// the stop itself ends (its canceled request closes it, or client-go
-// reports a decode failure of the canceled request) is still healthy; an
-// error the server sends, or a decode failure of what it sent, is not,
-// even at the stop.
+// delivered and then, when the stream is covered, keeps the last time the
+// server vouched for it in a checkpoint. The stop vouches for nothing the
+// server did not: an event in flight on the connection the stop cancels,
+// or everything a half-open connection held back, is not known to the
+// process. So it asks: when the server is known to end watches at their
+// timeout, each stream watches once more from its resourceVersion with a
+// timeout of a second, records the events that watch delivers (those in
+// flight included), and, when the server ends it at its timeout, writes a
+// checkpoint then — the time up to the stop is covered, and a clean stop
+// takes about a second. Otherwise (a server or fake that ignores timeouts,
+// a stop within the first watch's timeout, an error, no end within three
+// seconds) the checkpoint is at the last evidence the server gave that
+// was not yet written (an unchanged bookmark, a watch's end at its
+// timeout), if any, and the time after it is not yet observed, as after a
+// crash. A watch the stop itself ends (its canceled request closes it, or
+// client-go reports a decode failure of the canceled request) is still
+// healthy; an error the server sends, or a decode failure of what it
+// sent, is not, even at the stop: no checkpoint then.
 //
 // WaitForProgress(ctx, t) waits until every stream's durable evidence
 // (StreamStatus.LastDurableAt) is after t: then a snapshot of t is complete
@@ -136,7 +145,13 @@
 //     bounds and the last known body, written right after the baseline's end.
 //     Whether a baseline is a relist comes from the journal (the stream has
 //     records), not from what the Collector remembers: an object known only
-//     from watch events is inferred deleted too.
+//     from watch events is inferred deleted too. An object whose version in
+//     the journal is newer than the list (another recorder of the cluster,
+//     appending to the same journal, recorded it after the list was taken)
+//     was absent because it did not exist yet, and is not inferred deleted;
+//     resourceVersions are compared as the API server documents them
+//     (positive integers, KEP-5504), and one that is not such a number (an
+//     extension API server's) is taken as no newer.
 //   - Replacements during a gap are explicit: a relist item whose UID differs
 //     from the object the journal held alive under the same name is preceded
 //     (same batch, same ObservedAt) by an inferred DELETED of the old UID

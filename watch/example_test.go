@@ -63,6 +63,7 @@ func ExampleCollector() {
 	}
 
 	cm.Object["data"] = map[string]any{"color": "green"}
+	cm.SetResourceVersion("2") // the fake keeps the resourceVersion it is given
 	if _, err := dyn.Resource(cms).Namespace("shop").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		fmt.Println(err)
 		return
@@ -93,19 +94,24 @@ func ExampleCollector() {
 			fmt.Println(r.Type, r.WatchType, r.Resource.ObjectKey(), "synthetic:", r.Synthetic)
 		}
 	}
-	// A clean stop writes a last checkpoint: the time up to the stop is
-	// covered, the time after it is not yet observed.
-	cov, _ := storage.CoverageAt(context.Background(), store, stream, beforeStop)
-	fmt.Println("covered before the stop:", cov.Covered)
-	cov, _ = storage.CoverageAt(context.Background(), store, stream, time.Now())
-	fmt.Println("covered now:", cov.Covered, strings.HasPrefix(cov.Reason, "not yet observed"))
+	// Coverage reaches as far as the server vouched: here, the MODIFIED
+	// event. A real apiserver ends watches at their timeout, and a clean
+	// stop then has it confirm the stop, which covers the time up to the
+	// stop; this fake never does, so the time after the event is not yet
+	// observed. (To cover a moment for sure before stopping, wait for the
+	// server's evidence after it: Collector.WaitForProgress.)
+	updated := page.Records[len(page.Records)-1].ObservedAt
+	cov, _ := storage.CoverageAt(context.Background(), store, stream, updated.Add(-time.Nanosecond))
+	fmt.Println("covered before the update was seen:", cov.Covered)
+	cov, _ = storage.CoverageAt(context.Background(), store, stream, beforeStop)
+	fmt.Println("covered before the stop:", cov.Covered, strings.HasPrefix(cov.Reason, "not yet observed"))
 	// Output:
 	// baseline begin items: 0
 	// event ADDED shop/settings synthetic: true
 	// baseline end items: 1
 	// event MODIFIED shop/settings synthetic: false
-	// covered before the stop: true
-	// covered now: false true
+	// covered before the update was seen: true
+	// covered before the stop: false true
 }
 
 // waitLimit bounds every wait of the examples.

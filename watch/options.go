@@ -273,10 +273,10 @@ func WithWatchIdleTimeout(d time.Duration) Option {
 // max(2s, half the timeout) (WithWatchIdleTimeout still applies when
 // shorter).
 //
-// A clean stop (the end of Start's ctx) writes a last checkpoint at the
-// stop, after the events already received, when the stream's watch is
-// healthy then: the server vouched for it (an event, a bookmark or a
-// timeout) within the last interval. See the package documentation.
+// A clean stop (the end of Start's ctx) writes a last checkpoint after the
+// events already received, at the stop when the server confirms it (a
+// watch of a second it ends at its timeout), else at the server's last
+// evidence not yet written. See the package documentation.
 func WithProgressInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.progressInterval = d })
 }

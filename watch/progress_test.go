@@ -178,9 +178,9 @@ func TestUnchangedBookmarkIsProgress(t *testing.T) {
 	}
 }
 
-// A clean stop writes a last checkpoint, after the events, when the watch
-// is healthy: the time up to the stop is covered. An hour later the
-// snapshot of "now" is not complete: that time was never observed.
+// A clean stop the server cannot confirm (this fake never ends a watch at
+// its timeout) leaves the evidence where the server's ended. An hour later
+// the snapshot of "now" is not complete: that time was never observed.
 func TestCleanStopThenSnapshotAnHourLaterIsNotYetObserved(t *testing.T) {
 	_, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return dyn })
 	id := cmStreamID("c1")
@@ -190,10 +190,12 @@ func TestCleanStopThenSnapshotAnHourLaterIsNotYetObserved(t *testing.T) {
 	}
 	stoppedAt := time.Now()
 
+	// The fake never ends a watch at its timeout: the stop cannot have the
+	// server confirm it, and the MODIFIED event is the last evidence.
 	recs := streamRecords(t, st, id)
 	last := recs[len(recs)-1]
-	if last.Type != event.TypeCheckpoint || last.Checkpoint.ResourceVersion != "50" || last.ObservedAt.Before(beforeStop) || last.ObservedAt.After(stoppedAt) {
-		t.Fatalf("last record %s %+v at %s, want the stop's checkpoint at 50 between %s and %s", last.Type, last.Checkpoint, last.ObservedAt, beforeStop, stoppedAt)
+	if last.Type != event.TypeEvent || last.Resource.ResourceVersion != "50" || !last.ObservedAt.Before(beforeStop) {
+		t.Fatalf("last record %s %+v at %s, want the event to 50 before the stop at %s", last.Type, last.Resource, last.ObservedAt, beforeStop)
 	}
 	later := stoppedAt.Add(time.Hour)
 	m, err := materialize.New(st, materialize.WithClock(clocktesting.NewFakePassiveClock(later)))
@@ -208,13 +210,6 @@ func TestCleanStopThenSnapshotAnHourLaterIsNotYetObserved(t *testing.T) {
 	want := "not yet observed: evidence reaches to " + last.ObservedAt.UTC().Format(time.RFC3339Nano)
 	if snap.Complete || len(snap.Missing) != 1 || snap.Missing[0].StreamID != id || snap.Missing[0].Reason != want {
 		t.Fatalf("snapshot an hour after the stop: complete=%v missing %+v; want incomplete, %s: %q", snap.Complete, snap.Missing, id, want)
-	}
-	snap, err = m.Snapshot(context.Background(), scope, beforeStop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !snap.Complete || len(snap.Objects) != 1 || snap.Objects[0].Ref.ResourceVersion != "50" {
-		t.Fatalf("snapshot before the stop: complete=%v missing %+v objects %d; want complete with the change", snap.Complete, snap.Missing, len(snap.Objects))
 	}
 }
 
@@ -373,6 +368,94 @@ func TestRelistAfterOutageStartsAtOnce(t *testing.T) {
 	for i := before + 1; i < before+4; i++ {
 		if d := lists[i].Sub(lists[i-1]); d < 45*time.Millisecond {
 			t.Fatalf("list %d came %s after the failed one before it; want a backoff (at least half of 100ms)", i-before, d)
+		}
+	}
+}
+
+// A clean stop has a server known to end watches at their timeout confirm
+// it: a watch from the stream's resourceVersion with a timeout of a
+// second, whose events (here one the canceled watch never delivered) are
+// recorded, and whose end at its timeout vouches for the time up to the
+// stop: a checkpoint then, after the event.
+func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	watches := timeWatches(dyn, "configmaps")
+	st := newMemory(t)
+	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(3*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	waitSync(t, c)
+	id := cmStreamID("c1")
+	// A progress checkpoint: the server ended a watch at its timeout.
+	eventually(t, 30*time.Second, "a progress checkpoint", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 1 })
+	rv := c.Status()[0].LastResourceVersion
+	beforeStop := time.Now()
+	opened := watches.count()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	// The confirming watch is the first with a timeout of one second (the
+	// Collector's own ask for two).
+	var confirm int
+	eventually(t, 30*time.Second, "the confirming watch", func() bool {
+		for n := opened + 1; n <= watches.count(); n++ {
+			if o := watches.options(n); o.TimeoutSeconds != nil && *o.TimeoutSeconds == 1 {
+				confirm = n
+				return true
+			}
+		}
+		return false
+	})
+	if o := watches.options(confirm); o.ResourceVersion != rv || !o.AllowWatchBookmarks {
+		t.Fatalf("confirming watch %+v; want from %s with bookmarks", o, rv)
+	}
+	watches.mu.Lock()
+	w := watches.watches[confirm-1]
+	watches.mu.Unlock()
+	w.Modify(withRV(configMap("a", "one", "2"), "70"))
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	recs := streamRecords(t, st, id)
+	ev, last := recs[len(recs)-2], recs[len(recs)-1]
+	if ev.Type != event.TypeEvent || ev.Resource.ResourceVersion != "70" || ev.ObservedAt.Before(beforeStop) {
+		t.Fatalf("record before the last %s %+v at %s; want the event to 70 the confirming watch delivered, after %s", ev.Type, ev.Resource, ev.ObservedAt, beforeStop)
+	}
+	if last.Type != event.TypeCheckpoint || last.Checkpoint.ResourceVersion != "70" || last.ObservedAt.Before(ev.ObservedAt.Add(500*time.Millisecond)) || last.ObservedAt.After(stoppedAt) {
+		t.Fatalf("last record %s %+v at %s; want the stop's checkpoint at 70, when the confirming watch ended (after %s, by %s)", last.Type, last.Checkpoint, last.ObservedAt, ev.ObservedAt, stoppedAt)
+	}
+	cov, err := storage.CoverageAt(context.Background(), st, id, ev.ObservedAt.Add(100*time.Millisecond))
+	if err != nil || !cov.Covered || cov.Watermark != "70" {
+		t.Fatalf("coverage after the event, before the stop = %+v, %v; want covered at 70", cov, err)
+	}
+}
+
+// Appended is closed once the Collector made a new record durable: the
+// record is in the store when a reader woken by it looks.
+func TestAppendedWakesAfterDurable(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	watches := controlWatches(dyn, "configmaps")
+	st, c := startSynced(t, dyn)
+	id := cmStreamID("c1")
+	w := watches.last(t, 1)
+	for i, rv := range []string{"50", "51"} {
+		before := len(ofType(streamRecords(t, st, id), event.TypeEvent))
+		appended := c.Appended()
+		modified := configMap("a", "one", "v"+rv)
+		modified.SetResourceVersion(rv)
+		w.Modify(modified)
+		// Woken without polling until the event's record is there (an
+		// earlier wake may be another record, a progress checkpoint).
+		deadline := time.After(30 * time.Second)
+		for len(ofType(streamRecords(t, st, id), event.TypeEvent)) != before+1 {
+			select {
+			case <-appended:
+				appended = c.Appended()
+			case <-deadline:
+				t.Fatalf("change %d: Appended not closed with the event's record durable 30 s after the event", i)
+			}
 		}
 	}
 }

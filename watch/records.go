@@ -60,7 +60,6 @@ func (s *stream) objectRecord(obj runtime.Object, wt event.WatchType, observedAt
 		UID:             m.uid,
 		ResourceVersion: m.resourceVersion,
 	}
-	hash := event.ObjectHash(raw)
 	var extra []string
 	if baselineID != "" {
 		extra = append(extra, baselineID)
@@ -68,7 +67,7 @@ func (s *stream) objectRecord(obj runtime.Object, wt event.WatchType, observedAt
 	if ref.ResourceVersion == "" {
 		// Without a resourceVersion (some fakes) two changes of one object
 		// would share an ID; the body tells them apart.
-		extra = append(extra, hash)
+		extra = append(extra, event.ObjectHash(raw))
 	}
 	return event.Record{
 		Type:       event.TypeEvent,
@@ -79,7 +78,9 @@ func (s *stream) objectRecord(obj runtime.Object, wt event.WatchType, observedAt
 		WatchType:  wt,
 		Synthetic:  baselineID != "",
 		Resource:   ref,
-		ObjectHash: hash,
+		// ObjectHash is left to the store, which fills it in (every
+		// store does): given, it would be hashed twice, once here and
+		// once when Append checks it.
 		Object:     raw,
 		BaselineID: baselineID,
 	}, nil

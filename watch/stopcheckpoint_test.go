@@ -16,6 +16,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage/memory"
 )
 
@@ -70,11 +71,14 @@ func decodeFailure(err error) apiwatch.Event {
 	return apiwatch.Event{Type: apiwatch.Error, Object: reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %v", err))}
 }
 
-// At a clean stop, a healthy watch gets its stop checkpoint whichever way
-// the cancel ends it: its result channel closes, or it fails to decode
-// because its request was canceled. An error the server sent, or a decode
-// failure of something the server sent, is a real failure even at the
-// stop: events may be missing, and no checkpoint vouches past them.
+// At a clean stop, a healthy watch keeps its last evidence (here an
+// unchanged bookmark, too soon after the last event to be written while
+// the Collector ran) in a stop checkpoint whichever way the cancel ends
+// the watch: its result channel closes, or it fails to decode because its
+// request was canceled. An error the server sent, or a decode failure of
+// something the server sent, is a real failure even at the stop: events
+// may be missing, and no checkpoint vouches past them. An event the watch
+// delivered at the stop is recorded, and is the last evidence itself.
 func TestStopCheckpointWhicheverWayTheCancelEndsTheWatch(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -91,10 +95,12 @@ func TestStopCheckpointWhicheverWayTheCancelEndsTheWatch(t *testing.T) {
 		{"decode failed: canceled after an event", []apiwatch.Event{
 			{Type: apiwatch.Modified, Object: withRV(configMap("a", "one", "3"), "60")},
 			decodeFailure(context.Canceled),
-		}, true},
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return stopEndedDynamic{dyn, tc.end} })
+			watches, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return stopEndedDynamic{dyn, tc.end} })
+			sent := time.Now()
+			vouch(watches.last(t, 1), "50")
 			beforeStop := time.Now()
 			if err := stop(); err != nil {
 				t.Fatal(err)
@@ -102,17 +108,19 @@ func TestStopCheckpointWhicheverWayTheCancelEndsTheWatch(t *testing.T) {
 			stoppedAt := time.Now()
 
 			recs := streamRecords(t, st, cmStreamID("c1"))
-			wantRV := "50"
-			if n := len(ofType(recs, event.TypeEvent)); n == 3 {
-				wantRV = "60"
-			}
 			last := recs[len(recs)-1]
+			events := ofType(recs, event.TypeEvent)
+			if len(events) == 3 {
+				if e := events[2]; last.EventID != e.EventID || e.Resource.ResourceVersion != "60" || e.ObservedAt.Before(beforeStop) || e.ObservedAt.After(stoppedAt) {
+					t.Fatalf("last record %s %+v at %s; want the event to 60 the stop delivered, at the stop", last.Type, last.Resource, last.ObservedAt)
+				}
+			}
 			got := last.Type == event.TypeCheckpoint
 			if got != tc.checkpoint {
 				t.Fatalf("last record %s %+v; want a stop checkpoint: %v", last.Type, last.Checkpoint, tc.checkpoint)
 			}
-			if got && (last.Checkpoint.ResourceVersion != wantRV || last.ObservedAt.Before(beforeStop) || last.ObservedAt.After(stoppedAt)) {
-				t.Fatalf("stop checkpoint %+v at %s; want at %s between %s and %s", last.Checkpoint, last.ObservedAt, wantRV, beforeStop, stoppedAt)
+			if got && (last.Checkpoint.ResourceVersion != "50" || last.ObservedAt.Before(sent) || last.ObservedAt.After(beforeStop)) {
+				t.Fatalf("stop checkpoint %+v at %s; want at 50 at the bookmark, between %s and %s", last.Checkpoint, last.ObservedAt, sent, beforeStop)
 			}
 			if cps := ofType(recs, event.TypeCheckpoint); len(cps) > 1 {
 				t.Fatalf("checkpoints %+v; want only the stop's", cps)
@@ -167,4 +175,67 @@ func startModifiedTo50(t *testing.T, wrap func(*dynamicfake.FakeDynamicClient) d
 		return len(ofType(streamRecords(t, st, cmStreamID("c1")), event.TypeEvent)) == 2
 	})
 	return watches, st, stop
+}
+
+// A clean stop vouches only for what the server sent. The last evidence
+// here is the MODIFIED event to 50; whatever the server sent after it and
+// the process never read (an event in flight when the stop canceled the
+// watch) is the next run's to record, so time between that event and the
+// stop is not yet observed: a snapshot then is not Complete, one at the
+// event is. An unchanged bookmark after the event, too soon after it to be
+// written while the Collector ran, is evidence the stop keeps: a
+// checkpoint at the bookmark's time, not the stop's.
+func TestCleanStopVouchesOnlyForWhatTheServerSent(t *testing.T) {
+	for _, vouched := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unchanged bookmark %v", vouched), func(t *testing.T) {
+			watches, st, stop := startModifiedTo50(t, func(dyn *dynamicfake.FakeDynamicClient) dynamic.Interface { return dyn })
+			id := cmStreamID("c1")
+			evidence := ofType(streamRecords(t, st, id), event.TypeEvent)[1].ObservedAt
+			sent := time.Now()
+			if vouched {
+				vouch(watches.last(t, 1), "50")
+			}
+			beforeStop := time.Now()
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			recs := streamRecords(t, st, id)
+			last := recs[len(recs)-1]
+			if vouched {
+				if last.Type != event.TypeCheckpoint || last.Checkpoint.ResourceVersion != "50" || last.ObservedAt.Before(sent) || !last.ObservedAt.Before(beforeStop) {
+					t.Fatalf("last record %s %+v at %s; want the bookmark's checkpoint at 50, observed between %s and %s", last.Type, last.Checkpoint, last.ObservedAt, sent, beforeStop)
+				}
+				evidence = last.ObservedAt
+			} else if last.Type != event.TypeEvent || !last.ObservedAt.Equal(evidence) {
+				t.Fatalf("last record %s %+v at %s; want the MODIFIED event at %s: nothing vouched after it", last.Type, last.Checkpoint, last.ObservedAt, evidence)
+			}
+			m, err := materialize.New(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			scope := materialize.Scope{ClusterID: "c1"}
+			// Evidence at a time covers the time before it.
+			snap, err := m.Snapshot(context.Background(), scope, evidence.Add(-time.Nanosecond))
+			if err != nil || !snap.Complete || len(snap.Objects) != 1 || vouched && snap.Objects[0].Ref.ResourceVersion != "50" {
+				t.Fatalf("snapshot just before the last evidence: complete=%v missing %+v, %v; want Complete (with 50 after the bookmark)", snap.Complete, snap.Missing, err)
+			}
+			snap, err = m.Snapshot(context.Background(), scope, beforeStop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "not yet observed: evidence reaches to " + evidence.UTC().Format(time.RFC3339Nano)
+			if snap.Complete || len(snap.Missing) != 1 || snap.Missing[0].Reason != want {
+				t.Fatalf("snapshot just before the stop: complete=%v missing %+v; want incomplete: %q", snap.Complete, snap.Missing, want)
+			}
+		})
+	}
+}
+
+// vouch sends an unchanged bookmark at rv through w and returns once the
+// stream handled it: w's channel is unbuffered, and the stream reads the
+// next event (one of a type it ignores) only after it handled the one
+// before.
+func vouch(w *apiwatch.FakeWatcher, rv string) {
+	w.Action(apiwatch.Bookmark, bookmark(rv))
+	w.Action(apiwatch.EventType("IGNORED"), bookmark(rv))
 }

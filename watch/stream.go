@@ -63,6 +63,12 @@ type stream struct {
 	// lastAt the ObservedAt of the record that carried it.
 	rv     string
 	lastAt time.Time
+	// vouchedAt is when the server last vouched that the stream was
+	// continuous at rv: lastAt, or later when that evidence (an unchanged
+	// bookmark, the end of a watch at its timeout) came too soon after the
+	// last durable record to be written (see progress). The stop's
+	// checkpoint writes it: a stop vouches for no time the server did not.
+	vouchedAt time.Time
 	// covered is true when the journal says the stream is continuous: a
 	// complete baseline and no gap or unavailability since.
 	covered bool
@@ -202,7 +208,7 @@ func (s *stream) load(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStore, err)
 	}
-	s.rv, s.lastAt = st.CheckpointRV, st.CheckpointAt
+	s.rv, s.lastAt, s.vouchedAt = st.CheckpointRV, st.CheckpointAt, st.CheckpointAt
 	s.stampMu.Lock()
 	s.stampedAt = st.LastObservedAt
 	s.stampMu.Unlock()

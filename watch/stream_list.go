@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
@@ -146,13 +147,30 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 		items      int
 	)
 	pipe := pipeline{c: s.c.committer}
+	// The next page is fetched while this one is recorded (see
+	// fetchPage); a fetch still running when the list ends early is
+	// cancelled and waited for.
+	fetchCtx, cancel := context.WithCancel(ctx)
+	next := fetchPage(fetchCtx, s.src, opts)
+	defer func() {
+		cancel()
+		if next != nil {
+			_, _ = next.wait()
+		}
+	}()
 	for page := 0; ; page++ {
-		list, err := s.src.list(ctx, opts)
+		list, err := next.wait()
+		next = nil
 		if err != nil {
 			if opts.Continue != "" && isGone(err) {
 				return fmt.Errorf("%w: %w", errContinueExpired, err)
 			}
 			return fmt.Errorf("list %s: %w", s.res, err)
+		}
+		if list.continueToken != "" {
+			nextOpts := opts
+			nextOpts.Continue = list.continueToken
+			next = fetchPage(fetchCtx, s.src, nextOpts)
 		}
 		var recs []event.Record
 		if page == 0 {
@@ -246,7 +264,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 		recs = append(recs, extra(endAt)...)
 	}
 	if s.hadHistory {
-		dels, err := s.inferDeletions(ctx, id, endAt)
+		dels, err := s.inferDeletions(ctx, id, rv, endAt)
 		if err != nil {
 			return err
 		}
@@ -263,7 +281,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	} else {
 		s.log.V(1).Info("baseline complete", "baselineID", id, "reason", reason, "items", items, "resourceVersion", rv)
 	}
-	s.rv, s.lastAt = rv, endAt
+	s.rv, s.lastAt, s.vouchedAt = rv, endAt, endAt
 	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
 	s.watchListIncomplete = 0
 	s.backoff.reset()
@@ -281,9 +299,15 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 }
 
 // inferDeletions returns a synthetic DELETED record for every object whose
-// last record in the stream is alive and not part of baseline id. It reads
-// keys without bodies and fetches the body of the missing objects only.
-func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([]event.Record, error) {
+// last record in the stream is alive and not part of baseline id, taken
+// from the list at resourceVersion rv. It reads keys without bodies and
+// fetches the body of the missing objects only.
+//
+// An object whose record is newer than the list (another recorder of the
+// cluster, appending to the same journal, recorded it after the list was
+// taken) is absent from the list because it did not exist yet: its
+// deletion is not inferred (see newerThanList).
+func (s *stream) inferDeletions(ctx context.Context, id, rv string, at time.Time) ([]event.Record, error) {
 	// The baseline has no end yet: its items count only when asked for.
 	alive, err := s.c.store.AliveAt(ctx, storage.AliveQuery{At: at, StreamID: s.id, WithoutBodies: true, IncludeBaseline: id})
 	if err != nil {
@@ -293,6 +317,11 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 	var dels []event.Record
 	for _, rec := range alive {
 		if rec.BaselineID == id {
+			continue
+		}
+		if newerThanList(rec.Resource.ResourceVersion, rv) {
+			s.log.Info("no deletion inferred: the journal's version is newer than the relist (another recorder of the cluster recorded it)",
+				"object", rec.Resource.ObjectKey(), "resourceVersion", rec.Resource.ResourceVersion, "listResourceVersion", rv)
 			continue
 		}
 		last, err := s.c.store.LatestAt(ctx, storage.ObjectIDOf(rec), at)
@@ -305,6 +334,17 @@ func (s *stream) inferDeletions(ctx context.Context, id string, at time.Time) ([
 		dels = append(dels, s.inferredDeletion(rec, from, at, id))
 	}
 	return dels, nil
+}
+
+// newerThanList reports whether an object's resourceVersion is newer than
+// a list's. resourceVersions of one resource are comparable as the API
+// server documents it (KEP-5504; resourceversion.CompareResourceVersion):
+// positive integers without leading zeros. An API server whose versions
+// are not (an extension API server's own format) gives false: the
+// deletion is inferred, as with one recorder.
+func newerThanList(objectRV, listRV string) bool {
+	c, err := resourceversion.CompareResourceVersion(objectRV, listRV)
+	return err == nil && c > 0
 }
 
 // watchListBaseline takes a baseline with a streaming WatchList. It ends

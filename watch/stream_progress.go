@@ -5,10 +5,14 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 
 	"github.com/krply/krply/event"
 )
@@ -24,13 +28,14 @@ func (s *stream) progress(ctx context.Context, bookmark bool) error {
 	}
 	now := s.observedNow()
 	if now.Sub(s.lastAt) < iv/2 {
+		s.vouchedAt = now // not written now; a stop writes it (stopCheckpoint)
 		return nil
 	}
 	rec := s.progressRecord(s.rv, bookmark, now)
 	if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
 		return err
 	}
-	s.lastAt = now
+	s.lastAt, s.vouchedAt = now, now
 	return nil
 }
 
@@ -40,15 +45,26 @@ const maxStopDrain = 1024
 // stopCheckpoint runs at a clean stop (ctx ended) while the watch w is
 // open, or just ended by the stop (see endedByStop). It records the events
 // w already delivered, up to its end when the stop ended it, then, when
-// the watch is healthy — the stream is covered and the server vouched for
-// it (an event, a bookmark, a timeout, the end of its baseline) within the
-// last progress interval — a checkpoint at the stop's time, after them. An
-// unhealthy watch (such as a half-open connection that stopped delivering
-// more than an interval ago) gets none: its evidence ends where the
-// server's did.
+// the stream is covered, a checkpoint of the last time the server vouched
+// that the stream was continuous:
+//
+//   - the stop's own time, when the server confirms it: a short watch from
+//     the stream's resourceVersion (stopConfirmTimeout), which the server
+//     ends at its timeout after sending every event since — events the
+//     canceled watch held in flight included, which the stop records
+//     first. Only asked of a server known to end watches at their timeout
+//     (a fake that never does would hold the stop for stopConfirmLimit).
+//   - else, the last evidence the server gave that the Collector did not
+//     write while it ran (an unchanged bookmark, or the end of a watch at
+//     its timeout, too soon after the last durable record), if any.
+//
+// The stop vouches for nothing the server did not: it cannot know what the
+// server sent after its last evidence and the process never read, so,
+// unconfirmed, the time after that evidence is not yet observed, as after
+// a crash. A resumed recorder watches from the checkpoint's
+// resourceVersion and records what it missed then.
 func (s *stream) stopCheckpoint(ctx context.Context, w apiwatch.Interface) {
-	iv := s.c.cfg.progressInterval
-	if iv <= 0 || !s.covered || s.rv == "" {
+	if s.c.cfg.progressInterval <= 0 || !s.covered || s.rv == "" {
 		return
 	}
 	// The committer runs until every stream returned: hand it the records
@@ -70,18 +86,69 @@ drain:
 			break drain
 		}
 	}
-	now := s.observedNow()
-	if age := now.Sub(s.lastAt); age > iv {
-		s.log.Info("no checkpoint at the stop: the server vouched for nothing within the progress interval", "lastEvidence", s.lastAt, "interval", iv)
+	if s.serverTimeouts {
+		if err := s.confirmStop(final); err != nil {
+			s.log.Info("the server did not confirm the stop: its checkpoint is the last evidence", "error", err.Error(), "lastEvidence", s.vouchedAt)
+		} else {
+			s.vouchedAt = s.observedNow()
+		}
+	}
+	if !s.vouchedAt.After(s.lastAt) {
+		s.log.V(1).Info("no checkpoint at the stop: its last evidence is recorded", "resourceVersion", s.rv, "at", s.lastAt)
 		return
 	}
-	rec := s.progressRecord(s.rv, false, now)
+	rec := s.progressRecord(s.rv, false, s.vouchedAt)
 	if err := s.c.committer.submit(final, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
 		s.log.Info("no checkpoint at the stop", "error", err.Error())
 		return
 	}
-	s.lastAt = now
-	s.log.V(1).Info("checkpoint at the stop", "resourceVersion", s.rv, "at", now)
+	s.lastAt = s.vouchedAt
+	s.log.V(1).Info("checkpoint at the stop", "resourceVersion", s.rv, "at", s.vouchedAt)
+}
+
+const (
+	// stopConfirmTimeout is the timeout of the watch that confirms a stop.
+	stopConfirmTimeout = time.Second
+	// stopConfirmLimit bounds the wait for that watch to end, its request
+	// (client-go's rate limiter included) and its events.
+	stopConfirmLimit = 3 * stopConfirmTimeout
+)
+
+// confirmStop watches the stream from its resourceVersion with a timeout
+// of stopConfirmTimeout and records its events until the server ends it
+// at that timeout, which vouches that the stream is continuous up to now.
+// Any other end is an error, and nothing is vouched.
+func (s *stream) confirmStop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, stopConfirmLimit)
+	defer cancel()
+	opened := s.clock.Now()
+	w, err := s.src.watch(ctx, metav1.ListOptions{
+		ResourceVersion:     s.rv,
+		AllowWatchBookmarks: s.c.cfg.bookmarks,
+		LabelSelector:       s.c.cfg.labelSelector,
+		FieldSelector:       s.c.cfg.fieldSelector,
+		TimeoutSeconds:      ptr.To(int64(stopConfirmTimeout / time.Second)),
+	})
+	if err != nil {
+		return fmt.Errorf("watch %s from %q: %w", s.res, s.rv, err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("watch %s from %q: not ended by the server within %s", s.res, s.rv, stopConfirmLimit)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				if s.clock.Since(opened) < stopConfirmTimeout-timeoutSlack {
+					return fmt.Errorf("watch %s from %q: ended before its timeout", s.res, s.rv)
+				}
+				return nil
+			}
+			if _, err := s.onEvent(ctx, ev); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // endedByStop reports whether the watch event ev (or the close of the

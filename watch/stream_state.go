@@ -36,6 +36,7 @@ func (s *stream) durable(recs []event.Record) {
 	if progressed {
 		s.c.notifyProgress()
 	}
+	s.c.appended.Notify()
 	s.m.events.Add(float64(events))
 	s.m.bytes.Add(float64(bytes))
 	if gaps > 0 {

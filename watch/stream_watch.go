@@ -135,7 +135,7 @@ func (s *stream) onEvent(ctx context.Context, ev apiwatch.Event) (delivered bool
 		if rv := rec.Resource.ResourceVersion; rv != "" {
 			s.rv = rv
 		}
-		s.lastAt = now
+		s.lastAt, s.vouchedAt = now, now
 	case apiwatch.Bookmark:
 		rv, initialEventsEnd, err := bookmarkOf(ev.Object)
 		if err != nil {
@@ -154,7 +154,7 @@ func (s *stream) onEvent(ctx context.Context, ev apiwatch.Event) (delivered bool
 			if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}}, false); err != nil {
 				return false, err
 			}
-			s.rv, s.lastAt = rv, now
+			s.rv, s.lastAt, s.vouchedAt = rv, now, now
 		}
 	case apiwatch.Error:
 		return false, apierrors.FromObject(ev.Object)

@@ -77,6 +77,9 @@ func notRecording(st StreamStatus) string {
 			reason = "reading its durable state"
 		case st.State == StateListing && !st.Synced:
 			reason = "taking its initial baseline"
+		case st.State == StateListing && st.Covered:
+			// Its baseline is durable, its watch not open yet.
+			reason = "opening its watch after its baseline"
 		case st.State == StateListing:
 			reason = "relisting after a gap"
 		case st.State == StateWatching:

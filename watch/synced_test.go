@@ -147,3 +147,27 @@ func TestSyncedNamesPendingResource(t *testing.T) {
 	})
 	wantNotSynced(t, c.Synced(), "1 of 2 streams", `pending: resource "widgets.example.com" is not served by the API server`)
 }
+
+// Each state a stream can be in without recording has its own reason: a
+// stream whose baseline is durable but whose watch is not open yet is not
+// relisting after a gap (Synced said so right after WaitForSync).
+func TestNotRecordingReasons(t *testing.T) {
+	since := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		st   StreamStatus
+		want string
+	}{
+		{StreamStatus{StreamID: "s", State: StateWatching, Synced: true}, ""},
+		{StreamStatus{StreamID: "s", State: StateRemoved}, ""},
+		{StreamStatus{StreamID: "s", State: StateStarting}, "s is starting (reading its durable state)"},
+		{StreamStatus{StreamID: "s", State: StateListing}, "s is listing (taking its initial baseline)"},
+		{StreamStatus{StreamID: "s", State: StateListing, Synced: true, Covered: true, CoveredSince: since}, "s is listing (opening its watch after its baseline)"},
+		{StreamStatus{StreamID: "s", State: StateListing, Synced: true}, "s is listing (relisting after a gap)"},
+		{StreamStatus{StreamID: "s", State: StateWatching}, "s is watching (watch resumed from the checkpoint, not confirmed yet)"},
+		{StreamStatus{StreamID: "s", State: StateBackoff, DegradedReason: "500"}, "s is backoff (500)"},
+	} {
+		if got := notRecording(tc.st); got != tc.want {
+			t.Errorf("notRecording(%s synced=%v covered=%v) = %q, want %q", tc.st.State, tc.st.Synced, tc.st.Covered, got, tc.want)
+		}
+	}
+}

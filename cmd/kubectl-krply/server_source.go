@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -110,7 +111,25 @@ func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, ignore
 		return nil, s.journalOnly("--ignore-status")
 	}
 	h, err := s.c.History(ctx, obj, client.HistoryQuery{})
-	return h, neverRecorded(err)
+	if err != nil {
+		return nil, neverRecorded(err)
+	}
+	// Every page of it: a history longer than the server's page continues
+	// after the last record of the one before.
+	for q := (client.HistoryQuery{Cursor: h.Next}); q.Cursor != ""; q.Cursor = h.Next {
+		page, err := s.c.History(ctx, obj, q)
+		if err != nil {
+			return nil, err
+		}
+		h.Entries = append(h.Entries, page.Entries...)
+		for _, w := range page.Warnings {
+			if !slices.Contains(h.Warnings, w) {
+				h.Warnings = append(h.Warnings, w)
+			}
+		}
+		h.Next = page.Next
+	}
+	return h, nil
 }
 
 // neverRecorded turns the API's not_found for an object into the error a

@@ -109,3 +109,21 @@ func TestServerReplayPlan(t *testing.T) {
 		t.Errorf("--server with --journal: exit %d, want 2", r.code)
 	}
 }
+
+// A history longer than the server's page is read page after page: the
+// same as --journal.
+func TestServerHistoryPages(t *testing.T) {
+	j := shopJournal(t)
+	url := serve(t, j, server.WithMaxPageSize(2))
+	for _, args := range [][]string{
+		{"history", "deploy/web", "-n", "shop"},
+		{"history", "deploy/web", "-n", "shop", "-o", "json"},
+		{"history", "configmaps/settings", "-n", "shop", "-o", "wide"},
+	} {
+		want := runPlugin(t, append([]string{"--journal", j}, args...)...)
+		got := runPlugin(t, append([]string{"--server", url, "--token", "secret"}, args...)...)
+		if got != want || strings.Count(want.stdout, "\n") < 4 {
+			t.Errorf("%s through --server with pages of 2:\n%s%s\nthrough --journal:\n%s%s", strings.Join(args, " "), got.stdout, got.stderr, want.stdout, want.stderr)
+		}
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -310,21 +309,4 @@ func TestCheckCatchesBrokenCollectors(t *testing.T) {
 			t.Logf("%s\n%s", r.Summary(), mismatchLines(r))
 		})
 	}
-}
-
-// mismatchLines lists the mismatches, at most five of each kind.
-func mismatchLines(r *Report) string {
-	var b strings.Builder
-	shown := map[string]int{}
-	for _, m := range r.Mismatches {
-		if shown[m.Kind]++; shown[m.Kind] <= 5 {
-			fmt.Fprintf(&b, "  %s\n", m)
-		}
-	}
-	for kind, n := range shown {
-		if n > 5 {
-			fmt.Fprintf(&b, "  … %d more %s\n", n-5, kind)
-		}
-	}
-	return b.String()
 }

@@ -20,11 +20,22 @@
 //
 // # The soak test
 //
-// TestTruth starts a real control plane (internal/testenv) with a second
+// Run is the soak test, for any store: a Backend says how a journal is
+// made, opened to record and query, opened to read while others write, and
+// kept when a run fails. TestTruth in this package runs it on a SQLite
+// journal, and TestTruth in storage/postgres/internal/pgtruth on a
+// database of a real PostgreSQL server (in `make test`, under the race
+// detector); each must find no mismatch. The children a run starts are the
+// calling test binary re-executed: its TestMain calls ChildMain first. A
+// failed run keeps its journal (PostgreSQL: an export, storage/transfer),
+// oracle and logs in a folder, and each package's TestRecheck checks them
+// again (Recheck) with KRPLY_TRUTH_RECHECK naming the folder.
+//
+// Run starts a real control plane (internal/testenv) with a second
 // kube-apiserver whose ConfigMaps are served from etcd (no watch cache), puts
 // the fault proxy in front of it, and records four namespaces of
 // ConfigMaps, Secrets, headless Services and Deployments with a Collector on
-// a SQLite journal; one namespace holds 60 ConfigMaps more, so its
+// the backend's journal; one namespace holds 60 ConfigMaps more, so its
 // baseline takes several pages. A seeded random workload creates, updates
 // (data, labels, annotations, spec, replicas, images), deletes and
 // re-creates objects under the same names, one write at a time, straight to
@@ -55,13 +66,14 @@
 //
 // It prints one line:
 //
-//	truth: seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
+//	truth (sqlite): seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
 //
 // The short form (at least 2,000 operations and 12 faults, about two
-// minutes on a busy two-core machine) runs with every `go test ./...`;
-// the long form (at least 10,000 operations and 24 faults) runs with
-// -truth.long or
-// KRPLY_TRUTH_LONG=1, or `make truth-soak`. -truth.seed=N or
+// minutes on a busy two-core machine; on PostgreSQL under the race
+// detector, as `make test` runs it, about seven, half of them the check)
+// runs with every `go test ./...`; the long form (at least 10,000
+// operations and 24 faults) runs with -truth.long or KRPLY_TRUTH_LONG=1,
+// or `make truth-soak` (SQLite). -truth.seed=N or
 // KRPLY_TRUTH_SEED=N repeats a run's workload and fault schedule; timing
 // on a real control plane still varies between runs.
 //

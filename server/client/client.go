@@ -206,10 +206,19 @@ func (c *Client) Clusters(ctx context.Context) ([]server.Cluster, error) {
 func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.Time) ([]server.StreamInfo, error) {
 	q := scopeQuery(scope)
 	q.Set("at", timeParam(at))
-	var all []server.StreamInfo
+	return allPages[server.StreamInfo](ctx, c, "/api/v1/streams", q)
+}
+
+// allPages returns the items of every page of a list route, asked with q
+// and then the cursor of each page.
+func allPages[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
+	var all []T
 	for {
-		var page server.StreamList
-		if err := c.do(ctx, http.MethodGet, "/api/v1/streams", q, nil, &page); err != nil {
+		var page struct {
+			Items []T    `json:"items"`
+			Next  string `json:"next"`
+		}
+		if err := c.do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
 			return nil, err
 		}
 		all = append(all, page.Items...)
@@ -218,6 +227,16 @@ func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.T
 		}
 		q.Set("cursor", page.Next)
 	}
+}
+
+// clusterQuery is the query of a cluster's list ("": the journal's only
+// cluster).
+func clusterQuery(clusterID string) url.Values {
+	q := url.Values{}
+	if clusterID != "" {
+		q.Set("cluster", clusterID)
+	}
+	return q
 }
 
 // RecordQuery selects records (GET /api/v1/records). Zero fields do not
@@ -293,13 +312,22 @@ func (c *Client) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Tim
 // HistoryQuery restricts History. Zero fields do not restrict.
 type HistoryQuery struct {
 	Since, Until time.Time
-	// Limit caps the versions (0: the server's maximum).
+	// Limit caps the records of a page (0: the server's maximum).
 	Limit int
+	// Cursor continues a previous page (its History.Next); the other
+	// fields must not change.
+	Cursor string
 }
 
-// History returns obj's history, as materialize.Materializer.History does.
+// History returns obj's history, as materialize.Materializer.History
+// does: one page of it. When the page was cut short, its Next is the
+// cursor of the rest (give it as hq.Cursor); pages read so hold every
+// version once, even while the recorder appends.
 func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQuery) (*materialize.History, error) {
 	q := objectQuery(obj)
+	if hq.Cursor != "" {
+		q.Set("cursor", hq.Cursor)
+	}
 	if !hq.Since.IsZero() {
 		q.Set("since", timeParam(hq.Since))
 	}
@@ -341,22 +369,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, scope materialize.Scope, at t
 // ListSnapshots returns the saved snapshots of a cluster ("" for the
 // journal's only one) without their objects, every page of them.
 func (c *Client) ListSnapshots(ctx context.Context, clusterID string) ([]materialize.Snapshot, error) {
-	q := url.Values{}
-	if clusterID != "" {
-		q.Set("cluster", clusterID)
-	}
-	var all []materialize.Snapshot
-	for {
-		var page server.SnapshotList
-		if err := c.do(ctx, http.MethodGet, "/api/v1/snapshots", q, nil, &page); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.Next == "" {
-			return all, nil
-		}
-		q.Set("cursor", page.Next)
-	}
+	return allPages[materialize.Snapshot](ctx, c, "/api/v1/snapshots", clusterQuery(clusterID))
 }
 
 // GetSnapshot returns a saved snapshot.
@@ -400,6 +413,13 @@ func (c *Client) plan(ctx context.Context, req server.PlanRequest, q url.Values)
 		return nil, err
 	}
 	return &out, nil
+}
+
+// ListPlans returns the saved plans of cluster ("": the journal's only
+// cluster), in the order they were saved, without their objects: every
+// page of GET /api/v1/plans.
+func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]server.PlanSummary, error) {
+	return allPages[server.PlanSummary](ctx, c, "/api/v1/plans", clusterQuery(clusterID))
 }
 
 // GetPlan returns a saved plan with its status and last dry run.

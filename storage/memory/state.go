@@ -301,7 +301,7 @@ func (st *state) history(obj storage.ObjectID, q storage.HistoryQuery) []event.R
 	var out []event.Record
 	v := st.visibility("")
 	for _, rec := range oi.bySeq {
-		if q.StreamID != "" && rec.StreamID != q.StreamID || v.hidden(rec) {
+		if q.StreamID != "" && rec.StreamID != q.StreamID || rec.IngestSeq <= q.AfterSeq || v.hidden(rec) {
 			continue
 		}
 		if !q.Since.IsZero() && rec.ObservedAt.Before(q.Since) {

@@ -91,8 +91,13 @@ func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []in
 	reads := &pgx.Batch{}
 	reads.Queue("BEGIN")
 	queueLock(reads, in.clusters)
-	reads.Queue(`SELECT r.cluster_id, r.event_id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
-JOIN krply_records r ON r.event_id = k.id AND r.cluster_id = k.c`, in.idClusters, in.ids)
+	reads.Queue(inFlightLock)
+	// One look-up in the event ID index per record (LATERAL with LIMIT
+	// keeps the planner from hashing the batch against a scan of the
+	// records, which it chose for batches of 10,000 and which grows with
+	// the journal). An EventID is stored at most once per cluster.
+	reads.Queue(`SELECT k.c, k.id, r.seq FROM unnest($1::text[], $2::text[]) AS k(c, id)
+CROSS JOIN LATERAL (SELECT r.seq FROM krply_records r WHERE r.event_id = k.id AND r.cluster_id = k.c LIMIT 1) r`, in.idClusters, in.ids)
 	reads.Queue("SELECT nextval('krply_seq') FROM generate_series(1, $1)", len(batch))
 	queueBaselineRead(reads, in)
 	queueStatusRead(reads, in)
@@ -205,7 +210,7 @@ JOIN unnest($1::text[], $2::text[]) AS k(c, s) ON t.cluster_id = k.c AND t.strea
 func readBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch, in *appendInput) (map[string]int64, []int64, error) {
 	br := c.SendBatch(ctx, b)
 	defer br.Close()
-	for range 3 { // BEGIN, the cluster rows, their locks
+	for range 4 { // BEGIN, the cluster rows, their locks, the in-flight lock
 		if _, err := br.Exec(); err != nil {
 			return nil, nil, err
 		}
@@ -305,7 +310,7 @@ func (in *appendInput) assign(seen map[string]int64, seqs []int64, parts []int64
 func queueRows(b *pgx.Batch, rows []row, in *appendInput) error {
 	queueBaselines(b, rows, in)
 	queueBodies(b, rows)
-	if err := queueInsert(b, rows); err != nil {
+	if err := queueInsert(b, rows, false); err != nil {
 		return err
 	}
 	for _, r := range rows {
@@ -394,10 +399,13 @@ func queueBodies(b *pgx.Batch, rows []row) {
 	if len(cs) == 0 {
 		return
 	}
+	// Not ON CONFLICT DO NOTHING, which costs several times a look-up
+	// when the row exists: the cluster's lock, held since before this
+	// statement, keeps every other writer of the cluster's bodies out.
 	b.Queue(`WITH added AS (
 	INSERT INTO krply_bodies (cluster_id, hash, raw_len, data)
-	SELECT * FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::bytea[])
-	ON CONFLICT (cluster_id, hash) DO NOTHING
+	SELECT * FROM unnest($1::text[], $2::bytea[], $3::integer[], $4::bytea[]) AS k(c, h, l, d)
+	WHERE NOT EXISTS (SELECT 1 FROM krply_bodies b WHERE b.cluster_id = k.c AND b.hash = k.h)
 	RETURNING cluster_id, raw_len
 ), totals AS (SELECT cluster_id, count(*) AS n, sum(raw_len) AS bytes FROM added GROUP BY cluster_id)
 UPDATE krply_clusters c SET bodies = c.bodies + t.n, body_bytes = c.body_bytes + t.bytes, raw_bytes = c.raw_bytes + t.bytes
@@ -405,8 +413,11 @@ FROM totals t WHERE c.cluster_id = t.cluster_id`, cs, hashes, lens, data)
 }
 
 // queueInsert queues the insert of the rows and the count of them in
-// their clusters' totals.
-func queueInsert(b *pgx.Batch, rows []row) error {
+// their clusters' totals. skipStored skips the rows whose EventID the
+// partition holds already (ON CONFLICT DO NOTHING); an Append, which read
+// the stored IDs under its clusters' locks, does not need it, and a plain
+// insert of new rows costs less.
+func queueInsert(b *pgx.Batch, rows []row, skipStored bool) error {
 	n := len(rows)
 	var (
 		cluster, eventID, typ, stream = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -446,12 +457,16 @@ func queueInsert(b *pgx.Batch, rows []row) error {
 		meta[i] = b
 	}
 	queueObjects(b, rows)
+	onConflict := ""
+	if skipStored {
+		onConflict = "ON CONFLICT (event_id, cluster_id, part) DO NOTHING"
+	}
 	b.Queue(`WITH added AS (
 	INSERT INTO krply_records (cluster_id, seq, part, event_id, type, stream_id, observed_at, grp, resource, namespace, name, uid, rv,
 		synthetic, deleted, item_baseline, visible, progress, body_hash, target, meta)
 	SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[],
 		$14::boolean[], $15::boolean[], $16::text[], $17::boolean[], $18::boolean[], $19::bytea[], $20::text[], $21::bytea[])
-	ON CONFLICT (event_id, cluster_id, part) DO NOTHING
+	`+onConflict+`
 	RETURNING cluster_id, type
 ), totals AS (SELECT cluster_id, count(*) AS n, count(*) FILTER (WHERE type = 'event') AS events FROM added GROUP BY cluster_id)
 UPDATE krply_clusters c SET records = c.records + t.n, events = c.events + t.events FROM totals t WHERE c.cluster_id = t.cluster_id`,
@@ -480,9 +495,13 @@ func queueObjects(b *pgx.Batch, rows []row) {
 	if len(cs) == 0 {
 		return
 	}
+	// As for bodies: the cluster's lock keeps other writers out, and a
+	// look-up costs a fraction of ON CONFLICT DO NOTHING on a row that
+	// exists (3–7 µs against 22–28 µs for each of 10,000 objects).
 	b.Queue(`INSERT INTO krply_objects (cluster_id, stream_id, resource, grp, namespace, name)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-ON CONFLICT DO NOTHING`, cs, ss, res, grp, ns, name)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS k(c, s, r, g, n, m)
+WHERE NOT EXISTS (SELECT 1 FROM krply_objects o WHERE o.cluster_id = k.c AND o.stream_id = k.s AND o.resource = k.r AND o.grp = k.g AND o.namespace = k.n AND o.name = k.m)`,
+		cs, ss, res, grp, ns, name)
 }
 
 // queueStatuses queues the upsert of stream statuses.

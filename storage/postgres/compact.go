@@ -132,7 +132,7 @@ func applyPlan(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Ti
 			rows[i] = row{rec: &markers[i], part: part, visible: true}
 		}
 		b := &pgx.Batch{}
-		if err := queueInsert(b, rows); err != nil {
+		if err := queueInsert(b, rows, true); err != nil {
 			return err
 		}
 		if err := sendBatch(ctx, tx, b); err != nil {

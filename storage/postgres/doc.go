@@ -24,7 +24,9 @@
 //     number is returned, as storage.Writer says). Two replicas of one
 //     recorder make the same EventIDs for the same watch events, so what
 //     both saw is stored once. The IDs are read under the cluster's lock
-//     (below), and the insert is ON CONFLICT DO NOTHING as well.
+//     (below); bodies and objects already stored are looked up under that
+//     lock as well, and the rows are inserted without ON CONFLICT (a
+//     conflict would fail the Append, not be skipped silently).
 //   - Order within a stream is commit order. A PostgreSQL sequence alone
 //     does not give it (a transaction that took a smaller number may commit
 //     after one that took a larger one, and a reader tailing by IngestSeq
@@ -33,9 +35,16 @@
 //     takes its sequence numbers under that lock and holds it until it
 //     commits: the Appends of one cluster are serialized, and a cluster's
 //     IngestSeqs follow commit order. Appends of different clusters do not
-//     wait for each other; their IngestSeqs interleave, so a reader that
-//     tails by IngestSeq does it per cluster (or per stream), which is how
-//     every krply reader reads.
+//     wait for each other, so one may commit a smaller IngestSeq after
+//     another committed a larger one. Reads of every cluster at once
+//     (Records without a cluster or stream: a change feed, an export) stop
+//     below the smallest IngestSeq an Append in flight may hold: each
+//     Append announces itself with a shared advisory lock whose key bounds
+//     the numbers it takes, and such a read first reads the sequence and
+//     those locks (pg_locks). A reader that resumes after the last number
+//     it saw misses nothing committed later. See commitorder.go. A read
+//     replica sees neither the primary's locks nor its exact sequence:
+//     tail every cluster at once on the primary.
 //   - A batch, the stream statuses (checkpoints) it advances, the bodies it
 //     adds and the visibility of baseline items are one transaction.
 //   - Open baselines: the items of a baseline that has begun and not ended
@@ -94,4 +103,8 @@
 // and a free loopback port; hack/postgres.sh installs Debian's postgresql
 // when they are missing. When the tests run as root, the server runs as the
 // unprivileged user postgres (or nobody), since PostgreSQL refuses root.
+// internal/pgtruth runs the truth test of internal/truth on it, as on
+// SQLite (recorders killed with SIGKILL, processes querying while others
+// record, no mismatch allowed), and two replicas of one cluster recording
+// into one database while one of them relists.
 package postgres

@@ -24,6 +24,7 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error)
+	batcher
 }
 
 // reader answers the queries of storage.Reader with SQL. It keeps nothing
@@ -36,6 +37,9 @@ type reader struct {
 	// parts maps times to partitions, so that a query of the past skips
 	// the partitions after it.
 	parts *partitions
+	// commitOrdered: reads of every cluster stop at committedBound (see
+	// commitorder.go). Off in a compaction, which holds writers off.
+	commitOrdered bool
 }
 
 func (r reader) check(ctx context.Context, op string) error {
@@ -181,6 +185,17 @@ func (r reader) Records(ctx context.Context, q storage.Query) (storage.Page, err
 	}
 	if cluster != "" || q.StreamID != "" {
 		where = append(where, "r.cluster_id = "+a.add(cluster))
+	} else if r.commitOrdered {
+		bound, err := committedBound(ctx, r.q)
+		if err != nil {
+			return storage.Page{}, fmt.Errorf("postgres: records: %w", err)
+		}
+		if before == 0 || bound+1 < before {
+			before = bound + 1
+		}
+		if after >= before-1 {
+			return storage.Page{Records: []event.Record{}}, nil
+		}
 	}
 	if len(q.Types) > 0 {
 		types := make([]string, len(q.Types))
@@ -300,6 +315,9 @@ func (r reader) ObjectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	sql := "SELECT " + selectRecord(!q.WithoutBodies) + " FROM krply_records r WHERE " + objectWhere(&a, obj)
 	if q.StreamID != "" {
 		sql += " AND r.stream_id = " + a.add(q.StreamID)
+	}
+	if q.AfterSeq > 0 {
+		sql += " AND r.seq > " + a.add(q.AfterSeq)
 	}
 	if !q.Since.IsZero() {
 		sql += " AND r.observed_at >= " + a.add(nanos(q.Since))

@@ -108,6 +108,14 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if cfg.maxConns > 0 {
 		pc.MaxConns = cfg.maxConns
 	}
+	if _, set := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		// pgx prepares each statement once per connection, and PostgreSQL
+		// then keeps a generic plan made when the tables were small: an
+		// Append's look-up of its event IDs kept scanning the growing
+		// partition (5.7 ms a batch of 100 at 20,000 records, 0.9 with
+		// plans made for the values). Plan for the values every time.
+		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
@@ -127,7 +135,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open: setting up the tables: %w", err)
 	}
 	s := &Store{pool: pool, log: cfg.log, parts: partitions{width: cfg.width, known: map[int64]bool{}}}
-	s.reader = reader{q: pool, closed: &s.closed, parts: &s.parts}
+	s.reader = reader{q: pool, closed: &s.closed, parts: &s.parts, commitOrdered: true}
 	return s, nil
 }
 

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/krply/krply/event"
@@ -23,8 +22,8 @@ type appendTx struct {
 	// keyframes are the keyframe changes to publish after commit.
 	keyframes     map[int64]keyframe
 	kindKeyframes map[kindKey]keyframe
-	// knownBodies maps the hashes of the batch's bodies that are stored
-	// (or about to be) to their ids; nextBodyID is the next id to assign.
+	// knownBodies maps the hashes of the bodies the batch stores to their
+	// ids; nextBodyID is the next id to assign.
 	knownBodies map[string]int64
 	nextBodyID  int64
 	// newObjects are the objects rows this transaction adds;
@@ -65,10 +64,10 @@ func (s *Store) Append(ctx context.Context, records []event.Record) (storage.App
 	at := s.newAppendTx(ctx, tx)
 	res, err := at.appendAll(records)
 	if err != nil {
-		return storage.AppendResult{}, err
+		return storage.AppendResult{}, s.explainWrite(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return storage.AppendResult{}, fmt.Errorf("sqlite: append: commit: %w", err)
+		return storage.AppendResult{}, s.explainWrite(fmt.Errorf("sqlite: append: commit: %w", err))
 	}
 	s.publish(at)
 	return res, nil
@@ -84,7 +83,7 @@ func (at *appendTx) appendAll(records []event.Record) (storage.AppendResult, err
 		ids[i] = encodeID(records[i].EventID)
 		hashes[i] = bodyHash(&records[i])
 	}
-	existing, err := at.lookupAll(records, ids, hashes)
+	existing, err := at.lookupAll(records, ids)
 	if err != nil {
 		return res, err
 	}
@@ -112,14 +111,12 @@ func (at *appendTx) appendAll(records []event.Record) (storage.AppendResult, err
 }
 
 // lookupAll finds what of a batch is stored already: the sequence numbers
-// of its stored EventIDs (returned, keyed by idKey), its stored bodies and
-// objects.
-func (at *appendTx) lookupAll(records []event.Record, ids []any, hashes []string) (map[string]int64, error) {
+// of its stored EventIDs (returned, keyed by idKey) and its stored
+// objects. Bodies are not looked up by hash (schema version 5): body
+// compares a new body with its object's latest and with the batch's.
+func (at *appendTx) lookupAll(records []event.Record, ids []any) (map[string]int64, error) {
 	existing, err := at.existingSeqs(ids)
 	if err != nil {
-		return nil, err
-	}
-	if err := at.lookupBodies(hashes); err != nil {
 		return nil, err
 	}
 	if err := at.lookupObjects(records, existing, ids); err != nil {
@@ -134,13 +131,15 @@ func (s *Store) publish(at *appendTx) {
 	s.nextSeq = at.nextSeq
 	s.nextBodyID = at.nextBodyID
 	s.nextObjectID = at.nextObjectID
-	s.names.publish(at.names)
+	objectsKept := true
 	for k, v := range at.objects {
 		if len(s.objectIDs) > 1<<16 {
 			clear(s.objectIDs)
+			objectsKept = false
 		}
 		s.objectIDs[k] = v
 	}
+	s.names.publish(at.names, objectsKept)
 	for obj, kf := range at.keyframes {
 		s.keyframeRaw.put(kf.bodyID, kf.raw)
 		kf.raw = nil
@@ -295,34 +294,10 @@ func (at *appendTx) existingSeqs(ids []any) (map[string]int64, error) {
 	return out, nil
 }
 
-// lookupBodies finds which of the given body hashes (hex, "" for none)
-// are stored already.
-func (at *appendTx) lookupBodies(hashes []string) error {
-	var keys []any
-	for _, h := range hashes {
-		if h != "" {
-			b, _ := hex.DecodeString(h)
-			keys = append(keys, keyOf(b))
-		}
-	}
-	err := at.lookup(bodyLookup, keys, func(rows *sql.Rows) error {
-		var hash []byte
-		var id int64
-		if err := rows.Scan(&hash, &id); err != nil {
-			return err
-		}
-		at.knownBodies[hex.EncodeToString(hash)] = id
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("sqlite: append: look up bodies: %w", err)
-	}
-	return nil
-}
-
 // lookupObjects finds the rows of the objects that the batch's new object
 // changes name and the store does not remember, so that object needs no
-// query: an object not found is new. existing and ids are those of
+// query: an object not found is new. Objects of a scope the writer knows
+// whole (knownScope: a relist into a new namespace) are not looked up. existing and ids are those of
 // Append (records already stored are skipped).
 func (at *appendTx) lookupObjects(records []event.Record, existing map[string]int64, ids []any) error {
 	var keys []any
@@ -345,6 +320,9 @@ func (at *appendTx) lookupObjects(records []event.Record, existing map[string]in
 		scope, err := at.scopeRow(obj.ClusterID, obj.Namespace, obj.Group, obj.Resource)
 		if err != nil {
 			return fmt.Errorf("sqlite: append: %w", err)
+		}
+		if at.knownScope(scope) {
+			continue
 		}
 		key := scopedName{scope, obj.Name}
 		if _, seen := wanted[key]; seen {

@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"sync"
 )
 
-// Bodies are stored once per hash, in one of two encodings:
+// A body is stored once per object version: Append stores no new body
+// when an object's body is its latest one (a relist of an unchanged
+// object) or one of its batch's (schema version 5; before, a body was
+// looked up by hash in the whole journal). Bodies are stored in one of two
+// encodings:
 //
 //   - a keyframe: the raw JSON deflated with a preset dictionary of typical
 //     Kubernetes JSON (base is NULL; the dictionary is format_dictionary.json);
@@ -89,12 +94,8 @@ var deltaTables = sync.Pool{New: func() any { return new([1 << deltaTableBits]in
 // common prefix and suffix are found first (a new version usually differs
 // in a few places), and only the region between them is searched.
 func encodeDelta(base, target []byte) []byte {
-	prefix := 0
-	for limit := min(len(base), len(target)); prefix < limit && base[prefix] == target[prefix]; prefix++ {
-	}
-	suffix := 0
-	for limit := min(len(base), len(target)) - prefix; suffix < limit && base[len(base)-1-suffix] == target[len(target)-1-suffix]; suffix++ {
-	}
+	prefix := commonPrefix(base, target)
+	suffix := commonSuffix(base[prefix:], target[prefix:])
 	out := make([]byte, 0, 64)
 	if prefix > 0 {
 		out = appendCopy(out, 0, prefix)
@@ -147,10 +148,8 @@ func encodeRegion(out, base []byte, lo, hi int, target []byte) []byte {
 		// Extend the match forward, then backward into pending literals.
 		bStart, tStart := int(cand), i
 		bEnd, tEnd := bStart+deltaWindow, tStart+deltaWindow
-		for bEnd < hi && tEnd < len(target) && base[bEnd] == target[tEnd] {
-			bEnd++
-			tEnd++
-		}
+		n := commonPrefix(base[bEnd:hi], target[tEnd:])
+		bEnd, tEnd = bEnd+n, tEnd+n
 		for bStart > lo && tStart > literalStart && base[bStart-1] == target[tStart-1] {
 			bStart--
 			tStart--
@@ -164,6 +163,38 @@ func encodeRegion(out, base []byte, lo, hi int, target []byte) []byte {
 		i, literalStart = tEnd, tEnd
 	}
 	return appendInsert(out, target[literalStart:])
+}
+
+// commonPrefix returns the length of the longest common prefix of a and
+// b, comparing eight bytes at a time.
+func commonPrefix(a, b []byte) int {
+	n := 0
+	for len(a)-n >= 8 && len(b)-n >= 8 {
+		if x := binary.LittleEndian.Uint64(a[n:]) ^ binary.LittleEndian.Uint64(b[n:]); x != 0 {
+			return n + bits.TrailingZeros64(x)/8
+		}
+		n += 8
+	}
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// commonSuffix returns the length of the longest common suffix of a and
+// b, comparing eight bytes at a time.
+func commonSuffix(a, b []byte) int {
+	n := 0
+	for len(a)-n >= 8 && len(b)-n >= 8 {
+		if x := binary.BigEndian.Uint64(a[len(a)-n-8:]) ^ binary.BigEndian.Uint64(b[len(b)-n-8:]); x != 0 {
+			return n + bits.TrailingZeros64(x)/8
+		}
+		n += 8
+	}
+	for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+		n++
+	}
+	return n
 }
 
 func appendInsert(out, literal []byte) []byte {

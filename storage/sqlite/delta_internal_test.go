@@ -73,3 +73,61 @@ func TestKeyframeRoundTrip(t *testing.T) {
 		t.Error("a truncated keyframe was accepted")
 	}
 }
+
+// TestCommonPrefixAndSuffix checks the word-at-a-time comparisons of
+// encodeDelta against byte-by-byte loops, so that the delta encoder's
+// output (pinned by the codec's golden files) cannot change with them:
+// random pairs of every length up to 40 that share a prefix and a suffix
+// of every length, and the bodies of TestDeltaRoundTrip.
+func TestCommonPrefixAndSuffix(t *testing.T) {
+	prefix := func(a, b []byte) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[n] == b[n] {
+			n++
+		}
+		return n
+	}
+	suffix := func(a, b []byte) int {
+		n := 0
+		for n < len(a) && n < len(b) && a[len(a)-1-n] == b[len(b)-1-n] {
+			n++
+		}
+		return n
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	random := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + rng.IntN(3))
+		}
+		return b
+	}
+	check := func(a, b []byte) {
+		t.Helper()
+		if got, want := commonPrefix(a, b), prefix(a, b); got != want {
+			t.Fatalf("commonPrefix(%q, %q) = %d, want %d", a, b, got, want)
+		}
+		if got, want := commonSuffix(a, b), suffix(a, b); got != want {
+			t.Fatalf("commonSuffix(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+	for la := range 41 {
+		for lb := range 41 {
+			for range 20 {
+				a, b := random(la), random(lb)
+				shared := rng.IntN(min(la, lb) + 1)
+				copy(b, a[:shared])
+				copy(b[lb-shared:], a[la-shared:])
+				check(a, b)
+			}
+		}
+	}
+	base, err := os.ReadFile("../../testdata/bodies/deployment.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(base, base)
+	check(base, bytes.Replace(base, []byte(`"48213"`), []byte(`"48214"`), 1))
+	check(base, base[:len(base)-1])
+	check(base[1:], base)
+}

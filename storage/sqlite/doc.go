@@ -174,7 +174,10 @@
 //   - times as Unix nanoseconds, the zero time as the smallest int64;
 //   - an EventID of 32 lowercase hex digits as its 16 bytes, any other as
 //     text, indexed by a 64-bit key: the first 8 bytes (big-endian) of the
-//     bytes, or of the SHA-256 of the text; body hashes likewise;
+//     bytes, or of the SHA-256 of the text; the hash_key column of bodies
+//     held such a key of the body's hash until schema version 5, which
+//     drops its index and writes 0 there (a body is stored once per
+//     object version, not per journal);
 //   - names rows would repeat live once in name tables (schema version
 //     4): cluster IDs in clusters, an object's cluster, namespace, group
 //     and resource in scopes (an objects row is a scope and a name),

@@ -64,6 +64,11 @@ func (s *Store) catchUp(ctx context.Context, tx *sql.Tx) error {
 	if s.seqFloor != floor {
 		s.forgetBodies()
 	}
+	if object != s.nextObjectID {
+		// Another process added objects, maybe to scopes this one
+		// created.
+		s.names.forgetScopes()
+	}
 	if seq != s.nextSeq || body != s.nextBodyID || object != s.nextObjectID || floor != s.seqFloor {
 		s.log.V(1).Info("another process wrote the journal", "nextSeq", s.nextSeq, "compacted", floor != s.seqFloor)
 	}

@@ -87,7 +87,7 @@ func (at *appendTx) queueBody(raw []byte, hashHex string, enc bodyEncoding) int6
 	id := at.nextBodyID
 	at.nextBodyID++
 	at.knownBodies[hashHex] = id
-	at.bodyRows = append(at.bodyRows, []any{id, keyOf(hash), hash, len(raw), enc.base, enc.data})
+	at.bodyRows = append(at.bodyRows, []any{id, 0, hash, len(raw), enc.base, enc.data}) // hash_key: unused since schema version 5; 0 takes no bytes
 	at.bodies++
 	at.bodyBytes += int64(len(enc.data))
 	at.rawBodyByte += int64(len(raw))

@@ -175,7 +175,7 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 func writeUnpinnedLayoutJournal(t *testing.T, path string) {
 	writeJournal(t, path)
 	rawExec(t, path,
-		`DROP INDEX records_id`, `DROP INDEX bodies_hash`, `DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`,
+		`DROP INDEX records_id`, `DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`,
 		`ALTER TABLE records DROP COLUMN id_key`, `ALTER TABLE bodies DROP COLUMN hash_key`,
 		`CREATE UNIQUE INDEX records_event_id ON records (event_id)`, `CREATE UNIQUE INDEX bodies_hash_unique ON bodies (hash)`,
 		`PRAGMA user_version = 1`)
@@ -251,15 +251,19 @@ func TestMigratesOlderVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var got, tables int
+			var got, tables, hashIndexes int
 			if err := db.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('clusters', 'scopes', 'baselines')`).Scan(&tables); err != nil {
 				t.Fatal(err)
 			}
-			if got != sqlite.SchemaVersion || sqlite.SchemaVersion != 4 || tables != 3 {
-				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 3 name tables; want 4, 4, 3", got, sqlite.SchemaVersion, tables)
+			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bodies'`).Scan(&hashIndexes); err != nil {
+				t.Fatal(err)
+			}
+			if got != sqlite.SchemaVersion || sqlite.SchemaVersion != 5 || tables != 3 || hashIndexes != 0 {
+				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 3 name tables, %d indexes of bodies; want 5, 5, 3, 0",
+					got, sqlite.SchemaVersion, tables, hashIndexes)
 			}
 		})
 	}

@@ -60,7 +60,6 @@ func TestQueryPlans(t *testing.T) {
 		{"watermark", watermarkQuery, []string{"records_stream_time"}},
 		{"stream row", `SELECT id FROM streams WHERE stream_id = ?`, []string{"sqlite_autoindex_streams_1"}},
 		{"Append: event IDs", idLookup.text(8), []string{"records_id"}},
-		{"Append: bodies", bodyLookup.text(8), []string{"bodies_hash"}},
 		{"Append: objects", objectLookup.text(8), []string{"objects_name"}},
 		{"Append: latest body", `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`, []string{"records_object"}},
 		{"Append: cluster", nameSQL[0], []string{"sqlite_autoindex_clusters_1"}},
@@ -108,7 +107,7 @@ func TestQueryPlans(t *testing.T) {
 // only constraints need: the UNIQUE constraint of scopes and objects is
 // their name index, the marker index is records_marker.
 var usedIndexes = []string{"records_id", "records_stream", "records_stream_time", "records_marker", "records_type_seq", "records_object",
-	"records_target", "bodies_hash", "objects_name", "scopes_name", "sqlite_autoindex_clusters_1", "sqlite_autoindex_baselines_1",
+	"records_target", "objects_name", "scopes_name", "sqlite_autoindex_clusters_1", "sqlite_autoindex_baselines_1",
 	"sqlite_autoindex_streams_1", "sqlite_autoindex_stream_objects_1"}
 
 // queryPlan returns the EXPLAIN QUERY PLAN of a statement, a line per

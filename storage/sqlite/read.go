@@ -615,7 +615,11 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	query, args := objectHistoryQuery(obj, q, vis)
-	return s.query(ctx, query, args...)
+	rows, err := s.cachedQuery(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return s.decodeRows(ctx, rows)
 }
 
 // objectHistoryQuery is the statement of ObjectHistory.
@@ -636,6 +640,10 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 	if q.StreamID != "" {
 		b.WriteString(" AND r.stream = (SELECT id FROM streams WHERE stream_id = ?)")
 		args = append(args, q.StreamID)
+	}
+	if q.AfterSeq > 0 {
+		b.WriteString(" AND r.seq > ?")
+		args = append(args, q.AfterSeq)
 	}
 	b.WriteString(" ORDER BY r.seq")
 	if q.Limit > 0 {
@@ -971,13 +979,24 @@ func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string
 	const chunk = 500
 	for start := 0; start < len(eventIDs); start += chunk {
 		ids := eventIDs[start:min(start+chunk, len(eventIDs))]
-		args := make([]any, len(ids))
-		for i, id := range ids {
-			args[i] = encodeID(id)
+		// The list is padded with its last ID to a power of two, so that
+		// a few statements, prepared once, serve every length.
+		n := 8
+		for n < len(ids) {
+			n *= 2
+		}
+		n = min(n, chunk)
+		args := make([]any, n)
+		for i := range args {
+			args[i] = encodeID(ids[min(i, len(ids)-1)])
 		}
 		q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-			` WHERE r.target IN (?` + strings.Repeat(",?", len(ids)-1) + `) ORDER BY r.seq`
-		recs, err := s.query(ctx, q, args...)
+			` WHERE r.target IN (?` + strings.Repeat(",?", n-1) + `) ORDER BY r.seq`
+		rows, err := s.cachedQuery(ctx, q, args...)
+		if err != nil {
+			return nil, s.readErr("correlations", err)
+		}
+		recs, err := s.decodeRows(ctx, rows)
 		if err != nil {
 			return nil, s.readErr("correlations", err)
 		}

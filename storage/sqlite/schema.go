@@ -21,7 +21,7 @@ const applicationID = 0x6B72706C
 // SchemaVersion is the journal schema this package writes (PRAGMA
 // user_version). Files with an older version are migrated forward on Open;
 // files with a newer one are refused.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Record type and watch type codes kept in integer columns.
 const (
@@ -188,6 +188,19 @@ CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
 CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
 CREATE INDEX records_object ON records (obj, observed_at, seq) WHERE obj IS NOT NULL;
 CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
+`,
+	// Version 5 drops the index of bodies by hash. A body is stored once
+	// per object version, not once per journal: Append compares a new
+	// body with its object's latest (the common repeat: a relist of an
+	// unchanged object) and with the bodies of its own batch, and no
+	// longer looks every hash up. The index's keys were random, so every
+	// new body dirtied a page of it anywhere in the file; dropping it
+	// takes about a tenth off Append's CPU and 18 bytes per body off the
+	// file. The hash_key column stays (dropping it would rewrite the whole
+	// bodies table on Open); nothing reads it any more, and new rows hold
+	// 0 there, which takes no bytes.
+	4: `
+DROP INDEX bodies_hash;
 `,
 }
 

@@ -55,7 +55,6 @@ type keyLookup struct {
 // The lookups of Append.
 var (
 	idLookup     = keyLookup{`SELECT event_id, seq FROM records WHERE id_key`, 1}
-	bodyLookup   = keyLookup{`SELECT hash, id FROM bodies WHERE hash_key`, 1}
 	objectLookup = keyLookup{`SELECT id, scope, name FROM objects WHERE (scope, name)`, 2}
 )
 
@@ -190,7 +189,7 @@ func (s *Store) prepareSized(ctx context.Context) error {
 			}
 		}
 	}
-	for _, l := range []keyLookup{idLookup, bodyLookup, objectLookup} {
+	for _, l := range []keyLookup{idLookup, objectLookup} {
 		for _, n := range lookupSizes {
 			if err := prepare(sizedKey(l.prefix, n), l.text(n)); err != nil {
 				return err

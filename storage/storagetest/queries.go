@@ -163,6 +163,10 @@ func testObjectHistory(t *testing.T, s storage.Store) {
 	mustAppend(t, s, v1, v2, other)
 	mustAppend(t, s, del, re, inAll)
 	obj := objectID(v1)
+	all, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{})
+	if err != nil || len(all) != 5 {
+		t.Fatalf("ObjectHistory: %v, %d records", err, len(all))
+	}
 	cases := []struct {
 		name string
 		q    storage.HistoryQuery
@@ -173,6 +177,10 @@ func testObjectHistory(t *testing.T, s storage.Store) {
 		{"until", storage.HistoryQuery{Until: at(2)}, []event.Record{v1, v2}},
 		{"stream", storage.HistoryQuery{StreamID: cmAll.ID()}, []event.Record{inAll}},
 		{"limit", storage.HistoryQuery{Limit: 2}, []event.Record{v1, v2}},
+		{"after seq", storage.HistoryQuery{AfterSeq: all[1].IngestSeq}, []event.Record{del, re, inAll}},
+		{"after seq, limit", storage.HistoryQuery{AfterSeq: all[1].IngestSeq, Limit: 2}, []event.Record{del, re}},
+		{"after seq, since", storage.HistoryQuery{AfterSeq: all[0].IngestSeq, Since: at(3)}, []event.Record{del, re, inAll}},
+		{"after the last", storage.HistoryQuery{AfterSeq: all[4].IngestSeq}, nil},
 	}
 	for _, tc := range cases {
 		got, err := s.ObjectHistory(ctx, obj, tc.q)
@@ -488,6 +496,25 @@ func testStats(t *testing.T, s storage.Store) {
 	}
 	if want := int64(len(body) + len(other.Object)); st.RawBodyBytes != want || st.BodyBytes <= 0 {
 		t.Fatalf("RawBodyBytes = %d, want %d (each distinct body once); BodyBytes %d", st.RawBodyBytes, want, st.BodyBytes)
+	}
+}
+
+// testFilledHash: a record appended with a body and no ObjectHash is
+// stored with its hash filled in, as the Collector relies on (it leaves
+// hashing to the store, so that a body is hashed once).
+func testFilledHash(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	rec := cm(cmShop, event.Added, "shop", "a", "ua", "1", at(1))
+	rec.ObjectHash = ""
+	mustAppend(t, s, rec)
+	for _, without := range []bool{false, true} {
+		got, err := s.Records(ctx, storage.Query{StreamID: cmShop.ID(), WithoutBodies: without})
+		if err != nil || len(got.Records) != 1 {
+			t.Fatalf("Records (WithoutBodies %v) = %d records, %v; want 1", without, len(got.Records), err)
+		}
+		if want := event.ObjectHash(rec.Object); got.Records[0].ObjectHash != want {
+			t.Fatalf("Records (WithoutBodies %v): ObjectHash %q, want %q, the hash of the body", without, got.Records[0].ObjectHash, want)
+		}
 	}
 }
 

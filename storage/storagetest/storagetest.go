@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Documents", testDocuments},
 		{"Stats", testStats},
 		{"Copies", testCopies},
+		{"FilledHash", testFilledHash},
 		{"Compact", testCompact},
 		{"CompactUntil", testCompactUntil},
 		{"CompactMarkerOrder", testCompactMarkerOrder},

@@ -20,7 +20,11 @@ import (
 // (WithProgress).
 //
 // Export reads the records stored when it starts; records appended while
-// it runs are left out. It only reads r, which may be open read-only.
+// it runs are left out. Where IngestSeq does not follow commit order
+// across clusters (storage/postgres), the store ends reads of every
+// cluster below the Appends in flight: the export then stops before them
+// too, and holds no record without every one with a smaller IngestSeq
+// that commits later. It only reads r, which may be open read-only.
 // A Compact running at the same time may make it miss or repeat records:
 // export a journal no process compacts meanwhile.
 func Export(ctx context.Context, r storage.Reader, w io.Writer, opts ...ExportOption) (Result, error) {

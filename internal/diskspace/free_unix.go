@@ -1,12 +1,12 @@
 //go:build unix
 
-package retention
+package diskspace
 
 import "golang.org/x/sys/unix"
 
-// diskFree returns the bytes available to this process on the file system
+// Free returns the bytes available to this process on the file system
 // holding path.
-func diskFree(path string) (int64, error) {
+func Free(path string) (int64, error) {
 	var fs unix.Statfs_t
 	if err := unix.Statfs(path, &fs); err != nil {
 		return 0, err

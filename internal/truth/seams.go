@@ -19,7 +19,6 @@ import (
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 const (
@@ -55,8 +54,8 @@ func (r *run) killDuringInitialBaseline() {
 	if err != nil {
 		r.t.Fatalf("recording child: %v", err)
 	}
-	r.t.Cleanup(func() { _ = child.kill() })                        // when the test fails before the kill below
-	st, err := sqlite.Open(r.ctx, r.journal, sqlite.WithReadOnly()) // watched while the child writes
+	r.t.Cleanup(func() { _ = child.kill() })          // when the test fails before the kill below
+	st, err := r.backend.OpenReader(r.ctx, r.journal) // watched while the child writes
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -151,7 +150,7 @@ func (r *run) stopQueries() {
 // stopped (or was killed) at lastAlive. Check computes those saved Complete
 // again at the end: they must not have flipped.
 func (r *run) probe(label string, lastAlive time.Time) {
-	st, err := sqlite.Open(r.ctx, r.journal)
+	st, err := r.backend.Open(r.ctx, r.journal)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -233,7 +232,7 @@ func (r *run) ingestAudit() []audit.Summary {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	st, err := sqlite.Open(r.ctx, r.journal)
+	st, err := r.backend.Open(r.ctx, r.journal)
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 // queryEnv names the file that configures a child process querying the
@@ -58,7 +57,7 @@ const (
 // gets SIGTERM, saves snapshots of times around now, makes and saves replay
 // plans, and ingests the API server's audit log, reporting each act. It
 // returns 1 when an act failed.
-func runQuery(configPath string) int {
+func runQuery(b Backend, configPath string) int {
 	var cfg queryConfig
 	if err := readConfig(configPath, &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,7 +82,7 @@ func runQuery(configPath string) int {
 			failed = true
 		}
 	}
-	st, err := sqlite.Open(ctx, cfg.Journal)
+	st, err := b.Open(ctx, cfg.Journal)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

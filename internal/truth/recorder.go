@@ -20,7 +20,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/rest"
 
-	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage"
 	"github.com/krply/krply/watch"
 )
 
@@ -85,7 +85,7 @@ func fileLogger(w io.Writer, name string) logr.Logger {
 // runChild records with a Collector on the journal until the process is
 // killed; it prints "opened" once it opened the journal and "synced" once
 // every stream has a baseline or resumed.
-func runChild(configPath string) int {
+func runChild(b Backend, configPath string) int {
 	var cfg childConfig
 	if err := readConfig(configPath, &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -93,7 +93,7 @@ func runChild(configPath string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	st, err := sqlite.Open(ctx, cfg.Journal)
+	st, err := b.Open(ctx, cfg.Journal)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -127,7 +127,7 @@ func runChild(configPath string) int {
 // a child process.
 type recorder struct {
 	// in process: exited is closed when Start returned err
-	store     *sqlite.Store
+	store     storage.Store
 	collector *watch.Collector
 	cancel    context.CancelFunc
 	exited    chan struct{}
@@ -137,8 +137,8 @@ type recorder struct {
 }
 
 // startInProcess opens the journal and records into it until stop.
-func startInProcess(ctx context.Context, cfg *rest.Config, journal string, namespaces []string, log logr.Logger) (*recorder, error) {
-	st, err := sqlite.Open(ctx, journal)
+func startInProcess(ctx context.Context, b Backend, cfg *rest.Config, journal string, namespaces []string, log logr.Logger) (*recorder, error) {
+	st, err := b.Open(ctx, journal)
 	if err != nil {
 		return nil, err
 	}

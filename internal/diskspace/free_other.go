@@ -1,10 +1,10 @@
 //go:build !unix
 
-package retention
+package diskspace
 
 import "errors"
 
-// diskFree is not implemented on this platform.
-func diskFree(string) (int64, error) {
+// Free is not implemented on this platform.
+func Free(string) (int64, error) {
 	return 0, errors.New("free disk space is not known on this platform")
 }

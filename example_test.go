@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -68,7 +69,8 @@ func Example() {
 		object("v1", "Pod", "shop", "web-1", nil),
 	)
 
-	j, err := krply.Open(ctx, filepath.Join(dir, "krply.db"), krply.WithResources("cm", "pods"), krply.WithClusterID("demo"))
+	j, err := krply.Open(ctx, filepath.Join(dir, "krply.db"), krply.WithResources("cm", "pods"), krply.WithClusterID("demo"),
+		krply.WithCollectorOptions(watch.WithProgressInterval(2*time.Second))) // the default is 10s; shorter to keep the example short
 	if err != nil {
 		panic(err)
 	}
@@ -87,10 +89,13 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	// A time is covered once every stream has evidence after it: on a real
-	// cluster rec.WaitForProgress(ctx, at) waits for it; a clean stop
-	// writes it too.
+	// A time is covered once every stream has evidence after it, which the
+	// API server gives each time it ends a watch at its timeout (this fake
+	// does as it does): WaitForProgress waits for it.
 	at := time.Now()
+	if err := rec.WaitForProgress(ctx, at); err != nil {
+		panic(err)
+	}
 	cancel() // stops the Collector; close the journal after Start returns
 	if err := <-done; err != nil {
 		panic(err)
@@ -120,7 +125,8 @@ func Example_changes() {
 	)
 	store := memory.New()
 	defer store.Close()
-	j, err := krply.NewJournal(store, krply.WithResources("cm", "pods"), krply.WithClusterID("demo"))
+	j, err := krply.NewJournal(store, krply.WithResources("cm", "pods"), krply.WithClusterID("demo"),
+		krply.WithCollectorOptions(watch.WithProgressInterval(2*time.Second)))
 	if err != nil {
 		panic(err)
 	}
@@ -165,10 +171,16 @@ func Example_changes() {
 		fmt.Println()
 	}
 
-	// A time is covered once every stream has evidence after it: on a real
-	// cluster rec.WaitForProgress(ctx, at) waits for it (a quiet stream
-	// gets some every ten seconds); a clean stop writes it too.
+	// A time is covered once every stream has evidence after it:
+	// WaitForProgress waits for it (a quiet stream gets some each progress
+	// interval, when the server ends its watch at the timeout).
 	at := time.Now()
+	waitCtx, cancelWait := context.WithTimeout(ctx, waitLimit)
+	defer cancelWait()
+	if err := rec.WaitForProgress(waitCtx, at); err != nil {
+		fmt.Println("no evidence after", at, ":", err)
+		return
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -252,5 +264,17 @@ func fakeCluster(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *faked
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 		{Version: "v1", Resource: "pods"}:       "PodList",
 	}, objs...)
+	// Like an API server, end every watch at the timeout it asked for:
+	// that end is the server's evidence that the stream is continuous.
+	dyn.PrependWatchReactor("*", func(a clienttesting.Action) (bool, apiwatch.Interface, error) {
+		w, err := dyn.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		if wa, ok := a.(clienttesting.WatchActionImpl); ok && wa.ListOptions.TimeoutSeconds != nil {
+			time.AfterFunc(time.Duration(*wa.ListOptions.TimeoutSeconds)*time.Second, w.Stop)
+		}
+		return true, w, nil
+	})
 	return dyn, disc
 }

@@ -30,6 +30,9 @@ type timedWatches struct {
 	opts    []metav1.ListOptions
 	watches []*apiwatch.FakeWatcher
 	gone    int // the next this many watches fail with 410 at once
+	// hold: watches that ask for this many timeoutSeconds are left open,
+	// for the test to end (0: none).
+	hold int64
 }
 
 func timeWatches(dyn *dynamicfake.FakeDynamicClient, resource string) *timedWatches {
@@ -44,12 +47,13 @@ func timeWatches(dyn *dynamicfake.FakeDynamicClient, resource string) *timedWatc
 		if gone {
 			tw.gone--
 		}
+		held := lo.TimeoutSeconds != nil && *lo.TimeoutSeconds == tw.hold
 		tw.mu.Unlock()
 		if gone {
 			w.Error(statusErrorObject(gone410()))
 			return true, w, nil
 		}
-		if lo.TimeoutSeconds != nil {
+		if lo.TimeoutSeconds != nil && !held {
 			time.AfterFunc(time.Duration(*lo.TimeoutSeconds)*time.Second, w.Stop)
 		}
 		return true, w, nil
@@ -391,6 +395,11 @@ func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
 	// A progress checkpoint: the server ended a watch at its timeout.
 	eventually(t, 30*time.Second, "a progress checkpoint", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 1 })
 	rv := c.Status()[0].LastResourceVersion
+	// The test ends the confirming watch itself, after its event: a timer
+	// could end it first.
+	watches.mu.Lock()
+	watches.hold = 1
+	watches.mu.Unlock()
 	beforeStop := time.Now()
 	opened := watches.count()
 	stopped := make(chan error, 1)
@@ -398,10 +407,11 @@ func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
 	// The confirming watch is the first with a timeout of one second (the
 	// Collector's own ask for two).
 	var confirm int
+	var confirmOpened time.Time
 	eventually(t, 30*time.Second, "the confirming watch", func() bool {
 		for n := opened + 1; n <= watches.count(); n++ {
 			if o := watches.options(n); o.TimeoutSeconds != nil && *o.TimeoutSeconds == 1 {
-				confirm = n
+				confirm, confirmOpened = n, time.Now()
 				return true
 			}
 		}
@@ -414,6 +424,9 @@ func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
 	w := watches.watches[confirm-1]
 	watches.mu.Unlock()
 	w.Modify(withRV(configMap("a", "one", "2"), "70"))
+	// The server ends it at its timeout of a second.
+	time.Sleep(time.Until(confirmOpened.Add(stopConfirmTimeout)))
+	w.Stop()
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}

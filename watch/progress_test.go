@@ -472,3 +472,60 @@ func TestAppendedWakesAfterDurable(t *testing.T) {
 		}
 	}
 }
+
+// A stop that comes between two watches — the last one ended at its
+// timeout, the request of the next is still opening — is a clean stop
+// too: the server confirms it, and the stream gets its stop checkpoint.
+func TestCleanStopBetweenTwoWatches(t *testing.T) {
+	dyn := fakeDynamic(configMap("a", "one", "1"))
+	var mu sync.Mutex
+	calls := 0
+	opening, release := make(chan struct{}), make(chan struct{})
+	dyn.PrependWatchReactor("configmaps", func(a clienttesting.Action) (bool, apiwatch.Interface, error) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 2 {
+			close(opening)
+			<-release
+			return true, nil, context.Canceled // as client-go's request, canceled by the stop
+		}
+		w := apiwatch.NewFakeWithChanSize(1, false)
+		if lo := a.(clienttesting.WatchActionImpl).ListOptions; lo.TimeoutSeconds != nil {
+			time.AfterFunc(time.Duration(*lo.TimeoutSeconds)*time.Second, w.Stop)
+		}
+		return true, w, nil
+	})
+	st := newMemory(t)
+	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(2*time.Second))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, c)
+	waitSync(t, c)
+	select {
+	case <-opening: // the first watch ended at its timeout
+	case <-time.After(30 * time.Second):
+		t.Fatal("no second watch")
+	}
+	beforeStop := time.Now()
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	recs := streamRecords(t, st, cmStreamID("c1"))
+	last := recs[len(recs)-1]
+	if last.Type != event.TypeCheckpoint || last.ObservedAt.Before(beforeStop.Add(stopConfirmTimeout-timeoutSlack)) || last.ObservedAt.After(stoppedAt) {
+		t.Fatalf("last record %s %+v at %s; want the stop's checkpoint, confirmed a second after %s", last.Type, last.Checkpoint, last.ObservedAt, beforeStop)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Fatalf("%d watches; want 3, the third the stop's confirmation", calls)
+	}
+}

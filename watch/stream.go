@@ -69,6 +69,8 @@ type stream struct {
 	// last durable record to be written (see progress). The stop's
 	// checkpoint writes it: a stop vouches for no time the server did not.
 	vouchedAt time.Time
+	// stopCheckpointed is set once the stop's checkpoint was tried.
+	stopCheckpointed bool
 	// covered is true when the journal says the stream is continuous: a
 	// complete baseline and no gap or unavailability since.
 	covered bool
@@ -167,17 +169,30 @@ func (s *stream) run(ctx context.Context) {
 		s.stop(ctx, err)
 		return
 	}
+	var err error
 	for ctx.Err() == nil {
-		var err error
 		if s.covered && s.rv != "" {
 			err = s.watch(ctx)
 		} else {
 			err = s.relist(ctx)
 		}
 		if !s.handle(ctx, err) {
-			return
+			break
 		}
 	}
+	// A stop between two watches (the last one ended at its timeout, or
+	// the stop canceled the request opening the next) is a clean stop
+	// too; a watch the stop found open had its stop checkpoint already.
+	if ctx.Err() != nil && !s.stopCheckpointed && endedCleanly(err) {
+		s.stopCheckpoint(ctx, nil)
+	}
+}
+
+// endedCleanly reports whether err, the end of the stream's last watch,
+// leaves it healthy at a stop: none, a watch the server closed, or one
+// the stop canceled.
+func endedCleanly(err error) bool {
+	return err == nil || errors.Is(err, errWatchClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // observedNow returns the ObservedAt for a record the stream writes now:

@@ -43,8 +43,9 @@ func (s *stream) progress(ctx context.Context, bookmark bool) error {
 const maxStopDrain = 1024
 
 // stopCheckpoint runs at a clean stop (ctx ended) while the watch w is
-// open, or just ended by the stop (see endedByStop). It records the events
-// w already delivered, up to its end when the stop ended it, then, when
+// open, or just ended by the stop (see endedByStop), or with w nil when the
+// stop came between two watches. It records the events w already
+// delivered, up to its end when the stop ended it, then, when
 // the stream is covered, a checkpoint of the last time the server vouched
 // that the stream was continuous:
 //
@@ -64,6 +65,7 @@ const maxStopDrain = 1024
 // a crash. A resumed recorder watches from the checkpoint's
 // resourceVersion and records what it missed then.
 func (s *stream) stopCheckpoint(ctx context.Context, w apiwatch.Interface) {
+	s.stopCheckpointed = true
 	if s.c.cfg.progressInterval <= 0 || !s.covered || s.rv == "" {
 		return
 	}
@@ -73,6 +75,9 @@ func (s *stream) stopCheckpoint(ctx context.Context, w apiwatch.Interface) {
 	final := context.WithoutCancel(ctx)
 drain:
 	for range maxStopDrain {
+		if w == nil {
+			break
+		}
 		select {
 		case ev, ok := <-w.ResultChan():
 			if endedByStop(ctx, ev, ok) {

@@ -87,7 +87,8 @@
 // from events and bookmarks only.
 //
 // A clean stop (Start's ctx ends) records the events the open watch already
-// delivered and then, when the stream is covered, keeps the last time the
+// delivered (a stop between two watches has none) and then, when the
+// stream is covered, keeps the last time the
 // server vouched for it in a checkpoint. The stop vouches for nothing the
 // server did not: an event in flight on the connection the stop cancels,
 // or everything a half-open connection held back, is not known to the

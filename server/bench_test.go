@@ -277,21 +277,16 @@ func BenchmarkQueryAPI(b *testing.B) {
 	b.ReportMetric(ms(loaded, 99), "append-loaded-p99-ms")
 }
 
-// BenchmarkHistoryRequest measures one history request through the
-// handler (no network) over a SQLite journal of one ConfigMap with
-// benchVersions versions written as BenchmarkQueryAPI's, with the API's
-// default page and with a page of 10 versions; it reports the process CPU
-// per request, the figure BenchmarkQueryAPI's history-cpu-ms measures
-// against the large journal.
-//
-//	go test -run XXX -bench BenchmarkHistoryRequest ./server/
-func BenchmarkHistoryRequest(b *testing.B) {
+// smallJournal returns a handler over a SQLite journal of one ConfigMap
+// with benchVersions versions written as BenchmarkQueryAPI's, one a
+// second, and the query of that object.
+func smallJournal(b *testing.B) (http.Handler, url.Values) {
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
+	b.Cleanup(func() { store.Close() })
 	if _, err := store.Append(ctx, storagetest.Baseline(benchStream(0), "b-0", benchStart, "1000", nil)); err != nil {
 		b.Fatal(err)
 	}
@@ -302,8 +297,32 @@ func BenchmarkHistoryRequest(b *testing.B) {
 	if _, err := store.Append(ctx, recs); err != nil {
 		b.Fatal(err)
 	}
-	h := server.NewHandler(store)
-	q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(0).Namespace}, "name": {"cm-00000"}}
+	return server.NewHandler(store), url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(0).Namespace}, "name": {"cm-00000"}}
+}
+
+// benchRequest runs a GET of target on h b.N times and reports the
+// process CPU per request.
+func benchRequest(b *testing.B, h http.Handler, target string) {
+	start := cputime.Process()
+	for range b.N {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+		if w.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", target, w.Code, w.Body)
+		}
+	}
+	b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkHistoryRequest measures one history request through the
+// handler (no network) over smallJournal, with the API's default page and
+// with a page of 10 versions; it reports the process CPU per request, the
+// figure BenchmarkQueryAPI's history-cpu-ms measures against the large
+// journal.
+//
+//	go test -run XXX -bench BenchmarkHistoryRequest ./server/
+func BenchmarkHistoryRequest(b *testing.B) {
+	h, q := smallJournal(b)
 	for _, limit := range []string{"", "10"} {
 		name := "default-page"
 		if limit != "" {
@@ -311,16 +330,18 @@ func BenchmarkHistoryRequest(b *testing.B) {
 			name = "limit-" + limit
 		}
 		target := "/api/v1/history?" + q.Encode()
-		b.Run(name, func(b *testing.B) {
-			start := cputime.Process()
-			for range b.N {
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
-				if w.Code != http.StatusOK {
-					b.Fatalf("%s: %d %s", target, w.Code, w.Body)
-				}
-			}
-			b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
-		})
+		b.Run(name, func(b *testing.B) { benchRequest(b, h, target) })
 	}
+}
+
+// BenchmarkObjectRequest measures one object-at-T request through the
+// handler (no network) over smallJournal, at a time between two of its
+// versions; it reports the process CPU per request, the figure
+// BenchmarkQueryAPI's object-cpu-ms measures against the large journal.
+//
+//	go test -run XXX -bench BenchmarkObjectRequest ./server/
+func BenchmarkObjectRequest(b *testing.B) {
+	h, q := smallJournal(b)
+	q.Set("at", benchStart.Add(benchVersions/2*time.Second+time.Millisecond).Format(time.RFC3339Nano))
+	benchRequest(b, h, "/api/v1/object?"+q.Encode())
 }

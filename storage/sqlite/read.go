@@ -24,15 +24,20 @@ import (
 // recordSelect selects a record with its object's name and body. The %s
 // is the body data column (or NULL to skip bodies). The cluster, stream,
 // object scope and baseline are row ids, which rowNames resolves.
-const recordSelect = recordHead + `o.scope, o.name, ` + recordTail
+const recordSelect = recordHead + `r.cluster, o.scope, o.name, ` + recordTail
 
-// objectRecordSelect is recordSelect without the object's scope and name,
-// for the rows of one known object (see scanRows): no join of objects.
+// objectRecordSelect is recordSelect without the cluster, scope and name
+// of the object, for the rows of one known object (see scanRows): no join
+// of objects.
 const objectRecordSelect = recordHead + recordTail
 
+// The type, watch type and synthetic flag of a record are one column
+// (recordKinds): each column costs the driver a call or two, with a
+// lock, per row. The codes are this package's, all below 256.
 const (
-	recordHead = `SELECT r.seq, r.event_id, r.type, r.cluster, r.stream, r.observed_at, r.watch_type, r.synthetic, `
-	recordTail = `b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
+	recordHead  = `SELECT r.seq, r.event_id, ` + recordKinds + `, r.stream, r.observed_at, `
+	recordKinds = `r.type | (r.watch_type << 8) | ((r.synthetic <> 0) << 16)`
+	recordTail  = `b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
 )
 
 // recordJoins follow the join of the objects row o of a record r.
@@ -75,18 +80,20 @@ type rowRefs struct {
 type recordRow struct {
 	// obj is the object of every row when the rows have no scope and
 	// name columns (objectRecordSelect).
-	obj                                             *storage.ObjectID
-	dest                                            []any
-	seq, eventID, typ, cluster, stream, observed    any
-	watch, synthetic, scope, name, rawLen, base, bl any
-	hash, data, meta                                sql.RawBytes
+	obj                                    *storage.ObjectID
+	dest                                   []any
+	seq, eventID, kinds, stream, observed  any
+	cluster, scope, name, rawLen, base, bl any
+	hash, data, meta                       sql.RawBytes
+	// m is the meta of the row scanned last.
+	m recordMeta
 }
 
 func newRecordRow(obj *storage.ObjectID, extra ...any) *recordRow {
 	rw := &recordRow{obj: obj}
-	rw.dest = []any{&rw.seq, &rw.eventID, &rw.typ, &rw.cluster, &rw.stream, &rw.observed, &rw.watch, &rw.synthetic}
+	rw.dest = []any{&rw.seq, &rw.eventID, &rw.kinds, &rw.stream, &rw.observed}
 	if obj == nil {
-		rw.dest = append(rw.dest, &rw.scope, &rw.name)
+		rw.dest = append(rw.dest, &rw.cluster, &rw.scope, &rw.name)
 	}
 	rw.dest = append(append(rw.dest, &rw.hash, &rw.rawLen, &rw.base, &rw.data, &rw.bl, &rw.meta), extra...)
 	return rw
@@ -100,21 +107,22 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 	}
 	r.IngestSeq = asInt(rw.seq)
 	r.EventID = decodeID(rw.eventID)
-	r.Type = typeNames[int(asInt(rw.typ))]
+	kinds := asInt(rw.kinds)
+	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xff)], watchNames[int(kinds>>8&0xff)], kinds>>16 != 0
 	r.ObservedAt = decodeTime(asInt(rw.observed))
-	r.WatchType = watchNames[int(asInt(rw.watch))]
-	r.Synthetic = asInt(rw.synthetic) != 0
 	refs.cluster, refs.stream, refs.scope, refs.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
 	refs.rawLen = asInt(rw.rawLen)
 	if b, ok := rw.base.(int64); ok {
 		refs.base = sql.NullInt64{Int64: b, Valid: true}
 	}
-	var m recordMeta
-	if err := decodeMeta(rw.meta, &m); err != nil {
+	if err := decodeMeta(rw.meta, &rw.m); err != nil {
 		return fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
 	}
-	m.applyTo(r)
+	rw.m.applyTo(r)
 	if rw.obj != nil {
+		// An object's records are of its cluster (Append finds the object
+		// row by the record's cluster).
+		r.ClusterID = rw.obj.ClusterID
 		r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = rw.obj.Group, rw.obj.Resource, rw.obj.Namespace, rw.obj.Name
 	} else if name, ok := rw.name.(string); ok {
 		r.Resource.Name = name

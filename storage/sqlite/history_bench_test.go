@@ -100,7 +100,12 @@ func BenchmarkObjectHistory(b *testing.B) {
 		if path == "" {
 			b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
 		}
-		s, err := sqlite.Open(ctx, path)
+		var opts []sqlite.Option
+		if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			opts = append(opts, sqlite.WithMmapSize(n))
+		}
+		s, err := sqlite.Open(ctx, path, opts...)
 		if err != nil {
 			b.Fatal(err)
 		}

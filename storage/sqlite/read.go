@@ -260,12 +260,26 @@ func (c *stmtCache) close() {
 
 // cachedQuery runs a read statement prepared once per text.
 func (s *Store) cachedQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	st, err := s.recordStmts.get(ctx, s.r, text)
+	return cachedQueryOn(ctx, s.r, &s.recordStmts, text, args...)
+}
+
+// cachedScanQuery is cachedQuery on the scan pool.
+func (s *Store) cachedScanQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	if s.scan == s.r {
+		return s.cachedQuery(ctx, text, args...)
+	}
+	return cachedQueryOn(ctx, s.scan, &s.scanStmts, text, args...)
+}
+
+// cachedQueryOn runs a read statement on db, prepared once per text in
+// stmts.
+func cachedQueryOn(ctx context.Context, db *sql.DB, stmts *stmtCache, text string, args ...any) (*sql.Rows, error) {
+	st, err := stmts.get(ctx, db, text)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
-		return s.r.QueryContext(ctx, text, args...)
+		return db.QueryContext(ctx, text, args...)
 	}
 	return st.QueryContext(ctx, args...)
 }
@@ -655,7 +669,7 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	query, args := objectHistoryQuery(obj, q, vis)
-	rows, err := s.cachedQuery(ctx, query, args...)
+	rows, err := s.cachedScanQuery(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,8 @@ type Store struct {
 	// recordStmts holds the statements Records and Streams build, prepared
 	// on first use: parsing one costs more than running it.
 	recordStmts stmtCache
+	// scanStmts are those of the scan pool.
+	scanStmts stmtCache
 	// timelines are the streams' timelines, kept for readers.
 	timelines timelines
 	// streamRows maps stream IDs to their row ids (string -> int64), as
@@ -132,6 +134,7 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
+	s.scanStmts.close()
 	var werr error
 	if s.w != nil {
 		werr = s.w.Close()

@@ -154,18 +154,27 @@ func scanRecords(rows *sql.Rows, extra ...any) ([]event.Record, []rowRefs, error
 func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), extra ...any) ([]event.Record, []rowRefs, error) {
 	defer rows.Close()
 	rw := newRecordRow(obj, extra...)
-	// Rows go to chunks, copied once into place at the end: appending to
-	// one slice copies each record (some 400 bytes, with pointers) about
-	// twice over as it grows.
+	// Rows go to a scratch chunk reused across calls, then to chunks,
+	// copied once into place at the end: appending to one slice copies
+	// each record (some 400 bytes, with pointers) about twice over as it
+	// grows, and chunks growing from one row allocate twice the rows.
+	scratch := scanScratchPool.Get().(*scanChunk)
 	var chunks []scanChunk
-	var recs []event.Record
-	var refs []rowRefs
+	recs, refs := scratch.recs[:0], scratch.refs[:0]
+	defer func() {
+		// Drop what the rows point at before the next call.
+		used := len(recs)
+		if len(chunks) > 0 {
+			used = len(chunks[0].recs)
+		}
+		clear(scratch.recs[:used])
+		clear(scratch.refs[:used])
+		scanScratchPool.Put(scratch)
+	}()
 	for rows.Next() {
 		if len(recs) == cap(recs) {
-			if len(recs) > 0 {
-				chunks = append(chunks, scanChunk{recs, refs})
-			}
-			n := min(max(2*len(recs), 1), 4096) // one row (LatestAt, Get) allocates one
+			chunks = append(chunks, scanChunk{recs, refs})
+			n := min(2*len(recs), 4096)
 			recs, refs = make([]event.Record, 0, n), make([]rowRefs, 0, n)
 		}
 		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})
@@ -189,12 +198,9 @@ func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	if len(chunks) == 0 {
-		if recs == nil {
-			// No rows: an empty list, not nil (what readers always returned).
-			return []event.Record{}, nil, nil
-		}
-		return recs, refs, nil
+	if len(chunks) == 0 && len(recs) == 0 {
+		// No rows: an empty list, not nil (what readers always returned).
+		return []event.Record{}, nil, nil
 	}
 	chunks = append(chunks, scanChunk{recs, refs})
 	n := 0
@@ -207,6 +213,14 @@ func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record
 	}
 	return allRecs, allRefs, nil
 }
+
+// scanScratchRows is how many rows the scratch chunk of scanRows holds.
+const scanScratchRows = 128
+
+// scanScratchPool holds the scratch chunks of scanRows.
+var scanScratchPool = sync.Pool{New: func() any {
+	return &scanChunk{recs: make([]event.Record, 0, scanScratchRows), refs: make([]rowRefs, 0, scanScratchRows)}
+}}
 
 // scanChunk is a run of scanned rows.
 type scanChunk struct {

@@ -313,3 +313,19 @@ func metaRecords() []event.Record {
 		storagetest.Document(event.TypePlan, "c1", "plan-1", "rollback", t0, false, []byte(`{"steps":[]}`)),
 	}
 }
+
+// TestRecordKindsFit: the type and watch type codes fit the bits
+// recordKinds gives them (4 and 3), so that reads decode what Append
+// wrote.
+func TestRecordKindsFit(t *testing.T) {
+	for typ, code := range typeCodes {
+		if code < 0 || code >= 16 {
+			t.Errorf("type %q has code %d: recordKinds holds 0 to 15", typ, code)
+		}
+	}
+	for wt, code := range watchCodes {
+		if code < 0 || code >= 8 {
+			t.Errorf("watch type %q has code %d: recordKinds holds 0 to 7", wt, code)
+		}
+	}
+}

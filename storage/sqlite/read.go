@@ -33,10 +33,12 @@ const objectRecordSelect = recordHead + recordTail
 
 // The type, watch type and synthetic flag of a record are one column
 // (recordKinds): each column costs the driver a call or two, with a
-// lock, per row. The codes are this package's, all below 256.
+// lock, per row. The codes are this package's, types below 16 and watch
+// types below 8 (TestRecordKindsFit), so that the column is below 256,
+// which the driver hands over without an allocation.
 const (
 	recordHead  = `SELECT r.seq, r.event_id, ` + recordKinds + `, r.stream, r.observed_at, `
-	recordKinds = `r.type | (r.watch_type << 8) | ((r.synthetic <> 0) << 16)`
+	recordKinds = `r.type | (r.watch_type << 4) | ((r.synthetic <> 0) << 7)`
 	recordTail  = `b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
 )
 
@@ -82,7 +84,8 @@ type recordRow struct {
 	// name columns (objectRecordSelect).
 	obj                                    *storage.ObjectID
 	dest                                   []any
-	seq, eventID, kinds, stream, observed  any
+	seq, kinds, stream, observed           any
+	eventID                                idColumn
 	cluster, scope, name, rawLen, base, bl any
 	hash, data, meta                       sql.RawBytes
 	// m is the meta of the row scanned last.
@@ -106,9 +109,9 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 		return err
 	}
 	r.IngestSeq = asInt(rw.seq)
-	r.EventID = decodeID(rw.eventID)
+	r.EventID = rw.eventID.id
 	kinds := asInt(rw.kinds)
-	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xff)], watchNames[int(kinds>>8&0xff)], kinds>>16 != 0
+	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
 	r.ObservedAt = decodeTime(asInt(rw.observed))
 	refs.cluster, refs.stream, refs.scope, refs.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
 	refs.rawLen = asInt(rw.rawLen)
@@ -132,6 +135,15 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 	if rw.hash != nil {
 		r.ObjectHash = hex.EncodeToString(rw.hash)
 	}
+	return nil
+}
+
+// idColumn scans an event ID column (see encodeID) straight from the
+// driver's value: scanned into an interface, a blob would be copied.
+type idColumn struct{ id string }
+
+func (c *idColumn) Scan(src any) error {
+	c.id = decodeID(src)
 	return nil
 }
 

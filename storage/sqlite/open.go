@@ -181,7 +181,8 @@ func (s *Store) openReaders(ctx context.Context) error {
 // over the file, more than a connection's page cache holds: without a
 // map each of those visits is a pread system call (a quarter of the CPU
 // of AliveAt over 10,000 objects of a 1M-event journal, which mapping
-// cuts by about a fifth). Point reads keep the unmapped pool: SQLite
+// cuts by about a fifth; a third of the CPU of a history of 100 versions,
+// which mapping cuts by 30%). Point reads keep the unmapped pool: SQLite
 // parses a mapped page again on every visit (see WithMmapSize).
 const scanMmapBytes = 1 << 30
 

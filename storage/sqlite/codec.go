@@ -69,12 +69,17 @@ func decodeTime(n int64) time.Time {
 // ID as text; the two never collide because SQLite compares blobs and text
 // as different values.
 func encodeID(id string) any {
-	if len(id) == 32 {
-		if b, err := hex.DecodeString(id); err == nil && hex.EncodeToString(b) == id {
-			return b
+	if len(id) != 32 {
+		return id
+	}
+	// Lower-case hex digits only: what decodeID gives back.
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return id
 		}
 	}
-	return id
+	b, _ := hex.DecodeString(id) // hex digits: cannot fail
+	return b
 }
 
 // keyOf returns the 64-bit lookup key of an encoded ID or a body hash:

@@ -191,6 +191,9 @@ func TestFormatColumnCodes(t *testing.T) {
 		{"00112233445566778899aabbccddeeff", true, 0x0011223344556677},
 		{"ffeeddccbbaa99887766554433221100", true, -0x0011223344556678},
 		{"00112233445566778899AABBCCDDEEFF", false, keyOfText("00112233445566778899AABBCCDDEEFF")},
+		{"00112233445566778899aabbccddeeFF", false, keyOfText("00112233445566778899aabbccddeeFF")},
+		{"00112233445566778899aabbccddeegg", false, keyOfText("00112233445566778899aabbccddeegg")},
+		{"0011223344556677-899aabbccddeeff", false, keyOfText("0011223344556677-899aabbccddeeff")},
 		{"plan-2025-01-01", false, keyOfText("plan-2025-01-01")},
 	} {
 		enc := encodeID(tc.id)

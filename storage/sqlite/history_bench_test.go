@@ -43,7 +43,8 @@ func histObject(obj, version int, at time.Time) event.Record {
 // BenchmarkObjectHistory measures what a history request asks of the
 // journal: ObjectHistory of an object's histVersions versions, then
 // Correlations of their event IDs (the audit provenance; the journal has
-// none). "small" is a journal of one object; "large" is the query API
+// none). "small" is a journal of one object ("small-audited" has an audit
+// correlation record of another object); "large" is the query API
 // benchmark's journal of 1,000,000 events at KRPLY_BENCH_HISTORY_JOURNAL
 // (a copy: the store writes to it), asked at random objects. It reports
 // the process CPU per request.
@@ -77,24 +78,36 @@ func BenchmarkObjectHistory(b *testing.B) {
 		}
 		b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
-	b.Run("small", func(b *testing.B) {
-		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
-		if err != nil {
-			b.Fatal(err)
+	// "audited" has a correlation record too (of another object), so
+	// that Correlations looks the IDs up.
+	for _, audited := range []bool{false, true} {
+		name := "small"
+		if audited {
+			name = "small-audited"
 		}
-		defer s.Close()
-		if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
-			b.Fatal(err)
-		}
-		recs := make([]event.Record, histVersions)
-		for v := range recs {
-			recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Second))
-		}
-		if _, err := s.Append(ctx, recs); err != nil {
-			b.Fatal(err)
-		}
-		run(b, s, 1)
-	})
+		b.Run(name, func(b *testing.B) {
+			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
+				b.Fatal(err)
+			}
+			recs := make([]event.Record, histVersions)
+			for v := range recs {
+				recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Second))
+			}
+			if audited {
+				other := histObject(histNamespaces, 0, histStart)
+				recs = append(recs, other, storagetest.Correlation(other, "audit-1", "alice", histStart.Add(time.Second)))
+			}
+			if _, err := s.Append(ctx, recs); err != nil {
+				b.Fatal(err)
+			}
+			run(b, s, 1)
+		})
+	}
 	b.Run("large", func(b *testing.B) {
 		path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
 		if path == "" {

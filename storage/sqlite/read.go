@@ -1112,7 +1112,11 @@ func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string
 		n = min(n, chunk)
 		args := make([]any, n)
 		for i := range args {
-			args[i] = encodeID(ids[min(i, len(ids)-1)])
+			if i < len(ids) {
+				args[i] = encodeID(ids[i])
+			} else {
+				args[i] = args[len(ids)-1]
+			}
 		}
 		q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
 			` WHERE r.target IN (?` + strings.Repeat(",?", n-1) + `) ORDER BY r.seq`

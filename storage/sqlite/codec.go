@@ -69,12 +69,17 @@ func decodeTime(n int64) time.Time {
 // ID as text; the two never collide because SQLite compares blobs and text
 // as different values.
 func encodeID(id string) any {
-	if len(id) == 32 {
-		if b, err := hex.DecodeString(id); err == nil && hex.EncodeToString(b) == id {
-			return b
+	if len(id) != 32 {
+		return id
+	}
+	// Lower-case hex digits only: what decodeID gives back.
+	for i := range len(id) {
+		if c := id[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return id
 		}
 	}
-	return id
+	b, _ := hex.DecodeString(id) // hex digits: cannot fail
+	return b
 }
 
 // keyOf returns the 64-bit lookup key of an encoded ID or a body hash:
@@ -208,8 +213,20 @@ func parseUUID(s string) ([16]byte, bool) {
 }
 
 func formatUUID(u [16]byte) string {
-	h := hex.EncodeToString(u[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	var buf [36]byte
+	return string(appendUUID(buf[:0], u))
+}
+
+// appendUUID appends the canonical text of a UUID (8-4-4-4-12 lower-case
+// hex digits) to b.
+func appendUUID(b []byte, u [16]byte) []byte {
+	for i, part := range [][]byte{u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]} {
+		if i > 0 {
+			b = append(b, '-')
+		}
+		b = hex.AppendEncode(b, part)
+	}
+	return b
 }
 
 // parseDecimal returns a resourceVersion that is a canonical decimal
@@ -223,8 +240,13 @@ func parseDecimal(s string) (uint64, bool) {
 	return n, err == nil
 }
 
-// decodeMeta reads the meta column in either form into m.
+// decodeMeta reads the meta column in either form into m. The strings m
+// holds before, those of the row before, are kept where the row has the
+// same: the rows of a query mostly share a version and kind, and an
+// object's rows its UID.
 func decodeMeta(data []byte, m *recordMeta) error {
+	prev := *m
+	*m = recordMeta{}
 	if len(data) == 0 || data[0] != metaBinary {
 		return json.Unmarshal(data, m)
 	}
@@ -233,18 +255,24 @@ func decodeMeta(data []byte, m *recordMeta) error {
 	}
 	flags, rest := data[1], data[2:]
 	var err error
-	if m.Version, rest, err = readString(rest); err != nil {
+	if m.Version, rest, err = readString(rest, prev.Version); err != nil {
 		return err
 	}
-	if m.Kind, rest, err = readString(rest); err != nil {
+	if m.Kind, rest, err = readString(rest, prev.Kind); err != nil {
 		return err
 	}
 	if flags&flagUUID != 0 {
 		if len(rest) < 16 {
 			return errors.New("binary meta: short UID")
 		}
-		m.UID, rest = formatUUID([16]byte(rest[:16])), rest[16:]
-	} else if m.UID, rest, err = readString(rest); err != nil {
+		var buf [36]byte
+		if u := appendUUID(buf[:0], [16]byte(rest[:16])); string(u) == prev.UID {
+			m.UID = prev.UID
+		} else {
+			m.UID = string(u)
+		}
+		rest = rest[16:]
+	} else if m.UID, rest, err = readString(rest, prev.UID); err != nil {
 		return err
 	}
 	if flags&flagDecimalRV != 0 {
@@ -253,7 +281,7 @@ func decodeMeta(data []byte, m *recordMeta) error {
 			return errors.New("binary meta: bad resourceVersion")
 		}
 		m.RV, rest = strconv.FormatUint(rv, 10), rest[n:]
-	} else if m.RV, rest, err = readString(rest); err != nil {
+	} else if m.RV, rest, err = readString(rest, ""); err != nil {
 		return err
 	}
 	if len(rest) != 0 {
@@ -262,12 +290,16 @@ func decodeMeta(data []byte, m *recordMeta) error {
 	return nil
 }
 
-func readString(b []byte) (string, []byte, error) {
+// readString reads a string; prev when it is the same.
+func readString(b []byte, prev string) (string, []byte, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
 		return "", nil, errors.New("binary meta: bad string")
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], nil
+	if v := b[k : k+int(n)]; string(v) != prev {
+		return string(v), b[k+int(n):], nil
+	}
+	return prev, b[k+int(n):], nil
 }
 
 func (m *recordMeta) applyTo(r *event.Record) {

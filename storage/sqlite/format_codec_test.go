@@ -191,6 +191,9 @@ func TestFormatColumnCodes(t *testing.T) {
 		{"00112233445566778899aabbccddeeff", true, 0x0011223344556677},
 		{"ffeeddccbbaa99887766554433221100", true, -0x0011223344556678},
 		{"00112233445566778899AABBCCDDEEFF", false, keyOfText("00112233445566778899AABBCCDDEEFF")},
+		{"00112233445566778899aabbccddeeFF", false, keyOfText("00112233445566778899aabbccddeeFF")},
+		{"00112233445566778899aabbccddeegg", false, keyOfText("00112233445566778899aabbccddeegg")},
+		{"0011223344556677-899aabbccddeeff", false, keyOfText("0011223344556677-899aabbccddeeff")},
 		{"plan-2025-01-01", false, keyOfText("plan-2025-01-01")},
 	} {
 		enc := encodeID(tc.id)
@@ -311,5 +314,21 @@ func metaRecords() []event.Record {
 		storagetest.Correlation(ev, "audit-1", "alice", t0.Add(time.Second)),
 		storagetest.Document(event.TypeSnapshot, "c1", "snap-1", "before upgrade", t0, true, []byte(`{"objects":[]}`)),
 		storagetest.Document(event.TypePlan, "c1", "plan-1", "rollback", t0, false, []byte(`{"steps":[]}`)),
+	}
+}
+
+// TestRecordKindsFit: the type and watch type codes fit the bits
+// recordKinds gives them (4 and 3), so that reads decode what Append
+// wrote.
+func TestRecordKindsFit(t *testing.T) {
+	for typ, code := range typeCodes {
+		if code < 0 || code >= 16 {
+			t.Errorf("type %q has code %d: recordKinds holds 0 to 15", typ, code)
+		}
+	}
+	for wt, code := range watchCodes {
+		if code < 0 || code >= 8 {
+			t.Errorf("watch type %q has code %d: recordKinds holds 0 to 7", wt, code)
+		}
 	}
 }

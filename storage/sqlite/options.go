@@ -138,8 +138,8 @@ func WithLogger(l logr.Logger) Option {
 // 1 GiB map made ObjectAt's p50 101 µs and p99 2.9 ms against 84 µs and
 // 0.8 ms without one, while whole-scope Snapshot and Diff moved by less
 // than 20% either way. Consider it for scans of journals much larger
-// than the page cache. AliveAt, a scan, maps the file anyway, on a pool of
-// its own (see the package documentation's Concurrency).
+// than the page cache. AliveAt and ObjectHistory map the file anyway, on
+// a pool of their own (see the package documentation's Concurrency).
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

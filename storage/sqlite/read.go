@@ -24,8 +24,23 @@ import (
 // recordSelect selects a record with its object's name and body. The %s
 // is the body data column (or NULL to skip bodies). The cluster, stream,
 // object scope and baseline are row ids, which rowNames resolves.
-const recordSelect = `SELECT r.seq, r.event_id, r.type, r.cluster, r.stream, r.observed_at, r.watch_type, r.synthetic,
-	o.scope, o.name, b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
+const recordSelect = recordHead + `r.cluster, o.scope, o.name, ` + recordTail
+
+// objectRecordSelect is recordSelect without the cluster, scope and name
+// of the object, for the rows of one known object (see scanRows): no join
+// of objects.
+const objectRecordSelect = recordHead + recordTail
+
+// The type, watch type and synthetic flag of a record are one column
+// (recordKinds): each column costs the driver a call or two, with a
+// lock, per row. The codes are this package's, types below 16 and watch
+// types below 8 (TestRecordKindsFit), so that the column is below 256,
+// which the driver hands over without an allocation.
+const (
+	recordHead  = `SELECT r.seq, r.event_id, ` + recordKinds + `, r.stream, r.observed_at, `
+	recordKinds = `r.type | (r.watch_type << 4) | ((r.synthetic <> 0) << 7)`
+	recordTail  = `b.hash, b.raw_len, b.base, %s, r.baseline, r.meta`
+)
 
 // recordJoins follow the join of the objects row o of a record r.
 const recordJoins = ` LEFT JOIN bodies b ON b.id = r.body`
@@ -65,16 +80,25 @@ type rowRefs struct {
 // driver's value as it is, without reflection) and blobs as RawBytes
 // (without a copy; they are valid until the next row).
 type recordRow struct {
-	dest                                            []any
-	seq, eventID, typ, cluster, stream, observed    any
-	watch, synthetic, scope, name, rawLen, base, bl any
-	hash, data, meta                                sql.RawBytes
+	// obj is the object of every row when the rows have no scope and
+	// name columns (objectRecordSelect).
+	obj                                    *storage.ObjectID
+	dest                                   []any
+	seq, kinds, stream, observed           any
+	eventID                                idColumn
+	cluster, scope, name, rawLen, base, bl any
+	hash, data, meta                       sql.RawBytes
+	// m is the meta of the row scanned last.
+	m recordMeta
 }
 
-func newRecordRow(extra ...any) *recordRow {
-	rw := &recordRow{}
-	rw.dest = append([]any{&rw.seq, &rw.eventID, &rw.typ, &rw.cluster, &rw.stream, &rw.observed, &rw.watch, &rw.synthetic,
-		&rw.scope, &rw.name, &rw.hash, &rw.rawLen, &rw.base, &rw.data, &rw.bl, &rw.meta}, extra...)
+func newRecordRow(obj *storage.ObjectID, extra ...any) *recordRow {
+	rw := &recordRow{obj: obj}
+	rw.dest = []any{&rw.seq, &rw.eventID, &rw.kinds, &rw.stream, &rw.observed}
+	if obj == nil {
+		rw.dest = append(rw.dest, &rw.cluster, &rw.scope, &rw.name)
+	}
+	rw.dest = append(append(rw.dest, &rw.hash, &rw.rawLen, &rw.base, &rw.data, &rw.bl, &rw.meta), extra...)
 	return rw
 }
 
@@ -85,22 +109,25 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 		return err
 	}
 	r.IngestSeq = asInt(rw.seq)
-	r.EventID = decodeID(rw.eventID)
-	r.Type = typeNames[int(asInt(rw.typ))]
+	r.EventID = rw.eventID.id
+	kinds := asInt(rw.kinds)
+	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
 	r.ObservedAt = decodeTime(asInt(rw.observed))
-	r.WatchType = watchNames[int(asInt(rw.watch))]
-	r.Synthetic = asInt(rw.synthetic) != 0
 	refs.cluster, refs.stream, refs.scope, refs.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
 	refs.rawLen = asInt(rw.rawLen)
 	if b, ok := rw.base.(int64); ok {
 		refs.base = sql.NullInt64{Int64: b, Valid: true}
 	}
-	var m recordMeta
-	if err := decodeMeta(rw.meta, &m); err != nil {
+	if err := decodeMeta(rw.meta, &rw.m); err != nil {
 		return fmt.Errorf("%w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
 	}
-	m.applyTo(r)
-	if name, ok := rw.name.(string); ok {
+	rw.m.applyTo(r)
+	if rw.obj != nil {
+		// An object's records are of its cluster (Append finds the object
+		// row by the record's cluster).
+		r.ClusterID = rw.obj.ClusterID
+		r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = rw.obj.Group, rw.obj.Resource, rw.obj.Namespace, rw.obj.Name
+	} else if name, ok := rw.name.(string); ok {
 		r.Resource.Name = name
 	} else if b, ok := rw.name.([]byte); ok {
 		r.Resource.Name = string(b)
@@ -108,6 +135,15 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 	if rw.hash != nil {
 		r.ObjectHash = hex.EncodeToString(rw.hash)
 	}
+	return nil
+}
+
+// idColumn scans an event ID column (see encodeID) straight from the
+// driver's value: scanned into an interface, a blob would be copied.
+type idColumn struct{ id string }
+
+func (c *idColumn) Scan(src any) error {
+	c.id = decodeID(src)
 	return nil
 }
 
@@ -121,26 +157,36 @@ func asInt(v any) int64 {
 // whose names are not resolved and their refs; extra receives the
 // columns that follow a record's (the same on every row).
 func scanRecords(rows *sql.Rows, extra ...any) ([]event.Record, []rowRefs, error) {
-	return scanRows(rows, nil, extra...)
+	return scanRows(rows, nil, nil, extra...)
 }
 
 // scanRows is scanRecords; decode, when not nil, decodes the bodies it
 // can while scanning (see decodeCached), whose data is then not kept.
-func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), extra ...any) ([]event.Record, []rowRefs, error) {
+// With obj, the rows are of objectRecordSelect, all of that object.
+func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), extra ...any) ([]event.Record, []rowRefs, error) {
 	defer rows.Close()
-	rw := newRecordRow(extra...)
-	// Rows go to chunks, copied once into place at the end: appending to
-	// one slice copies each record (some 400 bytes, with pointers) about
-	// twice over as it grows.
+	rw := newRecordRow(obj, extra...)
+	// Rows go to a scratch chunk reused across calls, then to chunks,
+	// copied once into place at the end: appending to one slice copies
+	// each record (some 400 bytes, with pointers) about twice over as it
+	// grows, and chunks growing from one row allocate twice the rows.
+	scratch := scanScratchPool.Get().(*scanChunk)
 	var chunks []scanChunk
-	var recs []event.Record
-	var refs []rowRefs
+	recs, refs := scratch.recs[:0], scratch.refs[:0]
+	defer func() {
+		// Drop what the rows point at before the next call.
+		used := len(recs)
+		if len(chunks) > 0 {
+			used = len(chunks[0].recs)
+		}
+		clear(scratch.recs[:used])
+		clear(scratch.refs[:used])
+		scanScratchPool.Put(scratch)
+	}()
 	for rows.Next() {
 		if len(recs) == cap(recs) {
-			if len(recs) > 0 {
-				chunks = append(chunks, scanChunk{recs, refs})
-			}
-			n := min(max(2*len(recs), 1), 4096) // one row (LatestAt, Get) allocates one
+			chunks = append(chunks, scanChunk{recs, refs})
+			n := min(2*len(recs), 4096)
 			recs, refs = make([]event.Record, 0, n), make([]rowRefs, 0, n)
 		}
 		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})
@@ -164,12 +210,9 @@ func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *ro
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	if len(chunks) == 0 {
-		if recs == nil {
-			// No rows: an empty list, not nil (what readers always returned).
-			return []event.Record{}, nil, nil
-		}
-		return recs, refs, nil
+	if len(chunks) == 0 && len(recs) == 0 {
+		// No rows: an empty list, not nil (what readers always returned).
+		return []event.Record{}, nil, nil
 	}
 	chunks = append(chunks, scanChunk{recs, refs})
 	n := 0
@@ -182,6 +225,14 @@ func scanRows(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *ro
 	}
 	return allRecs, allRefs, nil
 }
+
+// scanScratchRows is how many rows the scratch chunk of scanRows holds.
+const scanScratchRows = 128
+
+// scanScratchPool holds the scratch chunks of scanRows.
+var scanScratchPool = sync.Pool{New: func() any {
+	return &scanChunk{recs: make([]event.Record, 0, scanScratchRows), refs: make([]rowRefs, 0, scanScratchRows)}
+}}
 
 // scanChunk is a run of scanned rows.
 type scanChunk struct {
@@ -235,14 +286,37 @@ func (c *stmtCache) close() {
 
 // cachedQuery runs a read statement prepared once per text.
 func (s *Store) cachedQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	st, err := s.recordStmts.get(ctx, s.r, text)
+	return cachedQueryOn(ctx, s.r, &s.recordStmts, text, args...)
+}
+
+// cachedScanQuery is cachedQuery on the scan pool.
+func (s *Store) cachedScanQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
+	if s.scan == s.r {
+		return s.cachedQuery(ctx, text, args...)
+	}
+	return cachedQueryOn(ctx, s.scan, &s.scanStmts, text, args...)
+}
+
+// cachedQueryOn runs a read statement on db, prepared once per text in
+// stmts.
+func cachedQueryOn(ctx context.Context, db *sql.DB, stmts *stmtCache, text string, args ...any) (*sql.Rows, error) {
+	st, err := stmts.get(ctx, db, text)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
-		return s.r.QueryContext(ctx, text, args...)
+		return db.QueryContext(ctx, text, args...)
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// queryRow runs a read statement of one row prepared once per text.
+func (s *Store) queryRow(ctx context.Context, text string, args ...any) *sql.Row {
+	st, err := s.recordStmts.get(ctx, s.r, text)
+	if err != nil || st == nil {
+		return s.r.QueryRowContext(ctx, text, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
 }
 
 // query runs a record query on the read pool and decodes the bodies.
@@ -260,7 +334,13 @@ func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Recor
 // when the base must be read (another query, which a pool of one
 // connection could not run while the rows are open).
 func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([]event.Record, error) {
-	recs, refs, err := scanRows(rows, func(r *event.Record, data []byte, ref *rowRefs) (bool, error) {
+	return s.decodeRowsOf(ctx, rows, nil, extra...)
+}
+
+// decodeRowsOf is decodeRows; with obj, of the rows of objectRecordSelect,
+// all of that object.
+func (s *Store) decodeRowsOf(ctx context.Context, rows *sql.Rows, obj *storage.ObjectID, extra ...any) ([]event.Record, error) {
+	recs, refs, err := scanRows(rows, obj, func(r *event.Record, data []byte, ref *rowRefs) (bool, error) {
 		raw, ok, err := s.decodeCached(data, int(ref.rawLen), ref.base)
 		if ok {
 			r.Object = json.RawMessage(raw)
@@ -615,42 +695,70 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	query, args := objectHistoryQuery(obj, q, vis)
-	rows, err := s.cachedQuery(ctx, query, args...)
+	rows, err := s.cachedScanQuery(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	return s.decodeRows(ctx, rows)
+	recs, err := s.decodeRowsOf(ctx, rows, &obj)
+	if err != nil {
+		return nil, err
+	}
+	sortBySeq(recs)
+	return recs, nil
 }
 
-// objectHistoryQuery is the statement of ObjectHistory.
+// sortBySeq orders records by seq; rows read in seq order cost one pass.
+func sortBySeq(recs []event.Record) {
+	for i := 1; i < len(recs); i++ {
+		if recs[i].IngestSeq < recs[i-1].IngestSeq {
+			slices.SortFunc(recs, func(a, b event.Record) int { return cmp.Compare(a.IngestSeq, b.IngestSeq) })
+			return
+		}
+	}
+}
+
+// objectHistoryQuery is the statement of ObjectHistory. Its rows come in
+// no set order (objectHistory sorts them by seq): ordered by seq in SQL,
+// they would be read through the index by object and time and then
+// sorted, bodies and all, in a temporary B-tree. With a limit, the seqs
+// of the first rows are picked (and sorted) from the index first, and
+// the rows read after.
 func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
-	visible, visArgs := vis.where("r", "", 0)
-	var b strings.Builder
-	fmt.Fprintf(&b, recordSelect, bodyColumn(q.WithoutBodies))
-	b.WriteString(` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.obj = ` + objectSubquery + ` AND ` + visible)
+	a := "r"
+	if q.Limit > 0 {
+		a = "x"
+	}
+	visible, visArgs := vis.where(a, "", 0)
+	var w strings.Builder
+	w.WriteString(` FROM records ` + a + ` INDEXED BY records_object`)
+	if q.Limit == 0 {
+		w.WriteString(recordJoins)
+	}
+	w.WriteString(` WHERE ` + a + `.obj = ` + objectSubquery + ` AND ` + visible)
 	args := append(objectArgs(obj), visArgs...)
 	if !q.Since.IsZero() {
-		b.WriteString(" AND r.observed_at >= ?")
+		w.WriteString(" AND " + a + ".observed_at >= ?")
 		args = append(args, encodeTime(q.Since))
 	}
 	if !q.Until.IsZero() {
-		b.WriteString(" AND r.observed_at <= ?")
+		w.WriteString(" AND " + a + ".observed_at <= ?")
 		args = append(args, encodeTime(q.Until))
 	}
 	if q.StreamID != "" {
-		b.WriteString(" AND r.stream = (SELECT id FROM streams WHERE stream_id = ?)")
+		w.WriteString(" AND " + a + ".stream = (SELECT id FROM streams WHERE stream_id = ?)")
 		args = append(args, q.StreamID)
 	}
 	if q.AfterSeq > 0 {
-		b.WriteString(" AND r.seq > ?")
+		w.WriteString(" AND " + a + ".seq > ?")
 		args = append(args, q.AfterSeq)
 	}
-	b.WriteString(" ORDER BY r.seq")
-	if q.Limit > 0 {
-		b.WriteString(" LIMIT ?")
-		args = append(args, q.Limit)
+	if q.Limit == 0 {
+		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
 	}
-	return b.String(), args
+	w.WriteString(" ORDER BY x.seq LIMIT ?")
+	args = append(args, q.Limit)
+	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.seq` + w.String() + `) h` +
+		` JOIN records r ON r.seq = h.seq` + recordJoins, args
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -968,6 +1076,9 @@ func (s *Store) EventByResourceVersion(ctx context.Context, obj storage.ObjectID
 	return rec, nil
 }
 
+// correlationsProbe tells whether the journal holds a correlation record.
+const correlationsProbe = `SELECT EXISTS (SELECT 1 FROM records INDEXED BY records_target WHERE target IS NOT NULL)`
+
 // Correlations implements storage.Reader.
 func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string][]event.Record, error) {
 	done, err := s.enter()
@@ -976,6 +1087,19 @@ func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string
 	}
 	defer done()
 	out := map[string][]event.Record{}
+	if len(eventIDs) == 0 {
+		return out, nil
+	}
+	// Correlation records come from an audit source, which most journals
+	// lack: a probe of their index, cheaper than a look-up of the IDs,
+	// answers for all of them then.
+	var some bool
+	if err := s.queryRow(ctx, correlationsProbe).Scan(&some); err != nil {
+		return nil, s.readErr("correlations", err)
+	}
+	if !some {
+		return out, nil
+	}
 	const chunk = 500
 	for start := 0; start < len(eventIDs); start += chunk {
 		ids := eventIDs[start:min(start+chunk, len(eventIDs))]
@@ -988,7 +1112,11 @@ func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string
 		n = min(n, chunk)
 		args := make([]any, n)
 		for i := range args {
-			args[i] = encodeID(ids[min(i, len(ids)-1)])
+			if i < len(ids) {
+				args[i] = encodeID(ids[i])
+			} else {
+				args[i] = args[len(ids)-1]
+			}
 		}
 		q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
 			` WHERE r.target IN (?` + strings.Repeat(",?", n-1) + `) ORDER BY r.seq`

@@ -69,11 +69,14 @@ type lastName[V any] struct {
 	value V
 }
 
-// resolve sets the names of a scanned record's row ids.
+// resolve sets the names of a scanned record's row ids (those not 0: the
+// rows of one object have no cluster, scope and name columns).
 func (r *resolver) resolve(rec *event.Record, rr *rowRefs) error {
 	var err error
-	if rec.ClusterID, err = resolveOne(r, &r.cluster, rr.cluster, clusterByRow, func(n *rowNames) *map[int64]string { return &n.clusters }); err != nil {
-		return err
+	if rr.cluster != 0 {
+		if rec.ClusterID, err = resolveOne(r, &r.cluster, rr.cluster, clusterByRow, func(n *rowNames) *map[int64]string { return &n.clusters }); err != nil {
+			return err
+		}
 	}
 	if rr.stream != 0 {
 		if rec.StreamID, err = resolveOne(r, &r.stream, rr.stream, streamByRow, func(n *rowNames) *map[int64]string { return &n.streams }); err != nil {

@@ -1,0 +1,128 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+// The history benchmark's journal is shaped as the query API benchmark's
+// (server.BenchmarkQueryAPI): ConfigMaps in histNamespaces streams,
+// histVersions versions of each.
+const (
+	histNamespaces = 10
+	histVersions   = 100
+)
+
+var histStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func histStream(ns int) event.Stream {
+	return event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: fmt.Sprintf("ns-%02d", ns)}
+}
+
+func histObject(obj, version int, at time.Time) event.Record {
+	s := histStream(obj % histNamespaces)
+	name, rv := fmt.Sprintf("cm-%05d", obj), strconv.Itoa(1000+obj*histVersions+version)
+	uid := "uid-" + name
+	ref := storagetest.Ref(s, "ConfigMap", s.Namespace, name, uid, rv)
+	body := storagetest.ConfigMap(s.Namespace, name, uid, rv, map[string]string{"version": strconv.Itoa(version), "owner": "team-" + strconv.Itoa(obj%7)})
+	return storagetest.Event(s, event.Modified, ref, body, at)
+}
+
+// BenchmarkObjectHistory measures what a history request asks of the
+// journal: ObjectHistory of an object's histVersions versions, then
+// Correlations of their event IDs (the audit provenance; the journal has
+// none). "small" is a journal of one object ("small-audited" has an audit
+// correlation record of another object); "large" is the query API
+// benchmark's journal of 1,000,000 events at KRPLY_BENCH_HISTORY_JOURNAL
+// (a copy: the store writes to it), asked at random objects. It reports
+// the process CPU per request.
+//
+//	go test -run XXX -bench BenchmarkObjectHistory ./storage/sqlite/
+func BenchmarkObjectHistory(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, s *sqlite.Store, objects int) {
+		rng := rand.New(rand.NewPCG(99, 7))
+		b.ResetTimer()
+		start := cputime.Process()
+		for range b.N {
+			obj := rng.IntN(objects)
+			s0 := histStream(obj % histNamespaces)
+			id := storage.ObjectID{ClusterID: s0.ClusterID, Resource: s0.Resource, Namespace: s0.Namespace, Name: fmt.Sprintf("cm-%05d", obj)}
+			recs, err := s.ObjectHistory(ctx, id, storage.HistoryQuery{Limit: histVersions + 1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(recs) != histVersions || len(recs[0].Object) == 0 {
+				b.Fatalf("%s: %d versions", id.Name, len(recs))
+			}
+			ids := make([]string, len(recs))
+			for i := range recs {
+				ids[i] = recs[i].EventID
+			}
+			corr, err := s.Correlations(ctx, ids)
+			if err != nil || len(corr) != 0 {
+				b.Fatalf("Correlations: %v, %d", err, len(corr))
+			}
+		}
+		b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
+	// "audited" has a correlation record too (of another object), so
+	// that Correlations looks the IDs up.
+	for _, audited := range []bool{false, true} {
+		name := "small"
+		if audited {
+			name = "small-audited"
+		}
+		b.Run(name, func(b *testing.B) {
+			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
+				b.Fatal(err)
+			}
+			recs := make([]event.Record, histVersions)
+			for v := range recs {
+				recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Second))
+			}
+			if audited {
+				other := histObject(histNamespaces, 0, histStart)
+				recs = append(recs, other, storagetest.Correlation(other, "audit-1", "alice", histStart.Add(time.Second)))
+			}
+			if _, err := s.Append(ctx, recs); err != nil {
+				b.Fatal(err)
+			}
+			run(b, s, 1)
+		})
+	}
+	b.Run("large", func(b *testing.B) {
+		path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
+		if path == "" {
+			b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
+		}
+		var opts []sqlite.Option
+		if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			opts = append(opts, sqlite.WithMmapSize(n))
+		}
+		s, err := sqlite.Open(ctx, path, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		run(b, s, 10_000)
+	})
+}

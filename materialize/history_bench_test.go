@@ -64,10 +64,10 @@ func deploymentBody(rv string, rollout, v int, at time.Time) []byte {
 				map[string]any{"name": "POD_NAME", "valueFrom": map[string]any{"fieldRef": map[string]any{"apiVersion": "v1", "fieldPath": "metadata.name"}}},
 				map[string]any{"name": "MODE", "value": "production"},
 			},
-			"ports":          []any{map[string]any{"containerPort": port, "name": "http", "protocol": "TCP"}},
-			"resources":      map[string]any{"limits": map[string]any{"cpu": "1", "memory": "512Mi"}, "requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
-			"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/ready", "port": port, "scheme": "HTTP"}, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
-			"volumeMounts":   []any{map[string]any{"mountPath": "/etc/config", "name": "config", "readOnly": true}},
+			"ports":                  []any{map[string]any{"containerPort": port, "name": "http", "protocol": "TCP"}},
+			"resources":              map[string]any{"limits": map[string]any{"cpu": "1", "memory": "512Mi"}, "requests": map[string]any{"cpu": "100m", "memory": "128Mi"}},
+			"readinessProbe":         map[string]any{"httpGet": map[string]any{"path": "/ready", "port": port, "scheme": "HTTP"}, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
+			"volumeMounts":           []any{map[string]any{"mountPath": "/etc/config", "name": "config", "readOnly": true}},
 			"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -111,6 +110,10 @@ type compareConfig struct {
 	defaultIgnores bool
 	rules          []compiledRule
 	mergeKeys      map[string][]string
+	// trees compares decoded bodies only (compareTrees), and reads
+	// managedFields from them: the reference the tests hold the lockstep
+	// comparison to.
+	trees bool
 }
 
 type compiledRule struct {
@@ -187,6 +190,13 @@ func startPointers(ps []pointer) []activePtr {
 // list positions (a child of a list may sit at different positions in the
 // two versions). It reports whether the child itself is ignored.
 func step(active []activePtr, field string, positions ...int) (next []activePtr, ignored bool) {
+	return stepAppend(nil, active, field, positions...)
+}
+
+// stepAppend is step appending the next active pointers to dst: next is
+// dst with them.
+func stepAppend(dst, active []activePtr, field string, positions ...int) (next []activePtr, ignored bool) {
+	next = dst
 	for _, a := range active {
 		s := a.p[a.pos]
 		match := s == "*"
@@ -234,13 +244,22 @@ func decodeJSON(raw []byte) (any, error) {
 
 // decodeFirst is decodeJSON that also returns what follows the value.
 func decodeFirst(raw []byte) (any, []byte, error) {
+	v, rest, _, err := decodeInterning(raw, nil)
+	return v, rest, err
+}
+
+// decodeInterning is decodeFirst taking short strings from intern (see
+// fastDecodeInterning); compact reports that raw is the value alone,
+// compact JSON that the fast decoder took.
+func decodeInterning(raw []byte, intern map[string]string) (v any, rest []byte, compact bool, err error) {
 	if len(raw) == 0 {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
-	if v, rest, _, ok := fastDecode(raw); ok {
-		return v, rest, nil
+	if v, rest, spaced, ok := fastDecodeInterning(raw, intern); ok {
+		return v, rest, !spaced && len(rest) == 0, nil
 	}
-	return decodeStd(raw)
+	v, rest, err = decodeStd(raw)
+	return v, rest, false, err
 }
 
 // decodeStd is decodeFirst by encoding/json alone.
@@ -266,7 +285,13 @@ func compareValues(before, after any, ignore []pointer, mergeKeys map[string][]s
 func compareValuesPaths(before, after any, ignore []pointer, mergeKeys map[string][]string) ([]FieldChange, [][]seg) {
 	c := comparer{mergeKeys: mergeKeys}
 	c.walk(nil, "", startPointers(ignore), before, after, true, true)
-	sort.SliceStable(c.out, func(i, j int) bool { return comparePaths(c.out[i].path, c.out[j].path) < 0 })
+	return c.result()
+}
+
+// result returns the changes found, sorted by path, with the path of each
+// as segments.
+func (c *comparer) result() ([]FieldChange, [][]seg) {
+	slices.SortStableFunc(c.out, func(x, y change) int { return comparePaths(x.path, y.path) })
 	out := make([]FieldChange, len(c.out))
 	paths := make([][]seg, len(c.out))
 	for i, ch := range c.out {
@@ -523,8 +548,24 @@ func (c *compareConfig) compareBodiesPaths(ref event.ResourceRef, before, after 
 }
 
 // compareDecoded is compareBodiesPaths over bodies that decode once
-// whatever number of comparisons they take part in.
+// whatever number of comparisons they take part in. Two objects are
+// compared as written (compareRaw), which decodes only what differs, when
+// the fast decoder takes both; otherwise decoded (compareTrees).
 func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *body) ([]FieldChange, [][]seg, error) {
+	if bytes.Equal(before.raw, after.raw) {
+		return nil, nil, nil
+	}
+	if !c.trees && len(before.raw) > 0 && len(after.raw) > 0 {
+		o := objectMeta{group: ref.Group, kind: ref.Kind, namespace: ref.Namespace, name: ref.Name}
+		if out, paths, ok := c.compareRaw(o, before, after); ok {
+			return out, paths, nil
+		}
+	}
+	return c.compareTrees(ref, before, after)
+}
+
+// compareTrees is compareDecoded by decoding both bodies whole.
+func (c *compareConfig) compareTrees(ref event.ResourceRef, before, after *body) ([]FieldChange, [][]seg, error) {
 	if bytes.Equal(before.raw, after.raw) {
 		return nil, nil, nil
 	}
@@ -548,34 +589,101 @@ func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *bod
 	return out, paths, nil
 }
 
-// body is a raw body with its decoded value and managedFields entries,
-// each computed on first use: a history compares each version twice, with
-// the version before and the version after it.
+// bodyCache is what the bodies of one history share: an intern table for
+// their strings (see fastDecodeInterning) and the managedFields entries
+// last read, which the next version nearly always repeats.
+type bodyCache struct {
+	intern map[string]string
+	// trees reads managedFields from decoded bodies (compareConfig.trees).
+	trees bool
+	// raw is the lockstep comparer the bodies' comparisons share.
+	raw *rawComparer
+	// fields is where the bodies' members are kept (see body.scan).
+	fields []rawField
+
+	managedRaw []byte
+	managed    []managedEntry
+	managedOK  bool
+}
+
+func newBodyCache(cc *compareConfig) *bodyCache {
+	return &bodyCache{intern: make(map[string]string), trees: cc.trees}
+}
+
+// body is a raw body with what comparisons read of it, each computed on
+// first use: a history compares each version twice, with the version
+// before and the version after it.
 type body struct {
 	raw json.RawMessage
-	// intern, when set, is shared by the bodies of one history (see
-	// fastDecodeInterning).
-	intern map[string]string
+	// cache, when set, is shared by the bodies of one history.
+	cache *bodyCache
+
+	// scanned is set once raw was scanned; scanOK when the fast decoder
+	// takes it (a JSON object), top then holding its members.
+	scanned, scanOK bool
+	top             []rawField
 
 	decoded bool
 	val     any
 	err     error
-	whole   bool // nothing but white space follows the decoded value
+	whole   bool // nothing but white space follows the value (scanOK or decoded)
 	compact bool // raw is the value alone, without white space
 
 	managedRead bool
 	managed     []managedEntry
 }
 
+// internTable returns the intern table the body decodes with (nil: none).
+func (b *body) internTable() map[string]string {
+	if b.cache == nil {
+		return nil
+	}
+	return b.cache.intern
+}
+
+// scan reports whether raw is a JSON object the fast decoder takes, and
+// reads its members, without decoding them.
+func (b *body) scan() bool {
+	if !b.scanned {
+		b.scanned = true
+		d := fastDecoder{data: b.raw}
+		d.space()
+		// The members of a history's bodies share a slab of the cache's.
+		var fields []rawField
+		if b.cache != nil {
+			if cap(b.cache.fields)-len(b.cache.fields) < 16 {
+				b.cache.fields = make([]rawField, 0, 256)
+			}
+			fields = b.cache.fields
+		}
+		start := len(fields)
+		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &fields) {
+			b.top = fields[start:len(fields):len(fields)]
+			if b.cache != nil {
+				b.cache.fields = fields
+			}
+			b.scanOK = true
+			rest := b.raw[d.pos:]
+			b.compact = !d.spaced && len(rest) == 0
+			b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+		} else {
+			b.top = nil
+		}
+	}
+	return b.scanOK
+}
+
+// isCompact reports whether the body was found to be compact JSON, as
+// encoding/json would write it.
+func (b *body) isCompact() bool {
+	return (b.scanOK || b.decoded && b.err == nil) && b.compact
+}
+
 // value returns the decoded body (see decodeJSON).
 func (b *body) value() (any, error) {
 	if !b.decoded {
-		v, rest, spaced, ok := fastDecodeInterning(b.raw, b.intern)
-		if ok {
-			b.val, b.compact = v, !spaced && len(rest) == 0
-		} else {
-			b.val, rest, b.err = decodeFirst(b.raw)
-		}
+		var rest []byte
+		b.val, rest, b.compact, b.err = decodeInterning(b.raw, b.internTable())
 		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
 		b.decoded = true
 	}
@@ -583,12 +691,18 @@ func (b *body) value() (any, error) {
 }
 
 // entries returns the managedFields entries of the body (see
-// managedEntries).
+// managedEntries): read from raw as written when the body is an object
+// the fast decoder takes whole, from its decoded value otherwise.
 func (b *body) entries() []managedEntry {
 	if !b.managedRead {
 		var ok bool
-		if v, err := b.value(); err == nil && b.whole {
-			b.managed, ok = managedEntriesOf(v)
+		if (b.cache == nil || !b.cache.trees) && b.scan() && b.whole {
+			b.managed, ok = b.rawEntries()
+		}
+		if !ok {
+			if v, err := b.value(); err == nil && b.whole {
+				b.managed, ok = managedEntriesOf(v)
+			}
 		}
 		if !ok {
 			b.managed = managedEntries(b.raw)
@@ -596,4 +710,47 @@ func (b *body) entries() []managedEntry {
 		b.managedRead = true
 	}
 	return b.managed
+}
+
+// rawEntries is managedEntriesOf reading only metadata.managedFields of
+// the scanned body, and reusing the entries of the body cache when that
+// list is written as the last one read.
+func (b *body) rawEntries() ([]managedEntry, bool) {
+	if !exactRawKeys(b.top, "metadata") {
+		return nil, false
+	}
+	meta := lastField(b.top, "metadata")
+	if len(meta) == 0 || string(meta) == "null" {
+		return nil, true
+	}
+	if meta[0] != '{' {
+		return nil, false
+	}
+	rc := b.rawComparer()
+	base := len(rc.fields)
+	defer func() { rc.fields = rc.fields[:base] }()
+	fields, ok := rc.members(meta)
+	if !ok || !exactRawKeys(fields, "managedFields") {
+		return nil, false
+	}
+	list := lastField(fields, "managedFields")
+	if len(list) == 0 || string(list) == "null" {
+		return nil, true
+	}
+	if list[0] != '[' {
+		return nil, false
+	}
+	if b.cache != nil && b.cache.managedRaw != nil && bytes.Equal(b.cache.managedRaw, list) {
+		return b.cache.managed, b.cache.managedOK
+	}
+	d := fastDecoder{data: list, intern: b.internTable()}
+	v, ok := d.value(0)
+	if !ok {
+		return nil, false
+	}
+	out, ok := managedListOf(v.([]any))
+	if b.cache != nil {
+		b.cache.managedRaw, b.cache.managed, b.cache.managedOK = list, out, ok
+	}
+	return out, ok
 }

@@ -65,6 +65,31 @@ func checkFastDecode(t *testing.T, raw []byte) {
 	if !bytes.Equal(frest, srest) {
 		t.Fatalf("%q: rest fast %q, encoding/json %q", raw, frest, srest)
 	}
+	// Scanning its members, checking or not, finds the members the
+	// decoded object has, in order, the last of duplicates winning.
+	for _, checked := range []bool{false, true} {
+		d := fastDecoder{data: raw, checked: checked}
+		d.space()
+		var fields []rawField
+		if !d.members(1, &fields) || d.pos != len(raw)-len(frest) {
+			t.Fatalf("%q: members (checked %v) failed or ended at %d, not %d", raw, checked, d.pos, len(raw)-len(frest))
+		}
+		m := map[string]any{}
+		for _, f := range fields {
+			v, err := decodeJSON(f.val)
+			if err != nil && f.val[0] == '{' || err == nil && !bytes.Equal(f.val, bytes.TrimSpace(f.val)) {
+				t.Fatalf("%q: member %q is %q (%v)", raw, f.key, f.val, err)
+			}
+			if err != nil {
+				// Not an object: decode it inside one.
+				v = mustDecode(t, `{"v":`+string(f.val)+`}`).(map[string]any)["v"]
+			}
+			m[string(f.key)] = v
+		}
+		if !reflect.DeepEqual(any(m), sv) {
+			t.Fatalf("%q: members (checked %v) %#v, decoded %#v", raw, checked, m, sv)
+		}
+	}
 	if got, rest, err := decodeFirst(raw); err != nil || !reflect.DeepEqual(got, sv) || !bytes.Equal(rest, srest) {
 		t.Fatalf("%q: decodeFirst %#v %q %v", raw, got, rest, err)
 	}

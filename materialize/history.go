@@ -244,9 +244,9 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 	}
 	var entries []entryAt
 	var prevBody *body
-	intern := make(map[string]string)
+	cache := newBodyCache(cc)
 	if prev != nil {
-		prevBody = &body{raw: prev.Object, intern: intern}
+		prevBody = &body{raw: prev.Object, cache: cache}
 	}
 	for i := range recs {
 		rec := recs[i]
@@ -256,11 +256,11 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 			continue
 		}
 		seen[key] = rec.StreamID
-		cur := &body{raw: rec.Object, intern: intern}
+		cur := &body{raw: rec.Object, cache: cache}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
 		}
-		if cur.decoded && cur.err == nil && cur.compact {
+		if cur.isCompact() {
 			v.compactObject = v.Object
 		}
 		prev, prevBody = &recs[i], cur

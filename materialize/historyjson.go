@@ -23,12 +23,14 @@ func (h History) MarshalJSON() ([]byte, error) {
 	return e.buf, e.err
 }
 
-// historySize estimates the JSON size of a history from its bodies.
+// historySize estimates the JSON size of a history from its bodies and
+// the number of its parts, generously: growing the buffer costs more.
 func historySize(h *History) int {
 	n := 0
 	for i := range h.Entries {
+		n += 200
 		if v := h.Entries[i].Version; v != nil {
-			n += len(v.Object) + 400
+			n += len(v.Object) + 500 + 250*len(v.Changes) + 150*len(v.FieldManagers) + 300*len(v.Provenance)
 		}
 	}
 	return n
@@ -283,6 +285,14 @@ func (e *historyEncoder) str(s string) {
 }
 
 func (e *historyEncoder) time(t time.Time) {
+	// As time.Time.MarshalJSON writes a time it takes: RFC 3339 with
+	// nanoseconds, four digits of year and a zone offset under a day.
+	if _, offset := t.Zone(); t.Year() >= 0 && t.Year() <= 9999 && offset > -24*3600 && offset < 24*3600 {
+		e.buf = append(e.buf, '"')
+		e.buf = t.AppendFormat(e.buf, time.RFC3339Nano)
+		e.buf = append(e.buf, '"')
+		return
+	}
 	raw, err := t.MarshalJSON()
 	if err != nil {
 		e.fail(err)

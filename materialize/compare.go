@@ -743,14 +743,53 @@ func (b *body) rawEntries() ([]managedEntry, bool) {
 	if b.cache != nil && b.cache.managedRaw != nil && bytes.Equal(b.cache.managedRaw, list) {
 		return b.cache.managed, b.cache.managedOK
 	}
-	d := fastDecoder{data: list, intern: b.internTable()}
-	v, ok := d.value(0)
+	// Read each entry, reusing those written as an entry of the list
+	// last read: a controller's new time leaves the others as they were.
+	ibase := len(rc.items)
+	defer func() { rc.items = rc.items[:ibase] }()
+	items, ok := rc.listItems(list)
 	if !ok {
 		return nil, false
 	}
-	out, ok := managedListOf(v.([]any))
+	var last []managedEntry
+	if b.cache != nil && b.cache.managedOK {
+		last = b.cache.managed
+	}
+	out, ok := make([]managedEntry, 0, len(items)), true
+	for i, item := range items {
+		if j := entryWritten(last, item, i); j >= 0 {
+			out = append(out, last[j])
+			continue
+		}
+		d := fastDecoder{data: item, intern: b.internTable()}
+		v, decoded := d.value(0)
+		if !decoded {
+			return nil, false
+		}
+		var e managedEntry
+		if e, ok = managedEntryOf(v); !ok {
+			out = nil
+			break
+		}
+		e.raw = item
+		out = append(out, e)
+	}
 	if b.cache != nil {
 		b.cache.managedRaw, b.cache.managed, b.cache.managedOK = list, out, ok
 	}
 	return out, ok
+}
+
+// entryWritten returns the position among entries of the one read from
+// bytes equal to item (tried at hint first), -1 when none.
+func entryWritten(entries []managedEntry, item []byte, hint int) int {
+	if hint < len(entries) && bytes.Equal(entries[hint].raw, item) {
+		return hint
+	}
+	for j := range entries {
+		if bytes.Equal(entries[j].raw, item) {
+			return j
+		}
+	}
+	return -1
 }

@@ -34,6 +34,9 @@ type managedEntry struct {
 	FieldManager
 	fields map[string]any // the fieldsV1 tree: "f:name", "k:{...}", "v:...", "i:N", "."
 	id     string         // see setKey
+	// raw is the entry as written when it was read from a history's
+	// bodies: entries read from the same bytes share their fields.
+	raw []byte
 }
 
 // setKey sets the entry's key: what identifies the entry of a manager in
@@ -105,40 +108,48 @@ func managedEntriesOf(v any) (out []managedEntry, ok bool) {
 func managedListOf(list []any) (out []managedEntry, ok bool) {
 	out = make([]managedEntry, 0, len(list))
 	for _, item := range list {
-		mf, ok := item.(map[string]any)
-		if !ok || !exactKeys(mf, "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource") {
+		e, ok := managedEntryOf(item)
+		if !ok {
 			return nil, false
 		}
-		var e managedEntry
-		for _, f := range []struct {
-			key string
-			to  *string
-		}{{"manager", &e.Manager}, {"operation", &e.Operation}, {"apiVersion", &e.APIVersion}, {"subresource", &e.Subresource}, {"fieldsType", new(string)}} {
-			switch s := mf[f.key].(type) {
-			case nil:
-			case string:
-				*f.to = s
-			default:
-				return nil, false
-			}
-		}
-		switch t := mf["time"].(type) {
-		case nil:
-		case string:
-			// As metav1.Time reads it.
-			pt, err := time.Parse(time.RFC3339, t)
-			if err != nil {
-				return nil, false
-			}
-			e.Time = pt.UTC()
-		default:
-			return nil, false
-		}
-		e.fields, _ = mf["fieldsV1"].(map[string]any)
-		e.setKey()
 		out = append(out, e)
 	}
 	return out, true
+}
+
+// managedEntryOf is managedListOf of one item of the list.
+func managedEntryOf(item any) (e managedEntry, ok bool) {
+	mf, ok := item.(map[string]any)
+	if !ok || !exactKeys(mf, "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource") {
+		return e, false
+	}
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"manager", &e.Manager}, {"operation", &e.Operation}, {"apiVersion", &e.APIVersion}, {"subresource", &e.Subresource}, {"fieldsType", new(string)}} {
+		switch s := mf[f.key].(type) {
+		case nil:
+		case string:
+			*f.to = s
+		default:
+			return e, false
+		}
+	}
+	switch t := mf["time"].(type) {
+	case nil:
+	case string:
+		// As metav1.Time reads it.
+		pt, err := time.Parse(time.RFC3339, t)
+		if err != nil {
+			return e, false
+		}
+		e.Time = pt.UTC()
+	default:
+		return e, false
+	}
+	e.fields, _ = mf["fieldsV1"].(map[string]any)
+	e.setKey()
+	return e, true
 }
 
 // exactKeys reports whether no key of m matches one of names only case
@@ -206,8 +217,8 @@ func attributeFields(old, cur []managedEntry, changes []FieldChange, paths [][]s
 			continue
 		}
 		// A history shares the entries of versions whose managedFields
-		// are written alike: o is then e.
-		if o := &old[j]; o != e && (!o.Time.Equal(e.Time) || gained(e.fields, o.fields)) {
+		// are written alike: o is then e, or was read from the same bytes.
+		if o := &old[j]; o != e && !sameEntryBytes(o, e) && (!o.Time.Equal(e.Time) || gained(e.fields, o.fields)) {
 			mark(e, writes|wrote)
 		}
 	}
@@ -253,6 +264,12 @@ func attributeFields(old, cur []managedEntry, changes []FieldChange, paths [][]s
 		}
 	}
 	return out
+}
+
+// sameEntryBytes reports whether two entries were read from the same
+// bytes, and so are equal.
+func sameEntryBytes(a, b *managedEntry) bool {
+	return len(a.raw) > 0 && len(a.raw) == len(b.raw) && &a.raw[0] == &b.raw[0]
 }
 
 // entryIndex finds the last of entries with a key, as a map from keys

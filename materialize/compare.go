@@ -673,6 +673,11 @@ func (b *body) scan() bool {
 	return b.scanOK
 }
 
+// object returns the scanned body's object and its members.
+func (b *body) object() rawObject {
+	return rawObject{data: b.raw, fields: b.top}
+}
+
 // isCompact reports whether the body was found to be compact JSON, as
 // encoding/json would write it.
 func (b *body) isCompact() bool {
@@ -716,10 +721,11 @@ func (b *body) entries() []managedEntry {
 // the scanned body, and reusing the entries of the body cache when that
 // list is written as the last one read.
 func (b *body) rawEntries() ([]managedEntry, bool) {
-	if !exactRawKeys(b.top, "metadata") {
+	top := b.object()
+	if !top.exactKeys("metadata") {
 		return nil, false
 	}
-	meta := lastField(b.top, "metadata")
+	meta := top.last("metadata")
 	if len(meta) == 0 || string(meta) == "null" {
 		return nil, true
 	}
@@ -729,11 +735,11 @@ func (b *body) rawEntries() ([]managedEntry, bool) {
 	rc := b.rawComparer()
 	base := len(rc.fields)
 	defer func() { rc.fields = rc.fields[:base] }()
-	fields, ok := rc.members(meta)
-	if !ok || !exactRawKeys(fields, "managedFields") {
+	mo, ok := rc.object(meta)
+	if !ok || !mo.exactKeys("managedFields") {
 		return nil, false
 	}
-	list := lastField(fields, "managedFields")
+	list := mo.last("managedFields")
 	if len(list) == 0 || string(list) == "null" {
 		return nil, true
 	}
@@ -747,7 +753,7 @@ func (b *body) rawEntries() ([]managedEntry, bool) {
 	// last read: a controller's new time leaves the others as they were.
 	ibase := len(rc.items)
 	defer func() { rc.items = rc.items[:ibase] }()
-	items, ok := rc.listItems(list)
+	l, ok := rc.list(list)
 	if !ok {
 		return nil, false
 	}
@@ -755,8 +761,9 @@ func (b *body) rawEntries() ([]managedEntry, bool) {
 	if b.cache != nil && b.cache.managedOK {
 		last = b.cache.managed
 	}
-	out, ok := make([]managedEntry, 0, len(items)), true
-	for i, item := range items {
+	out, ok := make([]managedEntry, 0, len(l.items)), true
+	for i := range l.items {
+		item := l.item(i)
 		if j := entryWritten(last, item, i); j >= 0 {
 			out = append(out, last[j])
 			continue

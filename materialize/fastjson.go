@@ -376,84 +376,123 @@ func (d *fastDecoder) skip(depth int) bool {
 	return false
 }
 
-// rawField is a member of a JSON object: its key, unquoted, and its
-// value as written.
+// span is where a part of a JSON text is: data[start:end].
+type span struct{ start, end int }
+
+func (s span) in(data []byte) []byte { return data[s.start:s.end] }
+
+// rawField is a member of a JSON object as written: where its key is,
+// between the quotes, and where its value is, in the object's text. It
+// holds no pointer, so that the many of them cost the garbage collector
+// nothing.
 type rawField struct {
-	key, val []byte
+	key, val span
+	// escaped says the key has escapes or invalid UTF-8: its bytes are
+	// not the key, keyIn decodes them.
+	escaped bool
+}
+
+// keyIn returns the member's key, data being the object's text.
+func (f *rawField) keyIn(data []byte) []byte {
+	k := f.key.in(data)
+	if !f.escaped {
+		return k
+	}
+	var s string
+	// The scan checked the string: it unquotes.
+	_ = json.Unmarshal(data[f.key.start-1:f.key.end+1], &s)
+	return []byte(s)
 }
 
 // members moves past the object at pos, as skip does, appending its
 // members to *dst in order, duplicates included (nil: none).
 func (d *fastDecoder) members(depth int, dst *[]rawField) bool {
+	if dst == nil {
+		_, ok := d.appendMembers(depth, nil, false)
+		return ok
+	}
+	// One store through dst, not one per member: a store of a pointer
+	// costs a write barrier while the garbage collector marks.
+	out, ok := d.appendMembers(depth, *dst, true)
+	*dst = out
+	return ok
+}
+
+// appendMembers is members appending to dst when record.
+func (d *fastDecoder) appendMembers(depth int, dst []rawField, record bool) ([]rawField, bool) {
 	if depth > maxFastDepth {
-		return false
+		return dst, false
 	}
 	d.pos++ // {
 	d.space()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return true
+		return dst, true
 	}
 	for {
 		d.space()
 		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return false
+			return dst, false
 		}
-		start := d.pos
+		key := span{start: d.pos + 1}
 		plain, ok := d.scanString()
 		if !ok {
-			return false
+			return dst, false
 		}
-		key := d.data[start+1 : d.pos-1]
+		key.end = d.pos - 1
 		d.space()
 		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return false
+			return dst, false
 		}
 		d.pos++
 		d.space()
 		vstart := d.pos
 		if !d.skip(depth) {
-			return false
+			return dst, false
 		}
-		if dst != nil {
-			if !plain {
-				var s string
-				if err := json.Unmarshal(d.data[start:start+len(key)+2], &s); err != nil {
-					return false
-				}
-				key = []byte(s)
-			}
-			*dst = append(*dst, rawField{key: key, val: d.data[vstart:d.pos]})
+		if record {
+			dst = append(dst, rawField{key: key, val: span{vstart, d.pos}, escaped: !plain})
 		}
 		if more, ok := d.separator('}'); !ok || !more {
-			return ok
+			return dst, ok
 		}
 	}
 }
 
-// items moves past the list at pos, as skip does, appending its items as
-// written to *dst (nil: none).
-func (d *fastDecoder) items(depth int, dst *[][]byte) bool {
+// items moves past the list at pos, as skip does, appending where its
+// items are to *dst (nil: none).
+func (d *fastDecoder) items(depth int, dst *[]span) bool {
+	if dst == nil {
+		_, ok := d.appendItems(depth, nil, false)
+		return ok
+	}
+	out, ok := d.appendItems(depth, *dst, true)
+	*dst = out
+	return ok
+}
+
+// appendItems is items appending to dst when record.
+func (d *fastDecoder) appendItems(depth int, dst []span, record bool) ([]span, bool) {
 	if depth > maxFastDepth {
-		return false
+		return dst, false
 	}
 	d.pos++ // [
 	d.space()
 	if d.pos < len(d.data) && d.data[d.pos] == ']' {
 		d.pos++
-		return true
+		return dst, true
 	}
 	for {
 		d.space()
 		start := d.pos
 		if !d.skip(depth) {
-			return false
+			return dst, false
 		}
-		if dst != nil {
-			*dst = append(*dst, d.data[start:d.pos])
+		if record {
+			dst = append(dst, span{start, d.pos})
 		}
 		if more, ok := d.separator(']'); !ok || !more {
-			return ok
+			return dst, ok
 		}
 	}
 }

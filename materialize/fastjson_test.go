@@ -76,15 +76,16 @@ func checkFastDecode(t *testing.T, raw []byte) {
 		}
 		m := map[string]any{}
 		for _, f := range fields {
-			v, err := decodeJSON(f.val)
-			if err != nil && f.val[0] == '{' || err == nil && !bytes.Equal(f.val, bytes.TrimSpace(f.val)) {
-				t.Fatalf("%q: member %q is %q (%v)", raw, f.key, f.val, err)
+			val := f.val.in(raw)
+			v, err := decodeJSON(val)
+			if err != nil && val[0] == '{' || err == nil && !bytes.Equal(val, bytes.TrimSpace(val)) {
+				t.Fatalf("%q: member %q is %q (%v)", raw, f.keyIn(raw), val, err)
 			}
 			if err != nil {
 				// Not an object: decode it inside one.
-				v = mustDecode(t, `{"v":`+string(f.val)+`}`).(map[string]any)["v"]
+				v = mustDecode(t, `{"v":`+string(val)+`}`).(map[string]any)["v"]
 			}
-			m[string(f.key)] = v
+			m[string(f.keyIn(raw))] = v
 		}
 		if !reflect.DeepEqual(any(m), sv) {
 			t.Fatalf("%q: members (checked %v) %#v, decoded %#v", raw, checked, m, sv)

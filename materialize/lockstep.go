@@ -29,7 +29,7 @@ type rawComparer struct {
 	// fields, items, keys and ptrs are stacks of scratch space, one frame
 	// per level of the walk; path is the path walked.
 	fields []rawField
-	items  [][]byte
+	items  []span
 	keys   []rawKey
 	ptrs   []activePtr
 	path   []seg
@@ -59,14 +59,14 @@ func (c *compareConfig) compareRaw(o objectMeta, before, after *body) (out []Fie
 		return nil, nil, false
 	}
 	if o.kind == "" {
-		o.kind = c.kindOf(after)
+		o.kind = kindNamed(after.object())
 	}
 	rc := before.rawComparer()
 	rc.mergeKeys, rc.out, rc.failed = c.mergeKeys, rc.out[:0], false
 	if rc.activeFor != c || rc.activeMeta != o || rc.activeIgnore == nil {
 		rc.activeFor, rc.activeMeta, rc.activeIgnore = c, o, startPointers(c.pointersFor(o))
 	}
-	rc.walkFields(rc.path[:0], rc.activeIgnore, before.top, after.top, before.raw, after.raw)
+	rc.walkObjects(rc.path[:0], rc.activeIgnore, before.object(), after.object())
 	if rc.failed {
 		return nil, nil, false
 	}
@@ -86,10 +86,10 @@ func (b *body) rawComparer() *rawComparer {
 	return b.cache.raw
 }
 
-// kindOf returns the kind a body names, as objectMetaOf reads it from the
-// decoded body.
-func (c *compareConfig) kindOf(b *body) string {
-	val := lastField(b.top, "kind")
+// kindNamed returns the kind an object names, as objectMetaOf reads it
+// from the decoded body.
+func kindNamed(o rawObject) string {
+	val := o.last("kind")
 	if len(val) == 0 || val[0] != '"' {
 		return ""
 	}
@@ -98,15 +98,50 @@ func (c *compareConfig) kindOf(b *body) string {
 	return s
 }
 
-// lastField returns the value of the last field named key (the one a
-// decoded object holds), nil when there is none.
-func lastField(fields []rawField, key string) []byte {
-	for i := len(fields) - 1; i >= 0; i-- {
-		if string(fields[i].key) == key {
-			return fields[i].val
+// rawObject is a JSON object as written, data, and its members.
+type rawObject struct {
+	data   []byte
+	fields []rawField
+}
+
+func (o rawObject) key(i int) []byte { return o.fields[i].keyIn(o.data) }
+func (o rawObject) val(i int) []byte { return o.fields[i].val.in(o.data) }
+
+// last returns the value of the last member named key (the one a decoded
+// object holds), nil when there is none.
+func (o rawObject) last(key string) []byte {
+	for i := len(o.fields) - 1; i >= 0; i-- {
+		if string(o.key(i)) == key {
+			return o.val(i)
 		}
 	}
 	return nil
+}
+
+// exactKeys is exactKeys over the members of an object as written.
+func (o rawObject) exactKeys(names ...string) bool {
+	for i := range o.fields {
+		k := o.key(i)
+		for _, n := range names {
+			if string(k) != n && strings.EqualFold(string(k), n) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// find returns the position of the member named key (tried at hint
+// first), -1 when there is none; a long object is indexed in *index.
+func (o rawObject) find(key []byte, hint int, index *map[string]int) int {
+	return find(len(o.fields), hint, func(j int) bool { return bytes.Equal(o.key(j), key) },
+		func(j int) string { return string(o.key(j)) }, string(key), index)
+}
+
+// hasDuplicate reports whether two members have the same key.
+func (o rawObject) hasDuplicate() bool {
+	return hasDuplicate(len(o.fields), func(i, j int) bool { return bytes.Equal(o.key(i), o.key(j)) },
+		func(i int) string { return string(o.key(i)) })
 }
 
 // decode decodes a value the scan took.
@@ -130,10 +165,10 @@ func (c *rawComparer) walkRaw(path []seg, field string, active []activePtr, b, a
 	switch {
 	case b[0] == '{' && a[0] == '{':
 		base := len(c.fields)
-		fb, okb := c.members(b)
-		fa, oka := c.members(a)
+		ob, okb := c.object(b)
+		oa, oka := c.object(a)
 		if okb && oka {
-			c.walkFields(path, active, fb, fa, b, a)
+			c.walkObjects(path, active, ob, oa)
 		}
 		c.fields = c.fields[:base]
 	case b[0] == '[' && a[0] == '[':
@@ -146,25 +181,23 @@ func (c *rawComparer) walkRaw(path []seg, field string, active []activePtr, b, a
 	}
 }
 
-// members returns the members of the object raw, pushed on c.fields.
-func (c *rawComparer) members(raw []byte) ([]rawField, bool) {
+// object returns the object raw with its members, pushed on c.fields.
+func (c *rawComparer) object(raw []byte) (rawObject, bool) {
 	start := len(c.fields)
 	d := fastDecoder{data: raw, checked: true}
 	if !d.members(1, &c.fields) {
 		c.failed = true
-		return nil, false
+		return rawObject{}, false
 	}
-	return c.fields[start:len(c.fields):len(c.fields)], true
+	return rawObject{data: raw, fields: c.fields[start:len(c.fields):len(c.fields)]}, true
 }
 
-// walkFields compares two objects, b and a as written, by their members
-// fb and fa.
-func (c *rawComparer) walkFields(path []seg, active []activePtr, fb, fa []rawField, b, a []byte) {
-	if hasDuplicate(fb, sameKey, keyName) || hasDuplicate(fa, sameKey, keyName) {
-		c.walk(path, "", active, c.decode(b), c.decode(a), true, true)
+// walkObjects compares two objects as written.
+func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject) {
+	if b.hasDuplicate() || a.hasDuplicate() {
+		c.walk(path, "", active, c.decode(b.data), c.decode(a.data), true, true)
 		return
 	}
-	var indexA, indexB map[string]int // of fa and fb, when out of step
 	visit := func(key []byte, bv, av []byte) {
 		name := c.name(key)
 		next, ignored := active, false
@@ -185,69 +218,73 @@ func (c *rawComparer) walkFields(path []seg, active []activePtr, fb, fa []rawFie
 			c.walkRaw(p, name, next, bv, av)
 		}
 	}
+	var indexA, indexB map[string]int // of a and b, when long
 	matched := 0
-	for i := range fb {
-		j := findIndexed(fa, fb[i], i, sameKey, keyName, &indexA)
+	for i := range b.fields {
+		key := b.key(i)
+		j := a.find(key, i, &indexA)
 		if j < 0 {
-			visit(fb[i].key, fb[i].val, nil)
+			visit(key, b.val(i), nil)
 			continue
 		}
 		matched++
-		if !bytes.Equal(fb[i].val, fa[j].val) {
-			visit(fb[i].key, fb[i].val, fa[j].val)
+		if bv, av := b.val(i), a.val(j); !bytes.Equal(bv, av) {
+			visit(key, bv, av)
 		}
 	}
-	if matched == len(fa) {
+	if matched == len(a.fields) {
 		return
 	}
-	for j := range fa {
-		if findIndexed(fb, fa[j], j, sameKey, keyName, &indexB) < 0 {
-			visit(fa[j].key, nil, fa[j].val)
+	for j := range a.fields {
+		if key := a.key(j); b.find(key, j, &indexB) < 0 {
+			visit(key, nil, a.val(j))
 		}
 	}
 }
 
-// findIndexed returns the position of x among xs (tried at hint first),
-// -1 when it is not there. A long xs is indexed by name in *index.
-func findIndexed[T any](xs []T, x T, hint int, equal func(a, b T) bool, name func(T) string, index *map[string]int) int {
-	if hint < len(xs) && equal(xs[hint], x) {
+// find returns the j < n for which eq(j) holds (tried at hint first), -1
+// when there is none. Past maxLinearFind it looks want up in an index of
+// name(j) built once in *index.
+func find(n, hint int, eq func(j int) bool, name func(j int) string, want string, index *map[string]int) int {
+	if hint < n && eq(hint) {
 		return hint
 	}
-	if len(xs) > maxLinearFind {
+	if n > maxLinearFind {
 		if *index == nil {
-			*index = make(map[string]int, len(xs))
-			for j := range xs {
-				(*index)[name(xs[j])] = j
+			*index = make(map[string]int, n)
+			for j := range n {
+				(*index)[name(j)] = j
 			}
 		}
-		if j, ok := (*index)[name(x)]; ok {
+		if j, ok := (*index)[want]; ok {
 			return j
 		}
 		return -1
 	}
-	for j := range xs {
-		if equal(xs[j], x) {
+	for j := range n {
+		if eq(j) {
 			return j
 		}
 	}
 	return -1
 }
 
-// hasDuplicate reports whether two of xs are equal (have the same name).
-func hasDuplicate[T any](xs []T, equal func(a, b T) bool, name func(T) string) bool {
-	if len(xs) > maxLinearFind {
-		seen := make(map[string]struct{}, len(xs))
-		for _, x := range xs {
-			if _, dup := seen[name(x)]; dup {
+// hasDuplicate reports whether eq(i, j) holds for two of the n, or past
+// maxLinearFind whether two have the same name.
+func hasDuplicate(n int, eq func(i, j int) bool, name func(i int) string) bool {
+	if n > maxLinearFind {
+		seen := make(map[string]struct{}, n)
+		for i := range n {
+			if _, dup := seen[name(i)]; dup {
 				return true
 			}
-			seen[name(x)] = struct{}{}
+			seen[name(i)] = struct{}{}
 		}
 		return false
 	}
-	for i := 1; i < len(xs); i++ {
+	for i := 1; i < n; i++ {
 		for j := 0; j < i; j++ {
-			if equal(xs[i], xs[j]) {
+			if eq(i, j) {
 				return true
 			}
 		}
@@ -258,9 +295,6 @@ func hasDuplicate[T any](xs []T, equal func(a, b T) bool, name func(T) string) b
 // maxLinearFind is the length of the longest list of members or keys
 // searched one by one; a longer one is indexed by a map.
 const maxLinearFind = 16
-
-func sameKey(a, b rawField) bool { return bytes.Equal(a.key, b.key) }
-func keyName(f rawField) string  { return string(f.key) }
 
 // rawKey is the merge key value of a list item: a string (its decoded
 // bytes) or a number (its literal), which keyLiteral tells apart.
@@ -281,36 +315,44 @@ func (k rawKey) String() string {
 	return "s" + string(k.val)
 }
 
+// rawList is a JSON list as written, data, and where its items are.
+type rawList struct {
+	data  []byte
+	items []span
+}
+
+func (l rawList) item(i int) []byte { return l.items[i].in(l.data) }
+
 // walkRawList compares two lists as written, as walkList compares them
 // decoded.
 func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, b, a []byte) {
 	base := len(c.items)
 	defer func() { c.items = c.items[:base] }()
-	ib, okb := c.listItems(b)
-	ia, oka := c.listItems(a)
+	lb, okb := c.list(b)
+	la, oka := c.list(a)
 	if !okb || !oka {
 		return
 	}
-	if candidates := c.mergeKeys[field]; len(candidates) > 0 && len(ib)+len(ia) > 0 {
+	if candidates := c.mergeKeys[field]; len(candidates) > 0 && len(lb.items)+len(la.items) > 0 {
 		kbase := len(c.keys)
 		defer func() { c.keys = c.keys[:kbase] }()
 		for _, key := range candidates {
 			c.keys = c.keys[:kbase]
-			kb, okb := c.keyValues(key, ib)
+			kb, okb := c.keyValues(key, lb)
 			if !okb {
 				continue
 			}
-			ka, oka := c.keyValues(key, ia)
+			ka, oka := c.keyValues(key, la)
 			if !oka {
 				continue
 			}
-			c.walkRawKeyed(path, key, active, ib, ia, kb, ka)
+			c.walkRawKeyed(path, key, active, lb, la, kb, ka)
 			return
 		}
 	}
-	for i := range max(len(ib), len(ia)) {
-		hasB, hasA := i < len(ib), i < len(ia)
-		if hasB && hasA && bytes.Equal(ib[i], ia[i]) {
+	for i := range max(len(lb.items), len(la.items)) {
+		hasB, hasA := i < len(lb.items), i < len(la.items)
+		if hasB && hasA && bytes.Equal(lb.item(i), la.item(i)) {
 			continue
 		}
 		next, ignored := active, false
@@ -320,49 +362,50 @@ func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, 
 				continue
 			}
 		}
-		c.item(append(path, seg{kind: segIndex, index: i}), next, ib, ia, i, i)
+		c.item(append(path, seg{kind: segIndex, index: i}), next, lb, la, i, i)
 		c.ptrs = c.ptrs[:base]
 	}
 }
 
-// item compares item bi of ib with item ai of ia at path (-1: absent).
-func (c *rawComparer) item(path []seg, active []activePtr, ib, ia [][]byte, bi, ai int) {
+// item compares item bi of lb with item ai of la at path (-1: absent).
+func (c *rawComparer) item(path []seg, active []activePtr, lb, la rawList, bi, ai int) {
 	switch {
-	case bi < 0 || bi >= len(ib):
-		c.emit(path, OpAdd, nil, c.decode(ia[ai]))
-	case ai < 0 || ai >= len(ia):
-		c.emit(path, OpRemove, c.decode(ib[bi]), nil)
+	case bi < 0 || bi >= len(lb.items):
+		c.emit(path, OpAdd, nil, c.decode(la.item(ai)))
+	case ai < 0 || ai >= len(la.items):
+		c.emit(path, OpRemove, c.decode(lb.item(bi)), nil)
 	default:
-		c.walkRaw(path, "", active, ib[bi], ia[ai])
+		c.walkRaw(path, "", active, lb.item(bi), la.item(ai))
 	}
 }
 
-// listItems returns the items of the list raw, pushed on c.items.
-func (c *rawComparer) listItems(raw []byte) ([][]byte, bool) {
+// list returns the list raw with where its items are, pushed on c.items.
+func (c *rawComparer) list(raw []byte) (rawList, bool) {
 	start := len(c.items)
 	d := fastDecoder{data: raw, checked: true}
 	if !d.items(1, &c.items) {
 		c.failed = true
-		return nil, false
+		return rawList{}, false
 	}
-	return c.items[start:len(c.items):len(c.items)], true
+	return rawList{data: raw, items: c.items[start:len(c.items):len(c.items)]}, true
 }
 
-// keyValues returns the values of the merge key key of items, pushed on
-// c.keys; ok is false when usableKey would refuse it: an item is not an
-// object, or its key is missing, not a string or number, or not unique.
-func (c *rawComparer) keyValues(key string, items [][]byte) ([]rawKey, bool) {
+// keyValues returns the values of the merge key key of l's items, pushed
+// on c.keys; ok is false when usableKey would refuse it: an item is not
+// an object, or its key is missing, not a string or number, or not unique.
+func (c *rawComparer) keyValues(key string, l rawList) ([]rawKey, bool) {
 	start := len(c.keys)
-	for _, item := range items {
+	for i := range l.items {
+		item := l.item(i)
 		if item[0] != '{' {
 			return nil, false
 		}
 		fbase := len(c.fields)
-		fs, ok := c.members(item)
+		o, ok := c.object(item)
 		if !ok {
 			return nil, false
 		}
-		val := lastField(fs, key)
+		val := o.last(key)
 		c.fields = c.fields[:fbase]
 		var k rawKey
 		switch {
@@ -384,7 +427,7 @@ func (c *rawComparer) keyValues(key string, items [][]byte) ([]rawKey, bool) {
 		c.keys = append(c.keys, k)
 	}
 	ks := c.keys[start:len(c.keys):len(c.keys)]
-	return ks, !hasDuplicate(ks, rawKey.equal, rawKey.String)
+	return ks, !hasDuplicate(len(ks), func(i, j int) bool { return ks[i].equal(ks[j]) }, func(i int) string { return ks[i].String() })
 }
 
 // value returns the merge key value as walkKeyed has it.
@@ -397,8 +440,7 @@ func (k rawKey) value(intern map[string]string) any {
 
 // walkRawKeyed is walkKeyed over lists as written, whose items' merge key
 // values are kb and ka.
-func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, ib, ia [][]byte, kb, ka []rawKey) {
-	var indexA, indexB map[string]int // of ka and kb, when long
+func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, lb, la rawList, kb, ka []rawKey) {
 	visit := func(k rawKey, bi, ai int) {
 		next, ignored := active, false
 		if len(active) > 0 {
@@ -412,37 +454,29 @@ func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, i
 		if idx < 0 {
 			idx = ai
 		}
-		c.item(append(path, seg{kind: segKey, name: key, value: k.value(c.intern), index: idx}), next, ib, ia, bi, ai)
+		c.item(append(path, seg{kind: segKey, name: key, value: k.value(c.intern), index: idx}), next, lb, la, bi, ai)
 	}
+	findKey := func(ks []rawKey, k rawKey, hint int, index *map[string]int) int {
+		return find(len(ks), hint, func(j int) bool { return ks[j].equal(k) }, func(j int) string { return ks[j].String() }, k.String(), index)
+	}
+	var indexA, indexB map[string]int // of ka and kb, when long
 	matched := 0
-	for bi := range ib {
-		ai := findIndexed(ka, kb[bi], bi, rawKey.equal, rawKey.String, &indexA)
+	for bi := range kb {
+		ai := findKey(ka, kb[bi], bi, &indexA)
 		if ai >= 0 {
 			matched++
-			if bytes.Equal(ib[bi], ia[ai]) {
+			if bytes.Equal(lb.item(bi), la.item(ai)) {
 				continue
 			}
 		}
 		visit(kb[bi], bi, ai)
 	}
-	if matched == len(ia) {
+	if matched == len(ka) {
 		return
 	}
-	for ai := range ia {
-		if findIndexed(kb, ka[ai], ai, rawKey.equal, rawKey.String, &indexB) < 0 {
+	for ai := range ka {
+		if findKey(kb, ka[ai], ai, &indexB) < 0 {
 			visit(ka[ai], -1, ai)
 		}
 	}
-}
-
-// exactRawKeys is exactKeys over the members of an object as written.
-func exactRawKeys(fs []rawField, names ...string) bool {
-	for _, f := range fs {
-		for _, n := range names {
-			if string(f.key) != n && strings.EqualFold(string(f.key), n) {
-				return false
-			}
-		}
-	}
-	return true
 }

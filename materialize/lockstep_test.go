@@ -572,9 +572,9 @@ func TestEncoderTime(t *testing.T) {
 	for _, tm := range times {
 		want, wantErr := tm.MarshalJSON()
 		var e historyEncoder
-		e.time(tm)
-		if (wantErr != nil) != (e.err != nil) || wantErr == nil && !bytes.Equal(e.buf, want) {
-			t.Errorf("%v: wrote %s (%v), MarshalJSON %s (%v)", tm, e.buf, e.err, want, wantErr)
+		got := e.time(nil, tm)
+		if (wantErr != nil) != (e.err != nil) || wantErr == nil && !bytes.Equal(got, want) {
+			t.Errorf("%v: wrote %s (%v), MarshalJSON %s (%v)", tm, got, e.err, want, wantErr)
 		}
 	}
 }

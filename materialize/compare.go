@@ -598,8 +598,10 @@ type bodyCache struct {
 	trees bool
 	// raw is the lockstep comparer the bodies' comparisons share.
 	raw *rawComparer
-	// fields is where the bodies' members are kept (see body.scan).
+	// fields and spans are slabs the bodies' parsed objects and lists
+	// are kept in (see body.objectAt).
 	fields []rawField
+	spans  []span
 
 	managedRaw []byte
 	managed    []managedEntry
@@ -619,9 +621,14 @@ type body struct {
 	cache *bodyCache
 
 	// scanned is set once raw was scanned; scanOK when the fast decoder
-	// takes it (a JSON object), top then holding its members.
+	// takes it (a JSON object), top then being that object.
 	scanned, scanOK bool
-	top             []rawField
+	top             rawObject
+	// parsed are the objects and lists of raw parsed since, by where they
+	// start (indexed in parsedIndex when many): each is parsed once
+	// whatever number of comparisons descend into it.
+	parsed      []parsedValue
+	parsedIndex map[int]int
 
 	decoded bool
 	val     any
@@ -648,34 +655,20 @@ func (b *body) scan() bool {
 		b.scanned = true
 		d := fastDecoder{data: b.raw}
 		d.space()
-		// The members of a history's bodies share a slab of the cache's.
-		var fields []rawField
-		if b.cache != nil {
-			if cap(b.cache.fields)-len(b.cache.fields) < 16 {
-				b.cache.fields = make([]rawField, 0, 256)
-			}
-			fields = b.cache.fields
-		}
+		at := d.pos
+		fields := b.fieldSlab()
 		start := len(fields)
 		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &fields) {
-			b.top = fields[start:len(fields):len(fields)]
-			if b.cache != nil {
-				b.cache.fields = fields
-			}
+			b.top = rawObject{data: b.raw, at: span{at, d.pos}, fields: fields[start:len(fields):len(fields)]}
+			b.keepFieldSlab(fields)
+			b.top.dup = b.top.hasDuplicate()
 			b.scanOK = true
 			rest := b.raw[d.pos:]
 			b.compact = !d.spaced && len(rest) == 0
 			b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
-		} else {
-			b.top = nil
 		}
 	}
 	return b.scanOK
-}
-
-// object returns the scanned body's object and its members.
-func (b *body) object() rawObject {
-	return rawObject{data: b.raw, fields: b.top}
 }
 
 // isCompact reports whether the body was found to be compact JSON, as
@@ -721,26 +714,22 @@ func (b *body) entries() []managedEntry {
 // the scanned body, and reusing the entries of the body cache when that
 // list is written as the last one read.
 func (b *body) rawEntries() ([]managedEntry, bool) {
-	top := b.object()
-	if !top.exactKeys("metadata") {
+	if !b.top.exactKeys("metadata") {
 		return nil, false
 	}
-	meta := top.last("metadata")
-	if len(meta) == 0 || string(meta) == "null" {
+	ms, ok := b.top.lastAt("metadata")
+	if meta := ms.in(b.raw); !ok || string(meta) == "null" {
 		return nil, true
-	}
-	if meta[0] != '{' {
+	} else if meta[0] != '{' {
 		return nil, false
 	}
-	rc := b.rawComparer()
-	base := len(rc.fields)
-	defer func() { rc.fields = rc.fields[:base] }()
-	mo, ok := rc.object(meta)
+	mo, ok := b.objectAt(ms)
 	if !ok || !mo.exactKeys("managedFields") {
 		return nil, false
 	}
-	list := mo.last("managedFields")
-	if len(list) == 0 || string(list) == "null" {
+	ls, ok := mo.lastAt("managedFields")
+	list := ls.in(b.raw)
+	if !ok || string(list) == "null" {
 		return nil, true
 	}
 	if list[0] != '[' {
@@ -751,9 +740,7 @@ func (b *body) rawEntries() ([]managedEntry, bool) {
 	}
 	// Read each entry, reusing those written as an entry of the list
 	// last read: a controller's new time leaves the others as they were.
-	ibase := len(rc.items)
-	defer func() { rc.items = rc.items[:ibase] }()
-	l, ok := rc.list(list)
+	l, ok := b.listAt(ls)
 	if !ok {
 		return nil, false
 	}

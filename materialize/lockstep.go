@@ -23,16 +23,16 @@ import (
 type rawComparer struct {
 	comparer
 	intern map[string]string
+	// b and a are the bodies compared.
+	b, a *body
 	// failed is set when a value the scan took does not decode, which
 	// should not happen: the caller then compares the decoded bodies.
 	failed bool
-	// fields, items, keys and ptrs are stacks of scratch space, one frame
-	// per level of the walk; path is the path walked.
-	fields []rawField
-	items  []span
-	keys   []rawKey
-	ptrs   []activePtr
-	path   []seg
+	// keys and ptrs are stacks of scratch space, one frame per level of
+	// the walk; path is the path walked.
+	keys []rawKey
+	ptrs []activePtr
+	path []seg
 
 	// active are the ignored pointers of the object meta, by config.
 	activeFor    *compareConfig
@@ -59,14 +59,15 @@ func (c *compareConfig) compareRaw(o objectMeta, before, after *body) (out []Fie
 		return nil, nil, false
 	}
 	if o.kind == "" {
-		o.kind = kindNamed(after.object())
+		o.kind = kindNamed(after.top)
 	}
 	rc := before.rawComparer()
-	rc.mergeKeys, rc.out, rc.failed = c.mergeKeys, rc.out[:0], false
+	rc.mergeKeys, rc.out, rc.failed, rc.b, rc.a = c.mergeKeys, rc.out[:0], false, before, after
+	defer func() { rc.b, rc.a = nil, nil }()
 	if rc.activeFor != c || rc.activeMeta != o || rc.activeIgnore == nil {
 		rc.activeFor, rc.activeMeta, rc.activeIgnore = c, o, startPointers(c.pointersFor(o))
 	}
-	rc.walkObjects(rc.path[:0], rc.activeIgnore, before.object(), after.object())
+	rc.walkObjects(rc.path[:0], rc.activeIgnore, before.top, after.top)
 	if rc.failed {
 		return nil, nil, false
 	}
@@ -98,22 +99,34 @@ func kindNamed(o rawObject) string {
 	return s
 }
 
-// rawObject is a JSON object as written, data, and its members.
+// rawObject is a JSON object of a body as written: the body's text and
+// the object's members, whose spans are in it.
 type rawObject struct {
 	data   []byte
+	at     span // the object's own
 	fields []rawField
+	// dup says two members have the same key.
+	dup bool
 }
 
 func (o rawObject) key(i int) []byte { return o.fields[i].keyIn(o.data) }
 func (o rawObject) val(i int) []byte { return o.fields[i].val.in(o.data) }
 
-// last returns the value of the last member named key (the one a decoded
-// object holds), nil when there is none.
-func (o rawObject) last(key string) []byte {
+// lastAt returns where the value of the last member named key (the one a
+// decoded object holds) is; ok is false when there is none.
+func (o rawObject) lastAt(key string) (s span, ok bool) {
 	for i := len(o.fields) - 1; i >= 0; i-- {
 		if string(o.key(i)) == key {
-			return o.val(i)
+			return o.fields[i].val, true
 		}
+	}
+	return span{}, false
+}
+
+// last is lastAt returning the value, nil when there is none.
+func (o rawObject) last(key string) []byte {
+	if s, ok := o.lastAt(key); ok {
+		return s.in(o.data)
 	}
 	return nil
 }
@@ -144,9 +157,124 @@ func (o rawObject) hasDuplicate() bool {
 		func(i int) string { return string(o.key(i)) })
 }
 
-// decode decodes a value the scan took.
-func (c *rawComparer) decode(raw []byte) any {
-	d := fastDecoder{data: raw, intern: c.intern}
+// rawList is a JSON list of a body as written: the body's text and where
+// the list's items are in it.
+type rawList struct {
+	data  []byte
+	items []span
+}
+
+func (l rawList) item(i int) []byte { return l.items[i].in(l.data) }
+
+// parsedValue is an object or a list of a body that was parsed, by where
+// it starts.
+type parsedValue struct {
+	start int
+	obj   rawObject
+	list  rawList
+}
+
+// maxParsedScan is the number of parsed values a body looks through one
+// by one; past it they are indexed by a map.
+const maxParsedScan = 16
+
+// parsedAt returns the value parsed at start, nil when it was not.
+func (b *body) parsedAt(start int) *parsedValue {
+	if b.parsedIndex != nil {
+		if i, ok := b.parsedIndex[start]; ok {
+			return &b.parsed[i]
+		}
+		return nil
+	}
+	for i := range b.parsed {
+		if b.parsed[i].start == start {
+			return &b.parsed[i]
+		}
+	}
+	return nil
+}
+
+// addParsed records a parsed value.
+func (b *body) addParsed(p parsedValue) {
+	b.parsed = append(b.parsed, p)
+	switch {
+	case b.parsedIndex != nil:
+		b.parsedIndex[p.start] = len(b.parsed) - 1
+	case len(b.parsed) > maxParsedScan:
+		b.parsedIndex = make(map[int]int, 2*len(b.parsed))
+		for i := range b.parsed {
+			b.parsedIndex[b.parsed[i].start] = i
+		}
+	}
+}
+
+// objectAt returns the object of the scanned body at s with its members,
+// parsing it on first use. ok is false when it does not parse, which
+// should not happen.
+func (b *body) objectAt(s span) (rawObject, bool) {
+	if p := b.parsedAt(s.start); p != nil {
+		return p.obj, true
+	}
+	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
+	fields := b.fieldSlab()
+	start := len(fields)
+	if !d.members(1, &fields) {
+		return rawObject{}, false
+	}
+	o := rawObject{data: b.raw, at: span{s.start, d.pos}, fields: fields[start:len(fields):len(fields)]}
+	b.keepFieldSlab(fields)
+	o.dup = o.hasDuplicate()
+	b.addParsed(parsedValue{start: s.start, obj: o})
+	return o, true
+}
+
+// listAt is objectAt for a list.
+func (b *body) listAt(s span) (rawList, bool) {
+	if p := b.parsedAt(s.start); p != nil {
+		return p.list, true
+	}
+	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
+	var items []span
+	if b.cache != nil {
+		items = b.cache.spans
+		if cap(items)-len(items) < 16 {
+			items = make([]span, 0, 256)
+		}
+	}
+	start := len(items)
+	if !d.items(1, &items) {
+		return rawList{}, false
+	}
+	l := rawList{data: b.raw, items: items[start:len(items):len(items)]}
+	if b.cache != nil {
+		b.cache.spans = items
+	}
+	b.addParsed(parsedValue{start: s.start, list: l})
+	return l, true
+}
+
+// fieldSlab returns the slab the body's members are appended to: the
+// cache's, or none.
+func (b *body) fieldSlab() []rawField {
+	if b.cache == nil {
+		return nil
+	}
+	if cap(b.cache.fields)-len(b.cache.fields) < 16 {
+		b.cache.fields = make([]rawField, 0, 256)
+	}
+	return b.cache.fields
+}
+
+// keepFieldSlab keeps the slab members were appended to.
+func (b *body) keepFieldSlab(fields []rawField) {
+	if b.cache != nil {
+		b.cache.fields = fields
+	}
+}
+
+// decode decodes a value of body bd the scan took.
+func (c *rawComparer) decode(bd *body, s span) any {
+	d := fastDecoder{data: s.in(bd.raw), intern: c.intern}
 	v, ok := d.value(0)
 	if !ok {
 		c.failed = true
@@ -159,46 +287,36 @@ func (c *rawComparer) name(key []byte) string {
 	return internString(c.intern, key)
 }
 
-// walkRaw compares two values as written whose bytes differ; field is the
-// name of the field holding them (for merge keys).
-func (c *rawComparer) walkRaw(path []seg, field string, active []activePtr, b, a []byte) {
+// walkRaw compares the values of c.b at bs and of c.a at as, whose bytes
+// differ; field is the name of the field holding them (for merge keys).
+func (c *rawComparer) walkRaw(path []seg, field string, active []activePtr, bs, as span) {
+	b0, a0 := c.b.raw[bs.start], c.a.raw[as.start]
 	switch {
-	case b[0] == '{' && a[0] == '{':
-		base := len(c.fields)
-		ob, okb := c.object(b)
-		oa, oka := c.object(a)
-		if okb && oka {
-			c.walkObjects(path, active, ob, oa)
+	case b0 == '{' && a0 == '{':
+		ob, okb := c.b.objectAt(bs)
+		oa, oka := c.a.objectAt(as)
+		if !okb || !oka {
+			c.failed = true
+			return
 		}
-		c.fields = c.fields[:base]
-	case b[0] == '[' && a[0] == '[':
-		c.walkRawList(path, field, active, b, a)
+		c.walkObjects(path, active, ob, oa)
+	case b0 == '[' && a0 == '[':
+		c.walkRawList(path, field, active, bs, as)
 	default:
-		bv, av := c.decode(b), c.decode(a)
+		bv, av := c.decode(c.b, bs), c.decode(c.a, as)
 		if !equalJSON(bv, av) {
 			c.emit(path, OpReplace, bv, av)
 		}
 	}
 }
 
-// object returns the object raw with its members, pushed on c.fields.
-func (c *rawComparer) object(raw []byte) (rawObject, bool) {
-	start := len(c.fields)
-	d := fastDecoder{data: raw, checked: true}
-	if !d.members(1, &c.fields) {
-		c.failed = true
-		return rawObject{}, false
-	}
-	return rawObject{data: raw, fields: c.fields[start:len(c.fields):len(c.fields)]}, true
-}
-
-// walkObjects compares two objects as written.
+// walkObjects compares an object of c.b with one of c.a.
 func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject) {
-	if b.hasDuplicate() || a.hasDuplicate() {
-		c.walk(path, "", active, c.decode(b.data), c.decode(a.data), true, true)
+	if b.dup || a.dup {
+		c.walk(path, "", active, c.decode(c.b, b.at), c.decode(c.a, a.at), true, true)
 		return
 	}
-	visit := func(key []byte, bv, av []byte) {
+	visit := func(key []byte, bs, as span, hasB, hasA bool) {
 		name := c.name(key)
 		next, ignored := active, false
 		if len(active) > 0 {
@@ -210,12 +328,12 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 		}
 		p := append(path, seg{kind: segField, name: name})
 		switch {
-		case bv == nil:
-			c.emit(p, OpAdd, nil, c.decode(av))
-		case av == nil:
-			c.emit(p, OpRemove, c.decode(bv), nil)
+		case !hasB:
+			c.emit(p, OpAdd, nil, c.decode(c.a, as))
+		case !hasA:
+			c.emit(p, OpRemove, c.decode(c.b, bs), nil)
 		default:
-			c.walkRaw(p, name, next, bv, av)
+			c.walkRaw(p, name, next, bs, as)
 		}
 	}
 	var indexA, indexB map[string]int // of a and b, when long
@@ -224,12 +342,12 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 		key := b.key(i)
 		j := a.find(key, i, &indexA)
 		if j < 0 {
-			visit(key, b.val(i), nil)
+			visit(key, b.fields[i].val, span{}, true, false)
 			continue
 		}
 		matched++
-		if bv, av := b.val(i), a.val(j); !bytes.Equal(bv, av) {
-			visit(key, bv, av)
+		if !bytes.Equal(b.val(i), a.val(j)) {
+			visit(key, b.fields[i].val, a.fields[j].val, true, true)
 		}
 	}
 	if matched == len(a.fields) {
@@ -237,11 +355,10 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 	}
 	for j := range a.fields {
 		if key := a.key(j); b.find(key, j, &indexB) < 0 {
-			visit(key, nil, a.val(j))
+			visit(key, span{}, a.fields[j].val, false, true)
 		}
 	}
 }
-
 // find returns the j < n for which eq(j) holds (tried at hint first), -1
 // when there is none. Past maxLinearFind it looks want up in an index of
 // name(j) built once in *index.
@@ -315,22 +432,13 @@ func (k rawKey) String() string {
 	return "s" + string(k.val)
 }
 
-// rawList is a JSON list as written, data, and where its items are.
-type rawList struct {
-	data  []byte
-	items []span
-}
-
-func (l rawList) item(i int) []byte { return l.items[i].in(l.data) }
-
-// walkRawList compares two lists as written, as walkList compares them
-// decoded.
-func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, b, a []byte) {
-	base := len(c.items)
-	defer func() { c.items = c.items[:base] }()
-	lb, okb := c.list(b)
-	la, oka := c.list(a)
+// walkRawList compares the lists of c.b at bs and of c.a at as, as
+// walkList compares them decoded.
+func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, bs, as span) {
+	lb, okb := c.b.listAt(bs)
+	la, oka := c.a.listAt(as)
 	if !okb || !oka {
+		c.failed = true
 		return
 	}
 	if candidates := c.mergeKeys[field]; len(candidates) > 0 && len(lb.items)+len(la.items) > 0 {
@@ -338,11 +446,11 @@ func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, 
 		defer func() { c.keys = c.keys[:kbase] }()
 		for _, key := range candidates {
 			c.keys = c.keys[:kbase]
-			kb, okb := c.keyValues(key, lb)
+			kb, okb := c.keyValues(key, c.b, lb)
 			if !okb {
 				continue
 			}
-			ka, oka := c.keyValues(key, la)
+			ka, oka := c.keyValues(key, c.a, la)
 			if !oka {
 				continue
 			}
@@ -367,56 +475,47 @@ func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, 
 	}
 }
 
-// item compares item bi of lb with item ai of la at path (-1: absent).
+// item compares item bi of lb (of c.b) with item ai of la (of c.a) at
+// path (-1: absent).
 func (c *rawComparer) item(path []seg, active []activePtr, lb, la rawList, bi, ai int) {
 	switch {
 	case bi < 0 || bi >= len(lb.items):
-		c.emit(path, OpAdd, nil, c.decode(la.item(ai)))
+		c.emit(path, OpAdd, nil, c.decode(c.a, la.items[ai]))
 	case ai < 0 || ai >= len(la.items):
-		c.emit(path, OpRemove, c.decode(lb.item(bi)), nil)
+		c.emit(path, OpRemove, c.decode(c.b, lb.items[bi]), nil)
 	default:
-		c.walkRaw(path, "", active, lb.item(bi), la.item(ai))
+		c.walkRaw(path, "", active, lb.items[bi], la.items[ai])
 	}
 }
 
-// list returns the list raw with where its items are, pushed on c.items.
-func (c *rawComparer) list(raw []byte) (rawList, bool) {
-	start := len(c.items)
-	d := fastDecoder{data: raw, checked: true}
-	if !d.items(1, &c.items) {
-		c.failed = true
-		return rawList{}, false
-	}
-	return rawList{data: raw, items: c.items[start:len(c.items):len(c.items)]}, true
-}
-
-// keyValues returns the values of the merge key key of l's items, pushed
-// on c.keys; ok is false when usableKey would refuse it: an item is not
-// an object, or its key is missing, not a string or number, or not unique.
-func (c *rawComparer) keyValues(key string, l rawList) ([]rawKey, bool) {
+// keyValues returns the values of the merge key key of the items of l, a
+// list of bd, pushed on c.keys; ok is false when usableKey would refuse
+// it: an item is not an object, or its key is missing, not a string or
+// number, or not unique.
+func (c *rawComparer) keyValues(key string, bd *body, l rawList) ([]rawKey, bool) {
 	start := len(c.keys)
 	for i := range l.items {
-		item := l.item(i)
-		if item[0] != '{' {
+		if l.item(i)[0] != '{' {
 			return nil, false
 		}
-		fbase := len(c.fields)
-		o, ok := c.object(item)
+		o, ok := bd.objectAt(l.items[i])
+		if !ok {
+			c.failed = true
+			return nil, false
+		}
+		vs, ok := o.lastAt(key)
 		if !ok {
 			return nil, false
 		}
-		val := o.last(key)
-		c.fields = c.fields[:fbase]
+		val := vs.in(bd.raw)
 		var k rawKey
 		switch {
-		case len(val) == 0:
-			return nil, false
 		case val[0] == '"':
 			d := fastDecoder{data: val}
 			if plain, _ := d.scanString(); plain {
 				k.val = val[1 : len(val)-1]
 			} else {
-				s, _ := c.decode(val).(string)
+				s, _ := c.decode(bd, vs).(string)
 				k.val = []byte(s)
 			}
 		case val[0] == '-' || '0' <= val[0] && val[0] <= '9':

@@ -602,6 +602,10 @@ type bodyCache struct {
 	// are kept in (see body.objectAt).
 	fields []rawField
 	spans  []span
+	// stack and spanStack gather the members and items of the objects
+	// and lists scanAfter parses.
+	stack     []rawField
+	spanStack []span
 
 	managedRaw []byte
 	managed    []managedEntry
@@ -659,9 +663,8 @@ func (b *body) scan() bool {
 		fields := b.fieldSlab()
 		start := len(fields)
 		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &fields) {
-			b.top = rawObject{data: b.raw, at: span{at, d.pos}, fields: fields[start:len(fields):len(fields)]}
+			b.top = newRawObject(b.raw, span{at, d.pos}, fields[start:len(fields):len(fields)])
 			b.keepFieldSlab(fields)
-			b.top.dup = b.top.hasDuplicate()
 			b.scanOK = true
 			rest := b.raw[d.pos:]
 			b.compact = !d.spaced && len(rest) == 0

@@ -257,6 +257,11 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 		}
 		seen[key] = rec.StreamID
 		cur := &body{raw: rec.Object, cache: cache}
+		if !cc.trees && prevBody != nil {
+			// Check only what differs from the version before.
+			prevBody.scan()
+			cur.scanAfter(prevBody)
+		}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
 		}

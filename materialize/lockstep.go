@@ -30,7 +30,7 @@ type rawComparer struct {
 	failed bool
 	// keys and ptrs are stacks of scratch space, one frame per level of
 	// the walk; path is the path walked.
-	keys []rawKey
+	keys []rawField
 	ptrs []activePtr
 	path []seg
 
@@ -105,8 +105,23 @@ type rawObject struct {
 	data   []byte
 	at     span // the object's own
 	fields []rawField
-	// dup says two members have the same key.
-	dup bool
+	// tree says the object is to be compared decoded: a key is escaped
+	// (its bytes are not the key) or repeated (the decoded object holds
+	// only the last).
+	tree bool
+}
+
+// newRawObject returns the object at at of data, with its members.
+func newRawObject(data []byte, at span, fields []rawField) rawObject {
+	o := rawObject{data: data, at: at, fields: fields}
+	for i := range fields {
+		if fields[i].escaped {
+			o.tree = true
+			return o
+		}
+	}
+	o.tree = hasDuplicateKey(fields, data)
+	return o
 }
 
 func (o rawObject) key(i int) []byte { return o.fields[i].keyIn(o.data) }
@@ -144,17 +159,10 @@ func (o rawObject) exactKeys(names ...string) bool {
 	return true
 }
 
-// find returns the position of the member named key (tried at hint
-// first), -1 when there is none; a long object is indexed in *index.
+// find returns the position of the member whose key is written as key
+// (tried at hint first), -1 when there is none.
 func (o rawObject) find(key []byte, hint int, index *map[string]int) int {
-	return find(len(o.fields), hint, func(j int) bool { return bytes.Equal(o.key(j), key) },
-		func(j int) string { return string(o.key(j)) }, string(key), index)
-}
-
-// hasDuplicate reports whether two members have the same key.
-func (o rawObject) hasDuplicate() bool {
-	return hasDuplicate(len(o.fields), func(i, j int) bool { return bytes.Equal(o.key(i), o.key(j)) },
-		func(i int) string { return string(o.key(i)) })
+	return findKey(o.fields, o.data, key, hint, index)
 }
 
 // rawList is a JSON list of a body as written: the body's text and where
@@ -221,9 +229,8 @@ func (b *body) objectAt(s span) (rawObject, bool) {
 	if !d.members(1, &fields) {
 		return rawObject{}, false
 	}
-	o := rawObject{data: b.raw, at: span{s.start, d.pos}, fields: fields[start:len(fields):len(fields)]}
+	o := newRawObject(b.raw, span{s.start, d.pos}, fields[start:len(fields):len(fields)])
 	b.keepFieldSlab(fields)
-	o.dup = o.hasDuplicate()
 	b.addParsed(parsedValue{start: s.start, obj: o})
 	return o, true
 }
@@ -312,7 +319,7 @@ func (c *rawComparer) walkRaw(path []seg, field string, active []activePtr, bs, 
 
 // walkObjects compares an object of c.b with one of c.a.
 func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject) {
-	if b.dup || a.dup {
+	if b.tree || a.tree {
 		c.walk(path, "", active, c.decode(c.b, b.at), c.decode(c.a, a.at), true, true)
 		return
 	}
@@ -339,7 +346,7 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 	var indexA, indexB map[string]int // of a and b, when long
 	matched := 0
 	for i := range b.fields {
-		key := b.key(i)
+		key := b.fields[i].key.in(b.data) // plain: the key itself
 		j := a.find(key, i, &indexA)
 		if j < 0 {
 			visit(key, b.fields[i].val, span{}, true, false)
@@ -354,54 +361,53 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 		return
 	}
 	for j := range a.fields {
-		if key := a.key(j); b.find(key, j, &indexB) < 0 {
+		if key := a.fields[j].key.in(a.data); b.find(key, j, &indexB) < 0 {
 			visit(key, span{}, a.fields[j].val, false, true)
 		}
 	}
 }
-// find returns the j < n for which eq(j) holds (tried at hint first), -1
-// when there is none. Past maxLinearFind it looks want up in an index of
-// name(j) built once in *index.
-func find(n, hint int, eq func(j int) bool, name func(j int) string, want string, index *map[string]int) int {
-	if hint < n && eq(hint) {
+// findKey returns the position among fs of the one whose key, in data,
+// is written as key (tried at hint first), -1 when there is none. Past
+// maxLinearFind it indexes fs in *index.
+func findKey(fs []rawField, data, key []byte, hint int, index *map[string]int) int {
+	if hint < len(fs) && bytes.Equal(fs[hint].key.in(data), key) {
 		return hint
 	}
-	if n > maxLinearFind {
+	if len(fs) > maxLinearFind {
 		if *index == nil {
-			*index = make(map[string]int, n)
-			for j := range n {
-				(*index)[name(j)] = j
+			*index = make(map[string]int, len(fs))
+			for j := range fs {
+				(*index)[string(fs[j].key.in(data))] = j
 			}
 		}
-		if j, ok := (*index)[want]; ok {
+		if j, ok := (*index)[string(key)]; ok {
 			return j
 		}
 		return -1
 	}
-	for j := range n {
-		if eq(j) {
+	for j := range fs {
+		if bytes.Equal(fs[j].key.in(data), key) {
 			return j
 		}
 	}
 	return -1
 }
 
-// hasDuplicate reports whether eq(i, j) holds for two of the n, or past
-// maxLinearFind whether two have the same name.
-func hasDuplicate(n int, eq func(i, j int) bool, name func(i int) string) bool {
-	if n > maxLinearFind {
-		seen := make(map[string]struct{}, n)
-		for i := range n {
-			if _, dup := seen[name(i)]; dup {
+// hasDuplicateKey reports whether two of fs have keys written alike.
+func hasDuplicateKey(fs []rawField, data []byte) bool {
+	if len(fs) > maxLinearFind {
+		seen := make(map[string]struct{}, len(fs))
+		for _, f := range fs {
+			if _, dup := seen[string(f.key.in(data))]; dup {
 				return true
 			}
-			seen[name(i)] = struct{}{}
+			seen[string(f.key.in(data))] = struct{}{}
 		}
 		return false
 	}
-	for i := 1; i < n; i++ {
+	for i := 1; i < len(fs); i++ {
 		for j := 0; j < i; j++ {
-			if eq(i, j) {
+			if bytes.Equal(fs[i].key.in(data), fs[j].key.in(data)) {
 				return true
 			}
 		}
@@ -412,25 +418,6 @@ func hasDuplicate(n int, eq func(i, j int) bool, name func(i int) string) bool {
 // maxLinearFind is the length of the longest list of members or keys
 // searched one by one; a longer one is indexed by a map.
 const maxLinearFind = 16
-
-// rawKey is the merge key value of a list item: a string (its decoded
-// bytes) or a number (its literal), which keyLiteral tells apart.
-type rawKey struct {
-	number bool
-	val    []byte
-}
-
-func (k rawKey) equal(o rawKey) bool {
-	return k.number == o.number && bytes.Equal(k.val, o.val)
-}
-
-// String returns the key's type and value as one string, for a map.
-func (k rawKey) String() string {
-	if k.number {
-		return "n" + string(k.val)
-	}
-	return "s" + string(k.val)
-}
 
 // walkRawList compares the lists of c.b at bs and of c.a at as, as
 // walkList compares them decoded.
@@ -447,15 +434,17 @@ func (c *rawComparer) walkRawList(path []seg, field string, active []activePtr, 
 		for _, key := range candidates {
 			c.keys = c.keys[:kbase]
 			kb, okb := c.keyValues(key, c.b, lb)
-			if !okb {
-				continue
-			}
 			ka, oka := c.keyValues(key, c.a, la)
-			if !oka {
-				continue
+			if okb == keyEscaped || oka == keyEscaped {
+				// Merge key values are matched by their bytes: those of an
+				// escaped string are not its value.
+				c.walk(path, field, active, c.decode(c.b, bs), c.decode(c.a, as), true, true)
+				return
 			}
-			c.walkRawKeyed(path, key, active, lb, la, kb, ka)
-			return
+			if okb == keyUsable && oka == keyUsable {
+				c.walkRawKeyed(path, key, active, lb, la, kb, ka)
+				return
+			}
 		}
 	}
 	for i := range max(len(lb.items), len(la.items)) {
@@ -488,59 +477,69 @@ func (c *rawComparer) item(path []seg, active []activePtr, lb, la rawList, bi, a
 	}
 }
 
-// keyValues returns the values of the merge key key of the items of l, a
-// list of bd, pushed on c.keys; ok is false when usableKey would refuse
-// it: an item is not an object, or its key is missing, not a string or
-// number, or not unique.
-func (c *rawComparer) keyValues(key string, bd *body, l rawList) ([]rawKey, bool) {
+// keyUse says whether the values of a merge key can match a list's
+// items.
+type keyUse int
+
+const (
+	keyUnusable keyUse = iota // usableKey refuses the key
+	keyUsable
+	keyEscaped // a value is an escaped string, matched decoded only
+)
+
+// keyValues returns where the values of the merge key key of the items
+// of l, a list of bd, are written (a string with its quotes, a number),
+// pushed on c.keys as the keys of rawFields; keyUnusable when usableKey
+// would refuse it: an item is not an object, or its key is missing, not a
+// string or number, or not unique.
+func (c *rawComparer) keyValues(key string, bd *body, l rawList) ([]rawField, keyUse) {
 	start := len(c.keys)
 	for i := range l.items {
 		if l.item(i)[0] != '{' {
-			return nil, false
+			return nil, keyUnusable
 		}
 		o, ok := bd.objectAt(l.items[i])
 		if !ok {
 			c.failed = true
-			return nil, false
+			return nil, keyUnusable
 		}
 		vs, ok := o.lastAt(key)
 		if !ok {
-			return nil, false
+			return nil, keyUnusable
 		}
-		val := vs.in(bd.raw)
-		var k rawKey
-		switch {
-		case val[0] == '"':
-			d := fastDecoder{data: val}
-			if plain, _ := d.scanString(); plain {
-				k.val = val[1 : len(val)-1]
-			} else {
-				s, _ := c.decode(bd, vs).(string)
-				k.val = []byte(s)
+		switch v := vs.in(bd.raw); {
+		case v[0] == '"':
+			d := fastDecoder{data: v}
+			if plain, _ := d.scanString(); !plain {
+				return nil, keyEscaped
 			}
-		case val[0] == '-' || '0' <= val[0] && val[0] <= '9':
-			k = rawKey{number: true, val: val}
+		case v[0] == '-' || '0' <= v[0] && v[0] <= '9':
 		default:
-			return nil, false
+			return nil, keyUnusable
 		}
-		c.keys = append(c.keys, k)
+		c.keys = append(c.keys, rawField{key: vs})
 	}
 	ks := c.keys[start:len(c.keys):len(c.keys)]
-	return ks, !hasDuplicate(len(ks), func(i, j int) bool { return ks[i].equal(ks[j]) }, func(i int) string { return ks[i].String() })
+	if hasDuplicateKey(ks, bd.raw) {
+		return nil, keyUnusable
+	}
+	return ks, keyUsable
 }
 
-// value returns the merge key value as walkKeyed has it.
-func (k rawKey) value(intern map[string]string) any {
-	if k.number {
-		return json.Number(k.val)
+// keyValue returns the merge key value written at s of bd as walkKeyed
+// has it: a string or a json.Number.
+func (c *rawComparer) keyValue(bd *body, s span) any {
+	v := s.in(bd.raw)
+	if v[0] == '"' {
+		return internString(c.intern, v[1:len(v)-1])
 	}
-	return internString(intern, k.val)
+	return json.Number(v)
 }
 
 // walkRawKeyed is walkKeyed over lists as written, whose items' merge key
-// values are kb and ka.
-func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, lb, la rawList, kb, ka []rawKey) {
-	visit := func(k rawKey, bi, ai int) {
+// values are written at the keys of kb and ka.
+func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, lb, la rawList, kb, ka []rawField) {
+	visit := func(kv any, bi, ai int) {
 		next, ignored := active, false
 		if len(active) > 0 {
 			base := len(c.ptrs)
@@ -553,29 +552,215 @@ func (c *rawComparer) walkRawKeyed(path []seg, key string, active []activePtr, l
 		if idx < 0 {
 			idx = ai
 		}
-		c.item(append(path, seg{kind: segKey, name: key, value: k.value(c.intern), index: idx}), next, lb, la, bi, ai)
-	}
-	findKey := func(ks []rawKey, k rawKey, hint int, index *map[string]int) int {
-		return find(len(ks), hint, func(j int) bool { return ks[j].equal(k) }, func(j int) string { return ks[j].String() }, k.String(), index)
+		c.item(append(path, seg{kind: segKey, name: key, value: kv, index: idx}), next, lb, la, bi, ai)
 	}
 	var indexA, indexB map[string]int // of ka and kb, when long
 	matched := 0
 	for bi := range kb {
-		ai := findKey(ka, kb[bi], bi, &indexA)
+		ai := findKey(ka, c.a.raw, kb[bi].key.in(c.b.raw), bi, &indexA)
 		if ai >= 0 {
 			matched++
 			if bytes.Equal(lb.item(bi), la.item(ai)) {
 				continue
 			}
 		}
-		visit(kb[bi], bi, ai)
+		visit(c.keyValue(c.b, kb[bi].key), bi, ai)
 	}
 	if matched == len(ka) {
 		return
 	}
 	for ai := range ka {
-		if findKey(kb, ka[ai], ai, &indexB) < 0 {
-			visit(ka[ai], -1, ai)
+		if findKey(kb, c.b.raw, ka[ai].key.in(c.a.raw), ai, &indexB) < 0 {
+			visit(c.keyValue(c.a, ka[ai].key), -1, ai)
 		}
 	}
+}
+
+// scanAfter is scan for a body that follows prev in a history: the parts
+// of raw written as prev's are not checked again. prev was checked whole
+// and compact, so a member or item whose value is written as the one at
+// the same place in prev is valid JSON, of the same depth, without white
+// space; the rest is checked as scan checks it. The objects and lists it
+// parses are kept (see objectAt). A body it refuses is scanned anew, so
+// that the answer is scan's.
+func (b *body) scanAfter(prev *body) bool {
+	if b.scanned {
+		return b.scanOK
+	}
+	if prev == nil || !prev.scanOK || !prev.compact {
+		return b.scan()
+	}
+	d := fastDecoder{data: b.raw}
+	d.space()
+	if d.pos >= len(d.data) || d.data[d.pos] != '{' {
+		return b.scan()
+	}
+	top, ok := b.objectAfter(&d, 1, prev, prev.top)
+	if !ok {
+		b.parsed, b.parsedIndex = nil, nil
+		return b.scan()
+	}
+	b.scanned, b.scanOK, b.top = true, true, top
+	rest := b.raw[d.pos:]
+	b.compact = !d.spaced && len(rest) == 0
+	b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+	return true
+}
+
+// objectAfter checks and parses the object at d.pos, of the given depth,
+// whose place in prev holds po.
+func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) (rawObject, bool) {
+	if depth > maxFastDepth {
+		return rawObject{}, false
+	}
+	at := d.pos
+	d.pos++ // {
+	// The members are gathered on the cache's stack (a member's own
+	// objects are gathered above them), then kept in the slab.
+	var stack *[]rawField
+	if b.cache != nil {
+		stack = &b.cache.stack
+	} else {
+		stack = new([]rawField)
+	}
+	base := len(*stack)
+	defer func() { *stack = (*stack)[:base] }()
+	var index map[string]int
+	for first := true; ; first = false {
+		d.space()
+		if first && d.pos < len(d.data) && d.data[d.pos] == '}' {
+			d.pos++
+			break
+		}
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return rawObject{}, false
+		}
+		key := span{start: d.pos + 1}
+		plain, ok := d.scanString()
+		if !ok {
+			return rawObject{}, false
+		}
+		key.end = d.pos - 1
+		f := rawField{key: key, escaped: !plain}
+		d.space()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return rawObject{}, false
+		}
+		d.pos++
+		d.space()
+		vstart := d.pos
+		j := po.find(f.keyIn(d.data), len(*stack)-base, &index)
+		if j < 0 {
+			if !d.skip(depth) {
+				return rawObject{}, false
+			}
+		} else if !b.valueAfter(d, depth, prev, po.fields[j].val) {
+			return rawObject{}, false
+		}
+		f.val = span{vstart, d.pos}
+		*stack = append(*stack, f)
+		if more, ok := d.separator('}'); !ok {
+			return rawObject{}, false
+		} else if !more {
+			break
+		}
+	}
+	slab := b.fieldSlab()
+	start := len(slab)
+	slab = append(slab, (*stack)[base:]...)
+	b.keepFieldSlab(slab)
+	o := newRawObject(b.raw, span{at, d.pos}, slab[start:len(slab):len(slab)])
+	b.addParsed(parsedValue{start: at, obj: o})
+	return o, true
+}
+
+// valueAfter checks the value at d.pos, a member or an item of a value
+// of the given depth, whose place in prev holds pv.
+func (b *body) valueAfter(d *fastDecoder, depth int, prev *body, pv span) bool {
+	pval := pv.in(prev.raw)
+	rest := d.data[d.pos:]
+	if bytes.HasPrefix(rest, pval) && (!numberByte[pval[0]] || len(rest) == len(pval) || !numberByte[rest[len(pval)]]) {
+		// Written as prev's: a number that does not go on.
+		d.pos += len(pval)
+		return true
+	}
+	switch {
+	case len(rest) == 0:
+		return false
+	case rest[0] == '{' && pval[0] == '{':
+		po, ok := prev.objectAt(pv)
+		if !ok {
+			return false
+		}
+		_, ok = b.objectAfter(d, depth+1, prev, po)
+		return ok
+	case rest[0] == '[' && pval[0] == '[':
+		pl, ok := prev.listAt(pv)
+		if !ok {
+			return false
+		}
+		return b.listAfter(d, depth+1, prev, pl)
+	}
+	return d.skip(depth)
+}
+
+// numberByte marks the bytes of a number literal.
+var numberByte = func() (t [256]bool) {
+	for _, c := range "0123456789.eE+-" {
+		t[c] = true
+	}
+	return t
+}()
+
+// listAfter is objectAfter for a list: its items are matched with pl's
+// by position.
+func (b *body) listAfter(d *fastDecoder, depth int, prev *body, pl rawList) bool {
+	if depth > maxFastDepth {
+		return false
+	}
+	at := d.pos
+	d.pos++ // [
+	var stack *[]span
+	if b.cache != nil {
+		stack = &b.cache.spanStack
+	} else {
+		stack = new([]span)
+	}
+	base := len(*stack)
+	defer func() { *stack = (*stack)[:base] }()
+	for first := true; ; first = false {
+		d.space()
+		if first && d.pos < len(d.data) && d.data[d.pos] == ']' {
+			d.pos++
+			break
+		}
+		start, i := d.pos, len(*stack)-base
+		if i < len(pl.items) {
+			if !b.valueAfter(d, depth, prev, pl.items[i]) {
+				return false
+			}
+		} else if !d.skip(depth) {
+			return false
+		}
+		*stack = append(*stack, span{start, d.pos})
+		if more, ok := d.separator(']'); !ok {
+			return false
+		} else if !more {
+			break
+		}
+	}
+	var items []span
+	if b.cache != nil {
+		items = b.cache.spans
+		if cap(items)-len(items) < len(*stack)-base {
+			items = make([]span, 0, max(256, len(*stack)-base))
+		}
+	}
+	start := len(items)
+	items = append(items, (*stack)[base:]...)
+	if b.cache != nil {
+		b.cache.spans = items
+	}
+	b.addParsed(parsedValue{start: at, list: rawList{data: b.raw, items: items[start:len(items):len(items)]}})
+	return true
 }

@@ -578,3 +578,105 @@ func TestEncoderTime(t *testing.T) {
 		}
 	}
 }
+
+// checkScanAfter checks that scanning cur after prev finds what scanning
+// it alone finds: whether the fast decoder takes it, whether it is
+// compact and whole, its members, and the objects and lists it parsed.
+func checkScanAfter(t testing.TB, prevRaw, curRaw []byte) {
+	t.Helper()
+	cache := newBodyCache(&compareConfig{})
+	prev := &body{raw: prevRaw, cache: cache}
+	prev.scan()
+	after := &body{raw: curRaw, cache: cache}
+	after.scanAfter(prev)
+	alone := &body{raw: curRaw}
+	alone.scan()
+	if after.scanOK != alone.scanOK || after.scanOK && (after.compact != alone.compact || after.whole != alone.whole) {
+		t.Fatalf("after %q\nscanning %q: ok %v compact %v whole %v; alone: ok %v compact %v whole %v", prevRaw, curRaw,
+			after.scanOK, after.compact, after.whole, alone.scanOK, alone.compact, alone.whole)
+	}
+	if !after.scanOK {
+		return
+	}
+	same := func(what string, got, want rawObject) {
+		if got.at != want.at || got.tree != want.tree || (len(got.fields) > 0 || len(want.fields) > 0) && !reflect.DeepEqual(got.fields, want.fields) {
+			t.Fatalf("after %q\nscanning %q: %s %+v, alone %+v", prevRaw, curRaw, what, got, want)
+		}
+	}
+	same("top", after.top, alone.top)
+	for _, p := range after.parsed {
+		if p.list.data != nil {
+			want, ok := alone.listAt(span{p.start, len(curRaw)})
+			if !ok || (len(p.list.items) > 0 || len(want.items) > 0) && !reflect.DeepEqual(p.list.items, want.items) {
+				t.Fatalf("after %q\nscanning %q: list at %d %v, alone %v", prevRaw, curRaw, p.start, p.list.items, want.items)
+			}
+			continue
+		}
+		want, ok := alone.objectAt(span{p.start, len(curRaw)})
+		if !ok {
+			t.Fatalf("after %q\nscanning %q: no object at %d", prevRaw, curRaw, p.start)
+		}
+		same("object", p.obj, want)
+	}
+}
+
+// corrupt returns raw with a byte inserted, removed or replaced.
+func corrupt(r *rand.Rand, raw []byte) []byte {
+	if len(raw) == 0 {
+		return raw
+	}
+	out := append([]byte(nil), raw...)
+	i := r.IntN(len(out))
+	const alphabet = "{}[]\",:0-.e tfn\\x\x01"
+	c := alphabet[r.IntN(len(alphabet))]
+	switch r.IntN(3) {
+	case 0:
+		return append(out[:i], append([]byte{c}, out[i:]...)...)
+	case 1:
+		return append(out[:i], out[i+1:]...)
+	}
+	out[i] = c
+	return out
+}
+
+// TestScanAfterMatchesScan: checking a body against the version before it
+// accepts and parses what checking it alone does, for the seeds, random
+// pairs and their corruptions, and the benchmark's versions.
+func TestScanAfterMatchesScan(t *testing.T) {
+	for _, p := range lockstepSeeds {
+		checkScanAfter(t, []byte(p[0]), []byte(p[1]))
+		checkScanAfter(t, []byte(p[1]), []byte(p[0]))
+	}
+	for _, recs := range [][]event.Record{configMapVersions(5), deploymentVersions(12)} {
+		for i := 1; i < len(recs); i++ {
+			checkScanAfter(t, recs[i-1].Object, recs[i].Object)
+		}
+	}
+	// Nested about as deep as the fast decoder takes, then deeper.
+	nested := func(depth int, inner string) []byte {
+		return []byte(strings.Repeat(`{"a":[`, depth/2) + inner + strings.Repeat(`]}`, depth/2))
+	}
+	for _, d := range []int{maxFastDepth - 4, maxFastDepth - 2, maxFastDepth} {
+		checkScanAfter(t, nested(d, `1`), nested(d, `{"b":[[[{"c":2}]]]}`))
+		checkScanAfter(t, nested(d, `{"b":[1]}`), nested(d, `{"b":[[[[[[1]]]]]]}`))
+	}
+	r := rand.New(rand.NewPCG(7, 8))
+	n := 20000
+	if testing.Short() {
+		n = 2000
+	}
+	for range n {
+		before, after := genPair(r)
+		if r.IntN(3) == 0 {
+			after = corrupt(r, after)
+		}
+		checkScanAfter(t, before, after)
+	}
+}
+
+func FuzzScanAfter(f *testing.F) {
+	for _, p := range lockstepSeeds {
+		f.Add([]byte(p[0]), []byte(p[1]))
+	}
+	f.Fuzz(func(t *testing.T, prev, cur []byte) { checkScanAfter(t, prev, cur) })
+}

@@ -366,6 +366,7 @@ func (c *rawComparer) walkObjects(path []seg, active []activePtr, b, a rawObject
 		}
 	}
 }
+
 // findKey returns the position among fs of the one whose key, in data,
 // is written as key (tried at hint first), -1 when there is none. Past
 // maxLinearFind it indexes fs in *index.

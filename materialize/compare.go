@@ -598,10 +598,8 @@ type bodyCache struct {
 	trees bool
 	// raw is the lockstep comparer the bodies' comparisons share.
 	raw *rawComparer
-	// fields and spans are slabs the bodies' parsed objects and lists
-	// are kept in (see body.objectAt).
-	fields []rawField
-	spans  []span
+	// spare is a body done with, whose space the next body reuses.
+	spare *body
 	// stack and spanStack gather the members and items of the objects
 	// and lists scanAfter parses.
 	stack     []rawField
@@ -614,6 +612,27 @@ type bodyCache struct {
 
 func newBodyCache(cc *compareConfig) *bodyCache {
 	return &bodyCache{intern: make(map[string]string), trees: cc.trees}
+}
+
+// newBody returns a body of raw sharing the cache, in the space of the
+// spare body when there is one.
+func (c *bodyCache) newBody(raw json.RawMessage) *body {
+	b := c.spare
+	if b == nil {
+		return &body{raw: raw, cache: c}
+	}
+	c.spare = nil
+	clear(b.parsedIndex)
+	*b = body{raw: raw, cache: c, parsed: b.parsed[:0], parsedIndex: b.parsedIndex, fields: b.fields[:0], spans: b.spans[:0]}
+	return b
+}
+
+// release gives the cache a body no longer used (nor anything read from
+// it but its managedFields entries), for the next one.
+func (c *bodyCache) release(b *body) {
+	if b != nil && b.cache == c {
+		c.spare = b
+	}
 }
 
 // body is a raw body with what comparisons read of it, each computed on
@@ -633,6 +652,10 @@ type body struct {
 	// whatever number of comparisons descend into it.
 	parsed      []parsedValue
 	parsedIndex map[int]int
+	// fields and spans are where the members and items of the parsed
+	// objects and lists are kept.
+	fields []rawField
+	spans  []span
 
 	decoded bool
 	val     any
@@ -660,11 +683,9 @@ func (b *body) scan() bool {
 		d := fastDecoder{data: b.raw}
 		d.space()
 		at := d.pos
-		fields := b.fieldSlab()
-		start := len(fields)
-		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &fields) {
-			b.top = newRawObject(b.raw, span{at, d.pos}, fields[start:len(fields):len(fields)])
-			b.keepFieldSlab(fields)
+		start := len(b.fields)
+		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &b.fields) {
+			b.top = newRawObject(b.raw, span{at, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
 			b.scanOK = true
 			rest := b.raw[d.pos:]
 			b.compact = !d.spaced && len(rest) == 0

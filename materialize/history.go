@@ -238,15 +238,15 @@ type versionKey struct {
 // stream already recorded (or recorded as after, the last record of the
 // previous page). Bodies that cannot be compared are warnings of h.
 func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *compareConfig) []entryAt {
-	seen := make(map[versionKey]string) // key -> stream that recorded it
+	seen := make(map[versionKey]string, len(recs)+1) // key -> stream that recorded it
 	if after != nil {
 		seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
 	}
-	var entries []entryAt
+	entries := make([]entryAt, 0, len(recs))
 	var prevBody *body
 	cache := newBodyCache(cc)
 	if prev != nil {
-		prevBody = &body{raw: prev.Object, cache: cache}
+		prevBody = cache.newBody(prev.Object)
 	}
 	for i := range recs {
 		rec := recs[i]
@@ -256,7 +256,7 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 			continue
 		}
 		seen[key] = rec.StreamID
-		cur := &body{raw: rec.Object, cache: cache}
+		cur := cache.newBody(rec.Object)
 		if !cc.trees && prevBody != nil {
 			// Check only what differs from the version before.
 			prevBody.scan()
@@ -268,6 +268,7 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 		if cur.isCompact() {
 			v.compactObject = v.Object
 		}
+		cache.release(prevBody)
 		prev, prevBody = &recs[i], cur
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})

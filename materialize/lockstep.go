@@ -188,7 +188,7 @@ const maxParsedScan = 16
 
 // parsedAt returns the value parsed at start, nil when it was not.
 func (b *body) parsedAt(start int) *parsedValue {
-	if b.parsedIndex != nil {
+	if len(b.parsed) > maxParsedScan {
 		if i, ok := b.parsedIndex[start]; ok {
 			return &b.parsed[i]
 		}
@@ -206,10 +206,12 @@ func (b *body) parsedAt(start int) *parsedValue {
 func (b *body) addParsed(p parsedValue) {
 	b.parsed = append(b.parsed, p)
 	switch {
-	case b.parsedIndex != nil:
+	case len(b.parsed) > maxParsedScan+1:
 		b.parsedIndex[p.start] = len(b.parsed) - 1
-	case len(b.parsed) > maxParsedScan:
-		b.parsedIndex = make(map[int]int, 2*len(b.parsed))
+	case len(b.parsed) == maxParsedScan+1:
+		if b.parsedIndex == nil {
+			b.parsedIndex = make(map[int]int, 2*len(b.parsed))
+		}
 		for i := range b.parsed {
 			b.parsedIndex[b.parsed[i].start] = i
 		}
@@ -224,13 +226,11 @@ func (b *body) objectAt(s span) (rawObject, bool) {
 		return p.obj, true
 	}
 	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
-	fields := b.fieldSlab()
-	start := len(fields)
-	if !d.members(1, &fields) {
+	start := len(b.fields)
+	if !d.members(1, &b.fields) {
 		return rawObject{}, false
 	}
-	o := newRawObject(b.raw, span{s.start, d.pos}, fields[start:len(fields):len(fields)])
-	b.keepFieldSlab(fields)
+	o := newRawObject(b.raw, span{s.start, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
 	b.addParsed(parsedValue{start: s.start, obj: o})
 	return o, true
 }
@@ -241,42 +241,13 @@ func (b *body) listAt(s span) (rawList, bool) {
 		return p.list, true
 	}
 	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
-	var items []span
-	if b.cache != nil {
-		items = b.cache.spans
-		if cap(items)-len(items) < 16 {
-			items = make([]span, 0, 256)
-		}
-	}
-	start := len(items)
-	if !d.items(1, &items) {
+	start := len(b.spans)
+	if !d.items(1, &b.spans) {
 		return rawList{}, false
 	}
-	l := rawList{data: b.raw, items: items[start:len(items):len(items)]}
-	if b.cache != nil {
-		b.cache.spans = items
-	}
+	l := rawList{data: b.raw, items: b.spans[start:len(b.spans):len(b.spans)]}
 	b.addParsed(parsedValue{start: s.start, list: l})
 	return l, true
-}
-
-// fieldSlab returns the slab the body's members are appended to: the
-// cache's, or none.
-func (b *body) fieldSlab() []rawField {
-	if b.cache == nil {
-		return nil
-	}
-	if cap(b.cache.fields)-len(b.cache.fields) < 16 {
-		b.cache.fields = make([]rawField, 0, 256)
-	}
-	return b.cache.fields
-}
-
-// keepFieldSlab keeps the slab members were appended to.
-func (b *body) keepFieldSlab(fields []rawField) {
-	if b.cache != nil {
-		b.cache.fields = fields
-	}
 }
 
 // decode decodes a value of body bd the scan took.
@@ -598,7 +569,8 @@ func (b *body) scanAfter(prev *body) bool {
 	}
 	top, ok := b.objectAfter(&d, 1, prev, prev.top)
 	if !ok {
-		b.parsed, b.parsedIndex = nil, nil
+		b.parsed, b.fields, b.spans = b.parsed[:0], b.fields[:0], b.spans[:0]
+		clear(b.parsedIndex)
 		return b.scan()
 	}
 	b.scanned, b.scanOK, b.top = true, true, top
@@ -666,11 +638,9 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 			break
 		}
 	}
-	slab := b.fieldSlab()
-	start := len(slab)
-	slab = append(slab, (*stack)[base:]...)
-	b.keepFieldSlab(slab)
-	o := newRawObject(b.raw, span{at, d.pos}, slab[start:len(slab):len(slab)])
+	start := len(b.fields)
+	b.fields = append(b.fields, (*stack)[base:]...)
+	o := newRawObject(b.raw, span{at, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
 	b.addParsed(parsedValue{start: at, obj: o})
 	return o, true
 }
@@ -750,18 +720,8 @@ func (b *body) listAfter(d *fastDecoder, depth int, prev *body, pl rawList) bool
 			break
 		}
 	}
-	var items []span
-	if b.cache != nil {
-		items = b.cache.spans
-		if cap(items)-len(items) < len(*stack)-base {
-			items = make([]span, 0, max(256, len(*stack)-base))
-		}
-	}
-	start := len(items)
-	items = append(items, (*stack)[base:]...)
-	if b.cache != nil {
-		b.cache.spans = items
-	}
-	b.addParsed(parsedValue{start: at, list: rawList{data: b.raw, items: items[start:len(items):len(items)]}})
+	start := len(b.spans)
+	b.spans = append(b.spans, (*stack)[base:]...)
+	b.addParsed(parsedValue{start: at, list: rawList{data: b.raw, items: b.spans[start:len(b.spans):len(b.spans)]}})
 	return true
 }

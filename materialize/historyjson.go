@@ -42,6 +42,13 @@ func historySize(h *History) int {
 // stops it.
 type historyEncoder struct {
 	err error
+	// times are the last times written, next the one to replace.
+	times [2]struct {
+		t    time.Time
+		n    int
+		text [48]byte
+	}
+	next int
 }
 
 func (e *historyEncoder) history(b []byte, h *History) []byte {
@@ -271,7 +278,17 @@ func (e *historyEncoder) optStr(b []byte, key, s string) []byte {
 // str writes a JSON string: plain printable ASCII as it is, anything else
 // as encoding/json escapes it.
 func (e *historyEncoder) str(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		// Eight bytes at a time: any below 0x20 or from 0x7f, or a quote
+		// or a backslash.
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if hasLess(x, 0x20)|hasZero(x^(lsb*0x7f))|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\\'))|x&(lsb*0x80) != 0 {
+			return e.reflected(b, s)
+		}
+	}
+	for ; i < len(s); i++ {
 		if needsEscape[s[i]] {
 			return e.reflected(b, s)
 		}
@@ -280,6 +297,14 @@ func (e *historyEncoder) str(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// lsb has the lowest bit of each byte set.
+const lsb = 0x0101010101010101
+
+// hasZero is not zero when a byte of x is zero; hasLess when a byte of x,
+// all below 0x80, is below n (n at most 0x80).
+func hasZero(x uint64) uint64    { return (x - lsb) &^ x & (lsb * 0x80) }
+func hasLess(x, n uint64) uint64 { return (x - lsb*n) &^ x & (lsb * 0x80) }
 
 // needsEscape marks the bytes str leaves to encoding/json: control
 // characters, the quote, the backslash, DEL and bytes beyond ASCII.
@@ -291,12 +316,25 @@ var needsEscape = func() (t [256]bool) {
 }()
 
 func (e *historyEncoder) time(b []byte, t time.Time) []byte {
+	// A history repeats its times: an entry's is its version's, a field
+	// manager's stays.
+	for i := range e.times {
+		if c := &e.times[i]; c.n > 0 && c.t == t {
+			return append(b, c.text[:c.n]...)
+		}
+	}
 	// As time.Time.MarshalJSON writes a time it takes: RFC 3339 with
 	// nanoseconds, four digits of year and a zone offset under a day.
 	if _, offset := t.Zone(); t.Year() >= 0 && t.Year() <= 9999 && offset > -24*3600 && offset < 24*3600 {
+		start := len(b)
 		b = append(b, '"')
 		b = t.AppendFormat(b, time.RFC3339Nano)
-		return append(b, '"')
+		b = append(b, '"')
+		if c := &e.times[e.next]; len(b)-start <= len(c.text) {
+			c.t, c.n = t, copy(c.text[:], b[start:])
+			e.next = (e.next + 1) % len(e.times)
+		}
+		return b
 	}
 	raw, err := t.MarshalJSON()
 	if err != nil {

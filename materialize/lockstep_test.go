@@ -557,28 +557,6 @@ func TestHistoryLockstepMatchesTrees(t *testing.T) {
 	}
 }
 
-// TestEncoderTime: the history encoder writes a time as
-// time.Time.MarshalJSON does, and fails where it fails.
-func TestEncoderTime(t *testing.T) {
-	base := time.Date(2025, 3, 4, 5, 6, 7, 123456789, time.UTC)
-	var times []time.Time
-	for _, offset := range []int{0, 3600, -3600, 5*3600 + 30*60, 23*3600 + 59*60, 23*3600 + 59*60 + 59, 24 * 3600, -24 * 3600, 90, 100 * 3600} {
-		loc := time.FixedZone("z", offset)
-		for _, year := range []int{-1, 0, 1, 999, 2025, 9999, 10000} {
-			times = append(times, time.Date(year, 12, 31, 23, 59, 59, 0, loc), base.AddDate(year-2025, 0, 0).In(loc))
-		}
-	}
-	times = append(times, time.Time{}, base.Truncate(time.Second), base.Local())
-	for _, tm := range times {
-		want, wantErr := tm.MarshalJSON()
-		var e historyEncoder
-		got := e.time(nil, tm)
-		if (wantErr != nil) != (e.err != nil) || wantErr == nil && !bytes.Equal(got, want) {
-			t.Errorf("%v: wrote %s (%v), MarshalJSON %s (%v)", tm, got, e.err, want, wantErr)
-		}
-	}
-}
-
 // checkScanAfter checks that scanning cur after prev finds what scanning
 // it alone finds: whether the fast decoder takes it, whether it is
 // compact and whole, its members, and the objects and lists it parsed.

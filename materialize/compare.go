@@ -683,8 +683,11 @@ func (b *body) scan() bool {
 		d := fastDecoder{data: b.raw}
 		d.space()
 		at := d.pos
-		start := len(b.fields)
-		if d.pos < len(d.data) && d.data[d.pos] == '{' && d.members(1, &b.fields) {
+		start, ok := len(b.fields), false
+		if d.pos < len(d.data) && d.data[d.pos] == '{' {
+			b.fields, ok = d.members(1, b.fields, true)
+		}
+		if ok {
 			b.top = newRawObject(b.raw, span{at, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
 			b.scanOK = true
 			rest := b.raw[d.pos:]

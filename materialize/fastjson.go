@@ -121,19 +121,14 @@ func (d *fastDecoder) object(depth int) (any, bool) {
 		return m, true
 	}
 	for {
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, false
-		}
-		k, ok := d.str()
+		key, plain, ok := d.memberKey()
 		if !ok {
 			return nil, false
 		}
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		k, ok := d.stringAt(key, plain)
+		if !ok {
 			return nil, false
 		}
-		d.pos++
 		v, ok := d.value(depth)
 		if !ok {
 			return nil, false
@@ -190,20 +185,47 @@ func (d *fastDecoder) array(depth int) (any, bool) {
 // ASCII that are not valid UTF-8 is unquoted by encoding/json, which
 // decides what they mean.
 func (d *fastDecoder) str() (string, bool) {
-	start := d.pos
+	s := span{start: d.pos + 1}
 	plain, ok := d.scanString()
 	if !ok {
 		return "", false
 	}
-	lit := d.data[start:d.pos]
+	s.end = d.pos - 1
+	return d.stringAt(s, plain)
+}
+
+// stringAt returns the string whose bytes between the quotes are at s.
+func (d *fastDecoder) stringAt(s span, plain bool) (string, bool) {
 	if !plain {
-		var s string
-		if err := json.Unmarshal(lit, &s); err != nil {
+		var out string
+		if err := json.Unmarshal(d.data[s.start-1:s.end+1], &out); err != nil {
 			return "", false
 		}
-		return s, true
+		return out, true
 	}
-	return d.internBytes(lit[1 : len(lit)-1]), true
+	return d.internBytes(s.in(d.data)), true
+}
+
+// memberKey reads the key of an object's member and the colon after it,
+// white space around them: where the key's bytes between the quotes are,
+// and whether they are the key itself (see scanString).
+func (d *fastDecoder) memberKey() (key span, plain, ok bool) {
+	d.space()
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		return key, false, false
+	}
+	key.start = d.pos + 1
+	if plain, ok = d.scanString(); !ok {
+		return key, false, false
+	}
+	key.end = d.pos - 1
+	d.space()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		return key, false, false
+	}
+	d.pos++
+	d.space()
+	return key, plain, true
 }
 
 // internBytes returns b as a string, from the intern table when it has
@@ -358,9 +380,11 @@ func (d *fastDecoder) skip(depth int) bool {
 	}
 	switch c := d.data[d.pos]; {
 	case c == '{':
-		return d.members(depth+1, nil)
+		_, ok := d.members(depth+1, nil, false)
+		return ok
 	case c == '[':
-		return d.items(depth+1, nil)
+		_, ok := d.items(depth+1, nil, false)
+		return ok
 	case c == '"':
 		_, ok := d.scanString()
 		return ok
@@ -405,21 +429,10 @@ func (f *rawField) keyIn(data []byte) []byte {
 }
 
 // members moves past the object at pos, as skip does, appending its
-// members to *dst in order, duplicates included (nil: none).
-func (d *fastDecoder) members(depth int, dst *[]rawField) bool {
-	if dst == nil {
-		_, ok := d.appendMembers(depth, nil, false)
-		return ok
-	}
-	// One store through dst, not one per member: a store of a pointer
-	// costs a write barrier while the garbage collector marks.
-	out, ok := d.appendMembers(depth, *dst, true)
-	*dst = out
-	return ok
-}
-
-// appendMembers is members appending to dst when record.
-func (d *fastDecoder) appendMembers(depth int, dst []rawField, record bool) ([]rawField, bool) {
+// members to dst in order, duplicates included, when record. (It returns
+// dst rather than storing through a pointer for each member: a store of a
+// pointer costs a write barrier while the garbage collector marks.)
+func (d *fastDecoder) members(depth int, dst []rawField, record bool) ([]rawField, bool) {
 	if depth > maxFastDepth {
 		return dst, false
 	}
@@ -430,22 +443,10 @@ func (d *fastDecoder) appendMembers(depth int, dst []rawField, record bool) ([]r
 		return dst, true
 	}
 	for {
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return dst, false
-		}
-		key := span{start: d.pos + 1}
-		plain, ok := d.scanString()
+		key, plain, ok := d.memberKey()
 		if !ok {
 			return dst, false
 		}
-		key.end = d.pos - 1
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return dst, false
-		}
-		d.pos++
-		d.space()
 		vstart := d.pos
 		if !d.skip(depth) {
 			return dst, false
@@ -460,19 +461,8 @@ func (d *fastDecoder) appendMembers(depth int, dst []rawField, record bool) ([]r
 }
 
 // items moves past the list at pos, as skip does, appending where its
-// items are to *dst (nil: none).
-func (d *fastDecoder) items(depth int, dst *[]span) bool {
-	if dst == nil {
-		_, ok := d.appendItems(depth, nil, false)
-		return ok
-	}
-	out, ok := d.appendItems(depth, *dst, true)
-	*dst = out
-	return ok
-}
-
-// appendItems is items appending to dst when record.
-func (d *fastDecoder) appendItems(depth int, dst []span, record bool) ([]span, bool) {
+// items are to dst when record.
+func (d *fastDecoder) items(depth int, dst []span, record bool) ([]span, bool) {
 	if depth > maxFastDepth {
 		return dst, false
 	}

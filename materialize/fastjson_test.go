@@ -70,8 +70,8 @@ func checkFastDecode(t *testing.T, raw []byte) {
 	for _, checked := range []bool{false, true} {
 		d := fastDecoder{data: raw, checked: checked}
 		d.space()
-		var fields []rawField
-		if !d.members(1, &fields) || d.pos != len(raw)-len(frest) {
+		fields, ok := d.members(1, nil, true)
+		if !ok || d.pos != len(raw)-len(frest) {
 			t.Fatalf("%q: members (checked %v) failed or ended at %d, not %d", raw, checked, d.pos, len(raw)-len(frest))
 		}
 		m := map[string]any{}

@@ -227,7 +227,8 @@ func (b *body) objectAt(s span) (rawObject, bool) {
 	}
 	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
 	start := len(b.fields)
-	if !d.members(1, &b.fields) {
+	var ok bool
+	if b.fields, ok = d.members(1, b.fields, true); !ok {
 		return rawObject{}, false
 	}
 	o := newRawObject(b.raw, span{s.start, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
@@ -242,7 +243,8 @@ func (b *body) listAt(s span) (rawList, bool) {
 	}
 	d := fastDecoder{data: b.raw, pos: s.start, checked: true}
 	start := len(b.spans)
-	if !d.items(1, &b.spans) {
+	var ok bool
+	if b.spans, ok = d.items(1, b.spans, true); !ok {
 		return rawList{}, false
 	}
 	l := rawList{data: b.raw, items: b.spans[start:len(b.spans):len(b.spans)]}
@@ -599,30 +601,19 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 	base := len(*stack)
 	defer func() { *stack = (*stack)[:base] }()
 	var index map[string]int
-	for first := true; ; first = false {
-		d.space()
-		if first && d.pos < len(d.data) && d.data[d.pos] == '}' {
-			d.pos++
-			break
-		}
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return rawObject{}, false
-		}
-		key := span{start: d.pos + 1}
-		plain, ok := d.scanString()
+	d.space()
+	done := d.pos < len(d.data) && d.data[d.pos] == '}' // empty
+	if done {
+		d.pos++
+	}
+	for !done {
+		key, plain, ok := d.memberKey()
 		if !ok {
 			return rawObject{}, false
 		}
-		key.end = d.pos - 1
 		f := rawField{key: key, escaped: !plain}
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return rawObject{}, false
-		}
-		d.pos++
-		d.space()
 		vstart := d.pos
-		j := po.find(f.keyIn(d.data), len(*stack)-base, &index)
+		j := po.find(key.in(d.data), len(*stack)-base, &index)
 		if j < 0 {
 			if !d.skip(depth) {
 				return rawObject{}, false
@@ -632,11 +623,11 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 		}
 		f.val = span{vstart, d.pos}
 		*stack = append(*stack, f)
-		if more, ok := d.separator('}'); !ok {
+		more, ok := d.separator('}')
+		if !ok {
 			return rawObject{}, false
-		} else if !more {
-			break
 		}
+		done = !more
 	}
 	start := len(b.fields)
 	b.fields = append(b.fields, (*stack)[base:]...)
@@ -699,12 +690,13 @@ func (b *body) listAfter(d *fastDecoder, depth int, prev *body, pl rawList) bool
 	}
 	base := len(*stack)
 	defer func() { *stack = (*stack)[:base] }()
-	for first := true; ; first = false {
+	d.space()
+	done := d.pos < len(d.data) && d.data[d.pos] == ']' // empty
+	if done {
+		d.pos++
+	}
+	for !done {
 		d.space()
-		if first && d.pos < len(d.data) && d.data[d.pos] == ']' {
-			d.pos++
-			break
-		}
 		start, i := d.pos, len(*stack)-base
 		if i < len(pl.items) {
 			if !b.valueAfter(d, depth, prev, pl.items[i]) {
@@ -714,11 +706,11 @@ func (b *body) listAfter(d *fastDecoder, depth int, prev *body, pl rawList) bool
 			return false
 		}
 		*stack = append(*stack, span{start, d.pos})
-		if more, ok := d.separator(']'); !ok {
+		more, ok := d.separator(']')
+		if !ok {
 			return false
-		} else if !more {
-			break
 		}
+		done = !more
 	}
 	start := len(b.spans)
 	b.spans = append(b.spans, (*stack)[base:]...)

@@ -601,6 +601,8 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 	base := len(*stack)
 	defer func() { *stack = (*stack)[:base] }()
 	var index map[string]int
+	// inStep says every key so far is written as po's at its place.
+	inStep := true
 	d.space()
 	done := d.pos < len(d.data) && d.data[d.pos] == '}' // empty
 	if done {
@@ -613,7 +615,9 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 		}
 		f := rawField{key: key, escaped: !plain}
 		vstart := d.pos
-		j := po.find(key.in(d.data), len(*stack)-base, &index)
+		i := len(*stack) - base
+		j := po.find(key.in(d.data), i, &index)
+		inStep = inStep && j == i
 		if j < 0 {
 			if !d.skip(depth) {
 				return rawObject{}, false
@@ -631,7 +635,14 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 	}
 	start := len(b.fields)
 	b.fields = append(b.fields, (*stack)[base:]...)
-	o := newRawObject(b.raw, span{at, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
+	fields := b.fields[start:len(b.fields):len(b.fields)]
+	var o rawObject
+	if inStep && len(fields) == len(po.fields) && !po.tree {
+		// The keys are po's, none escaped nor repeated.
+		o = rawObject{data: b.raw, at: span{at, d.pos}, fields: fields}
+	} else {
+		o = newRawObject(b.raw, span{at, d.pos}, fields)
+	}
 	b.addParsed(parsedValue{start: at, obj: o})
 	return o, true
 }

@@ -238,9 +238,21 @@ type versionKey struct {
 // stream already recorded (or recorded as after, the last record of the
 // previous page). Bodies that cannot be compared are warnings of h.
 func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *compareConfig) []entryAt {
-	seen := make(map[versionKey]string, len(recs)+1) // key -> stream that recorded it
-	if after != nil {
-		seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
+	// A version is left out when another stream recorded it: with one
+	// stream there is nothing to remember.
+	oneStream := true
+	for i := range recs {
+		if recs[i].StreamID != recs[0].StreamID || after != nil && after.StreamID != recs[0].StreamID {
+			oneStream = false
+			break
+		}
+	}
+	var seen map[versionKey]string // key -> stream that recorded it
+	if !oneStream {
+		seen = make(map[versionKey]string, len(recs)+1)
+		if after != nil {
+			seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
+		}
 	}
 	entries := make([]entryAt, 0, len(recs))
 	var prevBody *body
@@ -251,11 +263,13 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 	for i := range recs {
 		rec := recs[i]
 		v := newVersion(rec)
-		key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
-		if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
-			continue
+		if !oneStream {
+			key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
+			if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
+				continue
+			}
+			seen[key] = rec.StreamID
 		}
-		seen[key] = rec.StreamID
 		cur := cache.newBody(rec.Object)
 		if !cc.trees && prevBody != nil {
 			// Check only what differs from the version before.

@@ -49,6 +49,14 @@ type historyEncoder struct {
 		text [48]byte
 	}
 	next int
+	// ref is the text of the last reference written but its
+	// resourceVersion, refOf what it was written for; manager the text of
+	// the last field manager written, managerOf what for. A history
+	// repeats them from version to version.
+	refText     []byte
+	refOf       event.ResourceRef
+	managerText []byte
+	managerOf   FieldManager
 }
 
 func (e *historyEncoder) history(b []byte, h *History) []byte {
@@ -158,18 +166,31 @@ func (e *historyEncoder) object(b []byte, v *Version) []byte {
 func (e *historyEncoder) ref(b []byte, r *event.ResourceRef) []byte {
 	b = append(b, '{')
 	start := len(b)
-	for _, f := range [...]struct{ name, value string }{{"group", r.Group}, {"version", r.Version}, {"kind", r.Kind},
-		{"resource", r.Resource}, {"namespace", r.Namespace}, {"name", r.Name}, {"uid", r.UID}, {"resourceVersion", r.ResourceVersion}} {
-		if f.value == "" {
-			continue
+	if last := e.refOf; e.refText != nil && r.Group == last.Group && r.Version == last.Version && r.Kind == last.Kind &&
+		r.Resource == last.Resource && r.Namespace == last.Namespace && r.Name == last.Name && r.UID == last.UID {
+		b = append(b, e.refText...)
+	} else {
+		for _, f := range [...]struct{ name, value string }{{"group", r.Group}, {"version", r.Version}, {"kind", r.Kind},
+			{"resource", r.Resource}, {"namespace", r.Namespace}, {"name", r.Name}, {"uid", r.UID}} {
+			if f.value == "" {
+				continue
+			}
+			if len(b) > start {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, f.name...)
+			b = append(b, `":`...)
+			b = e.str(b, f.value)
 		}
+		e.refText, e.refOf = append(e.refText[:0], b[start:]...), *r
+	}
+	if r.ResourceVersion != "" {
 		if len(b) > start {
 			b = append(b, ',')
 		}
-		b = append(b, '"')
-		b = append(b, f.name...)
-		b = append(b, `":`...)
-		b = e.str(b, f.value)
+		b = append(b, `"resourceVersion":`...)
+		b = e.str(b, r.ResourceVersion)
 	}
 	return append(b, '}')
 }
@@ -195,6 +216,18 @@ func (e *historyEncoder) change(b []byte, c *FieldChange) []byte {
 }
 
 func (e *historyEncoder) manager(b []byte, m *FieldManager) []byte {
+	if e.managerText != nil && *m == e.managerOf {
+		return append(b, e.managerText...)
+	}
+	start := len(b)
+	b = e.writeManager(b, m)
+	if e.err == nil {
+		e.managerText, e.managerOf = append(e.managerText[:0], b[start:]...), *m
+	}
+	return b
+}
+
+func (e *historyEncoder) writeManager(b []byte, m *FieldManager) []byte {
 	b = append(b, `{"manager":`...)
 	b = e.str(b, m.Manager)
 	b = append(b, `,"operation":`...)

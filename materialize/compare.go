@@ -227,10 +227,21 @@ func stepAppend(dst, active []activePtr, field string, positions ...int) (next [
 type comparer struct {
 	mergeKeys map[string][]string
 	out       []change
+	// recent are the last paths changed, each with its text: the
+	// comparisons of a history change the same fields version after
+	// version, and share a path's segments (read only) and text.
+	recent     [8]recentPath
+	nextRecent int
+}
+
+type recentPath struct {
+	path []seg
+	text string
 }
 
 type change struct {
 	path   []seg
+	text   string // the path rendered, when known
 	op     ChangeOp
 	before any
 	after  any
@@ -295,14 +306,29 @@ func (c *comparer) result() ([]FieldChange, [][]seg) {
 	out := make([]FieldChange, len(c.out))
 	paths := make([][]seg, len(c.out))
 	for i, ch := range c.out {
-		out[i] = FieldChange{Path: renderPath(ch.path), Op: ch.op, Before: ch.before, After: ch.after}
+		if ch.text == "" {
+			ch.text = renderPath(ch.path)
+			c.recent[c.nextRecent] = recentPath{path: ch.path, text: ch.text}
+			c.nextRecent = (c.nextRecent + 1) % len(c.recent)
+		}
+		out[i] = FieldChange{Path: ch.text, Op: ch.op, Before: ch.before, After: ch.after}
 		paths[i] = ch.path
 	}
 	return out, paths
 }
 
 func (c *comparer) emit(path []seg, op ChangeOp, before, after any) {
-	c.out = append(c.out, change{path: slices.Clone(path), op: op, before: before, after: after})
+	ch := change{op: op, before: before, after: after}
+	for _, r := range c.recent {
+		if r.text != "" && slices.Equal(r.path, path) {
+			ch.path, ch.text = r.path, r.text
+			break
+		}
+	}
+	if ch.path == nil {
+		ch.path = slices.Clone(path)
+	}
+	c.out = append(c.out, ch)
 }
 
 // walk compares one node. field is the name of the field holding it (for

@@ -23,17 +23,41 @@ func (h History) MarshalJSON() ([]byte, error) {
 	return out, e.err
 }
 
-// historySize estimates the JSON size of a history from its bodies and
-// the number of its parts, generously: growing the buffer costs more.
+// historySize estimates the JSON size of a history from the lengths of
+// its strings and bodies: growing the buffer costs a copy, and a buffer
+// too large costs the garbage collector.
 func historySize(h *History) int {
 	n := 0
 	for i := range h.Entries {
-		n += 200
-		if v := h.Entries[i].Version; v != nil {
-			n += len(v.Object) + 500 + 250*len(v.Changes) + 150*len(v.FieldManagers) + 300*len(v.Provenance)
+		en := &h.Entries[i]
+		n += 100 + len(en.StreamID) + len(en.EventID)
+		if en.Gap != nil || en.Coverage != nil {
+			n += 300
+		}
+		v := en.Version
+		if v == nil {
+			continue
+		}
+		r := &v.Ref
+		n += 250 + len(r.Group) + len(r.Version) + len(r.Kind) + len(r.Resource) + len(r.Namespace) + len(r.Name) + len(r.UID) +
+			len(r.ResourceVersion) + len(v.ResourceVersion) + len(v.BaselineID) + len(v.Object) + 300*len(v.Provenance)
+		for j := range v.Changes {
+			c := &v.Changes[j]
+			n += 100 + len(c.Path)
+			if c.FieldManager != nil {
+				n += managerSize(c.FieldManager)
+			}
+		}
+		for j := range v.FieldManagers {
+			n += managerSize(&v.FieldManagers[j])
 		}
 	}
 	return n
+}
+
+// managerSize estimates the JSON size of a field manager.
+func managerSize(m *FieldManager) int {
+	return 100 + len(m.Manager) + len(m.Operation) + len(m.Subresource) + len(m.APIVersion)
 }
 
 // historyEncoder appends JSON to the buffer each method takes and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode/utf8"
 )
 
 // The lockstep comparison walks two bodies as written, side by side, and
@@ -151,6 +152,12 @@ func (o rawObject) exactKeys(names ...string) bool {
 	for i := range o.fields {
 		k := o.key(i)
 		for _, n := range names {
+			// A key starting with an ASCII letter other than n's, in either
+			// case, is not n's in another case (only non-ASCII runes fold
+			// to another byte).
+			if len(k) > 0 && k[0] < utf8.RuneSelf && k[0]|0x20 != n[0]|0x20 {
+				continue
+			}
 			if string(k) != n && strings.EqualFold(string(k), n) {
 				return false
 			}

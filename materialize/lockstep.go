@@ -14,11 +14,17 @@ import (
 // bytes of a field differ it descends; a changed value is decoded to be
 // compared and reported. What it returns is exactly what comparing the
 // decoded bodies (compareTrees) returns: changes are sorted by their paths,
-// which are unique, so the order of the walk does not matter; a field is
-// matched by its decoded key wherever it is in the object; an object with
-// a duplicate key, whose decoded value holds only the last, is decoded and
-// compared as a tree. A body the fast decoder would not take is left to
-// compareTrees.
+// which are unique, so the order of the walk does not matter; a member is
+// matched by its key's bytes wherever it is in the object, and an object
+// whose keys' bytes do not say its decoded keys (one escaped, or repeated:
+// the decoded object holds the last) is decoded and compared as a tree,
+// as is a keyed list whose merge key values include an escaped string. A
+// body the fast decoder would not take is left to compareTrees.
+//
+// A body is checked once (scan), in a history only where it differs from
+// the version before (scanAfter), and each of its objects and lists is
+// parsed once (objectAt, listAt), whatever number of comparisons descend
+// into it.
 
 // rawComparer is a comparer over bodies as written.
 type rawComparer struct {
@@ -598,7 +604,7 @@ func (b *body) objectAfter(d *fastDecoder, depth int, prev *body, po rawObject) 
 	at := d.pos
 	d.pos++ // {
 	// The members are gathered on the cache's stack (a member's own
-	// objects are gathered above them), then kept in the slab.
+	// objects are gathered above them), then kept in b.fields.
 	var stack *[]rawField
 	if b.cache != nil {
 		stack = &b.cache.stack

@@ -355,6 +355,7 @@ func owns(set map[string]any, path []seg) bool {
 		return false
 	}
 	cur := set
+	var buf [64]byte // the key looked up, without allocating when short
 	for _, s := range path {
 		if len(cur) == 0 {
 			return true
@@ -363,9 +364,9 @@ func owns(set map[string]any, path []seg) bool {
 		found := false
 		switch s.kind {
 		case segField:
-			next, found = cur["f:"+s.name]
+			next, found = cur[string(append(append(buf[:0], "f:"...), s.name...))]
 		case segIndex:
-			next, found = cur["i:"+strconv.Itoa(s.index)]
+			next, found = cur[string(strconv.AppendInt(append(buf[:0], "i:"...), int64(s.index), 10))]
 		case segKey:
 			for k, v := range cur {
 				if strings.HasPrefix(k, "k:") && keyMatches(k[2:], s.name, s.value) {

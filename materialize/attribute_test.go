@@ -104,7 +104,7 @@ func TestAttributeFieldsMatchesMaps(t *testing.T) {
 		{{kind: segField, name: "data"}},
 	}
 	ops := []ChangeOp{OpAdd, OpReplace, OpRemove}
-	for range 5000 {
+	for range 2000 {
 		old := managedList()
 		cur := old
 		if r.IntN(3) > 0 {

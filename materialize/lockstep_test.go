@@ -394,9 +394,9 @@ func TestLockstepMatchesTrees(t *testing.T) {
 			}
 		}
 	}
-	n := 20000
+	n := 8000
 	if testing.Short() {
-		n = 2000
+		n = 1000
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range n {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -111,6 +110,10 @@ type compareConfig struct {
 	defaultIgnores bool
 	rules          []compiledRule
 	mergeKeys      map[string][]string
+	// trees compares decoded bodies only (compareTrees), and reads
+	// managedFields from them: the reference the tests hold the lockstep
+	// comparison to.
+	trees bool
 }
 
 type compiledRule struct {
@@ -187,6 +190,13 @@ func startPointers(ps []pointer) []activePtr {
 // list positions (a child of a list may sit at different positions in the
 // two versions). It reports whether the child itself is ignored.
 func step(active []activePtr, field string, positions ...int) (next []activePtr, ignored bool) {
+	return stepAppend(nil, active, field, positions...)
+}
+
+// stepAppend is step appending the next active pointers to dst: next is
+// dst with them.
+func stepAppend(dst, active []activePtr, field string, positions ...int) (next []activePtr, ignored bool) {
+	next = dst
 	for _, a := range active {
 		s := a.p[a.pos]
 		match := s == "*"
@@ -217,10 +227,21 @@ func step(active []activePtr, field string, positions ...int) (next []activePtr,
 type comparer struct {
 	mergeKeys map[string][]string
 	out       []change
+	// recent are the last paths changed, each with its text: the
+	// comparisons of a history change the same fields version after
+	// version, and share a path's segments (read only) and text.
+	recent     [8]recentPath
+	nextRecent int
+}
+
+type recentPath struct {
+	path []seg
+	text string
 }
 
 type change struct {
 	path   []seg
+	text   string // the path rendered, when known
 	op     ChangeOp
 	before any
 	after  any
@@ -234,13 +255,22 @@ func decodeJSON(raw []byte) (any, error) {
 
 // decodeFirst is decodeJSON that also returns what follows the value.
 func decodeFirst(raw []byte) (any, []byte, error) {
+	v, rest, _, err := decodeInterning(raw, nil)
+	return v, rest, err
+}
+
+// decodeInterning is decodeFirst taking short strings from intern (see
+// fastDecodeInterning); compact reports that raw is the value alone,
+// compact JSON that the fast decoder took.
+func decodeInterning(raw []byte, intern map[string]string) (v any, rest []byte, compact bool, err error) {
 	if len(raw) == 0 {
-		return nil, nil, nil
+		return nil, nil, false, nil
 	}
-	if v, rest, _, ok := fastDecode(raw); ok {
-		return v, rest, nil
+	if v, rest, spaced, ok := fastDecodeInterning(raw, intern); ok {
+		return v, rest, !spaced && len(rest) == 0, nil
 	}
-	return decodeStd(raw)
+	v, rest, err = decodeStd(raw)
+	return v, rest, false, err
 }
 
 // decodeStd is decodeFirst by encoding/json alone.
@@ -266,18 +296,39 @@ func compareValues(before, after any, ignore []pointer, mergeKeys map[string][]s
 func compareValuesPaths(before, after any, ignore []pointer, mergeKeys map[string][]string) ([]FieldChange, [][]seg) {
 	c := comparer{mergeKeys: mergeKeys}
 	c.walk(nil, "", startPointers(ignore), before, after, true, true)
-	sort.SliceStable(c.out, func(i, j int) bool { return comparePaths(c.out[i].path, c.out[j].path) < 0 })
+	return c.result()
+}
+
+// result returns the changes found, sorted by path, with the path of each
+// as segments.
+func (c *comparer) result() ([]FieldChange, [][]seg) {
+	slices.SortStableFunc(c.out, func(x, y change) int { return comparePaths(x.path, y.path) })
 	out := make([]FieldChange, len(c.out))
 	paths := make([][]seg, len(c.out))
 	for i, ch := range c.out {
-		out[i] = FieldChange{Path: renderPath(ch.path), Op: ch.op, Before: ch.before, After: ch.after}
+		if ch.text == "" {
+			ch.text = renderPath(ch.path)
+			c.recent[c.nextRecent] = recentPath{path: ch.path, text: ch.text}
+			c.nextRecent = (c.nextRecent + 1) % len(c.recent)
+		}
+		out[i] = FieldChange{Path: ch.text, Op: ch.op, Before: ch.before, After: ch.after}
 		paths[i] = ch.path
 	}
 	return out, paths
 }
 
 func (c *comparer) emit(path []seg, op ChangeOp, before, after any) {
-	c.out = append(c.out, change{path: slices.Clone(path), op: op, before: before, after: after})
+	ch := change{op: op, before: before, after: after}
+	for _, r := range c.recent {
+		if r.text != "" && slices.Equal(r.path, path) {
+			ch.path, ch.text = r.path, r.text
+			break
+		}
+	}
+	if ch.path == nil {
+		ch.path = slices.Clone(path)
+	}
+	c.out = append(c.out, ch)
 }
 
 // walk compares one node. field is the name of the field holding it (for
@@ -523,8 +574,24 @@ func (c *compareConfig) compareBodiesPaths(ref event.ResourceRef, before, after 
 }
 
 // compareDecoded is compareBodiesPaths over bodies that decode once
-// whatever number of comparisons they take part in.
+// whatever number of comparisons they take part in. Two objects are
+// compared as written (compareRaw), which decodes only what differs, when
+// the fast decoder takes both; otherwise decoded (compareTrees).
 func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *body) ([]FieldChange, [][]seg, error) {
+	if bytes.Equal(before.raw, after.raw) {
+		return nil, nil, nil
+	}
+	if !c.trees && len(before.raw) > 0 && len(after.raw) > 0 {
+		o := objectMeta{group: ref.Group, kind: ref.Kind, namespace: ref.Namespace, name: ref.Name}
+		if out, paths, ok := c.compareRaw(o, before, after); ok {
+			return out, paths, nil
+		}
+	}
+	return c.compareTrees(ref, before, after)
+}
+
+// compareTrees is compareDecoded by decoding both bodies whole.
+func (c *compareConfig) compareTrees(ref event.ResourceRef, before, after *body) ([]FieldChange, [][]seg, error) {
 	if bytes.Equal(before.raw, after.raw) {
 		return nil, nil, nil
 	}
@@ -548,34 +615,126 @@ func (c *compareConfig) compareDecoded(ref event.ResourceRef, before, after *bod
 	return out, paths, nil
 }
 
-// body is a raw body with its decoded value and managedFields entries,
-// each computed on first use: a history compares each version twice, with
-// the version before and the version after it.
+// bodyCache is what the bodies of one history share: an intern table for
+// their strings (see fastDecodeInterning) and the managedFields entries
+// last read, which the next version nearly always repeats.
+type bodyCache struct {
+	intern map[string]string
+	// trees reads managedFields from decoded bodies (compareConfig.trees).
+	trees bool
+	// raw is the lockstep comparer the bodies' comparisons share.
+	raw *rawComparer
+	// spare is a body done with, whose space the next body reuses.
+	spare *body
+	// stack and spanStack gather the members and items of the objects
+	// and lists scanAfter parses.
+	stack     []rawField
+	spanStack []span
+
+	managedRaw []byte
+	managed    []managedEntry
+	managedOK  bool
+}
+
+func newBodyCache(cc *compareConfig) *bodyCache {
+	return &bodyCache{intern: make(map[string]string), trees: cc.trees}
+}
+
+// newBody returns a body of raw sharing the cache, in the space of the
+// spare body when there is one.
+func (c *bodyCache) newBody(raw json.RawMessage) *body {
+	b := c.spare
+	if b == nil {
+		return &body{raw: raw, cache: c}
+	}
+	c.spare = nil
+	clear(b.parsedIndex)
+	*b = body{raw: raw, cache: c, parsed: b.parsed[:0], parsedIndex: b.parsedIndex, fields: b.fields[:0], spans: b.spans[:0]}
+	return b
+}
+
+// release gives the cache a body no longer used (nor anything read from
+// it but its managedFields entries), for the next one.
+func (c *bodyCache) release(b *body) {
+	if b != nil && b.cache == c {
+		c.spare = b
+	}
+}
+
+// body is a raw body with what comparisons read of it, each computed on
+// first use: a history compares each version twice, with the version
+// before and the version after it.
 type body struct {
 	raw json.RawMessage
-	// intern, when set, is shared by the bodies of one history (see
-	// fastDecodeInterning).
-	intern map[string]string
+	// cache, when set, is shared by the bodies of one history.
+	cache *bodyCache
+
+	// scanned is set once raw was scanned; scanOK when the fast decoder
+	// takes it (a JSON object), top then being that object.
+	scanned, scanOK bool
+	top             rawObject
+	// parsed are the objects and lists of raw parsed since, by where they
+	// start (indexed in parsedIndex when many): each is parsed once
+	// whatever number of comparisons descend into it.
+	parsed      []parsedValue
+	parsedIndex map[int]int
+	// fields and spans are where the members and items of the parsed
+	// objects and lists are kept.
+	fields []rawField
+	spans  []span
 
 	decoded bool
 	val     any
 	err     error
-	whole   bool // nothing but white space follows the decoded value
+	whole   bool // nothing but white space follows the value (scanOK or decoded)
 	compact bool // raw is the value alone, without white space
 
 	managedRead bool
 	managed     []managedEntry
 }
 
+// internTable returns the intern table the body decodes with (nil: none).
+func (b *body) internTable() map[string]string {
+	if b.cache == nil {
+		return nil
+	}
+	return b.cache.intern
+}
+
+// scan reports whether raw is a JSON object the fast decoder takes, and
+// reads its members, without decoding them.
+func (b *body) scan() bool {
+	if !b.scanned {
+		b.scanned = true
+		d := fastDecoder{data: b.raw}
+		d.space()
+		at := d.pos
+		start, ok := len(b.fields), false
+		if d.pos < len(d.data) && d.data[d.pos] == '{' {
+			b.fields, ok = d.members(1, b.fields, true)
+		}
+		if ok {
+			b.top = newRawObject(b.raw, span{at, d.pos}, b.fields[start:len(b.fields):len(b.fields)])
+			b.scanOK = true
+			rest := b.raw[d.pos:]
+			b.compact = !d.spaced && len(rest) == 0
+			b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
+		}
+	}
+	return b.scanOK
+}
+
+// isCompact reports whether the body was found to be compact JSON, as
+// encoding/json would write it.
+func (b *body) isCompact() bool {
+	return (b.scanOK || b.decoded && b.err == nil) && b.compact
+}
+
 // value returns the decoded body (see decodeJSON).
 func (b *body) value() (any, error) {
 	if !b.decoded {
-		v, rest, spaced, ok := fastDecodeInterning(b.raw, b.intern)
-		if ok {
-			b.val, b.compact = v, !spaced && len(rest) == 0
-		} else {
-			b.val, rest, b.err = decodeFirst(b.raw)
-		}
+		var rest []byte
+		b.val, rest, b.compact, b.err = decodeInterning(b.raw, b.internTable())
 		b.whole = len(bytes.TrimLeft(rest, " \t\r\n")) == 0
 		b.decoded = true
 	}
@@ -583,12 +742,18 @@ func (b *body) value() (any, error) {
 }
 
 // entries returns the managedFields entries of the body (see
-// managedEntries).
+// managedEntries): read from raw as written when the body is an object
+// the fast decoder takes whole, from its decoded value otherwise.
 func (b *body) entries() []managedEntry {
 	if !b.managedRead {
 		var ok bool
-		if v, err := b.value(); err == nil && b.whole {
-			b.managed, ok = managedEntriesOf(v)
+		if (b.cache == nil || !b.cache.trees) && b.scan() && b.whole {
+			b.managed, ok = b.rawEntries()
+		}
+		if !ok {
+			if v, err := b.value(); err == nil && b.whole {
+				b.managed, ok = managedEntriesOf(v)
+			}
 		}
 		if !ok {
 			b.managed = managedEntries(b.raw)
@@ -596,4 +761,82 @@ func (b *body) entries() []managedEntry {
 		b.managedRead = true
 	}
 	return b.managed
+}
+
+// rawEntries is managedEntriesOf reading only metadata.managedFields of
+// the scanned body, and reusing the entries of the body cache when that
+// list is written as the last one read.
+func (b *body) rawEntries() ([]managedEntry, bool) {
+	if !b.top.exactKeys("metadata") {
+		return nil, false
+	}
+	ms, ok := b.top.lastAt("metadata")
+	if meta := ms.in(b.raw); !ok || string(meta) == "null" {
+		return nil, true
+	} else if meta[0] != '{' {
+		return nil, false
+	}
+	mo, ok := b.objectAt(ms)
+	if !ok || !mo.exactKeys("managedFields") {
+		return nil, false
+	}
+	ls, ok := mo.lastAt("managedFields")
+	list := ls.in(b.raw)
+	if !ok || string(list) == "null" {
+		return nil, true
+	}
+	if list[0] != '[' {
+		return nil, false
+	}
+	if b.cache != nil && b.cache.managedRaw != nil && bytes.Equal(b.cache.managedRaw, list) {
+		return b.cache.managed, b.cache.managedOK
+	}
+	// Read each entry, reusing those written as an entry of the list
+	// last read: a controller's new time leaves the others as they were.
+	l, ok := b.listAt(ls)
+	if !ok {
+		return nil, false
+	}
+	var last []managedEntry
+	if b.cache != nil && b.cache.managedOK {
+		last = b.cache.managed
+	}
+	out, ok := make([]managedEntry, 0, len(l.items)), true
+	for i := range l.items {
+		item := l.item(i)
+		if j := entryWritten(last, item, i); j >= 0 {
+			out = append(out, last[j])
+			continue
+		}
+		d := fastDecoder{data: item, intern: b.internTable()}
+		v, decoded := d.value(0)
+		if !decoded {
+			return nil, false
+		}
+		var e managedEntry
+		if e, ok = managedEntryOf(v); !ok {
+			out = nil
+			break
+		}
+		e.raw = item
+		out = append(out, e)
+	}
+	if b.cache != nil {
+		b.cache.managedRaw, b.cache.managed, b.cache.managedOK = list, out, ok
+	}
+	return out, ok
+}
+
+// entryWritten returns the position among entries of the one read from
+// bytes equal to item (tried at hint first), -1 when none.
+func entryWritten(entries []managedEntry, item []byte, hint int) int {
+	if hint < len(entries) && bytes.Equal(entries[hint].raw, item) {
+		return hint
+	}
+	for j := range entries {
+		if bytes.Equal(entries[j].raw, item) {
+			return j
+		}
+	}
+	return -1
 }

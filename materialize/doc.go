@@ -87,6 +87,11 @@
 //   - Queries go through the storage.Reader's indexed methods (LatestAt,
 //     AliveAt, ObjectHistory, Records by stream and type); none scans the
 //     whole journal.
+//   - History compares each version with the one before as written: it
+//     checks, parses and decodes only the parts whose bytes differ, and
+//     reuses the managedFields entries written as the previous version's.
+//     The changes are those of comparing the decoded objects, which it
+//     falls back to for a body that is not a JSON object.
 //
 // ObservedAt, everywhere, is when the collector saw a record, not when the
 // object changed on the server. resourceVersions are opaque and never

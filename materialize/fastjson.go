@@ -1,6 +1,7 @@
 package materialize
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -47,6 +48,9 @@ type fastDecoder struct {
 	pos    int
 	spaced bool
 	intern map[string]string
+	// checked says data is part of a value the decoder took before: skip
+	// then only finds where a value ends (see skipChecked).
+	checked bool
 }
 
 // maxInterned is the length of the longest string interned, and
@@ -57,6 +61,9 @@ const (
 )
 
 func (d *fastDecoder) space() {
+	if d.pos >= len(d.data) || d.data[d.pos] > ' ' {
+		return // most often
+	}
 	for d.pos < len(d.data) {
 		switch d.data[d.pos] {
 		case ' ', '\t', '\r', '\n':
@@ -114,19 +121,14 @@ func (d *fastDecoder) object(depth int) (any, bool) {
 		return m, true
 	}
 	for {
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
-			return nil, false
-		}
-		k, ok := d.str()
+		key, plain, ok := d.memberKey()
 		if !ok {
 			return nil, false
 		}
-		d.space()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		k, ok := d.stringAt(key, plain)
+		if !ok {
 			return nil, false
 		}
-		d.pos++
 		v, ok := d.value(depth)
 		if !ok {
 			return nil, false
@@ -183,51 +185,152 @@ func (d *fastDecoder) array(depth int) (any, bool) {
 // ASCII that are not valid UTF-8 is unquoted by encoding/json, which
 // decides what they mean.
 func (d *fastDecoder) str() (string, bool) {
-	start := d.pos
-	d.pos++ // "
-	plain, ascii := true, true
-	for d.pos < len(d.data) {
-		c := d.data[d.pos]
+	s := span{start: d.pos + 1}
+	plain, ok := d.scanString()
+	if !ok {
+		return "", false
+	}
+	s.end = d.pos - 1
+	return d.stringAt(s, plain)
+}
+
+// stringAt returns the string whose bytes between the quotes are at s.
+func (d *fastDecoder) stringAt(s span, plain bool) (string, bool) {
+	if !plain {
+		var out string
+		if err := json.Unmarshal(d.data[s.start-1:s.end+1], &out); err != nil {
+			return "", false
+		}
+		return out, true
+	}
+	return d.internBytes(s.in(d.data)), true
+}
+
+// memberKey reads the key of an object's member and the colon after it,
+// white space around them: where the key's bytes between the quotes are,
+// and whether they are the key itself (see scanString).
+func (d *fastDecoder) memberKey() (key span, plain, ok bool) {
+	d.space()
+	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		return key, false, false
+	}
+	key.start = d.pos + 1
+	if plain, ok = d.scanString(); !ok {
+		return key, false, false
+	}
+	key.end = d.pos - 1
+	d.space()
+	if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		return key, false, false
+	}
+	d.pos++
+	d.space()
+	return key, plain, true
+}
+
+// internBytes returns b as a string, from the intern table when it has
+// one (see internString).
+func (d *fastDecoder) internBytes(b []byte) string {
+	return internString(d.intern, b)
+}
+
+// internString returns b as a string: the one intern holds, adding those
+// it lacks while it has room; a new string when intern is nil or b long.
+func internString(intern map[string]string, b []byte) string {
+	if intern == nil || len(b) > maxInterned {
+		return string(b)
+	}
+	if s, ok := intern[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(intern) < maxInterns {
+		intern[s] = s
+	}
+	return s
+}
+
+// scanString moves past the string literal at pos, checking it as
+// encoding/json does (no control characters, only JSON's escapes). plain
+// reports that its bytes between the quotes are the string itself: no
+// escapes, and valid UTF-8 (encoding/json replaces invalid bytes).
+func (d *fastDecoder) scanString() (plain, ok bool) {
+	start, data := d.pos, d.data
+	pos := start + 1 // after the quote
+	escaped, ascii := false, true
+	for pos < len(data) {
+		c := data[pos]
+		if !stringSpecial[c] {
+			pos++
+			continue
+		}
 		switch {
 		case c == '"':
-			d.pos++
-			lit := d.data[start:d.pos]
-			if plain && (ascii || utf8.Valid(lit)) {
-				b := lit[1 : len(lit)-1]
-				if d.intern == nil || len(b) > maxInterned {
-					return string(b), true
-				}
-				if s, ok := d.intern[string(b)]; ok {
-					return s, true
-				}
-				s := string(b)
-				if len(d.intern) < maxInterns {
-					d.intern[s] = s
-				}
-				return s, true
-			}
-			var s string
-			if err := json.Unmarshal(lit, &s); err != nil {
-				return "", false
-			}
-			return s, true
+			d.pos = pos + 1
+			return !escaped && (ascii || utf8.Valid(data[start:d.pos])), true
 		case c == '\\':
-			plain = false
-			d.pos += 2
+			escaped = true
+			d.pos = pos
+			if !d.escape() {
+				return false, false
+			}
+			pos = d.pos
 			continue
 		case c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
+			return false, false
+		default: // c >= utf8.RuneSelf
 			ascii = false
 		}
-		d.pos++
+		pos++
 	}
-	return "", false
+	return false, false
+}
+
+// stringSpecial marks the bytes scanString looks at: the quote, the
+// backslash, control characters and bytes beyond ASCII.
+var stringSpecial = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
+	}
+	return t
+}()
+
+// escape moves past the escape sequence at pos: a backslash, then one of
+// the quote, backslash, slash, b, f, n, r and t, or u and four hex digits.
+func (d *fastDecoder) escape() bool {
+	if d.pos+1 >= len(d.data) {
+		return false
+	}
+	switch d.data[d.pos+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		d.pos += 2
+		return true
+	case 'u':
+		if d.pos+6 > len(d.data) {
+			return false
+		}
+		for _, h := range d.data[d.pos+2 : d.pos+6] {
+			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+				return false
+			}
+		}
+		d.pos += 6
+		return true
+	}
+	return false
 }
 
 // number reads a number literal as JSON's grammar spells it.
 func (d *fastDecoder) number() (any, bool) {
 	start := d.pos
+	if !d.scanNumber() {
+		return nil, false
+	}
+	return json.Number(d.data[start:d.pos]), true
+}
+
+// scanNumber moves past the number literal at pos.
+func (d *fastDecoder) scanNumber() bool {
 	digits := func() int {
 		n := 0
 		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
@@ -241,16 +344,16 @@ func (d *fastDecoder) number() (any, bool) {
 	}
 	switch {
 	case d.pos >= len(d.data):
-		return nil, false
+		return false
 	case d.data[d.pos] == '0':
 		d.pos++
 	case digits() == 0:
-		return nil, false
+		return false
 	}
 	if d.pos < len(d.data) && d.data[d.pos] == '.' {
 		d.pos++
 		if digits() == 0 {
-			return nil, false
+			return false
 		}
 	}
 	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
@@ -259,8 +362,201 @@ func (d *fastDecoder) number() (any, bool) {
 			d.pos++
 		}
 		if digits() == 0 {
-			return nil, false
+			return false
 		}
 	}
-	return json.Number(d.data[start:d.pos]), true
+	return true
+}
+
+// skip moves past the value at pos (white space skipped before it),
+// taking exactly the values value takes, without building them.
+func (d *fastDecoder) skip(depth int) bool {
+	d.space()
+	if d.pos >= len(d.data) {
+		return false
+	}
+	if d.checked {
+		return d.skipChecked()
+	}
+	switch c := d.data[d.pos]; {
+	case c == '{':
+		_, ok := d.members(depth+1, nil, false)
+		return ok
+	case c == '[':
+		_, ok := d.items(depth+1, nil, false)
+		return ok
+	case c == '"':
+		_, ok := d.scanString()
+		return ok
+	case c == '-' || c >= '0' && c <= '9':
+		return d.scanNumber()
+	case c == 't':
+		return d.literal("true")
+	case c == 'f':
+		return d.literal("false")
+	case c == 'n':
+		return d.literal("null")
+	}
+	return false
+}
+
+// span is where a part of a JSON text is: data[start:end].
+type span struct{ start, end int }
+
+func (s span) in(data []byte) []byte { return data[s.start:s.end] }
+
+// rawField is a member of a JSON object as written: where its key is,
+// between the quotes, and where its value is, in the object's text. It
+// holds no pointer, so that the many of them cost the garbage collector
+// nothing.
+type rawField struct {
+	key, val span
+	// escaped says the key has escapes or invalid UTF-8: its bytes are
+	// not the key, keyIn decodes them.
+	escaped bool
+}
+
+// keyIn returns the member's key, data being the object's text.
+func (f *rawField) keyIn(data []byte) []byte {
+	k := f.key.in(data)
+	if !f.escaped {
+		return k
+	}
+	var s string
+	// The scan checked the string: it unquotes.
+	_ = json.Unmarshal(data[f.key.start-1:f.key.end+1], &s)
+	return []byte(s)
+}
+
+// members moves past the object at pos, as skip does, appending its
+// members to dst in order, duplicates included, when record. (It returns
+// dst rather than storing through a pointer for each member: a store of a
+// pointer costs a write barrier while the garbage collector marks.)
+func (d *fastDecoder) members(depth int, dst []rawField, record bool) ([]rawField, bool) {
+	if depth > maxFastDepth {
+		return dst, false
+	}
+	d.pos++ // {
+	d.space()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return dst, true
+	}
+	for {
+		key, plain, ok := d.memberKey()
+		if !ok {
+			return dst, false
+		}
+		vstart := d.pos
+		if !d.skip(depth) {
+			return dst, false
+		}
+		if record {
+			dst = append(dst, rawField{key: key, val: span{vstart, d.pos}, escaped: !plain})
+		}
+		if more, ok := d.separator('}'); !ok || !more {
+			return dst, ok
+		}
+	}
+}
+
+// items moves past the list at pos, as skip does, appending where its
+// items are to dst when record.
+func (d *fastDecoder) items(depth int, dst []span, record bool) ([]span, bool) {
+	if depth > maxFastDepth {
+		return dst, false
+	}
+	d.pos++ // [
+	d.space()
+	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+		d.pos++
+		return dst, true
+	}
+	for {
+		d.space()
+		start := d.pos
+		if !d.skip(depth) {
+			return dst, false
+		}
+		if record {
+			dst = append(dst, span{start, d.pos})
+		}
+		if more, ok := d.separator(']'); !ok || !more {
+			return dst, ok
+		}
+	}
+}
+
+// skipChecked is skip over a value known to be valid JSON: it matches
+// brackets and finds the ends of strings, and checks nothing else.
+func (d *fastDecoder) skipChecked() bool {
+	data, pos := d.data, d.pos
+	switch data[pos] {
+	case '"':
+		pos = stringEnd(data, pos)
+	case '{', '[':
+		depth := 0
+		for pos < len(data) {
+			c := data[pos]
+			if !structural[c] {
+				pos++
+				continue
+			}
+			switch c {
+			case '"':
+				if pos = stringEnd(data, pos); pos < 0 {
+					return false
+				}
+				continue
+			case '{', '[':
+				depth++
+			default: // '}', ']'
+				depth--
+			}
+			pos++
+			if depth == 0 {
+				break
+			}
+		}
+		if depth != 0 {
+			return false
+		}
+	default: // a number or a literal
+		for pos < len(data) && !structural[data[pos]] && data[pos] > ' ' && data[pos] != ',' {
+			pos++
+		}
+	}
+	if pos < 0 {
+		return false
+	}
+	d.pos = pos
+	return true
+}
+
+// structural marks the bytes skipChecked looks for in a list or object.
+var structural = func() (t [256]bool) {
+	for _, c := range `"{}[]` {
+		t[c] = true
+	}
+	return t
+}()
+
+// stringEnd returns the position after the string literal at pos, -1
+// when it does not end.
+func stringEnd(data []byte, pos int) int {
+	for i := pos + 1; ; {
+		q := bytes.IndexByte(data[i:], '"')
+		if q < 0 {
+			return -1
+		}
+		i += q
+		backslashes := 0
+		for j := i - 1; j > pos && data[j] == '\\'; j-- {
+			backslashes++
+		}
+		i++
+		if backslashes%2 == 0 {
+			return i
+		}
+	}
 }

@@ -65,6 +65,32 @@ func checkFastDecode(t *testing.T, raw []byte) {
 	if !bytes.Equal(frest, srest) {
 		t.Fatalf("%q: rest fast %q, encoding/json %q", raw, frest, srest)
 	}
+	// Scanning its members, checking or not, finds the members the
+	// decoded object has, in order, the last of duplicates winning.
+	for _, checked := range []bool{false, true} {
+		d := fastDecoder{data: raw, checked: checked}
+		d.space()
+		fields, ok := d.members(1, nil, true)
+		if !ok || d.pos != len(raw)-len(frest) {
+			t.Fatalf("%q: members (checked %v) failed or ended at %d, not %d", raw, checked, d.pos, len(raw)-len(frest))
+		}
+		m := map[string]any{}
+		for _, f := range fields {
+			val := f.val.in(raw)
+			v, err := decodeJSON(val)
+			if err != nil && val[0] == '{' || err == nil && !bytes.Equal(val, bytes.TrimSpace(val)) {
+				t.Fatalf("%q: member %q is %q (%v)", raw, f.keyIn(raw), val, err)
+			}
+			if err != nil {
+				// Not an object: decode it inside one.
+				v = mustDecode(t, `{"v":`+string(val)+`}`).(map[string]any)["v"]
+			}
+			m[string(f.keyIn(raw))] = v
+		}
+		if !reflect.DeepEqual(any(m), sv) {
+			t.Fatalf("%q: members (checked %v) %#v, decoded %#v", raw, checked, m, sv)
+		}
+	}
 	if got, rest, err := decodeFirst(raw); err != nil || !reflect.DeepEqual(got, sv) || !bytes.Equal(rest, srest) {
 		t.Fatalf("%q: decodeFirst %#v %q %v", raw, got, rest, err)
 	}

@@ -238,31 +238,51 @@ type versionKey struct {
 // stream already recorded (or recorded as after, the last record of the
 // previous page). Bodies that cannot be compared are warnings of h.
 func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *compareConfig) []entryAt {
-	seen := make(map[versionKey]string) // key -> stream that recorded it
-	if after != nil {
-		seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
+	// A version is left out when another stream recorded it: with one
+	// stream there is nothing to remember.
+	oneStream := true
+	for i := range recs {
+		if recs[i].StreamID != recs[0].StreamID || after != nil && after.StreamID != recs[0].StreamID {
+			oneStream = false
+			break
+		}
 	}
-	var entries []entryAt
+	var seen map[versionKey]string // key -> stream that recorded it
+	if !oneStream {
+		seen = make(map[versionKey]string, len(recs)+1)
+		if after != nil {
+			seen[versionKey{after.Resource.UID, after.Resource.ResourceVersion, after.WatchType, originOf(*after)}] = after.StreamID
+		}
+	}
+	entries := make([]entryAt, 0, len(recs))
 	var prevBody *body
-	intern := make(map[string]string)
+	cache := newBodyCache(cc)
 	if prev != nil {
-		prevBody = &body{raw: prev.Object, intern: intern}
+		prevBody = cache.newBody(prev.Object)
 	}
 	for i := range recs {
 		rec := recs[i]
 		v := newVersion(rec)
-		key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
-		if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
-			continue
+		if !oneStream {
+			key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
+			if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
+				continue
+			}
+			seen[key] = rec.StreamID
 		}
-		seen[key] = rec.StreamID
-		cur := &body{raw: rec.Object, intern: intern}
+		cur := cache.newBody(rec.Object)
+		if !cc.trees && prevBody != nil {
+			// Check only what differs from the version before.
+			prevBody.scan()
+			cur.scanAfter(prevBody)
+		}
 		if warning := v.compare(prev, prevBody, rec, cur, cc); warning != "" {
 			h.Warnings = append(h.Warnings, warning)
 		}
-		if cur.decoded && cur.err == nil && cur.compact {
+		if cur.isCompact() {
 			v.compactObject = v.Object
 		}
+		cache.release(prevBody)
 		prev, prevBody = &recs[i], cur
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})

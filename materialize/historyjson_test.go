@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -83,4 +84,36 @@ func TestHistoryMarshalJSON(t *testing.T) {
 	sameAsEncodingJSON(t, "odd values", h)
 	v.Changes[1].After = json.Number("01")
 	sameAsEncodingJSON(t, "an invalid number", h)
+
+	// Versions whose references and field managers repeat or change by
+	// one field: what the encoder remembers of the one before applies
+	// only to the same.
+	ref := event.ResourceRef{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "ns", Name: "web", UID: "u1", ResourceVersion: "1"}
+	fm := materialize.FieldManager{Manager: "kubectl", Operation: "Update", APIVersion: "apps/v1", Time: at}
+	h = &materialize.History{}
+	for i, change := range []func(r *event.ResourceRef, m *materialize.FieldManager){
+		func(*event.ResourceRef, *materialize.FieldManager) {},
+		func(r *event.ResourceRef, _ *materialize.FieldManager) { r.ResourceVersion = "2" },
+		func(r *event.ResourceRef, m *materialize.FieldManager) { r.UID, m.Time = "u2", at.Add(time.Second) },
+		func(r *event.ResourceRef, m *materialize.FieldManager) {
+			r.ResourceVersion, m.Subresource = "", "status"
+		},
+		func(r *event.ResourceRef, _ *materialize.FieldManager) { r.Kind, r.ResourceVersion = odd, "3" },
+		func(r *event.ResourceRef, m *materialize.FieldManager) {
+			*r, m.Manager = event.ResourceRef{ResourceVersion: "4"}, odd
+		},
+		func(r *event.ResourceRef, m *materialize.FieldManager) {
+			*r, *m = event.ResourceRef{}, materialize.FieldManager{}
+		},
+		func(r *event.ResourceRef, _ *materialize.FieldManager) { r.Name = "web" },
+		func(*event.ResourceRef, *materialize.FieldManager) {},
+	} {
+		change(&ref, &fm)
+		m := fm
+		h.Entries = append(h.Entries, materialize.Entry{Kind: materialize.EntryVersion, StreamID: "s", EventID: fmt.Sprint(i), ObservedAt: at,
+			Version: &materialize.Version{Ref: ref, ResourceVersion: ref.ResourceVersion, ObservedAt: at, Object: json.RawMessage(`{}`),
+				Changes:       []materialize.FieldChange{{Path: "p", Op: materialize.OpAdd, After: "x", FieldManager: &m}},
+				FieldManagers: []materialize.FieldManager{fm, {Manager: "other"}, fm}}})
+	}
+	sameAsEncodingJSON(t, "references and field managers that repeat", h)
 }

@@ -2,7 +2,6 @@ package materialize
 
 import (
 	"encoding/json"
-	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -34,11 +33,19 @@ type FieldManager struct {
 type managedEntry struct {
 	FieldManager
 	fields map[string]any // the fieldsV1 tree: "f:name", "k:{...}", "v:...", "i:N", "."
+	id     string         // see setKey
+	// raw is the entry as written when it was read from a history's
+	// bodies: entries read from the same bytes share their fields.
+	raw []byte
 }
 
-func (e *managedEntry) key() string {
-	return e.Manager + "\x00" + e.Operation + "\x00" + e.Subresource + "\x00" + e.APIVersion
+// setKey sets the entry's key: what identifies the entry of a manager in
+// the next version (manager, operation, subresource and API version).
+func (e *managedEntry) setKey() {
+	e.id = e.Manager + "\x00" + e.Operation + "\x00" + e.Subresource + "\x00" + e.APIVersion
 }
+
+func (e *managedEntry) key() string { return e.id }
 
 // managedEntries reads the managedFields of a body; nil when it has none or
 // is not an object.
@@ -66,6 +73,7 @@ func managedEntries(body []byte) []managedEntry {
 				e.fields, _ = v.(map[string]any)
 			}
 		}
+		e.setKey()
 		out = append(out, e)
 	}
 	return out
@@ -93,41 +101,55 @@ func managedEntriesOf(v any) (out []managedEntry, ok bool) {
 	if !ok {
 		return nil, meta["managedFields"] == nil
 	}
+	return managedListOf(list)
+}
+
+// managedListOf is managedEntriesOf of the decoded list of managedFields.
+func managedListOf(list []any) (out []managedEntry, ok bool) {
 	out = make([]managedEntry, 0, len(list))
 	for _, item := range list {
-		mf, ok := item.(map[string]any)
-		if !ok || !exactKeys(mf, "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource") {
+		e, ok := managedEntryOf(item)
+		if !ok {
 			return nil, false
 		}
-		var e managedEntry
-		for _, f := range []struct {
-			key string
-			to  *string
-		}{{"manager", &e.Manager}, {"operation", &e.Operation}, {"apiVersion", &e.APIVersion}, {"subresource", &e.Subresource}, {"fieldsType", new(string)}} {
-			switch s := mf[f.key].(type) {
-			case nil:
-			case string:
-				*f.to = s
-			default:
-				return nil, false
-			}
-		}
-		switch t := mf["time"].(type) {
-		case nil:
-		case string:
-			// As metav1.Time reads it.
-			pt, err := time.Parse(time.RFC3339, t)
-			if err != nil {
-				return nil, false
-			}
-			e.Time = pt.UTC()
-		default:
-			return nil, false
-		}
-		e.fields, _ = mf["fieldsV1"].(map[string]any)
 		out = append(out, e)
 	}
 	return out, true
+}
+
+// managedEntryOf is managedListOf of one item of the list.
+func managedEntryOf(item any) (e managedEntry, ok bool) {
+	mf, ok := item.(map[string]any)
+	if !ok || !exactKeys(mf, "manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1", "subresource") {
+		return e, false
+	}
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{"manager", &e.Manager}, {"operation", &e.Operation}, {"apiVersion", &e.APIVersion}, {"subresource", &e.Subresource}, {"fieldsType", new(string)}} {
+		switch s := mf[f.key].(type) {
+		case nil:
+		case string:
+			*f.to = s
+		default:
+			return e, false
+		}
+	}
+	switch t := mf["time"].(type) {
+	case nil:
+	case string:
+		// As metav1.Time reads it.
+		pt, err := time.Parse(time.RFC3339, t)
+		if err != nil {
+			return e, false
+		}
+		e.Time = pt.UTC()
+	default:
+		return e, false
+	}
+	e.fields, _ = mf["fieldsV1"].(map[string]any)
+	e.setKey()
+	return e, true
 }
 
 // exactKeys reports whether no key of m matches one of names only case
@@ -173,64 +195,139 @@ func fieldManagers(entries []managedEntry) []FieldManager {
 // attributed to, are returned in the second version's order. paths holds
 // the path of each change.
 func attributeFields(old, cur []managedEntry, changes []FieldChange, paths [][]seg) []FieldManager {
-	oldByKey := make(map[string]*managedEntry, len(old))
-	for i := range old {
-		oldByKey[old[i].key()] = &old[i]
+	if len(cur) == 0 {
+		return nil
 	}
-	curByKey := make(map[string]*managedEntry, len(cur))
-	writes := make(map[string]bool, len(cur)) // by their entries alone
+	oldIndex, curIndex := indexEntries(old), indexEntries(cur)
+	// Entries sharing a key share their marks, those of the last of them.
+	const writes, wrote = 1, 2 // by their entries alone; and by a change
+	var buf [8]uint8
+	marks := buf[:0]
+	if len(cur) > len(buf) {
+		marks = make([]uint8, 0, len(cur))
+	}
+	marks = marks[:len(cur)]
+	mark := func(e *managedEntry, m uint8) { marks[curIndex.find(e.key())] |= m }
+	marked := func(e *managedEntry, m uint8) bool { return marks[curIndex.find(e.key())]&m != 0 }
 	for i := range cur {
 		e := &cur[i]
-		curByKey[e.key()] = e
-		if o := oldByKey[e.key()]; o == nil || !o.Time.Equal(e.Time) || gained(e.fields, o.fields) {
-			writes[e.key()] = true
+		j := oldIndex.find(e.key())
+		if j < 0 {
+			mark(e, writes|wrote)
+			continue
+		}
+		// A history shares the entries of versions whose managedFields
+		// are written alike: o is then e, or was read from the same bytes.
+		if o := &old[j]; o != e && !sameEntryBytes(o, e) && (!o.Time.Equal(e.Time) || gained(e.fields, o.fields)) {
+			mark(e, writes|wrote)
 		}
 	}
-	wrote := maps.Clone(writes)
 	for i := range changes {
 		if i >= len(paths) || len(paths[i]) == 0 {
 			continue
 		}
-		var owners []*managedEntry
+		var owner *managedEntry
 		if changes[i].Op == OpRemove {
-			var writers, formerOwners []*managedEntry
+			var writer, formerOwner *managedEntry
+			writers, formerOwners := 0, 0
 			for j := range cur {
-				if e := &cur[j]; writes[e.key()] {
-					writers = append(writers, e)
-					if o := oldByKey[e.key()]; o != nil && owns(o.fields, paths[i]) {
-						formerOwners = append(formerOwners, e)
+				if e := &cur[j]; marked(e, writes) {
+					writers++
+					writer = e
+					if o := oldIndex.find(e.key()); o >= 0 && owns(old[o].fields, paths[i]) {
+						formerOwners++
+						formerOwner = e
 					}
 				}
 			}
-			owners = writers
-			if len(writers) > 1 {
-				owners = formerOwners
-			}
-			if len(owners) != 1 {
+			switch {
+			case writers == 1:
+				owner = writer
+			case writers > 1 && formerOwners == 1:
+				owner = formerOwner
+			default:
 				continue
 			}
 		} else {
-			for j := range cur {
-				if owns(cur[j].fields, paths[i]) {
-					owners = append(owners, &cur[j])
-				}
-			}
+			owner = latestOwner(cur, paths[i])
 		}
-		if o := soleOrLatest(owners); o != nil {
-			fm := o.FieldManager
+		if owner != nil {
+			fm := owner.FieldManager
 			changes[i].FieldManager = &fm
-			if curByKey[o.key()] != nil {
-				wrote[o.key()] = true
-			}
+			mark(owner, wrote)
 		}
 	}
 	var out []FieldManager
-	for _, e := range cur {
-		if wrote[e.key()] {
-			out = append(out, e.FieldManager)
+	for i := range cur {
+		if marked(&cur[i], wrote) {
+			out = append(out, cur[i].FieldManager)
 		}
 	}
 	return out
+}
+
+// sameEntryBytes reports whether two entries were read from the same
+// bytes, and so are equal.
+func sameEntryBytes(a, b *managedEntry) bool {
+	return len(a.raw) > 0 && len(a.raw) == len(b.raw) && &a.raw[0] == &b.raw[0]
+}
+
+// entryIndex finds the last of entries with a key, as a map from keys
+// to entries would hold it.
+type entryIndex struct {
+	entries []managedEntry
+	index   map[string]int // when there are many
+}
+
+func indexEntries(entries []managedEntry) entryIndex {
+	x := entryIndex{entries: entries}
+	if len(entries) > 8 {
+		x.index = make(map[string]int, len(entries))
+		for i := range entries {
+			x.index[entries[i].key()] = i
+		}
+	}
+	return x
+}
+
+// find returns the position of the last entry with key, -1 when none.
+func (x entryIndex) find(key string) int {
+	if x.index != nil {
+		if i, ok := x.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := len(x.entries) - 1; i >= 0; i-- {
+		if x.entries[i].key() == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// latestOwner returns the entry of cur that owns path, or the one whose
+// entry is strictly the newest among those that do; nil when that does
+// not decide (shared ownership at the same second).
+func latestOwner(cur []managedEntry, path []seg) *managedEntry {
+	var best *managedEntry
+	tie := false
+	for j := range cur {
+		o := &cur[j]
+		if !owns(o.fields, path) {
+			continue
+		}
+		switch {
+		case best == nil || o.Time.After(best.Time):
+			best, tie = o, false
+		case o.Time.Equal(best.Time):
+			tie = true
+		}
+	}
+	if tie {
+		return nil
+	}
+	return best
 }
 
 // gained reports whether the fieldsV1 set now holds a path that was not
@@ -250,26 +347,6 @@ func gained(now, before map[string]any) bool {
 	return false
 }
 
-// soleOrLatest returns the only owner, or the one whose entry is strictly
-// the newest; nil when that does not decide (shared ownership at the same
-// second).
-func soleOrLatest(owners []*managedEntry) *managedEntry {
-	var best *managedEntry
-	tie := false
-	for _, o := range owners {
-		switch {
-		case best == nil || o.Time.After(best.Time):
-			best, tie = o, false
-		case o.Time.Equal(best.Time):
-			tie = true
-		}
-	}
-	if tie {
-		return nil
-	}
-	return best
-}
-
 // owns reports whether a fieldsV1 set holds a path: every step is in the
 // set, or the set ends in a leaf above the path (a field owned as a whole,
 // such as an atomic list).
@@ -278,6 +355,7 @@ func owns(set map[string]any, path []seg) bool {
 		return false
 	}
 	cur := set
+	var buf [64]byte // the key looked up, without allocating when short
 	for _, s := range path {
 		if len(cur) == 0 {
 			return true
@@ -286,9 +364,9 @@ func owns(set map[string]any, path []seg) bool {
 		found := false
 		switch s.kind {
 		case segField:
-			next, found = cur["f:"+s.name]
+			next, found = cur[string(append(append(buf[:0], "f:"...), s.name...))]
 		case segIndex:
-			next, found = cur["i:"+strconv.Itoa(s.index)]
+			next, found = cur[string(strconv.AppendInt(append(buf[:0], "i:"...), int64(s.index), 10))]
 		case segKey:
 			for k, v := range cur {
 				if strings.HasPrefix(k, "k:") && keyMatches(k[2:], s.name, s.value) {

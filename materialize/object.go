@@ -72,7 +72,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		}
 	}
 
-	timelines, err := m.timelinesClaiming(ctx, obj)
+	timelines, err := m.timelinesOf(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -118,4 +118,57 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		st.Warnings = append(st.Warnings, fmt.Sprintf("no stream records %s", describeObject(obj)))
 	}
 	return st, nil
+}
+
+// timelinesOf returns the timelines of the streams that record obj's
+// resource in its namespace (or all namespaces), as timelinesClaiming does,
+// reading the evidence of those streams only: a cluster's timelines tell
+// which streams they are, then each one's evidence is read, then the
+// timelines again, whose claiming streams must be the same (else it starts
+// over). The evidence is read before the timelines used, as
+// storage.CoverageFrom requires.
+func (m *Materializer) timelinesOf(ctx context.Context, obj storage.ObjectID) ([]claimingTimeline, error) {
+	claiming := func() ([]claimingTimeline, error) {
+		all, err := storage.Timelines(ctx, m.store, obj.ClusterID)
+		if err != nil {
+			return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
+		}
+		var out []claimingTimeline
+		for _, tl := range all {
+			if holdsResource(tl.Stream, obj) {
+				out = append(out, claimingTimeline{Timeline: tl})
+			}
+		}
+		return out, nil
+	}
+	tls, err := claiming()
+	if err != nil {
+		return nil, err
+	}
+	for range 3 {
+		evidence := make([]time.Time, len(tls))
+		for i, tl := range tls {
+			if evidence[i], err = storage.StreamEvidence(ctx, m.store, tl.StreamID); err != nil {
+				return nil, err
+			}
+		}
+		now, err := claiming()
+		if err != nil {
+			return nil, err
+		}
+		same := len(now) == len(tls)
+		for i := range now {
+			if !same {
+				break
+			}
+			same = now[i].StreamID == tls[i].StreamID
+			now[i].evidence = evidence[i]
+		}
+		if same {
+			return now, nil
+		}
+		// A stream that records obj began meanwhile.
+		tls = now
+	}
+	return m.timelinesClaiming(ctx, obj)
 }

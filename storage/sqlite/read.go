@@ -634,7 +634,7 @@ func (s *Store) StreamStatus(ctx context.Context, streamID string) (storage.Stre
 		return storage.StreamStatus{}, err
 	}
 	defer done()
-	st, err := scanStream(s.r.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
+	st, err := scanStream(s.queryRow(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.StreamStatus{}, fmt.Errorf("sqlite: stream %s: %w", streamID, storage.ErrNotFound)
 	}

@@ -1,0 +1,93 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/cputime"
+	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage/storagetest"
+)
+
+// BenchmarkObjectAt measures what an object-at-T request asks of the
+// journal: materialize's ObjectAt of a random object at a random time of
+// the history, as server.BenchmarkQueryAPI asks it. "small" is a journal
+// of one object; "large" is the query API benchmark's journal of
+// 1,000,000 events at KRPLY_BENCH_HISTORY_JOURNAL (a copy: the store
+// writes to it). It reports the process CPU per request.
+//
+//	go test -run XXX -bench BenchmarkObjectAt ./storage/sqlite/
+func BenchmarkObjectAt(b *testing.B) {
+	ctx := context.Background()
+	run := func(b *testing.B, s *sqlite.Store, objects int) {
+		m, err := materialize.New(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		span := int64(objects * histVersions)
+		rng := rand.New(rand.NewPCG(99, 7))
+		b.ResetTimer()
+		start := cputime.Process()
+		for range b.N {
+			obj := rng.IntN(objects)
+			s0 := histStream(obj % histNamespaces)
+			id := storage.ObjectID{ClusterID: s0.ClusterID, Resource: s0.Resource, Namespace: s0.Namespace, Name: fmt.Sprintf("cm-%05d", obj)}
+			at := histStart.Add(time.Duration(int64(objects)+rng.Int64N(span-int64(objects))) * time.Millisecond)
+			st, err := m.ObjectAt(ctx, id, at)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !st.Exists || !st.Covered || len(st.Object) == 0 {
+				b.Fatalf("%s at %s: exists %v, covered %v", id.Name, at, st.Exists, st.Covered)
+			}
+		}
+		b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+	}
+	b.Run("small", func(b *testing.B) {
+		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
+			b.Fatal(err)
+		}
+		recs := make([]event.Record, histVersions)
+		for v := range recs {
+			recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Millisecond))
+		}
+		if _, err := s.Append(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Append(ctx, []event.Record{storagetest.Checkpoint(histStream(0), "2000", true, histStart.Add(time.Hour))}); err != nil {
+			b.Fatal(err)
+		}
+		run(b, s, 1)
+	})
+	b.Run("large", func(b *testing.B) {
+		path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
+		if path == "" {
+			b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
+		}
+		var opts []sqlite.Option
+		if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			opts = append(opts, sqlite.WithMmapSize(n))
+		}
+		s, err := sqlite.Open(ctx, path, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		run(b, s, 10_000)
+	})
+}

@@ -298,3 +298,27 @@ func TestObjectAtStreamBeginsMeanwhile(t *testing.T) {
 		t.Errorf("covered=%v exists=%v, want both", st.Covered, st.Exists)
 	}
 }
+
+// A stream that records the object and began after the Materializer's
+// last ObjectAt of the resource is in the answer, with its evidence.
+func TestObjectAtStreamBeginsBetweenCalls(t *testing.T) {
+	j := newOutageJournal(t)
+	m := j.materializer()
+	id := idOf(j.cms, "a", "shop")
+	if st, err := m.ObjectAt(context.Background(), id, at(30)); err != nil || len(st.Coverage) != 1 {
+		t.Fatalf("first ObjectAt: %v, %+v", err, st)
+	}
+	all := j.stream("", "v1", "configmaps", "")
+	j.baseline(all, "w1", at(20), cm("shop", "a", "ua", map[string]any{"v": "2"}))
+	j.progress(all, at(80))
+	st, err := m.ObjectAt(context.Background(), id, at(70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Coverage) != 2 || st.Coverage[0].StreamID != all.ID() || !st.Coverage[0].Covered || !st.Coverage[0].EvidenceUntil.Equal(at(80)) {
+		t.Fatalf("coverage %+v, want both streams, the new one covered with evidence to minute 80", st.Coverage)
+	}
+	if !st.Covered || !st.Exists {
+		t.Errorf("covered=%v exists=%v, want both", st.Covered, st.Exists)
+	}
+}

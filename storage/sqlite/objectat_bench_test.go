@@ -23,21 +23,40 @@ import (
 // the history, as server.BenchmarkQueryAPI asks it. "small" is a journal
 // of one object; "large" is the query API benchmark's journal of
 // 1,000,000 events at KRPLY_BENCH_HISTORY_JOURNAL (a copy: the store
-// writes to it). It reports the process CPU per request.
+// writes to it), "large-recording" the same while events are appended.
+// It reports the process CPU per request.
 //
 //	go test -run XXX -bench BenchmarkObjectAt ./storage/sqlite/
 func BenchmarkObjectAt(b *testing.B) {
 	ctx := context.Background()
-	run := func(b *testing.B, s *sqlite.Store, objects int) {
+	// With recording, a batch of 20 events is appended after every 4
+	// requests (not measured), as server.BenchmarkQueryAPI's recorder
+	// does meanwhile: each commit makes the read connections drop their
+	// page caches.
+	run := func(b *testing.B, s *sqlite.Store, objects int, recording bool) {
 		m, err := materialize.New(s)
 		if err != nil {
 			b.Fatal(err)
 		}
 		span := int64(objects * histVersions)
 		rng := rand.New(rand.NewPCG(99, 7))
+		next := objects * histVersions
 		b.ResetTimer()
+		var cpu time.Duration
 		start := cputime.Process()
-		for range b.N {
+		for i := range b.N {
+			if recording && i%4 == 0 {
+				cpu += cputime.Process() - start
+				recs := make([]event.Record, 20)
+				for k := range recs {
+					recs[k] = histObject(next%objects, next/objects, histStart.Add(time.Duration(next+1)*time.Millisecond))
+					next++
+				}
+				if _, err := s.Append(ctx, recs); err != nil {
+					b.Fatal(err)
+				}
+				start = cputime.Process()
+			}
 			obj := rng.IntN(objects)
 			s0 := histStream(obj % histNamespaces)
 			id := storage.ObjectID{ClusterID: s0.ClusterID, Resource: s0.Resource, Namespace: s0.Namespace, Name: fmt.Sprintf("cm-%05d", obj)}
@@ -50,7 +69,8 @@ func BenchmarkObjectAt(b *testing.B) {
 				b.Fatalf("%s at %s: exists %v, covered %v", id.Name, at, st.Exists, st.Covered)
 			}
 		}
-		b.ReportMetric(float64((cputime.Process()-start).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		cpu += cputime.Process() - start
+		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 	b.Run("small", func(b *testing.B) {
 		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
@@ -71,23 +91,29 @@ func BenchmarkObjectAt(b *testing.B) {
 		if _, err := s.Append(ctx, []event.Record{storagetest.Checkpoint(histStream(0), "2000", true, histStart.Add(time.Hour))}); err != nil {
 			b.Fatal(err)
 		}
-		run(b, s, 1)
+		run(b, s, 1, false)
 	})
-	b.Run("large", func(b *testing.B) {
-		path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
-		if path == "" {
-			b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
+	for _, recording := range []bool{false, true} {
+		name := "large"
+		if recording {
+			name = "large-recording"
 		}
-		var opts []sqlite.Option
-		if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			opts = append(opts, sqlite.WithMmapSize(n))
-		}
-		s, err := sqlite.Open(ctx, path, opts...)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer s.Close()
-		run(b, s, 10_000)
-	})
+		b.Run(name, func(b *testing.B) {
+			path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
+			if path == "" {
+				b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
+			}
+			var opts []sqlite.Option
+			if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				opts = append(opts, sqlite.WithMmapSize(n))
+			}
+			s, err := sqlite.Open(ctx, path, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			run(b, s, 10_000, recording)
+		})
+	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -73,24 +70,8 @@ func BenchmarkObjectAt(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 	b.Run("small", func(b *testing.B) {
-		s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openSmallJournal(b, time.Millisecond, storagetest.Checkpoint(histStream(0), "2000", true, histStart.Add(time.Hour)))
 		defer s.Close()
-		if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
-			b.Fatal(err)
-		}
-		recs := make([]event.Record, histVersions)
-		for v := range recs {
-			recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Millisecond))
-		}
-		if _, err := s.Append(ctx, recs); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.Append(ctx, []event.Record{storagetest.Checkpoint(histStream(0), "2000", true, histStart.Add(time.Hour))}); err != nil {
-			b.Fatal(err)
-		}
 		run(b, s, 1, false)
 	})
 	for _, recording := range []bool{false, true} {
@@ -99,19 +80,7 @@ func BenchmarkObjectAt(b *testing.B) {
 			name = "large-recording"
 		}
 		b.Run(name, func(b *testing.B) {
-			path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
-			if path == "" {
-				b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
-			}
-			var opts []sqlite.Option
-			if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				opts = append(opts, sqlite.WithMmapSize(n))
-			}
-			s, err := sqlite.Open(ctx, path, opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := openLargeJournal(b)
 			defer s.Close()
 			run(b, s, 10_000, recording)
 		})

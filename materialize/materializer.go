@@ -2,6 +2,7 @@ package materialize
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
@@ -30,6 +31,9 @@ type Materializer struct {
 	log   logr.Logger
 	clock clock.PassiveClock
 	newID func() string
+	// resourceStreams guesses, for ObjectAt, which streams record a
+	// resource: see timelinesOf.
+	resourceStreams sync.Map // resourceKey -> []event.Stream
 }
 
 type config struct {

@@ -72,7 +72,7 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		}
 	}
 
-	timelines, err := m.timelinesClaiming(ctx, obj)
+	timelines, err := m.timelinesOf(ctx, obj)
 	if err != nil {
 		return nil, err
 	}
@@ -118,4 +118,84 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		st.Warnings = append(st.Warnings, fmt.Sprintf("no stream records %s", describeObject(obj)))
 	}
 	return st, nil
+}
+
+// resourceKey names a resource of a cluster.
+type resourceKey struct{ cluster, group, resource string }
+
+// timelinesOf returns the timelines of the streams that record obj's
+// resource in its namespace (or all namespaces), as timelinesClaiming does,
+// reading the evidence of those streams only. It reads the evidence of the
+// streams it guesses record obj (those of obj's resource that the last
+// call found, or those of the cluster's timelines), then the timelines,
+// whose streams recording obj must be the ones guessed, else it starts
+// over with those. The evidence is read before the timelines used, as
+// storage.CoverageFrom requires.
+func (m *Materializer) timelinesOf(ctx context.Context, obj storage.ObjectID) ([]claimingTimeline, error) {
+	key := resourceKey{obj.ClusterID, obj.Group, obj.Resource}
+	var streams []event.Stream
+	if v, ok := m.resourceStreams.Load(key); ok {
+		streams = v.([]event.Stream)
+	} else {
+		all, err := storage.Timelines(ctx, m.store, obj.ClusterID)
+		if err != nil {
+			return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
+		}
+		streams = streamsOf(all, key)
+	}
+	for range 3 {
+		var claimed []string
+		var evidence []time.Time
+		for _, s := range streams {
+			if !holdsResource(s, obj) {
+				continue
+			}
+			id := s.ID()
+			ev, err := storage.StreamEvidence(ctx, m.store, id)
+			if err != nil {
+				return nil, err
+			}
+			claimed, evidence = append(claimed, id), append(evidence, ev)
+		}
+		all, err := storage.Timelines(ctx, m.store, obj.ClusterID)
+		if err != nil {
+			return nil, fmt.Errorf("streams of cluster %q: %w", obj.ClusterID, err)
+		}
+		var out []claimingTimeline
+		same := true
+		for _, tl := range all {
+			if !holdsResource(tl.Stream, obj) {
+				continue
+			}
+			if i := len(out); i < len(claimed) && claimed[i] == tl.StreamID {
+				out = append(out, claimingTimeline{Timeline: tl, evidence: evidence[i]})
+			} else {
+				same = false
+				break
+			}
+		}
+		now := streamsOf(all, key)
+		if same && len(out) == len(claimed) {
+			if len(now) > 0 {
+				m.resourceStreams.Store(key, now)
+			}
+			return out, nil
+		}
+		// A stream that records obj began meanwhile, or the guess was
+		// old.
+		streams = now
+	}
+	return m.timelinesClaiming(ctx, obj)
+}
+
+// streamsOf returns the streams of the timelines that record the resource
+// of key.
+func streamsOf(all []storage.Timeline, key resourceKey) []event.Stream {
+	var out []event.Stream
+	for _, tl := range all {
+		if tl.Stream.ClusterID == key.cluster && tl.Stream.Group == key.group && tl.Stream.Resource == key.resource {
+			out = append(out, tl.Stream)
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/memory"
 )
 
 // outageJournal is one ConfigMap stream in namespace shop:
@@ -209,5 +210,115 @@ func TestObjectAtErrors(t *testing.T) {
 	}
 	if _, err := materialize.New(nil); !errors.Is(err, materialize.ErrInvalidArgument) {
 		t.Fatalf("New(nil) err %v", err)
+	}
+}
+
+// statusHook is a memory store that runs before, once, at its first
+// StreamStatus or Streams: what a writer appends while ObjectAt reads the
+// evidence of the streams.
+type statusHook struct {
+	*memory.Store
+	before func()
+}
+
+func (h *statusHook) fire() {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+}
+
+func (h *statusHook) StreamStatus(ctx context.Context, streamID string) (storage.StreamStatus, error) {
+	h.fire()
+	return h.Store.StreamStatus(ctx, streamID)
+}
+
+func (h *statusHook) Streams(ctx context.Context, clusterID string) ([]storage.StreamStatus, error) {
+	h.fire()
+	return h.Store.Streams(ctx, clusterID)
+}
+
+func newStatusHook(t *testing.T) (*statusHook, outageJournal) {
+	h := &statusHook{Store: memory.New()}
+	t.Cleanup(func() { _ = h.Store.Close() })
+	return h, newOutageJournalIn(newJournalIn(t, h.Store))
+}
+
+// A gap appended with newer evidence while ObjectAt reads the streams is
+// seen: the evidence is read before the timelines that hold the gap, so
+// a time inside the gap is not covered by the newer evidence.
+func TestObjectAtEvidenceBeforeTimelines(t *testing.T) {
+	h, j := newStatusHook(t)
+	h.before = func() {
+		j.gap(j.cms, at(60), at(64))
+		j.progress(j.cms, at(70))
+	}
+	m, err := materialize.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.before != nil {
+		t.Fatal("ObjectAt read no stream status")
+	}
+	if st.Covered || len(st.Coverage) != 1 || st.Coverage[0].Covered {
+		t.Fatalf("covered=%v, coverage %+v: want minute 62 not covered (the gap from 60, or evidence to 60 only)", st.Covered, st.Coverage)
+	}
+}
+
+// A stream that records the object and begins while ObjectAt reads the
+// evidence of the others is in the answer with its own evidence.
+func TestObjectAtStreamBeginsMeanwhile(t *testing.T) {
+	h, j := newStatusHook(t)
+	all := j.stream("", "v1", "configmaps", "")
+	h.before = func() {
+		j.baseline(all, "w1", at(20), cm("shop", "a", "ua", map[string]any{"v": "2"}))
+		j.progress(all, at(80))
+	}
+	m, err := materialize.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Coverage) != 2 {
+		t.Fatalf("coverage %+v, want both streams", st.Coverage)
+	}
+	for _, c := range st.Coverage {
+		if c.StreamID == all.ID() && (!c.Covered || !c.EvidenceUntil.Equal(at(80))) {
+			t.Errorf("new stream: covered=%v, evidence %v (%s), want covered with evidence to minute 80", c.Covered, c.EvidenceUntil, c.Reason)
+		}
+	}
+	if !st.Covered || !st.Exists {
+		t.Errorf("covered=%v exists=%v, want both", st.Covered, st.Exists)
+	}
+}
+
+// A stream that records the object and began after the Materializer's
+// last ObjectAt of the resource is in the answer, with its evidence.
+func TestObjectAtStreamBeginsBetweenCalls(t *testing.T) {
+	j := newOutageJournal(t)
+	m := j.materializer()
+	id := idOf(j.cms, "a", "shop")
+	if st, err := m.ObjectAt(context.Background(), id, at(30)); err != nil || len(st.Coverage) != 1 {
+		t.Fatalf("first ObjectAt: %v, %+v", err, st)
+	}
+	all := j.stream("", "v1", "configmaps", "")
+	j.baseline(all, "w1", at(20), cm("shop", "a", "ua", map[string]any{"v": "2"}))
+	j.progress(all, at(80))
+	st, err := m.ObjectAt(context.Background(), id, at(70))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Coverage) != 2 || st.Coverage[0].StreamID != all.ID() || !st.Coverage[0].Covered || !st.Coverage[0].EvidenceUntil.Equal(at(80)) {
+		t.Fatalf("coverage %+v, want both streams, the new one covered with evidence to minute 80", st.Coverage)
+	}
+	if !st.Covered || !st.Exists {
+		t.Errorf("covered=%v exists=%v, want both", st.Covered, st.Exists)
 	}
 }

@@ -156,11 +156,12 @@
 // one dedicated connection, one at a time; reads use a pool of read-only
 // connections (WithReadConnections) and, thanks to WAL, never wait for a
 // write and always see whole batches, from this process or another.
-// AliveAt, which reads a row for each of many objects, and ObjectHistory,
-// which reads a records page and a bodies page for each version, use a
-// second pool of as many connections, opened on first use, that maps up
-// to 1 GiB of the file into memory (no system call per page read; point
-// reads keep the unmapped pool, see WithMmapSize).
+// AliveAt, which reads a row for each of many objects, ObjectHistory,
+// which reads a records page and a bodies page for each version, and
+// LatestAt and Watermark, whose seeks land anywhere in a large journal,
+// use a second pool of as many connections, opened on first use, that
+// maps up to 1 GiB of the file into memory (no system call per page read;
+// the other point reads keep the unmapped pool, see WithMmapSize).
 //
 // # File format
 //

@@ -86,43 +86,60 @@ func BenchmarkObjectHistory(b *testing.B) {
 			name = "small-audited"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
-				b.Fatal(err)
-			}
-			recs := make([]event.Record, histVersions)
-			for v := range recs {
-				recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*time.Second))
-			}
+			var extra []event.Record
 			if audited {
 				other := histObject(histNamespaces, 0, histStart)
-				recs = append(recs, other, storagetest.Correlation(other, "audit-1", "alice", histStart.Add(time.Second)))
+				extra = append(extra, other, storagetest.Correlation(other, "audit-1", "alice", histStart.Add(time.Second)))
 			}
-			if _, err := s.Append(ctx, recs); err != nil {
-				b.Fatal(err)
-			}
+			s := openSmallJournal(b, time.Second, extra...)
+			defer s.Close()
 			run(b, s, 1)
 		})
 	}
 	b.Run("large", func(b *testing.B) {
-		path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
-		if path == "" {
-			b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
-		}
-		var opts []sqlite.Option
-		if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			opts = append(opts, sqlite.WithMmapSize(n))
-		}
-		s, err := sqlite.Open(ctx, path, opts...)
-		if err != nil {
-			b.Fatal(err)
-		}
+		s := openLargeJournal(b)
 		defer s.Close()
 		run(b, s, 10_000)
 	})
+}
+
+// openSmallJournal opens a new journal of one object: a baseline of its
+// stream, then histVersions versions step apart and the extra records.
+func openSmallJournal(b *testing.B, step time.Duration, extra ...event.Record) *sqlite.Store {
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]event.Record, histVersions, histVersions+len(extra))
+	for v := range recs {
+		recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*step))
+	}
+	if _, err := s.Append(ctx, append(recs, extra...)); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// openLargeJournal opens the query API benchmark's journal at
+// KRPLY_BENCH_HISTORY_JOURNAL, mapping KRPLY_BENCH_HISTORY_MMAP bytes of
+// it when set, or skips the benchmark.
+func openLargeJournal(b *testing.B) *sqlite.Store {
+	path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
+	if path == "" {
+		b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
+	}
+	var opts []sqlite.Option
+	if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		opts = append(opts, sqlite.WithMmapSize(n))
+	}
+	s, err := sqlite.Open(context.Background(), path, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }

@@ -135,11 +135,12 @@ func WithLogger(l logr.Logger) Option {
 // into memory (SQLite's mmap_size; default 0, off). Mapped pages are read
 // without a system call, but SQLite parses a mapped page again on every
 // visit instead of keeping it in its page cache: on a 1M-event journal a
-// 1 GiB map made ObjectAt's p50 101 µs and p99 2.9 ms against 84 µs and
-// 0.8 ms without one, while whole-scope Snapshot and Diff moved by less
-// than 20% either way. Consider it for scans of journals much larger
-// than the page cache. AliveAt and ObjectHistory map the file anyway, on
-// a pool of their own (see the package documentation's Concurrency).
+// 1 GiB map once made ObjectAt's p50 101 µs and p99 2.9 ms against 84 µs
+// and 0.8 ms without one (its seeks now map the file anyway), while
+// whole-scope Snapshot and Diff moved by less than 20% either way. Consider it for scans of journals much larger
+// than the page cache. AliveAt, ObjectHistory, LatestAt and Watermark map
+// the file anyway, on a pool of their own (see the package documentation's
+// Concurrency).
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

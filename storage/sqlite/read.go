@@ -634,7 +634,7 @@ func (s *Store) StreamStatus(ctx context.Context, streamID string) (storage.Stre
 		return storage.StreamStatus{}, err
 	}
 	defer done()
-	st, err := scanStream(s.r.QueryRowContext(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
+	st, err := scanStream(s.queryRow(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.StreamStatus{}, fmt.Errorf("sqlite: stream %s: %w", streamID, storage.ErrNotFound)
 	}
@@ -840,7 +840,7 @@ func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		if exclude == "" {
 			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
 		} else {
-			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
+			rows, err = s.cachedScanQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
 		}
 		if err != nil {
 			return nil, err
@@ -864,7 +864,7 @@ func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		}
 		ok = true
 	}
-	rows, err := s.cachedQuery(ctx, latestAtSelfContained, args...)
+	rows, err := s.cachedScanQuery(ctx, latestAtSelfContained, args...)
 	if err != nil {
 		return nil, err
 	}

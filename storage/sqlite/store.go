@@ -39,8 +39,9 @@ type Store struct {
 	r *sql.DB // the read pool, query_only
 	// scan is the pool of statements that read rows all over the file
 	// (AliveAt: an object per row, for many objects; ObjectHistory: an
-	// object's versions): the read pool but for the file mapped into
-	// memory (see scanMmapBytes); r itself when WithMmapSize maps as much.
+	// object's versions; LatestAt and Watermark: a seek anywhere): the
+	// read pool but for the file mapped into memory (see scanMmapBytes);
+	// r itself when WithMmapSize maps as much.
 	scan *sql.DB
 	// immutable is set when a read-only Store reads the file as
 	// immutable; it notices when the file changes after all.

@@ -8,6 +8,9 @@ RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./mate
 # Packages of nested modules that make test runs without the race detector: the truth soak test, as internal/truth in the core module
 # (its PostgreSQL run takes 7 minutes under -race, 3.7 without; the store's own packages run under -race).
 NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth
+# The core module's slowest test packages, slowest first: make test starts them first (go test runs
+# packages in the order given, -p at a time), so that none of them is left to run alone at the end.
+SLOW_FIRST ?= ./watch ./storage/sqlite ./internal/truth ./storage/transfer ./storage ./internal/testenv ./internal/soak ./audit
 
 .PHONY: all test testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
 
@@ -27,6 +30,9 @@ test: fmt-check no-binaries vet api-check examples nested-test
 	echo "control plane binaries: $$assets"; \
 	race=$$($(GO) list $(RACE_PKGS) | sort); \
 	plain=$$(comm -23 <($(GO) list ./... | sort) <(echo "$$race")); \
+	slow=$$($(GO) list $(SLOW_FIRST)); \
+	slowfirst() { grep -Fx -f <(echo "$$1") <<<"$$slow" || true; grep -vFx -f <(echo "$$slow") <<<"$$1" || true; }; \
+	race=$$(slowfirst "$$race"); plain=$$(slowfirst "$$plain"); \
 	echo "testing $$(echo "$$plain" | wc -l) packages, then $$(echo "$$race" | wc -l) under the race detector (each once)"; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -timeout 45m $$plain; \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 $(GO) test -count=1 -race -timeout 30m $$race
@@ -76,17 +82,23 @@ browser:
 
 ## nested-test: the tests of every nested module (under the race detector but NESTED_NO_RACE), on the local control plane, a local PostgreSQL (hack/postgres.sh installs it when missing) and Chromium: missing programs fail them instead of skipping them.
 nested-test: browser
-	@assets=$$(hack/testbin.sh | tail -n 1); \
-	pgbin=$$(hack/postgres.sh | tail -n 1); \
-	for mod in $(NESTED); do \
-		echo "testing $$mod"; \
-		(cd "$$mod" && export KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_PG_BIN="$$pgbin" && \
-			pkgs=$$($(GO) list ./... | sort) && \
-			plain=$$(comm -12 <(echo "$$pkgs") <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
-			race=$$(comm -23 <(echo "$$pkgs") <(echo "$$plain")) && \
-			$(GO) test -count=1 -race -timeout 15m $$race && \
-			if [[ -n "$$plain" ]]; then $(GO) test -count=1 -timeout 15m $$plain; fi); \
-	done
+	@export KUBEBUILDER_ASSETS=$$(hack/testbin.sh | tail -n 1) KRPLY_REQUIRE_TESTENV=1 KRPLY_PG_BIN=$$(hack/postgres.sh | tail -n 1); \
+	$(MAKE) --no-print-directory -j $(NESTED_JOBS) --output-sync=target $(NESTED_RUNS)
+
+# The runs of nested-test, NESTED_JOBS at a time (each a go test, its output printed when it ends): every module's
+# packages under the race detector (nested-race/<module>) and its NESTED_NO_RACE packages without it (nested-plain/<module>),
+# the modules of NESTED_SLOW_FIRST first, so that the longest runs start at once and the others fill in beside them.
+NESTED_JOBS ?= 2
+NESTED_SLOW_FIRST ?= ./storage/postgres
+NESTED_RUNS := $(foreach mod,$(filter $(NESTED_SLOW_FIRST),$(NESTED)) $(filter-out $(NESTED_SLOW_FIRST),$(NESTED)),nested-race/$(mod:./%=%) nested-plain/$(mod:./%=%))
+
+nested-race/%:
+	@cd $* && race=$$(comm -23 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
+	if [[ -n "$$race" ]]; then echo "testing $* under the race detector"; $(GO) test -count=1 -race -timeout 15m $$race; fi
+
+nested-plain/%:
+	@cd $* && plain=$$(comm -12 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
+	if [[ -n "$$plain" ]]; then echo "testing $* without the race detector:" $$plain; $(GO) test -count=1 -timeout 15m $$plain; fi
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
 .PHONY: truth-soak

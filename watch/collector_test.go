@@ -120,12 +120,7 @@ func TestStartUnknownResourceFails(t *testing.T) {
 func TestFakeBaselineThenWatch(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"), configMap("b", "two", "2"))
 	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	c, stop := startCollector(t, dyn, st)
 	waitWatching(t, c)
 	id := cmStreamID("c1")
 

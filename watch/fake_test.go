@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 )
@@ -123,13 +124,22 @@ func waitWatching(t *testing.T, c *Collector) {
 func startSynced(t *testing.T, dyn *dynamicfake.FakeDynamicClient, extra ...Option) (*memory.Store, *Collector) {
 	t.Helper()
 	st := newMemory(t)
+	c, _ := startCollector(t, dyn, st, extra...)
+	return st, c
+}
+
+// startCollector runs a Collector of dyn (with the fake's discovery) into
+// st, with testOpts and extra, until the test ends, and returns it synced,
+// with the function that stops it.
+func startCollector(t *testing.T, dyn dynamic.Interface, st storage.Store, extra ...Option) (*Collector, func() error) {
+	t.Helper()
 	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, extra...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, c)
+	stop := run(t, c)
 	waitSync(t, c)
-	return st, c
+	return c, stop
 }
 
 // eventually polls cond until it holds or the timeout passes.

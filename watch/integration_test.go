@@ -21,6 +21,7 @@ import (
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/memory"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,6 +38,40 @@ func TestMain(m *testing.M) {
 		os.Exit(killedListChild(spec))
 	}
 	os.Exit(testenv.RunMain(m))
+}
+
+// nsTest is where most integration tests start: a namespace of their own
+// on the package's shared control plane, holding the ConfigMaps named at
+// its start (each with the value "0"), the admin's client, and a memory
+// journal for a Collector of the namespace's ConfigMaps (stream id).
+type nsTest struct {
+	env *testenv.Env
+	ns  string
+	dyn dynamic.Interface
+	st  *memory.Store
+	id  string
+}
+
+func newNSTest(t *testing.T, configMaps ...string) nsTest {
+	t.Helper()
+	env := testenv.Shared(t)
+	ns := env.CreateNamespace(t)
+	n := nsTest{env: env, ns: ns, dyn: dynFor(t, env.Config()), st: newMemory(t), id: nsStreamID("it", ns)}
+	for _, name := range configMaps {
+		mustCreateCM(t, n.dyn, ns, name, "0")
+	}
+	return n
+}
+
+// record runs a Collector of the namespace's ConfigMaps into the journal,
+// through cfg with realOpts and extra, until the test ends, and returns it
+// synced.
+func (n nsTest) record(t *testing.T, cfg *rest.Config, extra ...Option) *Collector {
+	t.Helper()
+	c := newReal(t, cfg, n.st, realOpts(t, n.ns, extra...)...)
+	run(t, c)
+	waitSync(t, c)
+	return c
 }
 
 func realOpts(t *testing.T, ns string, extra ...Option) []Option {
@@ -202,15 +237,15 @@ func realEvents(recs []event.Record) []event.Record {
 // Collector takes its (paginated or streaming) baseline and starts
 // watching, then compares the journal with the server, object by object.
 func TestIntegrationNoEventMissedBetweenListAndWatch(t *testing.T) {
-	env := testenv.Shared(t)
 	for _, mode := range []WatchListMode{WatchListOff, WatchListOn} {
 		t.Run(string(mode), func(t *testing.T) {
-			ns := env.CreateNamespace(t)
-			p := faultproxy.Start(t, env.Config())
-			dyn := dynFor(t, env.Config())
+			var pre []string
 			for i := 0; i < 40; i++ {
-				mustCreateCM(t, dyn, ns, fmt.Sprintf("pre-%02d", i), "0")
+				pre = append(pre, fmt.Sprintf("pre-%02d", i))
 			}
+			n := newNSTest(t, pre...)
+			ns, dyn := n.ns, n.dyn
+			p := faultproxy.Start(t, n.env.Config())
 			ctx, cancel := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -230,10 +265,8 @@ func TestIntegrationNoEventMissedBetweenListAndWatch(t *testing.T) {
 					writes++
 				}
 			}()
-			st := newMemory(t)
-			c := newReal(t, p.Config(), st, realOpts(t, ns, WithPageSize(7), WithWatchList(mode))...)
-			run(t, c)
-			waitSync(t, c)
+			n.record(t, p.Config(), WithPageSize(7), WithWatchList(mode))
+			st := n.st
 			time.Sleep(300 * time.Millisecond)
 			cancel()
 			wg.Wait()
@@ -283,15 +316,10 @@ func TestIntegrationNoEventMissedBetweenListAndWatch(t *testing.T) {
 // while objects change: every change is recorded once, with no gap and no
 // relist.
 func TestIntegrationCutWatchesNoGapNoDuplicate(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	p := faultproxy.Start(t, env.Config())
-	dyn := dynFor(t, env.Config())
-	mustCreateCM(t, dyn, ns, "a", "0")
-	st := newMemory(t)
-	c := newReal(t, p.Config(), st, realOpts(t, ns)...)
-	run(t, c)
-	waitSync(t, c)
+	n := newNSTest(t, "a")
+	ns, dyn, st := n.ns, n.dyn, n.st
+	p := faultproxy.Start(t, n.env.Config())
+	n.record(t, p.Config())
 	watchCM := faultproxy.Match{Verb: "watch", Resource: "configmaps", Namespace: ns}
 	var rvs []string
 	for i := 1; i <= 10; i++ {
@@ -304,7 +332,7 @@ func TestIntegrationCutWatchesNoGapNoDuplicate(t *testing.T) {
 		}
 	}
 	waitJournalMatchesServer(t, dyn, st, ns)
-	recs := streamRecords(t, st, nsStreamID("it", ns))
+	recs := streamRecords(t, st, n.id)
 	ev := realEvents(recs)
 	var got []string
 	for _, r := range ev {
@@ -329,17 +357,10 @@ func TestIntegrationCutWatchesNoGapNoDuplicate(t *testing.T) {
 // durable record, the relist infers the deletion, and a time inside the
 // outage is not covered.
 func TestIntegrationForced410(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	p := faultproxy.Start(t, env.Config())
-	dyn := dynFor(t, env.Config())
-	mustCreateCM(t, dyn, ns, "keep", "0")
-	mustCreateCM(t, dyn, ns, "doomed", "0")
-	st := newMemory(t)
-	c := newReal(t, p.Config(), st, realOpts(t, ns)...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
+	n := newNSTest(t, "keep", "doomed")
+	ns, dyn, st, id := n.ns, n.dyn, n.st, n.id
+	p := faultproxy.Start(t, n.env.Config())
+	c := n.record(t, p.Config())
 	mustUpdateCM(t, dyn, ns, "keep", "1")
 	waitJournalMatchesServer(t, dyn, st, ns)
 	lastDurable := realEvents(streamRecords(t, st, id))[0].ObservedAt
@@ -673,19 +694,16 @@ func TestIntegrationCRDRemovedAndReadded(t *testing.T) {
 // change. It runs in parallel with the other tests. Progress checkpoints are
 // off: the apiserver sends its periodic bookmark to long watches, and one
 // that asks for a 1s timeout gets a bookmark only when the watch cache's
-// resourceVersion moved.
+// resourceVersion moved. Its Collector starts before the test pauses for
+// the sequential tests (t.Parallel), so that they run during the minute it
+// waits; the wait's bound counts from that start.
 func TestIntegrationPeriodicBookmark(t *testing.T) {
+	n := newNSTest(t, "idle")
+	st, id := n.st, n.id
+	started := time.Now()
+	n.record(t, n.env.Config(), WithWatchList(WatchListOff), WithProgressInterval(0))
 	t.Parallel()
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	dyn := dynFor(t, env.Config())
-	mustCreateCM(t, dyn, ns, "idle", "0")
-	st := newMemory(t)
-	c := newReal(t, env.Config(), st, realOpts(t, ns, WithWatchList(WatchListOff), WithProgressInterval(0))...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
-	eventually(t, 150*time.Second, "a periodic bookmark", func() bool {
+	eventually(t, time.Until(started.Add(150*time.Second)), "a periodic bookmark", func() bool {
 		for _, r := range ofType(streamRecords(t, st, id), event.TypeCheckpoint) {
 			if r.Checkpoint.Bookmark && !r.Checkpoint.InitialEventsEnd {
 				return true

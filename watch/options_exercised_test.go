@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -21,12 +20,7 @@ import (
 // watch calls on configmaps, in order, and the stream's ID.
 func recordUntilWatching(t *testing.T, dyn *dynamicfake.FakeDynamicClient, opts ...Option) (lists, watches []metav1.ListOptions, streamID string) {
 	t.Helper()
-	c, err := NewCollector(dyn, fakeDiscovery(), newMemory(t), testOpts(t, append(opts, WithWatchList(WatchListOff))...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	c, stop := startCollector(t, dyn, newMemory(t), append(opts, WithWatchList(WatchListOff))...)
 	waitWatching(t, c)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -94,18 +88,12 @@ func TestWithFieldSelectorInRequests(t *testing.T) {
 // the baseline and the events hold only the matching object, in both
 // baseline modes, and the requests carry the selector.
 func TestIntegrationWithFieldSelector(t *testing.T) {
-	env := testenv.Shared(t)
 	for _, mode := range []WatchListMode{WatchListOff, WatchListOn} {
 		t.Run(string(mode), func(t *testing.T) {
-			ns := env.CreateNamespace(t)
-			p := faultproxy.Start(t, env.Config())
-			dyn := dynFor(t, env.Config())
-			mustCreateCM(t, dyn, ns, "keep", "0")
-			mustCreateCM(t, dyn, ns, "drop", "0")
-			st := newMemory(t)
-			c := newReal(t, p.Config(), st, realOpts(t, ns, WithWatchList(mode), WithFieldSelector("metadata.name=keep"))...)
-			run(t, c)
-			waitSync(t, c)
+			n := newNSTest(t, "keep", "drop")
+			ns, dyn, st := n.ns, n.dyn, n.st
+			p := faultproxy.Start(t, n.env.Config())
+			c := n.record(t, p.Config(), WithWatchList(mode), WithFieldSelector("metadata.name=keep"))
 			waitWatching(t, c)
 			// drop changes first: had the selector let it through, its
 			// event would be recorded before keep's.

@@ -25,16 +25,12 @@ import (
 // A quiet stream on a real apiserver: the server ends each watch at the
 // timeout it asked for, and each end is a progress checkpoint, one interval
 // or less after the evidence before it. WaitForProgress then makes a
-// snapshot of "now" complete.
+// snapshot of "now" complete. It runs in parallel with the other tests.
 func TestIntegrationQuietStreamProgress(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	mustCreateCM(t, dynFor(t, env.Config()), ns, "idle", "0")
-	st := newMemory(t)
-	c := newReal(t, env.Config(), st, realOpts(t, ns, WithProgressInterval(2*time.Second))...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
+	t.Parallel()
+	n := newNSTest(t, "idle")
+	ns, st, id := n.ns, n.st, n.id
+	c := n.record(t, n.env.Config(), WithProgressInterval(2*time.Second))
 	eventually(t, 30*time.Second, "three progress checkpoints", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 3 })
 
 	recs := streamRecords(t, st, id)
@@ -72,17 +68,13 @@ func TestIntegrationQuietStreamProgress(t *testing.T) {
 // swallows everything the apiserver sends on the watch (its end at the
 // timeout included), no checkpoint is written; the Collector abandons the
 // silent watch after its timeout plus a grace period and the evidence
-// resumes on a new one.
+// resumes on a new one. It runs in parallel with the other tests.
 func TestIntegrationHalfOpenWatchVouchesNothing(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	mustCreateCM(t, dynFor(t, env.Config()), ns, "idle", "0")
-	p := faultproxy.Start(t, env.Config())
-	st := newMemory(t)
-	c := newReal(t, p.Config(), st, realOpts(t, ns, WithProgressInterval(2*time.Second))...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
+	t.Parallel()
+	n := newNSTest(t, "idle")
+	ns, st, id := n.ns, n.st, n.id
+	p := faultproxy.Start(t, n.env.Config())
+	n.record(t, p.Config(), WithProgressInterval(2*time.Second))
 	// The server has ended a watch at its timeout: the Collector knows it
 	// honors timeouts.
 	eventually(t, 30*time.Second, "a progress checkpoint", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 1 })
@@ -210,19 +202,15 @@ func (l *requestLog) relistsAfter(since time.Time) (gone loggedRequest, relists 
 // After an outage that grew the backoff, the 410 that greets the
 // Collector when the apiserver answers again makes it relist at once (the
 // old code waited another backoff step: 12-17s measured); lists that keep
-// failing still back off.
+// failing still back off. It runs in parallel with the other tests:
+// mostly it waits for the backoff to grow.
 func TestIntegrationRelistAtOnceAfterOutage(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	dyn := dynFor(t, env.Config())
-	mustCreateCM(t, dyn, ns, "a", "0")
-	p := faultproxy.Start(t, env.Config())
+	t.Parallel()
+	n := newNSTest(t, "a")
+	ns, dyn, st, id := n.ns, n.dyn, n.st, n.id
+	p := faultproxy.Start(t, n.env.Config())
 	log := &requestLog{}
-	st := newMemory(t)
-	c := newReal(t, log.wrap(p.Config()), st, realOpts(t, ns, WithBackoff(DefaultBackoffMin, DefaultBackoffMax), WithWatchList(WatchListOff))...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
+	n.record(t, log.wrap(p.Config()), WithBackoff(DefaultBackoffMin, DefaultBackoffMax), WithWatchList(WatchListOff))
 	mustUpdateCM(t, dyn, ns, "a", "1")
 	waitJournalMatchesServer(t, dyn, st, ns)
 	ss, err := st.StreamStatus(context.Background(), id)

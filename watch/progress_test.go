@@ -224,12 +224,7 @@ func TestCleanStopWithoutRecentEvidenceWritesNoCheckpoint(t *testing.T) {
 	watches := controlWatches(dyn, "configmaps")
 	st := newMemory(t)
 	clk := &steppingClock{}
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithClock(clk))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	_, stop := startCollector(t, dyn, st, WithClock(clk))
 	watches.last(t, 1)
 	clk.offset.Store(int64(DefaultProgressInterval + time.Second))
 	if err := stop(); err != nil {
@@ -385,12 +380,7 @@ func TestCleanStopConfirmedByTheServerCoversTheStop(t *testing.T) {
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := timeWatches(dyn, "configmaps")
 	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(3*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	c, stop := startCollector(t, dyn, st, WithProgressInterval(3*time.Second))
 	id := cmStreamID("c1")
 	// A progress checkpoint: the server ended a watch at its timeout.
 	eventually(t, 30*time.Second, "a progress checkpoint", func() bool { return len(progressOf(streamRecords(t, st, id))) >= 1 })
@@ -498,12 +488,7 @@ func TestCleanStopBetweenTwoWatches(t *testing.T) {
 		return true, w, nil
 	})
 	st := newMemory(t)
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t, WithProgressInterval(2*time.Second))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	_, stop := startCollector(t, dyn, st, WithProgressInterval(2*time.Second))
 	select {
 	case <-opening: // the first watch ended at its timeout
 	case <-time.After(30 * time.Second):

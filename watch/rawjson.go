@@ -501,7 +501,8 @@ func (rawFramer) NewFrameWriter(w io.Writer) io.Writer { return w }
 // NewFrameReader implements runtime.Framer.
 func (rawFramer) NewFrameReader(r io.ReadCloser) io.ReadCloser { return &rawFrameReader{r: r} }
 
-// rawFrameMinRead is the least free space a read from the stream gets.
+// rawFrameMinRead is the free space a read from the stream gets at first;
+// every read gets at least half of it.
 const rawFrameMinRead = 32 << 10
 
 // rawFrameReader returns one frame per Read, as client-go's JSON frame
@@ -514,6 +515,11 @@ type rawFrameReader struct {
 	start     int
 	readErr   error  // the error r returned, once buf holds no frame
 	remaining []byte // the rest of a frame the caller's buffer could not hold
+	// end follows the brackets of the frame at buf[start:] across reads,
+	// so that the frame is checked (skipValue) when they close, not after
+	// every read: a long frame that arrives in many small reads is
+	// scanned a bounded number of times, not once a read.
+	end frameEnd
 }
 
 func (f *rawFrameReader) Read(data []byte) (int, error) {
@@ -542,29 +548,35 @@ func (f *rawFrameReader) next() ([]byte, error) {
 			if f.buf[i] != '{' {
 				return nil, fmt.Errorf("watch stream: %w", syntaxErr(f.buf, i, "a JSON object"))
 			}
-			end, err := skipValue(f.buf, i, 0)
-			if err == nil {
-				f.start = end
-				return f.buf[i:end], nil
-			}
-			var se *jsonSyntaxError
-			if !errors.As(err, &se) || se.offset < len(f.buf) {
-				return nil, fmt.Errorf("watch stream: %w", err)
-			}
-			// The frame is cut short: read more, unless the stream ended.
-			if f.readErr == io.EOF {
-				return nil, io.ErrUnexpectedEOF
+			if f.end.mayClose(f.buf[i:]) || f.readErr != nil {
+				end, err := skipValue(f.buf, i, 0)
+				if err == nil {
+					f.start, f.end = end, frameEnd{}
+					return f.buf[i:end], nil
+				}
+				var se *jsonSyntaxError
+				if !errors.As(err, &se) || se.offset < len(f.buf) {
+					return nil, fmt.Errorf("watch stream: %w", err)
+				}
+				// The frame is cut short: read more, unless the stream ended.
+				if f.readErr == io.EOF {
+					return nil, io.ErrUnexpectedEOF
+				}
 			}
 		}
 		if f.readErr != nil {
 			return nil, f.readErr
 		}
-		// Keep the unreturned bytes and make room for at least as many
-		// again, so that a long frame is scanned a bounded number of times.
-		n := copy(f.buf, f.buf[f.start:])
-		f.buf, f.start = f.buf[:n], 0
-		if want := max(rawFrameMinRead, n); cap(f.buf)-n < want {
-			grown := make([]byte, n, n+want)
+		// Keep the unreturned bytes, and double the buffer when it has
+		// less than half of rawFrameMinRead free, so that a long frame
+		// that arrives in many reads is copied a bounded number of times.
+		n := len(f.buf) - f.start
+		if f.start > 0 {
+			copy(f.buf, f.buf[f.start:])
+			f.buf, f.start = f.buf[:n], 0
+		}
+		if cap(f.buf)-n < rawFrameMinRead/2 {
+			grown := make([]byte, n, max(2*cap(f.buf), n+rawFrameMinRead))
 			copy(grown, f.buf)
 			f.buf = grown
 		}
@@ -574,6 +586,49 @@ func (f *rawFrameReader) next() ([]byte, error) {
 			f.readErr = err
 		}
 	}
+}
+
+// frameEnd follows the brackets of a frame (a JSON object) as its bytes
+// arrive, outside strings, to tell when the frame may be complete. It does
+// not check the frame; skipValue does, when mayClose says so.
+type frameEnd struct {
+	scanned  int // bytes of the frame followed so far
+	depth    int // brackets open after them
+	inString bool
+	escaped  bool // the last byte was a backslash in a string
+	checked  int  // the frame's length at the last check
+}
+
+// mayClose follows frame (the frame's bytes read so far, from its opening
+// brace) from where it stopped and reports whether the frame must be
+// checked now: its brackets closed, or it doubled in length since the last
+// check (which finds a syntax error within twice the bytes it is at, as a
+// check after every read would, at a bounded cost).
+func (e *frameEnd) mayClose(frame []byte) bool {
+	for ; e.scanned < len(frame); e.scanned++ {
+		c := frame[e.scanned]
+		switch {
+		case e.escaped:
+			e.escaped = false
+		case e.inString:
+			e.inString, e.escaped = c != '"', c == '\\'
+		case c == '"':
+			e.inString = true
+		case c == '{' || c == '[':
+			e.depth++
+		case c == '}' || c == ']':
+			if e.depth--; e.depth <= 0 {
+				e.scanned++
+				e.checked = len(frame)
+				return true
+			}
+		}
+	}
+	if len(frame) >= 2*e.checked {
+		e.checked = len(frame)
+		return true
+	}
+	return false
 }
 
 // Close closes the stream.

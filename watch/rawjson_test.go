@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -197,4 +199,124 @@ func TestRawFrameReader(t *testing.T) {
 			t.Errorf("stream %q ended with %v, want %v (nil: a syntax error)", tc.stream, err, tc.want)
 		}
 	}
+}
+
+// A frame is returned as soon as its last byte arrives, however it is cut
+// into reads, without waiting for more of the stream (a quiet watch sends
+// nothing after its last event): brackets, quotes and backslashes inside
+// strings do not end it, nor hold it back.
+func TestRawFrameReaderReturnsAFrameAtItsLastByte(t *testing.T) {
+	frames := []string{
+		`{"type":"ADDED","object":{"a":"}\"{]","b":[{},[]],"c":"\\"}}`,
+		`{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}`,
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		for _, f := range frames {
+			for i := range len(f) {
+				if _, err := pw.Write([]byte{f[i]}); err != nil {
+					return
+				}
+			}
+			pw.Write([]byte("\n")) //nolint:errcheck // the reader closes the pipe at the end of the test
+		}
+	}()
+	fr := rawFramer{}.NewFrameReader(pr)
+	defer fr.Close()
+	buf := make([]byte, 1<<10)
+	for i, want := range frames {
+		got := make(chan string, 1)
+		go func() {
+			n, err := fr.Read(buf)
+			if err != nil {
+				got <- "error: " + err.Error()
+				return
+			}
+			got <- string(buf[:n])
+		}()
+		select {
+		case g := <-got:
+			if g != want {
+				t.Fatalf("frame %d = %s, want %s", i, g, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("frame %d not returned 10 s after its last byte: the reader waits for more of the stream", i)
+		}
+	}
+}
+
+// A long frame that arrives in many small reads is copied and checked a
+// bounded number of times, not once a read: the reader's allocations grow
+// with the logarithm of the frame's length (they grew with every read
+// once the frame passed 32 KiB, and every read rescanned the frame: the
+// one-byte case of TestRawFrameReader took minutes under -race).
+func TestRawFrameReaderLongFrameInSmallReads(t *testing.T) {
+	frame := `{"type":"MODIFIED","object":{"data":{"k":"` + strings.Repeat(`}x\"{`, 1<<16) + `"}}}`
+	buf := make([]byte, len(frame))
+	allocs := testing.AllocsPerRun(1, func() {
+		fr := rawFramer{}.NewFrameReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(frame))))
+		n, err := fr.Read(buf)
+		if err != nil || string(buf[:n]) != frame {
+			t.Fatalf("read %d bytes, %v; want the frame of %d", n, err, len(frame))
+		}
+	})
+	if allocs > 100 {
+		t.Fatalf("%v allocations to read a frame of %d bytes one byte at a time; want at most 100", allocs, len(frame))
+	}
+	var e frameEnd
+	checks := 0
+	for i := 1; i <= len(frame); i++ {
+		if e.mayClose([]byte(frame[:i])) {
+			checks++
+		}
+	}
+	if checks > 25 {
+		t.Fatalf("a frame of %d bytes, one more byte at a time, checked %d times; want at most 25 (when it doubled, and at its end)", len(frame), checks)
+	}
+}
+
+// FuzzRawFrameReader checks that the frames of a stream, and how it ends
+// (io.EOF, io.ErrUnexpectedEOF or a syntax error), do not depend on how
+// the stream is cut into reads.
+func FuzzRawFrameReader(f *testing.F) {
+	for i, s := range rawJSONSeeds {
+		f.Add([]byte(s+"\n"+s), uint8(i))
+	}
+	f.Add([]byte(`{"a":"}\"{"} {"b":[{}]}`+"\r\n"+`{"c":"\\"}`), uint8(1))
+	f.Fuzz(func(t *testing.T, stream []byte, chunk uint8) {
+		read := func(r io.Reader) (frames []string, end string) {
+			fr := rawFramer{}.NewFrameReader(io.NopCloser(r))
+			buf := make([]byte, len(stream)+1)
+			for {
+				n, err := fr.Read(buf)
+				switch {
+				case err == io.EOF || err == io.ErrUnexpectedEOF:
+					return frames, err.Error()
+				case err != nil:
+					return frames, "a syntax error"
+				}
+				frames = append(frames, string(buf[:n]))
+			}
+		}
+		wantFrames, wantEnd := read(bytes.NewReader(stream))
+		gotFrames, gotEnd := read(&chunkReader{data: stream, size: int(chunk%7) + 1})
+		if !slices.Equal(gotFrames, wantFrames) || gotEnd != wantEnd {
+			t.Fatalf("stream %q in reads of %d bytes: frames %q, then %s; want %q, then %s", stream, chunk%7+1, gotFrames, gotEnd, wantFrames, wantEnd)
+		}
+	})
+}
+
+// chunkReader returns data in reads of at most size bytes.
+type chunkReader struct {
+	data []byte
+	size int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.size)], r.data)
+	r.data = r.data[n:]
+	return n, nil
 }

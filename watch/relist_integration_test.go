@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -16,17 +15,14 @@ import (
 // under the same name while the watches fail, then a forced 410: the relist
 // writes the inferred deletion of the old UID before the new object, the
 // name is alive as the new object, and the relist's end closes the gap.
+// It runs in parallel with the other tests.
 func TestIntegrationReplacedDuringGap(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	p := faultproxy.Start(t, env.Config())
-	dyn := dynFor(t, env.Config())
+	t.Parallel()
+	n := newNSTest(t)
+	ns, dyn, st, id := n.ns, n.dyn, n.st, n.id
+	p := faultproxy.Start(t, n.env.Config())
 	old := mustCreateCM(t, dyn, ns, "same", "old")
-	st := newMemory(t)
-	c := newReal(t, p.Config(), st, realOpts(t, ns)...)
-	run(t, c)
-	waitSync(t, c)
-	id := nsStreamID("it", ns)
+	c := n.record(t, p.Config())
 
 	watchCM := faultproxy.Match{Verb: "watch", Resource: "configmaps", Namespace: ns}
 	p.FailNext(1000, watchCM, faultproxy.Status(503))

@@ -227,12 +227,7 @@ func TestCleanStopDoesNotCancelAppendInFlight(t *testing.T) {
 	watches := controlWatches(dyn, "configmaps")
 	st := &blockingStore{Store: newMemory(t), block: make(chan struct{}), entered: make(chan struct{}, 1),
 		release: make(chan struct{}), ctxErr: make(chan error, 1)}
-	c, err := NewCollector(dyn, fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	_, stop := startCollector(t, dyn, st)
 	close(st.block)
 	cm := configMap("a", "late", "1")
 	cm.SetResourceVersion("10")

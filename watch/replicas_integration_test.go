@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -21,23 +20,15 @@ import (
 // It failed before the relist compared the two: A recorded the object
 // deleted at the end of its baseline, and, its watch resuming from the
 // list's resourceVersion, found the creation already stored (same event
-// ID) — so the journal held a live object deleted for good.
+// ID) — so the journal held a live object deleted for good. It runs in
+// parallel with the other tests: mostly it waits.
 func TestIntegrationReplicaRelistKeepsNewerObjects(t *testing.T) {
-	env := testenv.Shared(t)
-	ns := env.CreateNamespace(t)
-	pa := faultproxy.Start(t, env.Config())
-	dyn := dynFor(t, env.Config())
-	for _, name := range []string{"a0", "a1", "a2"} { // two pages of two
-		mustCreateCM(t, dyn, ns, name, "v")
-	}
-	st := newMemory(t)
-	b := newReal(t, env.Config(), st, realOpts(t, ns)...)
-	run(t, b)
-	waitSync(t, b)
-	a := newReal(t, pa.Config(), st, realOpts(t, ns, WithPageSize(2), WithWatchList(WatchListOff))...)
-	run(t, a)
-	waitSync(t, a)
-	id := nsStreamID("it", ns)
+	t.Parallel()
+	n := newNSTest(t, "a0", "a1", "a2") // two pages of two
+	ns, dyn, st, id := n.ns, n.dyn, n.st, n.id
+	pa := faultproxy.Start(t, n.env.Config())
+	n.record(t, n.env.Config()) // B
+	a := n.record(t, pa.Config(), WithPageSize(2), WithWatchList(WatchListOff))
 	relists := func() int {
 		n := 0
 		for _, r := range ofType(streamRecords(t, st, id), event.TypeBaseline) {

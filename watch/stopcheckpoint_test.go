@@ -164,12 +164,7 @@ func startModifiedTo50(t *testing.T, wrap func(*dynamicfake.FakeDynamicClient) d
 	dyn := fakeDynamic(configMap("a", "one", "1"))
 	watches := controlWatches(dyn, "configmaps")
 	st := newMemory(t)
-	c, err := NewCollector(wrap(dyn), fakeDiscovery(), st, testOpts(t)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, c)
-	waitSync(t, c)
+	_, stop := startCollector(t, wrap(dyn), st)
 	watches.last(t, 1).Modify(withRV(configMap("a", "one", "2"), "50"))
 	eventually(t, 30*time.Second, "the MODIFIED event", func() bool {
 		return len(ofType(streamRecords(t, st, cmStreamID("c1")), event.TypeEvent)) == 2

@@ -26,6 +26,9 @@ const resumeSyncDelay = time.Second
 var (
 	errWatchClosed = errors.New("watch closed by the server")
 	errWatchIdle   = errors.New("watch idle for too long")
+	// errStopRecording: an event the watch delivered before the stop
+	// could not be recorded, so no stop checkpoint may vouch past it.
+	errStopRecording = errors.New("an event delivered before the stop not recorded")
 	// errContinueExpired: the continue token of a paginated list expired
 	// (410); the list starts over with a new baseline.
 	errContinueExpired = errors.New("continue token expired")
@@ -69,8 +72,6 @@ type stream struct {
 	// last durable record to be written (see progress). The stop's
 	// checkpoint writes it: a stop vouches for no time the server did not.
 	vouchedAt time.Time
-	// stopCheckpointed is set once the stop's checkpoint was tried.
-	stopCheckpointed bool
 	// covered is true when the journal says the stream is continuous: a
 	// complete baseline and no gap or unavailability since.
 	covered bool
@@ -180,18 +181,22 @@ func (s *stream) run(ctx context.Context) {
 			break
 		}
 	}
-	// A stop between two watches (the last one ended at its timeout, or
-	// the stop canceled the request opening the next) is a clean stop
-	// too; a watch the stop found open had its stop checkpoint already.
-	if ctx.Err() != nil && !s.stopCheckpointed && endedCleanly(err) {
-		s.stopCheckpoint(ctx, nil)
+	// The stop's checkpoint, here only: whether the stop found a watch
+	// open (which recorded what it had delivered, recordAtStop), or came
+	// between two watches (the last one ended at its timeout, or the stop
+	// canceled the request opening the next).
+	if ctx.Err() != nil && endedCleanly(err) {
+		s.stopCheckpoint(ctx)
 	}
 }
 
 // endedCleanly reports whether err, the end of the stream's last watch,
 // leaves it healthy at a stop: none, a watch the server closed, or one
-// the stop canceled.
+// the stop canceled after recording what it had delivered.
 func endedCleanly(err error) bool {
+	if errors.Is(err, errStopRecording) {
+		return false
+	}
 	return err == nil || errors.Is(err, errWatchClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 

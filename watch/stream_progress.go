@@ -42,11 +42,47 @@ func (s *stream) progress(ctx context.Context, bookmark bool) error {
 // maxStopDrain bounds the events a clean stop still records from a watch.
 const maxStopDrain = 1024
 
-// stopCheckpoint runs at a clean stop (ctx ended) while the watch w is
-// open, or just ended by the stop (see endedByStop), or with w nil when the
-// stop came between two watches. It records the events w already
-// delivered, up to its end when the stop ended it, then, when
-// the stream is covered, a checkpoint of the last time the server vouched
+// checkpointsAtStop reports whether a clean stop writes the stream a
+// checkpoint: progress checkpoints are on and the stream is covered.
+func (s *stream) checkpointsAtStop() bool {
+	return s.c.cfg.progressInterval > 0 && s.covered && s.rv != ""
+}
+
+// recordAtStop runs when the stop (ctx ended) found the watch w open, or
+// just ended it (see endedByStop), and the stream gets a stop checkpoint:
+// it records the events w already delivered, up to its end when the stop
+// ended it, so that the checkpoint (stopCheckpoint, which the stream's run
+// writes after the watch returns) comes after them. It returns ctx's
+// error, or errStopRecording when an event could not be recorded.
+func (s *stream) recordAtStop(ctx context.Context, w apiwatch.Interface) error {
+	if !s.checkpointsAtStop() {
+		return ctx.Err()
+	}
+	// The committer runs until every stream returned: hand it the records
+	// on a context the stop does not end (submit gives up if the
+	// committer stopped, after a store failure).
+	final := context.WithoutCancel(ctx)
+	for range maxStopDrain {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if endedByStop(ctx, ev, ok) {
+				return ctx.Err()
+			}
+			if _, err := s.onEvent(final, ev); err != nil {
+				s.log.Info("no checkpoint at the stop: the watch failed", "error", err.Error())
+				return fmt.Errorf("%w: %w", errStopRecording, err)
+			}
+		default:
+			return ctx.Err()
+		}
+	}
+	return ctx.Err()
+}
+
+// stopCheckpoint runs at a clean stop (ctx ended), once the stream's last
+// watch ended by the stop (recordAtStop recorded what it delivered) or by
+// the server, or when the stop came between two watches. When the stream
+// is covered, it writes a checkpoint of the last time the server vouched
 // that the stream was continuous:
 //
 //   - the stop's own time, when the server confirms it: a short watch from
@@ -64,33 +100,11 @@ const maxStopDrain = 1024
 // unconfirmed, the time after that evidence is not yet observed, as after
 // a crash. A resumed recorder watches from the checkpoint's
 // resourceVersion and records what it missed then.
-func (s *stream) stopCheckpoint(ctx context.Context, w apiwatch.Interface) {
-	s.stopCheckpointed = true
-	if s.c.cfg.progressInterval <= 0 || !s.covered || s.rv == "" {
+func (s *stream) stopCheckpoint(ctx context.Context) {
+	if !s.checkpointsAtStop() {
 		return
 	}
-	// The committer runs until every stream returned: hand it the records
-	// on a context the stop does not end (submit gives up if the
-	// committer stopped, after a store failure).
 	final := context.WithoutCancel(ctx)
-drain:
-	for range maxStopDrain {
-		if w == nil {
-			break
-		}
-		select {
-		case ev, ok := <-w.ResultChan():
-			if endedByStop(ctx, ev, ok) {
-				break drain
-			}
-			if _, err := s.onEvent(final, ev); err != nil {
-				s.log.Info("no checkpoint at the stop: the watch failed", "error", err.Error())
-				return
-			}
-		default:
-			break drain
-		}
-	}
 	if s.serverTimeouts {
 		if err := s.confirmStop(final); err != nil {
 			s.log.Info("the server did not confirm the stop: its checkpoint is the last evidence", "error", err.Error(), "lastEvidence", s.vouchedAt)

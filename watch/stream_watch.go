@@ -48,8 +48,7 @@ func (s *stream) watch(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			s.stopCheckpoint(ctx, w)
-			return ctx.Err()
+			return s.recordAtStop(ctx, w)
 		case <-syncC:
 			syncC = nil
 			s.markSynced()
@@ -59,8 +58,7 @@ func (s *stream) watch(ctx context.Context) error {
 			if endedByStop(ctx, ev, ok) {
 				// The stop canceled the watch's request, and the
 				// watch reports that before ctx.Done is seen.
-				s.stopCheckpoint(ctx, w)
-				return ctx.Err()
+				return s.recordAtStop(ctx, w)
 			}
 			if !ok {
 				if timeout > 0 && s.clock.Since(openedAt) >= timeout-timeoutSlack {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/benchjournal"
 	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/storage/sqlite"
@@ -26,27 +27,19 @@ import (
 
 // The query API benchmark journal: benchNamespaces streams of ConfigMaps,
 // benchObjects objects in all with benchVersions versions each (1,000,000
-// events), one event per millisecond after a baseline of each stream.
+// events), one event per millisecond after a baseline of each stream
+// (internal/benchjournal).
 const (
-	benchNamespaces = 10
-	benchObjects    = 10_000
-	benchVersions   = 100
+	benchNamespaces = benchjournal.Namespaces
+	benchObjects    = benchjournal.Objects
+	benchVersions   = benchjournal.Versions
 )
 
-var benchStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func benchStream(ns int) event.Stream {
-	return event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: fmt.Sprintf("ns-%02d", ns)}
-}
-
-func benchObject(obj, version int, at time.Time) event.Record {
-	s := benchStream(obj % benchNamespaces)
-	name, rv := fmt.Sprintf("cm-%05d", obj), strconv.Itoa(1000+obj*benchVersions+version)
-	uid := "uid-" + name
-	ref := storagetest.Ref(s, "ConfigMap", s.Namespace, name, uid, rv)
-	body := storagetest.ConfigMap(s.Namespace, name, uid, rv, map[string]string{"version": strconv.Itoa(version), "owner": "team-" + strconv.Itoa(obj%7)})
-	return storagetest.Event(s, event.Modified, ref, body, at)
-}
+var (
+	benchStart  = benchjournal.Start
+	benchStream = benchjournal.Stream
+	benchObject = benchjournal.Object
+)
 
 // benchJournal returns the path of the benchmark journal, built once and
 // kept in the temporary folder between runs (the name carries the schema

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/benchjournal"
 	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
@@ -18,27 +19,17 @@ import (
 )
 
 // The history benchmark's journal is shaped as the query API benchmark's
-// (server.BenchmarkQueryAPI): ConfigMaps in histNamespaces streams,
-// histVersions versions of each.
+// (server.BenchmarkQueryAPI, internal/benchjournal).
 const (
-	histNamespaces = 10
-	histVersions   = 100
+	histNamespaces = benchjournal.Namespaces
+	histVersions   = benchjournal.Versions
 )
 
-var histStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func histStream(ns int) event.Stream {
-	return event.Stream{ClusterID: "bench", Version: "v1", Resource: "configmaps", Namespace: fmt.Sprintf("ns-%02d", ns)}
-}
-
-func histObject(obj, version int, at time.Time) event.Record {
-	s := histStream(obj % histNamespaces)
-	name, rv := fmt.Sprintf("cm-%05d", obj), strconv.Itoa(1000+obj*histVersions+version)
-	uid := "uid-" + name
-	ref := storagetest.Ref(s, "ConfigMap", s.Namespace, name, uid, rv)
-	body := storagetest.ConfigMap(s.Namespace, name, uid, rv, map[string]string{"version": strconv.Itoa(version), "owner": "team-" + strconv.Itoa(obj%7)})
-	return storagetest.Event(s, event.Modified, ref, body, at)
-}
+var (
+	histStart  = benchjournal.Start
+	histStream = benchjournal.Stream
+	histObject = benchjournal.Object
+)
 
 // BenchmarkObjectHistory measures what a history request asks of the
 // journal: ObjectHistory of an object's histVersions versions, then

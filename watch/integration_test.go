@@ -694,14 +694,18 @@ func TestIntegrationCRDRemovedAndReadded(t *testing.T) {
 // change. It runs in parallel with the other tests. Progress checkpoints are
 // off: the apiserver sends its periodic bookmark to long watches, and one
 // that asks for a 1s timeout gets a bookmark only when the watch cache's
-// resourceVersion moved. Its Collector starts before the test pauses for
-// the sequential tests (t.Parallel), so that they run during the minute it
-// waits; the wait's bound counts from that start.
+// resourceVersion moved. The apiserver sends a periodic bookmark too only
+// with a resourceVersion newer than the watch's, so ConfigMaps are written
+// in another namespace meanwhile (testenv's TouchConfigMaps). Its
+// Collector starts before the test pauses for the sequential tests
+// (t.Parallel), so that they run during the minute it waits; the wait's
+// bound counts from that start.
 func TestIntegrationPeriodicBookmark(t *testing.T) {
 	n := newNSTest(t, "idle")
 	st, id := n.st, n.id
 	started := time.Now()
 	n.record(t, n.env.Config(), WithWatchList(WatchListOff), WithProgressInterval(0))
+	n.env.TouchConfigMaps(t, 5*time.Second)
 	t.Parallel()
 	eventually(t, time.Until(started.Add(150*time.Second)), "a periodic bookmark", func() bool {
 		for _, r := range ofType(streamRecords(t, st, id), event.TypeCheckpoint) {

@@ -1,6 +1,7 @@
 package testenv_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,8 +15,12 @@ import (
 const initialEventsEnd = "k8s.io/initial-events-end"
 
 // With the watch cache on, an idle watch that allows bookmarks gets a
-// periodic BOOKMARK (about once a minute) carrying a resourceVersion and no
-// object change. This test takes a little over a minute, so it runs in
+// periodic BOOKMARK (about once a minute) carrying a resourceVersion newer
+// than the watch's and no object change, once the watch cache of the
+// resource moved on: ConfigMaps written in another namespace
+// (TouchConfigMaps). In a cluster where nothing changes the resource, none
+// comes: the apiserver sends no bookmark of the watch's own
+// resourceVersion. This test takes a little over a minute, so it runs in
 // parallel with the others and not at all with -short.
 func TestPeriodicBookmark(t *testing.T) {
 	if testing.Short() {
@@ -28,6 +33,7 @@ func TestPeriodicBookmark(t *testing.T) {
 	dyn := client(t, env.Config())
 	created := mustCreate(t, ctx, dyn, configMap(ns, "idle", nil))
 
+	env.TouchConfigMaps(t, 5*time.Second)
 	begin := time.Now()
 	w, err := dyn.Resource(configMaps).Namespace(ns).Watch(ctx, metav1.ListOptions{
 		ResourceVersion:     created.GetResourceVersion(),
@@ -46,8 +52,8 @@ func TestPeriodicBookmark(t *testing.T) {
 		t.Fatalf("got %s %v on an idle watch, want BOOKMARK", ev.Type, ev.Object)
 	}
 	obj := ev.Object.(*unstructured.Unstructured)
-	if obj.GetResourceVersion() == "" {
-		t.Errorf("bookmark without resourceVersion: %v", obj.Object)
+	if rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64); err != nil || rv <= mustRV(t, created) {
+		t.Errorf("bookmark at resourceVersion %q, want one after the watch's %s: %v", obj.GetResourceVersion(), created.GetResourceVersion(), obj.Object)
 	}
 	if obj.GetAnnotations()[initialEventsEnd] != "" {
 		t.Errorf("periodic bookmark is annotated %s: %v", initialEventsEnd, obj.GetAnnotations())
@@ -111,4 +117,13 @@ func TestInitialEventsEndBookmark(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustRV(t *testing.T, obj *unstructured.Unstructured) int64 {
+	t.Helper()
+	rv, err := strconv.ParseInt(obj.GetResourceVersion(), 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q of %s: %v", obj.GetResourceVersion(), obj.GetName(), err)
+	}
+	return rv
 }

@@ -465,6 +465,47 @@ func (e *Env) CreateNamespace(t TB) string {
 	return name
 }
 
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TouchConfigMaps creates a ConfigMap in a namespace of its own every
+// interval until t ends. The apiserver sends an idle watch its periodic
+// BOOKMARK (about once a minute, with the watch cache on) only with a
+// resourceVersion newer than the watch's: its watch cache of the resource
+// must have moved on, which in a cluster where nothing else changes
+// ConfigMaps it does not. Tests that wait for that bookmark call it so
+// that they do not depend on what other tests write meanwhile.
+func (e *Env) TouchConfigMaps(t TB, interval time.Duration) {
+	t.Helper()
+	ns := e.CreateNamespace(t)
+	dyn, err := dynamic.NewForConfig(e.Config())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			obj := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "touch-" + strconv.Itoa(i), "namespace": ns},
+			}}
+			if _, err := dyn.Resource(configMaps).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+				t.Logf("testenv: touch ConfigMaps in %s: %v", ns, err)
+			}
+		}
+	}()
+}
+
 var notDNSLabel = regexp.MustCompile(`[^a-z0-9]+`)
 
 // namespaceName turns a test name into a DNS label with a random suffix.

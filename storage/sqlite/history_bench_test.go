@@ -18,21 +18,8 @@ import (
 	"github.com/krply/krply/storage/storagetest"
 )
 
-// The history benchmark's journal is shaped as the query API benchmark's
-// (server.BenchmarkQueryAPI, internal/benchjournal).
-const (
-	histNamespaces = benchjournal.Namespaces
-	histVersions   = benchjournal.Versions
-)
-
-var (
-	histStart  = benchjournal.Start
-	histStream = benchjournal.Stream
-	histObject = benchjournal.Object
-)
-
 // BenchmarkObjectHistory measures what a history request asks of the
-// journal: ObjectHistory of an object's histVersions versions, then
+// journal: ObjectHistory of an object's benchjournal.Versions versions, then
 // Correlations of their event IDs (the audit provenance; the journal has
 // none). "small" is a journal of one object ("small-audited" has an audit
 // correlation record of another object); "large" is the query API
@@ -49,13 +36,13 @@ func BenchmarkObjectHistory(b *testing.B) {
 		start := cputime.Process()
 		for range b.N {
 			obj := rng.IntN(objects)
-			s0 := histStream(obj % histNamespaces)
+			s0 := benchjournal.Stream(obj % benchjournal.Namespaces)
 			id := storage.ObjectID{ClusterID: s0.ClusterID, Resource: s0.Resource, Namespace: s0.Namespace, Name: fmt.Sprintf("cm-%05d", obj)}
-			recs, err := s.ObjectHistory(ctx, id, storage.HistoryQuery{Limit: histVersions + 1})
+			recs, err := s.ObjectHistory(ctx, id, storage.HistoryQuery{Limit: benchjournal.Versions + 1})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if len(recs) != histVersions || len(recs[0].Object) == 0 {
+			if len(recs) != benchjournal.Versions || len(recs[0].Object) == 0 {
 				b.Fatalf("%s: %d versions", id.Name, len(recs))
 			}
 			ids := make([]string, len(recs))
@@ -79,8 +66,8 @@ func BenchmarkObjectHistory(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var extra []event.Record
 			if audited {
-				other := histObject(histNamespaces, 0, histStart)
-				extra = append(extra, other, storagetest.Correlation(other, "audit-1", "alice", histStart.Add(time.Second)))
+				other := benchjournal.Object(benchjournal.Namespaces, 0, benchjournal.Start)
+				extra = append(extra, other, storagetest.Correlation(other, "audit-1", "alice", benchjournal.Start.Add(time.Second)))
 			}
 			s := openSmallJournal(b, time.Second, extra...)
 			defer s.Close()
@@ -95,19 +82,19 @@ func BenchmarkObjectHistory(b *testing.B) {
 }
 
 // openSmallJournal opens a new journal of one object: a baseline of its
-// stream, then histVersions versions step apart and the extra records.
+// stream, then benchjournal.Versions versions step apart and the extra records.
 func openSmallJournal(b *testing.B, step time.Duration, extra ...event.Record) *sqlite.Store {
 	ctx := context.Background()
 	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "journal.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := s.Append(ctx, storagetest.Baseline(histStream(0), "b-0", histStart, "1000", nil)); err != nil {
+	if _, err := s.Append(ctx, storagetest.Baseline(benchjournal.Stream(0), "b-0", benchjournal.Start, "1000", nil)); err != nil {
 		b.Fatal(err)
 	}
-	recs := make([]event.Record, histVersions, histVersions+len(extra))
+	recs := make([]event.Record, benchjournal.Versions, benchjournal.Versions+len(extra))
 	for v := range recs {
-		recs[v] = histObject(0, v, histStart.Add(time.Duration(v+1)*step))
+		recs[v] = benchjournal.Object(0, v, benchjournal.Start.Add(time.Duration(v+1)*step))
 	}
 	if _, err := s.Append(ctx, append(recs, extra...)); err != nil {
 		b.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/benchjournal"
 	"github.com/krply/krply/internal/cputime"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -35,9 +36,9 @@ func BenchmarkObjectAt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		span := int64(objects * histVersions)
+		span := int64(objects * benchjournal.Versions)
 		rng := rand.New(rand.NewPCG(99, 7))
-		next := objects * histVersions
+		next := objects * benchjournal.Versions
 		b.ResetTimer()
 		var cpu time.Duration
 		start := cputime.Process()
@@ -46,7 +47,7 @@ func BenchmarkObjectAt(b *testing.B) {
 				cpu += cputime.Process() - start
 				recs := make([]event.Record, 20)
 				for k := range recs {
-					recs[k] = histObject(next%objects, next/objects, histStart.Add(time.Duration(next+1)*time.Millisecond))
+					recs[k] = benchjournal.Object(next%objects, next/objects, benchjournal.Start.Add(time.Duration(next+1)*time.Millisecond))
 					next++
 				}
 				if _, err := s.Append(ctx, recs); err != nil {
@@ -55,9 +56,9 @@ func BenchmarkObjectAt(b *testing.B) {
 				start = cputime.Process()
 			}
 			obj := rng.IntN(objects)
-			s0 := histStream(obj % histNamespaces)
+			s0 := benchjournal.Stream(obj % benchjournal.Namespaces)
 			id := storage.ObjectID{ClusterID: s0.ClusterID, Resource: s0.Resource, Namespace: s0.Namespace, Name: fmt.Sprintf("cm-%05d", obj)}
-			at := histStart.Add(time.Duration(int64(objects)+rng.Int64N(span-int64(objects))) * time.Millisecond)
+			at := benchjournal.Start.Add(time.Duration(int64(objects)+rng.Int64N(span-int64(objects))) * time.Millisecond)
 			st, err := m.ObjectAt(ctx, id, at)
 			if err != nil {
 				b.Fatal(err)
@@ -70,7 +71,7 @@ func BenchmarkObjectAt(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
 	}
 	b.Run("small", func(b *testing.B) {
-		s := openSmallJournal(b, time.Millisecond, storagetest.Checkpoint(histStream(0), "2000", true, histStart.Add(time.Hour)))
+		s := openSmallJournal(b, time.Millisecond, storagetest.Checkpoint(benchjournal.Stream(0), "2000", true, benchjournal.Start.Add(time.Hour)))
 		defer s.Close()
 		run(b, s, 1, false)
 	})

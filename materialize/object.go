@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -134,7 +135,8 @@ type resourceKey struct{ cluster, group, resource string }
 func (m *Materializer) timelinesOf(ctx context.Context, obj storage.ObjectID) ([]claimingTimeline, error) {
 	key := resourceKey{obj.ClusterID, obj.Group, obj.Resource}
 	var streams []event.Stream
-	if v, ok := m.resourceStreams.Load(key); ok {
+	v, cached := m.resourceStreams.Load(key)
+	if cached {
 		streams = v.([]event.Stream)
 	} else {
 		all, err := storage.Timelines(ctx, m.store, obj.ClusterID)
@@ -176,14 +178,14 @@ func (m *Materializer) timelinesOf(ctx context.Context, obj storage.ObjectID) ([
 		}
 		now := streamsOf(all, key)
 		if same && len(out) == len(claimed) {
-			if len(now) > 0 {
+			if len(now) > 0 && (!cached || !slices.Equal(now, streams)) {
 				m.resourceStreams.Store(key, now)
 			}
 			return out, nil
 		}
 		// A stream that records obj began meanwhile, or the guess was
 		// old.
-		streams = now
+		streams, cached = now, false
 	}
 	return m.timelinesClaiming(ctx, obj)
 }

@@ -709,11 +709,9 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 
 // sortBySeq orders records by seq; rows read in seq order cost one pass.
 func sortBySeq(recs []event.Record) {
-	for i := 1; i < len(recs); i++ {
-		if recs[i].IngestSeq < recs[i-1].IngestSeq {
-			slices.SortFunc(recs, func(a, b event.Record) int { return cmp.Compare(a.IngestSeq, b.IngestSeq) })
-			return
-		}
+	bySeq := func(a, b event.Record) int { return cmp.Compare(a.IngestSeq, b.IngestSeq) }
+	if !slices.IsSortedFunc(recs, bySeq) {
+		slices.SortFunc(recs, bySeq)
 	}
 }
 

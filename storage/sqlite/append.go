@@ -24,7 +24,7 @@ type appendTx struct {
 	kindKeyframes map[kindKey]keyframe
 	// knownBodies maps the hashes of the bodies the batch stores to their
 	// ids; nextBodyID is the next id to assign.
-	knownBodies map[string]int64
+	knownBodies map[bodyKey]int64
 	nextBodyID  int64
 	// newObjects are the objects rows this transaction adds;
 	// nextObjectID is the next id to assign, and nextSeq the next
@@ -162,7 +162,7 @@ func (s *Store) publish(at *appendTx) {
 func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 	at := &appendTx{s: s, ctx: ctx, tx: tx, streams: map[string]*streamState{}, objects: map[storage.ObjectID]int64{},
 		keyframes: map[int64]keyframe{}, streamObjects: map[[2]int64]bool{}, kindKeyframes: map[kindKey]keyframe{},
-		knownBodies: map[string]int64{}, nextBodyID: s.nextBodyID, newObjects: map[int64]bool{}, nextObjectID: s.nextObjectID,
+		knownBodies: map[bodyKey]int64{}, nextBodyID: s.nextBodyID, newObjects: map[int64]bool{}, nextObjectID: s.nextObjectID,
 		names: newNames()}
 	at.bindStmts()
 	return at
@@ -171,7 +171,7 @@ func (s *Store) newAppendTx(ctx context.Context, tx *sql.Tx) *appendTx {
 func (at *appendTx) bindStmts() {
 	ctx, tx, ws := at.ctx, at.tx, &at.s.stmts
 	at.stmts = writerStmts{
-		bodyRow:   tx.StmtContext(ctx, ws.bodyRow),
+		bodyRow: tx.StmtContext(ctx, ws.bodyRow), objectBodyRow: tx.StmtContext(ctx, ws.objectBodyRow),
 		streamRow: tx.StmtContext(ctx, ws.streamRow), insertStream: tx.StmtContext(ctx, ws.insertStream),
 		updateStream: tx.StmtContext(ctx, ws.updateStream), latestBody: tx.StmtContext(ctx, ws.latestBody),
 		updateTotals: tx.StmtContext(ctx, ws.updateTotals),
@@ -234,7 +234,7 @@ func (at *appendTx) add(rec *event.Record, id any, hash string, seq int64) error
 		}
 	}
 	at.recordRows = append(at.recordRows, []any{seq, keyOf(id), id, typeCodes[rec.Type], cluster, streamRow,
-		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objRow, bodyRow, target, baseline, meta})
+		encodeTime(rec.ObservedAt), watchCodes[rec.WatchType], synthetic, objID, bodyRow, target, baseline, meta})
 	at.records++
 	if rec.Type == event.TypeEvent {
 		at.events++

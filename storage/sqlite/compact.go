@@ -180,8 +180,10 @@ func (c compactTx) removeUnused() (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// Deltas first, then keyframes no delta points at any more.
-	const unused = `NOT EXISTS (SELECT 1 FROM records r WHERE r.body = bodies.id) AND id < (SELECT max(id) FROM bodies)`
+	// Deltas first, then keyframes no delta points at any more. A body
+	// is its object's (schema version 6): it is unused when no record of
+	// its object points at it.
+	const unused = `NOT EXISTS (SELECT 1 FROM records r WHERE r.obj = bodies.obj AND r.body = bodies.id) AND id < (SELECT max(id) FROM bodies)`
 	if _, err := c.exec("remove deltas", `DELETE FROM bodies WHERE base IS NOT NULL AND `+unused); err != nil {
 		return 0, err
 	}

@@ -22,7 +22,7 @@ func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey)
 			return kf.lastBodyID, nil
 		}
 	}
-	id, stored := at.knownBodies[hashHex]
+	id, stored := at.knownBodies[bodyKey{objRow, hashHex}]
 	if !stored {
 		enc, isDelta := at.deltaOf(raw, objRow, kind, kf, haveKF)
 		if !isDelta {
@@ -32,7 +32,7 @@ func (at *appendTx) body(raw []byte, hashHex string, objRow int64, kind kindKey)
 			}
 			enc = bodyEncoding{data: data}
 		}
-		id = at.queueBody(raw, hashHex, enc)
+		id = at.queueBody(raw, hashHex, objRow, enc)
 		switch {
 		case isDelta:
 			kf, haveKF = enc.kf, true
@@ -80,14 +80,22 @@ func (at *appendTx) deltaOf(raw []byte, objRow int64, kind kindKey, kf keyframe,
 	return bodyEncoding{base: kf.bodyID, data: delta, kf: kf}, true
 }
 
-// queueBody queues a new body row under the next body id, which it
-// returns.
-func (at *appendTx) queueBody(raw []byte, hashHex string, enc bodyEncoding) int64 {
+// bodyKey is a body of the batch: its object's row id (0 for none) and
+// its hash. A body is its object's (schema version 6): another object's
+// alike body is stored again.
+type bodyKey struct {
+	obj  int64
+	hash string
+}
+
+// queueBody queues a new body row of object objRow under the next body
+// id, which it returns.
+func (at *appendTx) queueBody(raw []byte, hashHex string, objRow int64, enc bodyEncoding) int64 {
 	hash, _ := hex.DecodeString(hashHex)
 	id := at.nextBodyID
 	at.nextBodyID++
-	at.knownBodies[hashHex] = id
-	at.bodyRows = append(at.bodyRows, []any{id, 0, hash, len(raw), enc.base, enc.data}) // hash_key: unused since schema version 5; 0 takes no bytes
+	at.knownBodies[bodyKey{objRow, hashHex}] = id
+	at.bodyRows = append(at.bodyRows, []any{objRow, id, hash, len(raw), enc.base, enc.data})
 	at.bodies++
 	at.bodyBytes += int64(len(enc.data))
 	at.rawBodyByte += int64(len(raw))
@@ -115,7 +123,7 @@ func (at *appendTx) keyframe(objRow int64) (keyframe, bool, error) {
 		var rawLen int
 		var base sql.NullInt64
 		var data, latestHash []byte
-		if err := at.stmts.bodyRow.QueryRowContext(at.ctx, latestID).Scan(&rawLen, &base, &data, &latestHash); err != nil {
+		if err := at.stmts.objectBodyRow.QueryRowContext(at.ctx, objRow, latestID).Scan(&rawLen, &base, &data, &latestHash); err != nil {
 			return keyframe{}, false, fmt.Errorf("latest body %d: %w", latestID, err)
 		}
 		kf = keyframe{bodyID: latestID, lastHash: hex.EncodeToString(latestHash), lastBodyID: latestID}

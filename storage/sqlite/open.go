@@ -210,7 +210,7 @@ func (s *Store) openPool(ctx context.Context, extra string) error {
 	if s.latestAtStmt, err = s.scan.PrepareContext(ctx, latestAtQuery); err != nil {
 		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
 	}
-	if s.keyframeStmt, err = s.r.PrepareContext(ctx, `SELECT raw_len, data FROM bodies WHERE id = ?`); err != nil {
+	if s.keyframeStmt, err = s.r.PrepareContext(ctx, keyframeQuery); err != nil {
 		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
 	}
 	return nil

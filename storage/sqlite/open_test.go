@@ -169,14 +169,14 @@ func TestOpenRefusesForeignFilesUntouched(t *testing.T) {
 
 // writeUnpinnedLayoutJournal writes a journal of the layout journals had
 // before the format was pinned (and still schema version 1 in the
-// header): today's journal with unique event_id and hash columns instead
-// of their 64-bit keys (id_key, hash_key) and without the indexes of the
-// later versions.
+// header): today's journal with a unique event_id column instead of its
+// 64-bit key (id_key), a unique index of body hashes, and without the
+// indexes of the later versions.
 func writeUnpinnedLayoutJournal(t *testing.T, path string) {
 	writeJournal(t, path)
 	rawExec(t, path,
 		`DROP INDEX records_id`, `DROP INDEX records_stream_time`, `DROP INDEX records_type_seq`,
-		`ALTER TABLE records DROP COLUMN id_key`, `ALTER TABLE bodies DROP COLUMN hash_key`,
+		`ALTER TABLE records DROP COLUMN id_key`,
 		`CREATE UNIQUE INDEX records_event_id ON records (event_id)`, `CREATE UNIQUE INDEX bodies_hash_unique ON bodies (hash)`,
 		`PRAGMA user_version = 1`)
 }
@@ -221,8 +221,9 @@ func TestReopenKeepsJournal(t *testing.T) {
 
 // TestMigratesOlderVersions opens journals of older schema versions
 // (version 1 has no index to seek a stream by time, version 2 none to find
-// the newest record of a type): Open migrates them to the current version,
-// adding the indexes, and keeps their records.
+// the newest record of a type, version 5 keeps records by seq alone):
+// Open migrates them to the current version, adding the indexes and
+// clustering records and bodies by object, and keeps their records.
 func TestMigratesOlderVersions(t *testing.T) {
 	ctx := context.Background()
 	for version := 1; version < sqlite.SchemaVersion; version++ {
@@ -251,19 +252,23 @@ func TestMigratesOlderVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			var got, tables, hashIndexes int
+			var got, tables, clustered int
+			var bodyIndexes string
 			if err := db.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('clusters', 'scopes', 'baselines')`).Scan(&tables); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bodies'`).Scan(&hashIndexes); err != nil {
+			if err := db.QueryRow(`SELECT coalesce(group_concat(name), '') FROM sqlite_master WHERE type = 'index' AND tbl_name = 'bodies'`).Scan(&bodyIndexes); err != nil {
 				t.Fatal(err)
 			}
-			if got != sqlite.SchemaVersion || sqlite.SchemaVersion != 5 || tables != 3 || hashIndexes != 0 {
-				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 3 name tables, %d indexes of bodies; want 5, 5, 3, 0",
-					got, sqlite.SchemaVersion, tables, hashIndexes)
+			if err := db.QueryRow(`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('records', 'bodies') AND sql LIKE '%PRIMARY KEY (obj, %) WITHOUT ROWID'`).Scan(&clustered); err != nil {
+				t.Fatal(err)
+			}
+			if got != sqlite.SchemaVersion || sqlite.SchemaVersion != 6 || tables != 3 || bodyIndexes != "bodies_id" || clustered != 2 {
+				t.Fatalf("after migration: user_version %d (SchemaVersion %d), %d of the 3 name tables, indexes of bodies %q, %d of records and bodies keyed by object; want 6, 6, 3, \"bodies_id\", 2",
+					got, sqlite.SchemaVersion, tables, bodyIndexes, clustered)
 			}
 		})
 	}
@@ -282,4 +287,52 @@ func olderJournal(t *testing.T, version int) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestMigrationCopiesSharedBodies: writers before schema version 5 stored
+// a body once per journal, so records of two objects could point at one
+// body row. Version 6 keys bodies by object; the migration copies such a
+// body to each object, and both objects' records read it.
+func TestMigrationCopiesSharedBodies(t *testing.T) {
+	ctx := context.Background()
+	path := olderJournal(t, 4)
+	// Record 3 (of object 2) points at body 5, which record 9 (of object
+	// 1) points at.
+	rawExec(t, path, `UPDATE records SET body = 5 WHERE seq = 3 AND obj = 2`,
+		`UPDATE records SET body = 5 WHERE seq = 9 AND obj = 1`)
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	bodyAt := func(seq int64) []byte {
+		t.Helper()
+		p, err := s.Records(ctx, storage.Query{AfterSeq: seq - 1, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Records) != 1 || p.Records[0].IngestSeq != seq {
+			t.Fatalf("Records after seq %d: %+v", seq-1, p.Records)
+		}
+		return p.Records[0].Object
+	}
+	shared, own := bodyAt(3), bodyAt(9)
+	if len(shared) == 0 || !bytes.Equal(shared, own) {
+		t.Fatalf("the body of record 3 after migration is %q, want that of record 9, %q", shared, own)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var objs string
+	if err := db.QueryRow(`SELECT group_concat(obj) FROM (SELECT obj FROM bodies WHERE id = 5 ORDER BY obj)`).Scan(&objs); err != nil {
+		t.Fatal(err)
+	}
+	if objs != "1,2" {
+		t.Errorf("body 5 is stored under objects %s, want 1,2", objs)
+	}
 }

@@ -38,6 +38,13 @@ func TestQueryPlans(t *testing.T) {
 	aliveNS, _ := aliveQuery(storage.AliveQuery{At: time.Unix(100, 0), ClusterID: "c1", Namespace: "shop", Resource: "configmaps"}, vis, 0, aliveOfStream, nil)
 	history, _ := objectHistoryQuery(obj, storage.HistoryQuery{}, vis)
 	historyPage, _ := objectHistoryQuery(obj, storage.HistoryQuery{Limit: 100, AfterSeq: 5}, vis)
+	historySince, _ := objectHistoryQuery(obj, storage.HistoryQuery{Since: time.Unix(50, 0)}, vis)
+	historySincePage, _ := objectHistoryQuery(obj, storage.HistoryQuery{Since: time.Unix(50, 0), Limit: 100}, vis)
+	var journalRQ recordsQuery
+	journalQ := storage.Query{AfterSeq: 5}
+	if err := journalRQ.seqBounds(journalQ); err != nil {
+		t.Fatal(err)
+	}
 	exclude, _ := vis.exclude("r", "", 0)
 	for _, c := range []struct {
 		name, query string
@@ -50,8 +57,13 @@ func TestQueryPlans(t *testing.T) {
 		{"Records of a stream until a time", streamRQ.text(streamQ), []string{"records_stream", "records_stream_time"}},
 		{"Get", fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`,
 			[]string{"records_id"}},
-		{"ObjectHistory", history, []string{"records_object", "objects_name"}},
-		{"ObjectHistory with a limit", historyPage, []string{"records_object", "objects_name"}},
+		// An object's records and bodies, side by side in the tables.
+		{"ObjectHistory", history, []string{"r USING PRIMARY KEY (obj=?", "b USING PRIMARY KEY (obj=?", "objects_name"}},
+		{"ObjectHistory with a limit", historyPage, []string{"r USING PRIMARY KEY (obj=?", "b USING PRIMARY KEY (obj=?", "objects_name"}},
+		{"ObjectHistory since a time", historySince, []string{"records_object", "b USING PRIMARY KEY (obj=?", "objects_name"}},
+		{"ObjectHistory since a time, with a limit", historySincePage, []string{"records_object", "r USING PRIMARY KEY (obj=?", "objects_name"}},
+		{"Records of the journal after a seq", journalRQ.text(journalQ), []string{"records_seq"}},
+		{"keyframe", keyframeQuery, []string{"bodies_id"}},
 		{"Correlations: any", correlationsProbe, []string{"records_target"}},
 		{"AliveAt of a stream", aliveStream, []string{"stream_objects", "records_object"}},
 		{"AliveAt of a stream's objects recorded by several streams", aliveStreamNames, []string{"stream_objects", "records_object"}},
@@ -64,7 +76,7 @@ func TestQueryPlans(t *testing.T) {
 		{"stream row", `SELECT id FROM streams WHERE stream_id = ?`, []string{"sqlite_autoindex_streams_1"}},
 		{"Append: event IDs", idLookup.text(8), []string{"records_id"}},
 		{"Append: objects", objectLookup.text(8), []string{"objects_name"}},
-		{"Append: latest body", `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`, []string{"records_object"}},
+		{"Append: latest body", latestBodyQuery, []string{"records_object"}},
 		{"Append: cluster", nameSQL[0], []string{"sqlite_autoindex_clusters_1"}},
 		{"Append: scope", nameSQL[2], []string{"scopes_name"}},
 		{"Append: baseline", nameSQL[4], []string{"sqlite_autoindex_baselines_1"}},
@@ -88,7 +100,7 @@ func TestQueryPlans(t *testing.T) {
 	// ObjectHistory sorts no rows, bodies and all, in a temporary B-tree;
 	// with a limit, its subquery sorts the seqs of the rows (whose loop,
 	// SCAN h, comes after).
-	for _, q := range []string{history, historyPage} {
+	for _, q := range []string{history, historyPage, historySince, historySincePage} {
 		plan := queryPlan(t, s, q)
 		if strings.Contains(plan[strings.LastIndex(plan, "SCAN h ")+1:], "TEMP B-TREE") {
 			t.Errorf("ObjectHistory sorts its rows:\n%s", plan)
@@ -118,7 +130,7 @@ func TestQueryPlans(t *testing.T) {
 // usedIndexes are the indexes the plans of TestQueryPlans name, and those
 // only constraints need: the UNIQUE constraint of scopes and objects is
 // their name index, the marker index is records_marker.
-var usedIndexes = []string{"records_id", "records_stream", "records_stream_time", "records_marker", "records_type_seq", "records_object",
+var usedIndexes = []string{"records_seq", "bodies_id", "records_id", "records_stream", "records_stream_time", "records_marker", "records_type_seq", "records_object",
 	"records_target", "objects_name", "scopes_name", "sqlite_autoindex_clusters_1", "sqlite_autoindex_baselines_1",
 	"sqlite_autoindex_streams_1", "sqlite_autoindex_stream_objects_1"}
 

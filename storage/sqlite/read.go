@@ -43,7 +43,7 @@ const (
 )
 
 // recordJoins follow the join of the objects row o of a record r.
-const recordJoins = ` LEFT JOIN bodies b ON b.id = r.body`
+const recordJoins = ` LEFT JOIN bodies b ON b.obj = r.obj AND b.id = r.body`
 
 // clusterSubquery finds a cluster's row id from its ID.
 const clusterSubquery = `(SELECT id FROM clusters WHERE name = ?)`
@@ -715,21 +715,28 @@ func sortBySeq(recs []event.Record) {
 	}
 }
 
-// objectHistoryQuery is the statement of ObjectHistory. Its rows come in
-// no set order (objectHistory sorts them by seq): ordered by seq in SQL,
-// they would be read through the index by object and time and then
-// sorted, bodies and all, in a temporary B-tree. With a limit, the seqs
-// of the first rows are picked (and sorted) from the index first, and
-// the rows read after.
+// objectHistoryQuery is the statement of ObjectHistory. Records are
+// keyed by (object, seq) (schema version 6), so without a time bound the
+// object's rows are read in seq order straight from the table, side by
+// side on a few pages, and a limit stops the walk. With a time bound
+// they are found through the index by object and time; those rows come
+// in no set order (objectHistory sorts them by seq): ordered by seq in
+// SQL, they would be sorted, bodies and all, in a temporary B-tree, so
+// with a limit the seqs of the first rows are picked (and sorted) from
+// the index first, and the rows read after.
 func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
+	timed := !q.Since.IsZero() || !q.Until.IsZero()
 	a := "r"
-	if q.Limit > 0 {
+	if q.Limit > 0 && timed {
 		a = "x"
 	}
 	visible, visArgs := vis.where(a, "", 0)
 	var w strings.Builder
-	w.WriteString(` FROM records ` + a + ` INDEXED BY records_object`)
-	if q.Limit == 0 {
+	w.WriteString(` FROM records ` + a)
+	if timed {
+		w.WriteString(` INDEXED BY records_object`)
+	}
+	if a == "r" {
 		w.WriteString(recordJoins)
 	}
 	w.WriteString(` WHERE ` + a + `.obj = ` + objectSubquery + ` AND ` + visible)
@@ -753,10 +760,13 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 	if q.Limit == 0 {
 		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
 	}
-	w.WriteString(" ORDER BY x.seq LIMIT ?")
+	w.WriteString(" ORDER BY " + a + ".seq LIMIT ?")
 	args = append(args, q.Limit)
-	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.seq` + w.String() + `) h` +
-		` JOIN records r ON r.seq = h.seq` + recordJoins, args
+	if a == "r" {
+		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
+	}
+	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.obj, x.seq` + w.String() + `) h` +
+		` JOIN records r ON r.obj = h.obj AND r.seq = h.seq` + recordJoins, args
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -1022,7 +1032,7 @@ func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64, mode int, nam
 	if q.StreamID != "" {
 		from = ` FROM objects o` // the stream's objects: no condition on the scope
 	}
-	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + from + ` JOIN records r ON r.seq = ` + latest + recordJoins +
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + from + ` JOIN records r ON r.obj = o.id AND r.seq = ` + latest + recordJoins +
 		` WHERE ` + strings.Join(where, " AND ")
 	return query, args
 }

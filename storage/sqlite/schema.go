@@ -21,7 +21,7 @@ const applicationID = 0x6B72706C
 // SchemaVersion is the journal schema this package writes (PRAGMA
 // user_version). Files with an older version are migrated forward on Open;
 // files with a newer one are refused.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Record type and watch type codes kept in integer columns.
 const (
@@ -201,6 +201,73 @@ CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
 	// 0 there, which takes no bytes.
 	4: `
 DROP INDEX bodies_hash;
+`,
+	// Version 6 clusters an object's history. Records are keyed by
+	// (object, seq) and bodies by (object, id), both WITHOUT ROWID, so
+	// the versions of one object lie side by side on a few pages instead
+	// of one records page and one bodies page each: a history of 100
+	// versions reads about a tenth of the pages. Every commit of a writer
+	// empties the page cache (and the map) of every reader connection, so
+	// under a recording writer each page a read visits is a page read
+	// again. Records of no object have obj 0 (it was NULL) and sort first,
+	// by seq. seq stays unique (records_seq) and is still the order of
+	// the journal. A body is now its object's: a body the older writers
+	// shared between objects (they stored a body once per journal) is
+	// copied to each object that points at it, under the same id; a body
+	// no record points at (a keyframe kept for its deltas, the body of the
+	// highest id kept by Compact) is filed under object 0. bodies_id finds
+	// a body by id alone: a delta's keyframe may be another object's. The
+	// totals keep counting each body id once. The unused hash_key column
+	// of version 5 goes with the rebuild.
+	5: `
+CREATE TABLE records_v6 (
+	obj         INTEGER NOT NULL,
+	seq         INTEGER NOT NULL,
+	id_key      INTEGER NOT NULL,
+	event_id    BLOB NOT NULL,
+	type        INTEGER NOT NULL,
+	cluster     INTEGER NOT NULL,
+	stream      INTEGER,
+	observed_at INTEGER NOT NULL,
+	watch_type  INTEGER NOT NULL,
+	synthetic   INTEGER NOT NULL,
+	body        INTEGER,
+	target      BLOB,
+	baseline    INTEGER,
+	meta        BLOB NOT NULL,
+	PRIMARY KEY (obj, seq)
+) WITHOUT ROWID;
+INSERT INTO records_v6 (obj, seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, body, target, baseline, meta)
+	SELECT coalesce(obj, 0), seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, body, target, baseline, meta
+	FROM records ORDER BY coalesce(obj, 0), seq;
+CREATE TABLE bodies_v6 (
+	obj     INTEGER NOT NULL,
+	id      INTEGER NOT NULL,
+	hash    BLOB NOT NULL,
+	raw_len INTEGER NOT NULL,
+	base    INTEGER,
+	data    BLOB NOT NULL,
+	PRIMARY KEY (obj, id)
+) WITHOUT ROWID;
+INSERT INTO bodies_v6 (obj, id, hash, raw_len, base, data)
+	SELECT u.obj, b.id, b.hash, b.raw_len, b.base, b.data FROM (
+		SELECT DISTINCT obj, body AS id FROM records_v6 WHERE body IS NOT NULL
+		UNION ALL
+		SELECT 0, id FROM bodies WHERE id NOT IN (SELECT body FROM records_v6 WHERE body IS NOT NULL)
+	) u JOIN bodies b ON b.id = u.id ORDER BY 1, 2;
+DROP TABLE records;
+ALTER TABLE records_v6 RENAME TO records;
+DROP TABLE bodies;
+ALTER TABLE bodies_v6 RENAME TO bodies;
+CREATE UNIQUE INDEX records_seq ON records (seq);
+CREATE INDEX records_id ON records (id_key);
+CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream IS NOT NULL;
+CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE stream IS NOT NULL;
+CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
+CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
+CREATE INDEX records_object ON records (obj, observed_at, seq);
+CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
+CREATE INDEX bodies_id ON bodies (id);
 `,
 }
 

@@ -7,8 +7,15 @@ import (
 	"strings"
 )
 
+// latestBodyQuery finds the body of an object's latest record.
+const latestBodyQuery = `SELECT body FROM records INDEXED BY records_object WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`
+
+// keyframeQuery reads a body by its id alone: the keyframe of a delta,
+// which may be another object's.
+const keyframeQuery = `SELECT raw_len, data FROM bodies WHERE id = ? LIMIT 1`
+
 type writerStmts struct {
-	bodyRow                               *sql.Stmt
+	bodyRow, objectBodyRow                *sql.Stmt
 	streamRow, insertStream, updateStream *sql.Stmt
 	latestBody, updateTotals, counters    *sql.Stmt
 }
@@ -18,11 +25,12 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 		stmt **sql.Stmt
 		sql  string
 	}{
-		{&ws.bodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE id = ?`},
+		{&ws.bodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE id = ? LIMIT 1`},
+		{&ws.objectBodyRow, `SELECT raw_len, base, data, hash FROM bodies WHERE obj = ? AND id = ?`},
 		{&ws.streamRow, `SELECT ` + streamColumns + ` FROM streams WHERE stream_id = ?`},
 		{&ws.insertStream, `INSERT INTO streams (stream_id, cluster, checkpoint_at, last_baseline_end_at, last_gap_at, first_observed_at, last_observed_at) VALUES (?,?,?,?,?,?,?)`},
 		{&ws.updateStream, `UPDATE streams SET checkpoint_rv=?, checkpoint_at=?, available=?, availability_reason=?, last_baseline_id=?, last_baseline_end_at=?, open_baseline_id=?, gaps=?, last_gap_at=?, first_observed_at=?, last_observed_at=?, records=?, last_seq=? WHERE id=?`},
-		{&ws.latestBody, `SELECT body FROM records WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`},
+		{&ws.latestBody, latestBodyQuery},
 		{&ws.updateTotals, `UPDATE totals SET records=records+?, events=events+?, bodies=bodies+?, body_bytes=body_bytes+?, raw_bytes=raw_bytes+? WHERE id=1`},
 		{&ws.counters, countersQuery},
 	} {
@@ -37,7 +45,7 @@ func (ws *writerStmts) prepare(ctx context.Context, db *sql.DB) error {
 }
 
 func (ws *writerStmts) close() {
-	for _, st := range []*sql.Stmt{ws.bodyRow, ws.streamRow, ws.insertStream, ws.updateStream,
+	for _, st := range []*sql.Stmt{ws.bodyRow, ws.objectBodyRow, ws.streamRow, ws.insertStream, ws.updateStream,
 		ws.latestBody, ws.updateTotals, ws.counters} {
 		if st != nil {
 			st.Close()
@@ -127,7 +135,7 @@ type rowInsert struct {
 // The INSERTs of Append.
 var (
 	insertRecords       = rowInsert{`INSERT INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, baseline, meta) VALUES `, 14}
-	insertBodies        = rowInsert{`INSERT INTO bodies (id, hash_key, hash, raw_len, base, data) VALUES `, 6}
+	insertBodies        = rowInsert{`INSERT INTO bodies (obj, id, hash, raw_len, base, data) VALUES `, 6}
 	insertObjects       = rowInsert{`INSERT INTO objects (id, scope, name) VALUES `, 3}
 	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2}
 )

@@ -18,15 +18,21 @@
 //   - Append is idempotent by EventID. A new record gets an IngestSeq larger
 //     than any stored before, also after Compact, across reopening and
 //     across processes.
-//   - Object bodies are kept byte for byte. Each distinct body is stored
-//     once (by event.ObjectHash) and compressed: the first version of an
+//   - Object bodies are kept byte for byte. Each distinct body of an
+//     object is stored once (by event.ObjectHash) and compressed: the first version of an
 //     object is deflated with a preset dictionary of typical Kubernetes
 //     JSON, and later versions are stored as a small delta against it (or a
 //     new object as a delta against an alike object of the same resource).
 //     On a churn workload the file takes about a tenth of the raw JSON; a
 //     relist of distinct objects a little over half (see the README's
 //     performance section).
-//   - Every query is answered from an index: records by (stream, seq), by
+//   - An object's history lies together: records are keyed by (object,
+//     seq) and bodies by (object, body id) (schema version 6), so the
+//     versions of one object share a few pages. This matters most under a
+//     recording writer: each commit empties every reader connection's
+//     page cache and map, and a history then reads each page it visits
+//     again.
+//   - Every query is answered from an index: records by seq, by (stream, seq), by
 //     (stream, observedAt, seq) to seek a stream's last record at or before
 //     a time (queries bounded by Until within a stream; schema version 2,
 //     added to version 1 files on Open), by (type, stream, seq) and by
@@ -157,7 +163,7 @@
 // connections (WithReadConnections) and, thanks to WAL, never wait for a
 // write and always see whole batches, from this process or another.
 // AliveAt, which reads a row for each of many objects, ObjectHistory,
-// which reads a records page and a bodies page for each version, and
+// which reads an object's records and bodies pages, and
 // LatestAt and Watermark, whose seeks land anywhere in a large journal,
 // use a second pool of as many connections, opened on first use, that
 // maps up to 1 GiB of the file into memory (no system call per page read;
@@ -180,6 +186,11 @@
 //     held such a key of the body's hash until schema version 5, which
 //     drops its index and writes 0 there (a body is stored once per
 //     object version, not per journal);
+//   - records are keyed by (obj, seq) and bodies by (obj, id), both
+//     WITHOUT ROWID (schema version 6); a record of no object has obj 0,
+//     and a body belongs to the object whose records point at it (a body
+//     no record points at, such as a keyframe kept for its deltas, to
+//     object 0); a delta's keyframe is found by its id alone (bodies_id);
 //   - names rows would repeat live once in name tables (schema version
 //     4): cluster IDs in clusters, an object's cluster, namespace, group
 //     and resource in scopes (an objects row is a scope and a name),

@@ -35,6 +35,15 @@ func sameAsEncodingJSON(t *testing.T, what string, h *materialize.History) {
 	if want := bytes.TrimSuffix(b.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
 		t.Fatalf("%s: MarshalJSON writes\n%s\nencoding/json\n%s", what, got, want)
 	}
+	// AppendJSON appends the same after what the buffer holds, also into
+	// a buffer that held a longer history before.
+	used := append(bytes.Repeat([]byte("x"), 2*len(got)+16)[:0], "prefix "...)
+	for _, prefix := range [][]byte{[]byte("prefix "), used} {
+		appended, err := h.AppendJSON(prefix)
+		if err != nil || !bytes.Equal(appended, append([]byte("prefix "), got...)) {
+			t.Fatalf("%s: AppendJSON after %q writes %q (%v), want the prefix and %s", what, prefix, appended, err, got)
+		}
+	}
 	m1, err1 := json.Marshal(h)
 	m2, err2 := json.Marshal((*plainHistory)(h))
 	if err1 != nil || err2 != nil || !bytes.Equal(m1, m2) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
@@ -112,13 +113,29 @@ func asError(err error) *Error {
 }
 
 // writeJSON writes v as JSON with the status.
+// historyBuffers holds the buffers histories are written into.
+var historyBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledHistory is the largest buffer kept for reuse: a rare huge
+// history does not stay in memory.
+const maxPooledHistory = 1 << 20
+
+func putHistoryBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledHistory {
+		historyBuffers.Put(buf)
+	}
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if h, ok := v.(*materialize.History); ok {
 		// History writes itself as the encoder would, faster; the encoder
-		// would only scan its JSON once more.
-		raw, err := h.MarshalJSON()
+		// would only scan its JSON once more. Its buffer is reused.
+		buf := historyBuffers.Get().(*[]byte)
+		defer putHistoryBuffer(buf)
+		raw, err := h.AppendJSON((*buf)[:0])
+		*buf = raw
 		if err != nil {
 			e := newError(http.StatusInternalServerError, CodeInternal, "", "encode the history: %v", err)
 			w.WriteHeader(e.Status)
@@ -126,7 +143,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 			return
 		}
 		w.WriteHeader(status)
-		_, _ = w.Write(append(raw, '\n'))
+		*buf = append(raw, '\n')
+		_, _ = w.Write(*buf)
 		return
 	}
 	w.WriteHeader(status)

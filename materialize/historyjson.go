@@ -18,7 +18,7 @@ import (
 // as it is instead of being scanned again, and the rest is written without
 // reflection. Anything it does not know is written by encoding/json.
 func (h History) MarshalJSON() ([]byte, error) {
-	return h.AppendJSON(make([]byte, 0, 512+historySize(&h)))
+	return h.AppendJSON(nil)
 }
 
 // AppendJSON appends what MarshalJSON writes to b and returns the extended
@@ -27,7 +27,7 @@ func (h History) MarshalJSON() ([]byte, error) {
 // kilobytes).
 func (h *History) AppendJSON(b []byte) ([]byte, error) {
 	var e historyEncoder
-	out := e.history(b, h)
+	out := e.history(slices.Grow(b, 512+historySize(h)), h)
 	return out, e.err
 }
 

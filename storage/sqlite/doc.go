@@ -37,9 +37,10 @@
 //     a time (queries bounded by Until within a stream; schema version 2,
 //     added to version 1 files on Open), by (type, stream, seq) and by
 //     (type, seq) for the few non-event records (the latter schema version
-//     3), by (object, observedAt, seq) for object history and object-at-T,
-//     by a 64-bit key of the event ID (bodies: of the hash) and by
-//     audit-correlation target. Object metadata lives in columns and small
+//     3), by (object, observedAt, seq) for object-at-T and history
+//     within a time range, by a 64-bit key of the event ID and by
+//     audit-correlation target; bodies by id alone, for a delta's
+//     keyframe (schema version 6). Object metadata lives in columns and small
 //     side tables, never only inside the compressed body. TestQueryPlans
 //     pins the plan of every hot statement and fails when an index is
 //     used by none, so that none goes missing or unused unnoticed.

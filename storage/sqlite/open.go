@@ -177,13 +177,15 @@ func (s *Store) openReaders(ctx context.Context) error {
 }
 
 // scanMmapBytes is how much of the file the scan pool (Store.scan) maps.
-// A statement that reads a row for each of many objects, or each of an
-// object's many versions, visits pages all over the file, more than a
-// connection's page cache holds: without a map each of those visits is a
-// pread system call. On a 1M-event journal that is a quarter of the CPU
-// of AliveAt over 10,000 objects, which mapping cuts by about a fifth,
-// and a third of the CPU of ObjectHistory of 100 versions, which mapping
-// cuts by 30%. LatestAt and Watermark, a seek each into an index of
+// A statement that reads a row for each of many objects visits pages all
+// over the file, more than a connection's page cache holds: without a map
+// each of those visits is a pread system call. On a 1M-event journal that
+// is a quarter of the CPU of AliveAt over 10,000 objects, which mapping
+// cuts by about a fifth; it cut ObjectHistory of 100 versions by 30% when
+// those versions lay on pages of their own (before schema version 6).
+// Under a writer, mapping and page cache matter less than the pages a
+// statement visits: each commit empties every reader connection's cache
+// and map (the query API benchmark: no map was as fast as the map). LatestAt and Watermark, a seek each into an index of
 // records by object or by stream and time, land on a page of a large
 // journal that the page cache rarely holds too: mapped, ObjectAt (which
 // runs both) costs 10-20% less on that journal, with appends between the

@@ -27,18 +27,20 @@
 //     relist of distinct objects a little over half (see the README's
 //     performance section).
 //   - An object's history lies together: records are keyed by (object,
-//     seq) and bodies by (object, body id) (schema version 6), so the
-//     versions of one object share a few pages. This matters most under a
-//     recording writer: each commit empties every reader connection's
-//     page cache and map, and a history then reads each page it visits
-//     again.
-//   - Every query is answered from an index: records by seq, by (stream, seq), by
+//     observedAt, seq) and bodies by (object, body id) (schema version 6),
+//     so the versions of one object share a few pages, and its record at
+//     a time (object-at-T, a snapshot) is one seek. This matters most
+//     under a recording writer: each commit empties every reader
+//     connection's page cache and map, and a read then fetches each page
+//     it visits again. The price is paid by Append: an object's new
+//     record and body go to its pages, anywhere in the file (see the
+//     README's performance section).
+//   - Every query is answered from an index or the tables' keys: records by seq, by (stream, seq), by
 //     (stream, observedAt, seq) to seek a stream's last record at or before
 //     a time (queries bounded by Until within a stream; schema version 2,
 //     added to version 1 files on Open), by (type, stream, seq) and by
 //     (type, seq) for the few non-event records (the latter schema version
-//     3), by (object, observedAt, seq) for object-at-T and history
-//     within a time range, by a 64-bit key of the event ID and by
+//     3), by a 64-bit key of the event ID and by
 //     audit-correlation target; bodies by id alone, for a delta's
 //     keyframe (schema version 6). Object metadata lives in columns and small
 //     side tables, never only inside the compressed body. TestQueryPlans
@@ -187,7 +189,7 @@
 //     held such a key of the body's hash until schema version 5, which
 //     drops its index and writes 0 there (a body is stored once per
 //     object version, not per journal);
-//   - records are keyed by (obj, seq) and bodies by (obj, id), both
+//   - records are keyed by (obj, observed_at, seq) and bodies by (obj, id), both
 //     WITHOUT ROWID (schema version 6); a record of no object has obj 0,
 //     and a body belongs to the object whose records point at it (a body
 //     no record points at, such as a keyframe kept for its deltas, to

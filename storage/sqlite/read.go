@@ -715,27 +715,28 @@ func sortBySeq(recs []event.Record) {
 	}
 }
 
+// recordsKey names the primary key of records, (obj, observed_at, seq)
+// (schema version 6), for INDEXED BY: the statements that read an
+// object's records by time seek it and no index by stream.
+const recordsKey = `sqlite_autoindex_records_1`
+
 // objectHistoryQuery is the statement of ObjectHistory. Records are
-// keyed by (object, seq) (schema version 6), so without a time bound the
-// object's rows are read in seq order straight from the table, side by
-// side on a few pages, and a limit stops the walk. With a time bound
-// they are found through the index by object and time; those rows come
-// in no set order (objectHistory sorts them by seq): ordered by seq in
-// SQL, they would be sorted, bodies and all, in a temporary B-tree, so
-// with a limit the seqs of the first rows are picked (and sorted) from
-// the index first, and the rows read after.
+// keyed by (object, observed_at, seq) (schema version 6), so an object's
+// rows are read in that order straight from the table, side by side on a
+// few pages, time bounds and all; they come in seq order unless the
+// object's records were observed out of order (objectHistory sorts them
+// by seq, in one pass when they are in order). With a limit, the keys of
+// the first rows by seq are picked (and sorted) first, and the rows read
+// after: sorting the rows themselves would copy them, bodies and all,
+// through a temporary B-tree.
 func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
-	timed := !q.Since.IsZero() || !q.Until.IsZero()
 	a := "r"
-	if q.Limit > 0 && timed {
+	if q.Limit > 0 {
 		a = "x"
 	}
 	visible, visArgs := vis.where(a, "", 0)
 	var w strings.Builder
-	w.WriteString(` FROM records ` + a)
-	if timed {
-		w.WriteString(` INDEXED BY records_object`)
-	}
+	w.WriteString(` FROM records ` + a + ` INDEXED BY ` + recordsKey)
 	if a == "r" {
 		w.WriteString(recordJoins)
 	}
@@ -760,13 +761,10 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 	if q.Limit == 0 {
 		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
 	}
-	w.WriteString(" ORDER BY " + a + ".seq LIMIT ?")
+	w.WriteString(" ORDER BY x.seq LIMIT ?")
 	args = append(args, q.Limit)
-	if a == "r" {
-		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
-	}
-	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.obj, x.seq` + w.String() + `) h` +
-		` JOIN records r ON r.obj = h.obj AND r.seq = h.seq` + recordJoins, args
+	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.obj, x.observed_at, x.seq` + w.String() + `) h` +
+		` JOIN records r ON r.obj = h.obj AND r.observed_at = h.observed_at AND r.seq = h.seq` + recordJoins, args
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -781,7 +779,7 @@ func objectName(obj storage.ObjectID) string {
 const (
 	freshColumns = `, (SELECT coalesce(max(seq), 0) FROM records INDEXED BY records_type_seq WHERE type = 2 AND type <> 1),` +
 		` (SELECT seq_floor FROM totals WHERE id = 1)`
-	latestAtHead = freshColumns + ` FROM records r INDEXED BY records_object LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+	latestAtHead = freshColumns + ` FROM records r INDEXED BY ` + recordsKey + ` LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
 		` WHERE r.obj = ` + objectSubquery + ` AND r.observed_at <= ?`
 	latestAtTail = ` ORDER BY r.observed_at DESC, r.seq DESC LIMIT 1`
 )
@@ -986,7 +984,7 @@ const (
 func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64, mode int, names []string) (string, []any) {
 	var where []string
 	var args []any
-	latest := `(SELECT x.seq FROM records x INDEXED BY records_object WHERE x.obj = o.id AND x.observed_at <= ?`
+	latest := `(SELECT x.obj, x.observed_at, x.seq FROM records x INDEXED BY ` + recordsKey + ` WHERE x.obj = o.id AND x.observed_at <= ?`
 	args = append(args, encodeTime(q.At))
 	switch {
 	case q.StreamID != "" && mode == aliveOfAnyStream:
@@ -1032,7 +1030,7 @@ func aliveQuery(q storage.AliveQuery, vis visibility, rowID int64, mode int, nam
 	if q.StreamID != "" {
 		from = ` FROM objects o` // the stream's objects: no condition on the scope
 	}
-	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + from + ` JOIN records r ON r.obj = o.id AND r.seq = ` + latest + recordJoins +
+	query := fmt.Sprintf(recordSelect, bodyColumn(q.WithoutBodies)) + from + ` JOIN records r INDEXED BY ` + recordsKey + ` ON (r.obj, r.observed_at, r.seq) = ` + latest + recordJoins +
 		` WHERE ` + strings.Join(where, " AND ")
 	return query, args
 }

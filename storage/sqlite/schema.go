@@ -203,43 +203,45 @@ CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
 DROP INDEX bodies_hash;
 `,
 	// Version 6 clusters an object's history. Records are keyed by
-	// (object, seq) and bodies by (object, id), both WITHOUT ROWID, so
-	// the versions of one object lie side by side on a few pages instead
-	// of one records page and one bodies page each: a history of 100
-	// versions reads about a tenth of the pages. Every commit of a writer
-	// empties the page cache (and the map) of every reader connection, so
-	// under a recording writer each page a read visits is a page read
-	// again. Records of no object have obj 0 (it was NULL) and sort first,
-	// by seq. seq stays unique (records_seq) and is still the order of
-	// the journal. A body is now its object's: a body the older writers
-	// shared between objects (they stored a body once per journal) is
-	// copied to each object that points at it, under the same id; a body
-	// no record points at (a keyframe kept for its deltas, the body of the
-	// highest id kept by Compact) is filed under object 0. bodies_id finds
-	// a body by id alone: a delta's keyframe may be another object's. The
-	// totals keep counting each body id once. The unused hash_key column
-	// of version 5 goes with the rebuild.
+	// (object, observed_at, seq) and bodies by (object, id), both WITHOUT
+	// ROWID, so the versions of one object lie side by side on a few
+	// pages instead of one records page and one bodies page each: a
+	// history of 100 versions reads about a tenth of the pages. Every
+	// commit of a writer empties the page cache (and the map) of every
+	// reader connection, so under a recording writer each page a read
+	// visits is a page read again. The key is also what the index of
+	// records by (object, observed_at, seq) was, which goes: an object's
+	// record at a time is one seek in the table. Records of no object have
+	// obj 0 (it was NULL) and sort first. seq stays unique (records_seq)
+	// and is still the order of the journal. A body is now its object's: a
+	// body the older writers shared between objects (they stored a body
+	// once per journal) is copied to each object that points at it, under
+	// the same id; a body no record points at (a keyframe kept for its
+	// deltas, the body of the highest id kept by Compact) is filed under
+	// object 0. bodies_id finds a body by id alone: a delta's keyframe may
+	// be another object's. The totals keep counting each body id once.
+	// The unused hash_key column of version 5 goes with the rebuild.
 	5: `
 CREATE TABLE records_v6 (
 	obj         INTEGER NOT NULL,
+	observed_at INTEGER NOT NULL,
 	seq         INTEGER NOT NULL,
 	id_key      INTEGER NOT NULL,
 	event_id    BLOB NOT NULL,
 	type        INTEGER NOT NULL,
 	cluster     INTEGER NOT NULL,
 	stream      INTEGER,
-	observed_at INTEGER NOT NULL,
 	watch_type  INTEGER NOT NULL,
 	synthetic   INTEGER NOT NULL,
 	body        INTEGER,
 	target      BLOB,
 	baseline    INTEGER,
 	meta        BLOB NOT NULL,
-	PRIMARY KEY (obj, seq)
+	PRIMARY KEY (obj, observed_at, seq)
 ) WITHOUT ROWID;
-INSERT INTO records_v6 (obj, seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, body, target, baseline, meta)
-	SELECT coalesce(obj, 0), seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, body, target, baseline, meta
-	FROM records ORDER BY coalesce(obj, 0), seq;
+INSERT INTO records_v6 (obj, observed_at, seq, id_key, event_id, type, cluster, stream, watch_type, synthetic, body, target, baseline, meta)
+	SELECT coalesce(obj, 0), observed_at, seq, id_key, event_id, type, cluster, stream, watch_type, synthetic, body, target, baseline, meta
+	FROM records ORDER BY coalesce(obj, 0), observed_at, seq;
 CREATE TABLE bodies_v6 (
 	obj     INTEGER NOT NULL,
 	id      INTEGER NOT NULL,
@@ -265,7 +267,6 @@ CREATE INDEX records_stream ON records (stream, seq, observed_at) WHERE stream I
 CREATE INDEX records_stream_time ON records (stream, observed_at, seq) WHERE stream IS NOT NULL;
 CREATE INDEX records_marker ON records (type, stream, seq) WHERE type <> 1;
 CREATE INDEX records_type_seq ON records (type, seq) WHERE type <> 1;
-CREATE INDEX records_object ON records (obj, observed_at, seq);
 CREATE INDEX records_target ON records (target) WHERE target IS NOT NULL;
 CREATE INDEX bodies_id ON bodies (id);
 `,

@@ -8,7 +8,7 @@ import (
 )
 
 // latestBodyQuery finds the body of an object's latest record.
-const latestBodyQuery = `SELECT body FROM records INDEXED BY records_object WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`
+const latestBodyQuery = `SELECT body FROM records INDEXED BY ` + recordsKey + ` WHERE obj = ? AND body IS NOT NULL ORDER BY observed_at DESC, seq DESC LIMIT 1`
 
 // keyframeQuery reads a body by its id alone: the keyframe of a delta,
 // which may be another object's.

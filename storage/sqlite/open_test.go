@@ -244,14 +244,7 @@ func TestMigratesOlderVersions(t *testing.T) {
 			if err != nil || len(tls) != 2 || tls[1].StreamID != "c1/core/v1/configmaps/shop" {
 				t.Fatalf("Timelines after migration = %+v, %v; want the two streams of c1", tls, err)
 			}
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			db, err := sql.Open("sqlite", path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := closeAndOpenRaw(t, s, path)
 			var got, tables, clustered int
 			var bodyIndexes string
 			if err := db.QueryRow(`PRAGMA user_version`).Scan(&got); err != nil {
@@ -320,14 +313,7 @@ func TestMigrationCopiesSharedBodies(t *testing.T) {
 	if len(shared) == 0 || !bytes.Equal(shared, own) {
 		t.Fatalf("the body of record 3 after migration is %q, want that of record 9, %q", shared, own)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := closeAndOpenRaw(t, s, path)
 	var objs string
 	if err := db.QueryRow(`SELECT group_concat(obj) FROM (SELECT obj FROM bodies WHERE id = 5 ORDER BY obj)`).Scan(&objs); err != nil {
 		t.Fatal(err)
@@ -335,4 +321,19 @@ func TestMigrationCopiesSharedBodies(t *testing.T) {
 	if objs != "1,2" {
 		t.Errorf("body 5 is stored under objects %s, want 1,2", objs)
 	}
+}
+
+// closeAndOpenRaw closes s and opens its file with database/sql, to look
+// at the tables themselves; the database closes with the test.
+func closeAndOpenRaw(t *testing.T, s *sqlite.Store, path string) *sql.DB {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

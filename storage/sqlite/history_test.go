@@ -126,10 +126,10 @@ func TestCorrelationsSeeAnotherStoresAppend(t *testing.T) {
 	}
 }
 
-// TestObjectHistoryBodiesMatchRecords: ObjectHistory reads an object's
-// bodies in one range of the bodies table, apart from its records; each
-// record it returns carries the body and hash that Records, which joins
-// each record's body, gives the record of the same seq. The journals are
+// TestObjectHistoryBodiesMatchRecords: each record ObjectHistory returns
+// (whole, a record at a time, without bodies) carries the body and hash
+// that Records gives the record of the same seq, its key and its body's
+// read by other statements (schema version 6). The journals are
 // the format fixtures, migrated (every shape of body: keyframes, deltas
 // against the object's keyframe and against another object's, bodies
 // repeated by a relist), one of them with a body shared between two

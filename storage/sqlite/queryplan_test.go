@@ -57,12 +57,11 @@ func TestQueryPlans(t *testing.T) {
 		{"Records of a stream until a time", streamRQ.text(streamQ), []string{"records_stream", "records_stream_time"}},
 		{"Get", fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`,
 			[]string{"records_id"}},
-		// An object's records and bodies, side by side in the tables: its
-		// records in one range, then its bodies in one range.
-		{"ObjectHistory", history, []string{"r USING PRIMARY KEY (obj=?)", "objects_name"}},
-		{"ObjectHistory with a limit", historyPage, []string{"x USING PRIMARY KEY (obj=?)", "r USING PRIMARY KEY (obj=? AND observed_at=? AND seq=?)", "objects_name"}},
-		{"ObjectHistory since a time", historySince, []string{"r USING PRIMARY KEY (obj=? AND observed_at>?)", "objects_name"}},
-		{"ObjectHistory: bodies", fmt.Sprintf(historyBodiesQuery, "b.data"), []string{"b USING PRIMARY KEY (obj=? AND id>? AND id<?)"}},
+		// An object's records and bodies, side by side in the tables.
+		{"ObjectHistory", history, []string{"r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)", "objects_name"}},
+		{"ObjectHistory with a limit", historyPage, []string{"x USING PRIMARY KEY (obj=?)", "r USING PRIMARY KEY (obj=? AND observed_at=? AND seq=?)",
+			"b USING PRIMARY KEY (obj=? AND id=?)", "objects_name"}},
+		{"ObjectHistory since a time", historySince, []string{"r USING PRIMARY KEY (obj=? AND observed_at>?)", "b USING PRIMARY KEY (obj=? AND id=?)", "objects_name"}},
 		{"ObjectHistory since a time, with a limit", historySincePage, []string{"x USING PRIMARY KEY (obj=? AND observed_at>?)",
 			"r USING PRIMARY KEY (obj=? AND observed_at=? AND seq=?)", "objects_name"}},
 		{"Records of the journal after a seq", journalRQ.text(journalQ), []string{"records_seq"}},

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -31,11 +30,6 @@ const recordSelect = recordHead + `r.cluster, o.scope, o.name, ` + recordTail
 // of the object, for the rows of one known object (see scanRows): no join
 // of objects.
 const objectRecordSelect = recordHead + recordTail
-
-// historyRecordSelect is objectRecordSelect without the body: the body's
-// id takes the place of its base, and its object's row id follows the
-// record's columns (see historyBodies).
-const historyRecordSelect = recordHead + `NULL, NULL, r.body, NULL, r.baseline, r.meta, r.obj`
 
 // The type, watch type and synthetic flag of a record are one column
 // (recordKinds): each column costs the driver a call or two, with a
@@ -705,118 +699,12 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 	if err != nil {
 		return nil, err
 	}
-	var objRow any
-	recs, refs, err := scanRows(rows, &obj, nil, &objRow)
+	recs, err := s.decodeRowsOf(ctx, rows, &obj)
 	if err != nil {
 		return nil, err
-	}
-	if err := s.historyBodies(ctx, asInt(objRow), recs, refs, q.WithoutBodies); err != nil {
-		return nil, err
-	}
-	res := resolver{ctx: ctx, q: s.r, shared: &s.rowNames}
-	for i := range recs {
-		if err := res.resolve(&recs[i], &refs[i]); err != nil {
-			return nil, err
-		}
 	}
 	sortBySeq(recs)
 	return recs, nil
-}
-
-// historyBodiesQuery reads a range of an object's bodies; %s is the data
-// column (or NULL).
-const historyBodiesQuery = `SELECT id, hash, raw_len, base, %s FROM bodies b WHERE obj = ? AND id BETWEEN ? AND ?`
-
-// historyBodies sets the bodies (with their ObjectHash) of an object's
-// records, whose refs hold the id of the body in place of its base (see
-// historyRecordSelect). An object's bodies lie together (schema version
-// 6), so they are read in one range, from the lowest id to the highest,
-// instead of a seek for each record; a delta's keyframe is usually among
-// them. Without bodies, only the hashes are read.
-func (s *Store) historyBodies(ctx context.Context, objRow int64, recs []event.Record, refs []rowRefs, withoutBodies bool) error {
-	type body struct {
-		hash    string
-		raw     json.RawMessage
-		pending []byte // a delta whose keyframe is not in the range
-		rawLen  int
-		base    sql.NullInt64
-	}
-	wanted := map[int64]*body{}
-	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range refs {
-		if id := refs[i].base; id.Valid {
-			wanted[id.Int64] = nil
-			lo, hi = min(lo, id.Int64), max(hi, id.Int64)
-		}
-	}
-	if len(wanted) == 0 {
-		return nil
-	}
-	rows, err := s.cachedScanQuery(ctx, fmt.Sprintf(historyBodiesQuery, bodyColumn(withoutBodies)), objRow, lo, hi)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	// The keyframes of the range, for its deltas (a keyframe's id is
-	// below its deltas').
-	keyframes := map[int64][]byte{}
-	var id int64
-	var hash, data sql.RawBytes
-	var rawLen int
-	var base sql.NullInt64
-	for rows.Next() {
-		if err := rows.Scan(&id, &hash, &rawLen, &base, &data); err != nil {
-			return err
-		}
-		b := &body{hash: hex.EncodeToString(hash), rawLen: rawLen, base: base}
-		if _, ok := wanted[id]; !ok && (base.Valid || withoutBodies) {
-			continue // a body of another record, and no keyframe
-		}
-		if data != nil {
-			var raw []byte
-			switch kf, ok := keyframes[base.Int64]; {
-			case !base.Valid:
-				raw, err = inflateKeyframe(data, rawLen)
-				keyframes[id] = raw
-			case ok:
-				raw, err = applyDelta(kf, data, rawLen)
-			default:
-				var cached bool
-				if raw, cached, err = s.decodeCached(data, rawLen, base); err == nil && !cached {
-					b.pending = bytes.Clone(data)
-				}
-			}
-			if err != nil {
-				return fmt.Errorf("body %d: %w", id, err)
-			}
-			b.raw = raw
-		}
-		if _, ok := wanted[id]; ok {
-			wanted[id] = b
-		}
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	for id, b := range wanted {
-		if b == nil || b.pending == nil {
-			continue
-		}
-		raw, err := s.decodeBody(ctx, b.pending, b.rawLen, b.base)
-		if err != nil {
-			return fmt.Errorf("body %d: %w", id, err)
-		}
-		b.raw = raw
-	}
-	for i := range refs {
-		// A record whose body row is missing has no body, as it would
-		// through a LEFT JOIN.
-		if b := wanted[refs[i].base.Int64]; refs[i].base.Valid && b != nil {
-			recs[i].ObjectHash, recs[i].Object = b.hash, b.raw
-		}
-		refs[i].base = sql.NullInt64{}
-	}
-	return nil
 }
 
 // sortBySeq orders records by seq; rows read in seq order cost one pass.
@@ -839,9 +727,8 @@ const recordsKey = `sqlite_autoindex_records_1`
 // object's records were observed out of order (objectHistory sorts them
 // by seq, in one pass when they are in order). With a limit, the keys of
 // the first rows by seq are picked (and sorted) first, and the rows read
-// after: sorting the rows themselves would copy them through a temporary
-// B-tree. The bodies are read after the rows, in one range
-// (historyBodies): q.WithoutBodies is theirs.
+// after: sorting the rows themselves would copy them, bodies and all,
+// through a temporary B-tree.
 func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibility) (string, []any) {
 	a := "r"
 	if q.Limit > 0 {
@@ -850,6 +737,9 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 	visible, visArgs := vis.where(a, "", 0)
 	var w strings.Builder
 	w.WriteString(` FROM records ` + a + ` INDEXED BY ` + recordsKey)
+	if a == "r" {
+		w.WriteString(recordJoins)
+	}
 	w.WriteString(` WHERE ` + a + `.obj = ` + objectSubquery + ` AND ` + visible)
 	args := append(objectArgs(obj), visArgs...)
 	if !q.Since.IsZero() {
@@ -869,12 +759,12 @@ func objectHistoryQuery(obj storage.ObjectID, q storage.HistoryQuery, vis visibi
 		args = append(args, q.AfterSeq)
 	}
 	if q.Limit == 0 {
-		return historyRecordSelect + w.String(), args
+		return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + w.String(), args
 	}
 	w.WriteString(" ORDER BY x.seq LIMIT ?")
 	args = append(args, q.Limit)
-	return historyRecordSelect + ` FROM (SELECT x.obj, x.observed_at, x.seq` + w.String() + `) h` +
-		` JOIN records r ON r.obj = h.obj AND r.observed_at = h.observed_at AND r.seq = h.seq`, args
+	return fmt.Sprintf(objectRecordSelect, bodyColumn(q.WithoutBodies)) + ` FROM (SELECT x.obj, x.observed_at, x.seq` + w.String() + `) h` +
+		` JOIN records r ON r.obj = h.obj AND r.observed_at = h.observed_at AND r.seq = h.seq` + recordJoins, args
 }
 
 func objectName(obj storage.ObjectID) string {

@@ -112,7 +112,6 @@ func asError(err error) *Error {
 	return newError(http.StatusInternalServerError, CodeInternal, "", "%v", err)
 }
 
-// writeJSON writes v as JSON with the status.
 // historyBuffers holds the buffers histories are written into.
 var historyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
@@ -126,6 +125,7 @@ func putHistoryBuffer(buf *[]byte) {
 	}
 }
 
+// writeJSON writes v as JSON with the status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -107,9 +107,12 @@ func (c compactTx) apply(plan compaction.Plan, oldStatus []storage.StreamStatus,
 	if err != nil {
 		return storage.CompactResult{}, err
 	}
+	// A body copied to several objects by the migration to schema version
+	// 6 counts once, as its writer counted it.
 	if _, err := c.exec("totals", `UPDATE totals SET records = (SELECT count(*) FROM records), events = events - ?,
-		bodies = (SELECT count(*) FROM bodies), body_bytes = (SELECT coalesce(sum(length(data)), 0) FROM bodies),
-		raw_bytes = (SELECT coalesce(sum(raw_len), 0) FROM bodies), seq_floor = ?`, removedEvents, newFloor); err != nil {
+		bodies = (SELECT count(DISTINCT id) FROM bodies),
+		body_bytes = (SELECT coalesce(sum(n), 0) FROM (SELECT max(length(data)) AS n FROM bodies GROUP BY id)),
+		raw_bytes = (SELECT coalesce(sum(n), 0) FROM (SELECT max(raw_len) AS n FROM bodies GROUP BY id)), seq_floor = ?`, removedEvents, newFloor); err != nil {
 		return storage.CompactResult{}, err
 	}
 	if err := c.rebuildStreams(oldStatus); err != nil {

@@ -9,7 +9,7 @@
 // Commands: record (the recorder operators run: record-everything,
 // retention, metrics, the query API; package internal/recorder), status,
 // gaps, get, history, blame, diff, snapshot, replay plan / dry-run /
-// apply, audit ingest, version, completion. They take kubectl's flags (--kubeconfig,
+// apply, audit ingest, export, import, migrate, version, completion. They take kubectl's flags (--kubeconfig,
 // --context, -n, -A, -l on record) through k8s.io/cli-runtime, its printers
 // (-o json|yaml|name|jsonpath=|go-template=, besides table and wide), and
 // TYPE/NAME arguments with the short names the recorder accepts

@@ -173,6 +173,7 @@ warning on stderr).`,
 		e.auditCommand(),
 		e.exportCommand(),
 		e.importCommand(),
+		e.migrateCommand(),
 		e.versionCommand(),
 	)
 	return root

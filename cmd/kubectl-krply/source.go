@@ -82,6 +82,9 @@ func openJournal(ctx context.Context, path string, writes bool) (*journalSource,
 		}
 	}
 	j, closeJournal, err := openStore(ctx, path, !writes)
+	if older := olderJournal(path, err); older != nil && !writes {
+		return nil, older
+	}
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", recorder.Redacted(path), err)
 	}

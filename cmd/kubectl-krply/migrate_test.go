@@ -16,14 +16,7 @@ import (
 // does, once; the query then answers.
 func TestMigrate(t *testing.T) {
 	older := filepath.Join("..", "..", "storage", "sqlite", "testdata", "format", fmt.Sprintf("v%d.db", sqlite.SchemaVersion-1))
-	data, err := os.ReadFile(older)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "krply.db")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path, data := copyJournal(t, older, "krply.db")
 	r := runPlugin(t, "--journal", path, "--cluster-id", "c1", "status")
 	hint := "migrate it once with kubectl krply migrate --journal " + path
 	if r.code != exitError || !strings.Contains(r.stderr, hint) || !strings.Contains(r.stderr, fmt.Sprintf("schema version %d", sqlite.SchemaVersion-1)) {
@@ -55,4 +48,19 @@ func TestMigrate(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, r.code, r.stderr, c.code, c.want)
 		}
 	}
+}
+
+// copyJournal copies the journal at path to a file named name in a
+// temporary folder and returns its path and its bytes.
+func copyJournal(t *testing.T, path, name string) (string, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(dst, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst, data
 }

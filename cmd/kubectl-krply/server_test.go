@@ -18,14 +18,7 @@ import (
 // writes (snapshots, plans) allowed and the token "secret".
 func serve(t *testing.T, path string, opts ...server.Option) string {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	copyPath := filepath.Join(t.TempDir(), "served.db")
-	if err := os.WriteFile(copyPath, raw, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	copyPath, _ := copyJournal(t, path, "served.db")
 	return serveFile(t, copyPath, append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now))}, opts...)...)
 }
 

@@ -1,6 +1,7 @@
 package recorder_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -39,6 +41,7 @@ import (
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/sqlite"
 )
 
 // The recorder serves the query API while it records: clients get the
@@ -380,5 +383,32 @@ func TestServeUI(t *testing.T) {
 			t.Errorf("--ui %v: GET / = %s, %s; want the UI's page: %v", ui, resp.Status, resp.Header.Get("Content-Type"), ui)
 		}
 		served.Stop(ctx)
+	}
+}
+
+// --serve-only on a journal of an older schema version refuses it
+// without touching it, and says how to migrate it, in flags and commands.
+func TestServeOnlyOlderJournal(t *testing.T) {
+	older := filepath.Join("..", "..", "storage", "sqlite", "testdata", "format", fmt.Sprintf("v%d.db", sqlite.SchemaVersion-1))
+	data, err := os.ReadFile(older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	journal, tokens := filepath.Join(dir, "krply.db"), filepath.Join(dir, "tokens")
+	if err := os.WriteFile(journal, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokens, []byte("t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = recorder.Run(context.Background(), &testenv.Buffer{}, recorder.Config{Journal: journal, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true})
+	for _, want := range []string{fmt.Sprintf("schema version %d", sqlite.SchemaVersion-1), "without --serve-only", "kubectl krply migrate --journal " + journal} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--serve-only on an older journal: %v; want an error saying %q", err, want)
+		}
+	}
+	if after, err := os.ReadFile(journal); err != nil || !bytes.Equal(after, data) {
+		t.Errorf("--serve-only changed the older journal (%v)", err)
 	}
 }

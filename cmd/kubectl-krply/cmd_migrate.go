@@ -16,8 +16,8 @@ import (
 // olderJournal says that a SQLite journal's schema is older than this
 // plugin's and how to migrate it; nil for any other error.
 func olderJournal(path string, err error) error {
-	var inc *sqlite.IncompatibleError
-	if !errors.As(err, &inc) || inc.FileVersion < 1 || inc.FileVersion >= inc.SupportedVersion {
+	inc, older := recorder.OlderJournal(err)
+	if !older {
 		return nil
 	}
 	return fmt.Errorf("journal %s has schema version %d, older than the %d this kubectl-krply reads, and a query never writes a journal: "+
@@ -72,8 +72,8 @@ func (e *env) migrate(ctx context.Context) error {
 		fmt.Fprintf(e.Out, "journal %s: already at schema version %d, nothing to do\n", path, sqlite.SchemaVersion)
 		return nil
 	}
-	var inc *sqlite.IncompatibleError
-	if olderJournal(path, err) == nil || !errors.As(err, &inc) {
+	inc, older := recorder.OlderJournal(err)
+	if !older {
 		return fmt.Errorf("journal %s: %w", path, err)
 	}
 	_, closeJournal, err = openStore(ctx, path, false)

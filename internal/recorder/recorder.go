@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
 
@@ -211,6 +212,17 @@ func (c *Config) open(ctx context.Context, readOnly bool, opts ...krply.Option) 
 		return nil, nil, fmt.Errorf("journal %s: %w", Redacted(c.Journal), err)
 	}
 	return j, closeJournal, nil
+}
+
+// OlderJournal returns why err refused a SQLite journal whose schema
+// version is older than this build's (which a read-only open does not
+// migrate); false for any other error.
+func OlderJournal(err error) (*sqlite.IncompatibleError, bool) {
+	var inc *sqlite.IncompatibleError
+	if errors.As(err, &inc) && inc.FileVersion >= 1 && inc.FileVersion < inc.SupportedVersion {
+		return inc, true
+	}
+	return nil, false
 }
 
 // OpenFile opens the SQLite journal at path (krply.Open), read-only when

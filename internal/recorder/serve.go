@@ -16,7 +16,6 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/server"
-	"github.com/krply/krply/storage/sqlite"
 )
 
 // Check refuses flag combinations that cannot work, naming the flags.
@@ -122,8 +121,7 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 // serveOnly serves the journal read-only until ctx ends.
 func serveOnly(ctx context.Context, out io.Writer, c Config) error {
 	j, closeJournal, err := c.open(ctx, true)
-	var inc *sqlite.IncompatibleError
-	if errors.As(err, &inc) && inc.FileVersion >= 1 && inc.FileVersion < inc.SupportedVersion {
+	if inc, older := OlderJournal(err); older {
 		return fmt.Errorf("--serve-only: journal %s has schema version %d, older than the %d this recorder reads, and --serve-only never writes "+
 			"the journal: migrate it once by starting the recorder without --serve-only, or with kubectl krply migrate --journal %s",
 			inc.Path, inc.FileVersion, inc.SupportedVersion, inc.Path)

@@ -108,11 +108,11 @@ func (c compactTx) apply(plan compaction.Plan, oldStatus []storage.StreamStatus,
 		return storage.CompactResult{}, err
 	}
 	// A body copied to several objects by the migration to schema version
-	// 6 counts once, as its writer counted it.
+	// 6 counts once, as its writer counted it; one walk of the bodies by id
+	// counts them all.
 	if _, err := c.exec("totals", `UPDATE totals SET records = (SELECT count(*) FROM records), events = events - ?,
-		bodies = (SELECT count(DISTINCT id) FROM bodies),
-		body_bytes = (SELECT coalesce(sum(n), 0) FROM (SELECT max(length(data)) AS n FROM bodies GROUP BY id)),
-		raw_bytes = (SELECT coalesce(sum(n), 0) FROM (SELECT max(raw_len) AS n FROM bodies GROUP BY id)), seq_floor = ?`, removedEvents, newFloor); err != nil {
+		(bodies, body_bytes, raw_bytes) = (SELECT count(*), coalesce(sum(n), 0), coalesce(sum(r), 0)
+			FROM (SELECT max(length(data)) AS n, max(raw_len) AS r FROM bodies GROUP BY id)), seq_floor = ?`, removedEvents, newFloor); err != nil {
 		return storage.CompactResult{}, err
 	}
 	if err := c.rebuildStreams(oldStatus); err != nil {

@@ -83,6 +83,8 @@ func (e *env) migrate(ctx context.Context) error {
 	if err := closeJournal(); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.Out, "journal %s: migrated from schema version %d to %d\n", path, inc.FileVersion, sqlite.SchemaVersion)
+	// Another process may have migrated it meanwhile; either way it is
+	// current now.
+	fmt.Fprintf(e.Out, "journal %s: at schema version %d now (it was %d)\n", path, sqlite.SchemaVersion, inc.FileVersion)
 	return nil
 }

@@ -26,7 +26,7 @@ func TestMigrate(t *testing.T) {
 		t.Fatalf("the refused query changed the journal (%v)", err)
 	}
 	r = runPlugin(t, "--journal", path, "migrate")
-	if want := fmt.Sprintf("journal %s: migrated from schema version %d to %d\n", path, sqlite.SchemaVersion-1, sqlite.SchemaVersion); r.code != exitOK || r.stdout != want {
+	if want := fmt.Sprintf("journal %s: at schema version %d now (it was %d)\n", path, sqlite.SchemaVersion, sqlite.SchemaVersion-1); r.code != exitOK || r.stdout != want {
 		t.Fatalf("migrate: exit %d, stdout %q, stderr %q; want 0 and %q", r.code, r.stdout, r.stderr, want)
 	}
 	if r = runPlugin(t, "--journal", path, "--cluster-id", "c1", "status"); r.code != exitOK || !strings.Contains(r.stdout, "deployments.apps") {

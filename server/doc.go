@@ -79,7 +79,11 @@
 // Secrets are never served: records, objects, histories, snapshots,
 // diffs, plans and the feed leave them out, and saying so where it
 // matters. Requests are bounded: page sizes (WithMaxPageSize), time ranges
-// (WithMaxRange), bodies (WithMaxBodyBytes) and time (WithRequestTimeout).
+// (WithMaxRange), bodies (WithMaxBodyBytes), time (WithRequestTimeout) and
+// the requests answered at once (WithMaxInFlight). An answer is sent
+// outside its turn, a chunk at a time within the timeout, so a client that
+// stops reading neither holds a turn nor keeps its connection (or its
+// change feed) open.
 // TLS is the serving program's (examples/record --tls-cert-file).
 //
 // # Configuration errors

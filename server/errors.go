@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
-	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 )
@@ -110,45 +107,4 @@ func asError(err error) *Error {
 		return newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "%v", err)
 	}
 	return newError(http.StatusInternalServerError, CodeInternal, "", "%v", err)
-}
-
-// historyBuffers holds the buffers histories are written into.
-var historyBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledHistory is the largest buffer kept for reuse: a rare huge
-// history does not stay in memory.
-const maxPooledHistory = 1 << 20
-
-func putHistoryBuffer(buf *[]byte) {
-	if cap(*buf) <= maxPooledHistory {
-		historyBuffers.Put(buf)
-	}
-}
-
-// writeJSON writes v as JSON with the status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if h, ok := v.(*materialize.History); ok {
-		// History writes itself as the encoder would, faster; the encoder
-		// would only scan its JSON once more. Its buffer is reused.
-		buf := historyBuffers.Get().(*[]byte)
-		defer putHistoryBuffer(buf)
-		raw, err := h.AppendJSON((*buf)[:0])
-		*buf = raw
-		if err != nil {
-			e := newError(http.StatusInternalServerError, CodeInternal, "", "encode the history: %v", err)
-			w.WriteHeader(e.Status)
-			_ = json.NewEncoder(w).Encode(e)
-			return
-		}
-		w.WriteHeader(status)
-		*buf = append(raw, '\n')
-		_, _ = w.Write(*buf)
-		return
-	}
-	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v) // the client went away; nothing to tell it
 }

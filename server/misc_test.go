@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,11 +17,14 @@ import (
 	"github.com/go-logr/logr/funcr"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/audit"
+	"github.com/krply/krply/event"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/storagetest"
 	"github.com/krply/krply/watch"
 )
 
@@ -231,5 +236,136 @@ func TestMountedUnderPrefix(t *testing.T) {
 	}
 	if _, err := client.New(srv.URL, client.WithHTTPClient(nil)); !errors.Is(err, client.ErrInvalidArgument) {
 		t.Errorf("WithHTTPClient(nil): %v; want ErrInvalidArgument", err)
+	}
+}
+
+// stallServer serves a journal with twelve ConfigMaps of 900 KB in shop
+// (answers of some 11 MB, more than the socket buffers of both ends hold)
+// with the options and a request timeout of timeout, and reports the
+// remote address of each connection it closes on closed.
+func stallServer(t *testing.T, timeout time.Duration, opts ...server.Option) (srv *httptest.Server, closed <-chan string) {
+	t.Helper()
+	j := newRecorded(t)
+	blob := strings.Repeat("x", 900<<10)
+	for i := range 12 {
+		rv := j.nextRV()
+		name := fmt.Sprintf("big-%02d", i)
+		ref := storagetest.Ref(cmShop, "ConfigMap", "shop", name, "uid-"+name, rv)
+		j.append(storagetest.Event(cmShop, event.Added, ref, storagetest.ConfigMap("shop", name, "uid-"+name, rv, map[string]string{"blob": blob}), at(9+float64(i)/100)))
+	}
+	opts = append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now)), server.WithRequestTimeout(timeout)}, opts...)
+	srv = httptest.NewUnstartedServer(server.NewHandler(j.ro, opts...))
+	ch := make(chan string, 100)
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			ch <- c.RemoteAddr().String()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, ch
+}
+
+// stall asks srv for path on a connection of its own and stops reading
+// once the answer's status line came (200 wanted). It returns the
+// connection and when it stopped.
+func stall(t *testing.T, srv *httptest.Server, path string) (net.Conn, time.Time) {
+	t.Helper()
+	addr := srv.Listener.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		t.Fatal(err)
+	}
+	status := make([]byte, len("HTTP/1.1 200"))
+	if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
+		t.Fatalf("GET %s: %q, %v", path, status, err)
+	}
+	return conn, time.Now()
+}
+
+// waitClosed waits for srv to close conn, at least timeout after stalled
+// and at most 5 timeouts after.
+func waitClosed(t *testing.T, closed <-chan string, conn net.Conn, stalled time.Time, timeout time.Duration) {
+	t.Helper()
+	give := time.After(5 * timeout)
+	for {
+		select {
+		case a := <-closed:
+			if a != conn.LocalAddr().String() {
+				continue // another request's connection
+			}
+			if d := time.Since(stalled); d < timeout {
+				t.Errorf("the stalled connection was closed after %v, before the timeout %v", d, timeout)
+			}
+			return
+		case <-give:
+			t.Fatalf("the connection of a client that stopped reading is still open %v later", 5*timeout)
+		}
+	}
+}
+
+// A client that stops reading holds nothing for ever. An answer waiting
+// in the socket holds no turn: another request is answered at once. A
+// change feed keeps its place (the only one of WithMaxFeeds(1)) while it
+// stalls. Either is cut off, its connection closed, once it made no
+// progress for the request timeout; the feed then gives its place to the
+// next.
+func TestStalledReader(t *testing.T) {
+	const timeout = time.Second
+	for _, c := range []struct {
+		name, path, other string
+		opt               server.Option
+		want              int
+	}{
+		{"answer", "/api/v1/records?cluster=c1&namespace=shop&limit=100", "/api/v1/clusters", server.WithMaxInFlight(1), http.StatusOK},
+		{"feed", "/api/v1/watch?cluster=c1&cursor=0", "/api/v1/watch?cluster=c1", server.WithMaxFeeds(1), http.StatusTooManyRequests},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv, closed := stallServer(t, timeout, c.opt)
+			conn, stalled := stall(t, srv, c.path)
+			if code, e, _ := get(t, http.MethodGet, srv.URL+c.other, ""); code != c.want {
+				t.Errorf("GET %s while another client stalls reading: %d %+v; want %d", c.other, code, e, c.want)
+			}
+			if d := time.Since(stalled); d > timeout/2 {
+				t.Errorf("GET %s waited %v while another client stalled", c.other, d)
+			}
+			waitClosed(t, closed, conn, stalled, timeout)
+			if c.name == "feed" {
+				feedStarts(t, srv.URL+c.other, timeout)
+			}
+		})
+	}
+}
+
+// feedStarts checks that a change feed starts at u within 5 timeouts (a
+// feed's place is given back as its handler returns, just after its
+// connection closed), and closes it.
+func feedStarts(t *testing.T, u string, timeout time.Duration) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * timeout)
+	for {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("a feed after the stalled one was cut off: %s; want it to start", resp.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

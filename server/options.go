@@ -242,7 +242,9 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // WithRequestTimeout bounds every request but the change feed (default
-// DefaultRequestTimeout).
+// DefaultRequestTimeout). Sending an answer, and each write of a change
+// feed, gets as long again per 64 KiB chunk: a client that reads nothing
+// for d is cut off.
 func WithRequestTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.timeout = d })
 }
@@ -281,7 +283,8 @@ func WithAppendNotifier(n AppendNotifier) Option {
 // DefaultMaxInFlight per GOMAXPROCS; the change feed and health checks
 // are not counted). More wait for their turn within their timeout, so a
 // burst of queries cannot starve the recorder writing the journal in the
-// same process.
+// same process. A turn covers computing and encoding an answer, not
+// sending it: a client that stops reading holds none.
 func WithMaxInFlight(n int) Option {
 	return optionFunc(func(c *config) { c.inFlight = n })
 }

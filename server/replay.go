@@ -232,7 +232,7 @@ func (h *handler) getPlan(w http.ResponseWriter, r *http.Request, u *user) {
 		return
 	}
 	if !yaml {
-		writeJSON(w, http.StatusOK, plan)
+		h.answer(w, r, http.StatusOK, plan)
 		return
 	}
 	raw, err := plan.YAML()
@@ -240,9 +240,10 @@ func (h *handler) getPlan(w http.ResponseWriter, r *http.Request, u *user) {
 		h.fail(w, r, err)
 		return
 	}
+	turnOf(r).release()
 	w.Header().Set("Content-Type", "application/yaml")
 	w.Header().Set("Cache-Control", "no-store")
-	_, _ = w.Write(raw) // the client went away; nothing to tell it
+	send(w, http.StatusOK, raw, h.cfg.timeout)
 }
 
 func (h *handler) dryRun(r *http.Request, u *user) (int, any, error) {

@@ -131,13 +131,16 @@ func (h *handler) handle(path string, methods route) {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 			defer cancel()
 			r = r.WithContext(ctx)
+			t := &turn{slots: h.slots}
 			select {
 			case h.slots <- struct{}{}:
-				defer func() { <-h.slots }()
+				t.held = true
+				defer t.release()
 			case <-ctx.Done():
 				h.fail(w, r, fmt.Errorf("waiting for a turn among %d requests in flight: %w", cap(h.slots), ctx.Err()))
 				return
 			}
+			r = withTurn(r, t)
 		}
 		u, err := h.auth.authenticate(r)
 		if err != nil {
@@ -156,7 +159,7 @@ func (h *handler) jsonRoute(fn func(r *http.Request, u *user) (int, any, error))
 			h.fail(w, r, err)
 			return
 		}
-		writeJSON(w, status, v)
+		h.answer(w, r, status, v)
 	}
 }
 
@@ -169,7 +172,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="krply"`)
 	}
-	writeJSON(w, e.Status, e)
+	h.answer(w, r, e.Status, e)
 }
 
 // ready answers /readyz.

@@ -88,17 +88,20 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		fail(newError(http.StatusTooManyRequests, CodeTooManyRequests, "", "this server already serves its limit of %d change feeds at once (WithMaxFeeds): retry later, or close a feed", cap(h.feeds)))
 		return
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		fail(fmt.Errorf("server: the change feed needs a ResponseWriter that flushes (an http.Flusher); a middleware wraps it without one"))
 		return
 	}
+	// Each write of the feed is within the request timeout: a client that
+	// stops reading is cut off and its feed ends, freeing its place.
+	out := newPacer(w, h.cfg.timeout)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "retry: %d\n\n", max(h.cfg.poll.Milliseconds(), 1000))
-	flusher.Flush()
+	if out.write(fmt.Appendf(nil, "retry: %d\n\n", max(h.cfg.poll.Milliseconds(), 1000))) != nil || out.flush() != nil {
+		return
+	}
 
 	poll := time.NewTicker(h.cfg.poll)
 	defer poll.Stop()
@@ -121,7 +124,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 				if ctx.Err() != nil {
 					return
 				}
-				writeFeedError(w, flusher, asError(err))
+				writeFeedError(out, asError(err))
 				return
 			}
 			buf.Reset()
@@ -130,7 +133,7 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 				if f.keep(rec) {
 					data, err := json.Marshal(rec)
 					if err != nil {
-						writeFeedError(w, flusher, asError(err))
+						writeFeedError(out, asError(err))
 						return
 					}
 					fmt.Fprintf(&buf, "id: %d\nevent: record\ndata: %s\n\n", rec.IngestSeq, data)
@@ -138,10 +141,9 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 				after = rec.IngestSeq
 			}
 			if buf.Len() > 0 {
-				if _, err := w.Write(buf.Bytes()); err != nil {
+				if out.write(buf.Bytes()) != nil || out.flush() != nil {
 					return
 				}
-				flusher.Flush()
 				lastSent = time.Now()
 			}
 			if page.Next == "" {
@@ -150,10 +152,9 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 			q.Cursor = page.Next
 		}
 		if time.Since(lastSent) >= h.cfg.keepalive {
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil {
+			if out.write([]byte(": keepalive\n\n")) != nil || out.flush() != nil {
 				return
 			}
-			flusher.Flush()
 			lastSent = time.Now()
 		}
 		select {
@@ -194,8 +195,9 @@ func (s *AppendSignal) Appended() <-chan struct{} { return s.s.Wait() }
 func (s *AppendSignal) Notify() { s.s.Notify() }
 
 // writeFeedError ends a feed with an error event.
-func writeFeedError(w http.ResponseWriter, flusher http.Flusher, e *Error) {
+func writeFeedError(out pacer, e *Error) {
 	data, _ := json.Marshal(e) // strings and a number
-	fmt.Fprintf(w, "event: error\ndata: %s\n\n", data)
-	flusher.Flush()
+	if out.write(fmt.Appendf(nil, "event: error\ndata: %s\n\n", data)) == nil {
+		_ = out.flush()
+	}
 }

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -341,6 +342,43 @@ func TestStalledReader(t *testing.T) {
 				feedStarts(t, srv.URL+c.other, timeout)
 			}
 		})
+	}
+}
+
+// A client that stops sending a request's body holds its turn for the
+// request timeout at most: it is then answered 408, and the next request
+// is answered at once.
+func TestStalledBody(t *testing.T) {
+	const timeout = time.Second
+	srv, _ := stallServer(t, timeout, server.WithMaxInFlight(1), server.WithWrites())
+	addr := srv.Listener.Addr().String()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := fmt.Fprintf(conn, "POST /api/v1/snapshots HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"scope\":", addr); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(timeout + timeout/4)
+	start := time.Now()
+	if code, e, _ := get(t, http.MethodGet, srv.URL+"/api/v1/clusters", ""); code != http.StatusOK {
+		t.Errorf("a request %v after another client stalled sending its body: %d %+v; want 200", timeout+timeout/4, code, e)
+	}
+	if d := time.Since(start); d > timeout/2 {
+		t.Errorf("the request waited %v for a turn", d)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(5 * timeout)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the stalled request's answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var e server.Error
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != http.StatusRequestTimeout || e.Code != server.CodeTimeout || !strings.Contains(e.Message, "body") {
+		t.Errorf("the stalled request's answer: %s %+v (%v); want 408 %s about the body", resp.Status, e, err, server.CodeTimeout)
 	}
 }
 

@@ -242,9 +242,10 @@ func WithMaxBodyBytes(n int64) Option {
 }
 
 // WithRequestTimeout bounds every request but the change feed (default
-// DefaultRequestTimeout). Sending an answer, and each write of a change
-// feed, gets as long again per 64 KiB chunk: a client that reads nothing
-// for d is cut off.
+// DefaultRequestTimeout), its body included (408 when it has not come
+// whole by then). Sending an answer, and each write of a change feed,
+// gets as long again per 64 KiB chunk: a client that reads nothing for d
+// is cut off.
 func WithRequestTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.timeout = d })
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -130,6 +131,9 @@ func (h *handler) handle(path string, methods route) {
 		if !feed {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 			defer cancel()
+			// A body that does not come within the timeout ends the
+			// request (and its turn) too.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.timeout))
 			r = r.WithContext(ctx)
 			t := &turn{slots: h.slots}
 			select {
@@ -228,6 +232,9 @@ func (h *handler) decodeBody(r *http.Request, v any) error {
 		}
 		if errors.Is(err, io.EOF) {
 			return errEmptyBody
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return newError(http.StatusRequestTimeout, CodeTimeout, "", "the body did not come within the server's timeout of %v: send it whole", h.cfg.timeout)
 		}
 		return newError(http.StatusBadRequest, CodeInvalidBody, "", "the body is not the expected JSON: %v", err)
 	}

@@ -79,23 +79,31 @@ func (s slowStore) Records(ctx context.Context, q storage.Query) (storage.Page, 
 }
 
 // Every request but the feed ends at the request timeout, with 503
-// timeout, and the failure is logged.
+// timeout, and the failure is logged: one reading the journal, and one
+// whose body came whole before.
 func TestRequestTimeout(t *testing.T) {
-	j := newRecorded(t)
-	var mu sync.Mutex
-	var logged []string
-	log := funcr.New(func(_, args string) { mu.Lock(); logged = append(logged, args); mu.Unlock() }, funcr.Options{Verbosity: 1})
-	slow := &recorded{t: t, ro: slowStore{j.ro}}
-	_, base := slow.serve(server.WithRequestTimeout(50*time.Millisecond), server.WithLogger(log))
-	start := time.Now()
-	wantError(t, http.MethodGet, base+"/api/v1/records", "", http.StatusServiceUnavailable, server.CodeTimeout, "")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("the timed-out request took %s", took)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(logged) != 1 || !strings.Contains(logged[0], `"code"="timeout"`) || !strings.Contains(logged[0], "/api/v1/records") {
-		t.Errorf("logged %q; want one line for the timed-out request", logged)
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/v1/records", ""},
+		{http.MethodPost, "/api/v1/snapshots", `{"scope":{"clusterID":"c1"},"at":"2026-03-01T12:20:00Z"}`},
+	} {
+		t.Run(c.method, func(t *testing.T) {
+			j := newRecorded(t)
+			var mu sync.Mutex
+			var logged []string
+			log := funcr.New(func(_, args string) { mu.Lock(); logged = append(logged, args); mu.Unlock() }, funcr.Options{Verbosity: 1})
+			slow := &recorded{t: t, ro: slowStore{j.ro}}
+			_, base := slow.serve(server.WithRequestTimeout(50*time.Millisecond), server.WithLogger(log), server.WithWrites())
+			start := time.Now()
+			wantError(t, c.method, base+c.path, c.body, http.StatusServiceUnavailable, server.CodeTimeout, "")
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("the timed-out request took %s", took)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(logged) != 1 || !strings.Contains(logged[0], `"code"="timeout"`) || !strings.Contains(logged[0], c.path) {
+				t.Errorf("logged %q; want one line for the timed-out request", logged)
+			}
+		})
 	}
 }
 
@@ -269,7 +277,8 @@ func stallServer(t *testing.T, timeout time.Duration, opts ...server.Option) (sr
 
 // stall asks srv for path on a connection of its own and stops reading
 // once the answer's status line came (200 wanted). It returns the
-// connection and when it stopped.
+// connection and when it asked (the server cannot have cut it off
+// sooner than the timeout after that).
 func stall(t *testing.T, srv *httptest.Server, path string) (net.Conn, time.Time) {
 	t.Helper()
 	addr := srv.Listener.Addr().String()
@@ -281,6 +290,7 @@ func stall(t *testing.T, srv *httptest.Server, path string) (net.Conn, time.Time
 	if err := conn.(*net.TCPConn).SetReadBuffer(4 << 10); err != nil {
 		t.Fatal(err)
 	}
+	asked := time.Now()
 	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr); err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +298,12 @@ func stall(t *testing.T, srv *httptest.Server, path string) (net.Conn, time.Time
 	if _, err := io.ReadFull(conn, status); err != nil || string(status) != "HTTP/1.1 200" {
 		t.Fatalf("GET %s: %q, %v", path, status, err)
 	}
-	return conn, time.Now()
+	return conn, asked
 }
 
-// waitClosed waits for srv to close conn, at least timeout after stalled
-// and at most 5 timeouts after.
-func waitClosed(t *testing.T, closed <-chan string, conn net.Conn, stalled time.Time, timeout time.Duration) {
+// waitClosed waits for srv to close conn, at least timeout after it was
+// asked and at most 5 timeouts after.
+func waitClosed(t *testing.T, closed <-chan string, conn net.Conn, asked time.Time, timeout time.Duration) {
 	t.Helper()
 	give := time.After(5 * timeout)
 	for {
@@ -302,8 +312,8 @@ func waitClosed(t *testing.T, closed <-chan string, conn net.Conn, stalled time.
 			if a != conn.LocalAddr().String() {
 				continue // another request's connection
 			}
-			if d := time.Since(stalled); d < timeout {
-				t.Errorf("the stalled connection was closed after %v, before the timeout %v", d, timeout)
+			if d := time.Since(asked); d < timeout {
+				t.Errorf("the stalled connection was closed %v after its request, before the timeout %v", d, timeout)
 			}
 			return
 		case <-give:
@@ -330,14 +340,15 @@ func TestStalledReader(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv, closed := stallServer(t, timeout, c.opt)
-			conn, stalled := stall(t, srv, c.path)
+			conn, asked := stall(t, srv, c.path)
+			start := time.Now()
 			if code, e, _ := get(t, http.MethodGet, srv.URL+c.other, ""); code != c.want {
 				t.Errorf("GET %s while another client stalls reading: %d %+v; want %d", c.other, code, e, c.want)
 			}
-			if d := time.Since(stalled); d > timeout/2 {
+			if d := time.Since(start); d > timeout/2 {
 				t.Errorf("GET %s waited %v while another client stalled", c.other, d)
 			}
-			waitClosed(t, closed, conn, stalled, timeout)
+			waitClosed(t, closed, conn, asked, timeout)
 			if c.name == "feed" {
 				feedStarts(t, srv.URL+c.other, timeout)
 			}

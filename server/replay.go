@@ -306,5 +306,6 @@ func (h *handler) auditWebhook(w http.ResponseWriter, r *http.Request, u *user) 
 		h.fail(w, r, err)
 		return
 	}
+	defer readBy(w, r)()
 	h.webhook.ServeHTTP(w, r)
 }

@@ -25,6 +25,9 @@ import (
 type turn struct {
 	slots chan struct{}
 	held  bool
+	// w is the request's ResponseWriter, for its body's read deadline
+	// (readBy).
+	w http.ResponseWriter
 }
 
 // release gives the turn back; once, whoever calls it first (the answer

@@ -131,11 +131,8 @@ func (h *handler) handle(path string, methods route) {
 		if !feed {
 			ctx, cancel := context.WithTimeout(r.Context(), h.cfg.timeout)
 			defer cancel()
-			// A body that does not come within the timeout ends the
-			// request (and its turn) too.
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.cfg.timeout))
 			r = r.WithContext(ctx)
-			t := &turn{slots: h.slots}
+			t := &turn{slots: h.slots, w: w}
 			select {
 			case h.slots <- struct{}{}:
 				t.held = true
@@ -217,11 +214,53 @@ func (h *handler) allStreams(ctx context.Context) ([]storage.StreamStatus, error
 	return sts, nil
 }
 
+// readBy sets the read deadline of w's connection to r's deadline, so
+// that a client that stops sending r's body ends the request (and its
+// turn) instead of holding it until it goes away. The func it returns
+// lifts the deadline once the body was read to its end: the server then
+// watches the connection for the client going away, and a deadline would
+// cancel the request early. A body not read to its end keeps it, so that
+// the server's reading of the rest (before it answers) ends by then too.
+func readBy(w http.ResponseWriter, r *http.Request) (lift func()) {
+	deadline, ok := r.Context().Deadline()
+	rc := http.NewResponseController(w)
+	if !ok || rc.SetReadDeadline(deadline) != nil {
+		return func() {}
+	}
+	b := &watchedBody{ReadCloser: r.Body}
+	r.Body = b
+	return func() {
+		if b.ended {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+	}
+}
+
+// watchedBody is a request body that tells whether it was read to its
+// end.
+type watchedBody struct {
+	io.ReadCloser
+	ended bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.ended = true
+	}
+	return n, err
+}
+
 // errEmptyBody answers a request without the body it needs.
 var errEmptyBody = newError(http.StatusBadRequest, CodeInvalidBody, "", "the body is empty: send the JSON the route takes (docs/query-api.md)")
 
-// decodeBody reads a JSON body of at most the configured size into v.
+// decodeBody reads a JSON body of at most the configured size into v, by
+// the request's deadline (readBy), and what follows the JSON to the
+// body's end.
 func (h *handler) decodeBody(r *http.Request, v any) error {
+	if t := turnOf(r); t != nil {
+		defer readBy(t.w, r)()
+	}
 	body := http.MaxBytesReader(nil, r.Body, h.cfg.maxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
@@ -238,5 +277,6 @@ func (h *handler) decodeBody(r *http.Request, v any) error {
 		}
 		return newError(http.StatusBadRequest, CodeInvalidBody, "", "the body is not the expected JSON: %v", err)
 	}
+	_, _ = io.Copy(io.Discard, body) // to its end, or the error that keeps the deadline
 	return nil
 }

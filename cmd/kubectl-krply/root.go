@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -46,6 +47,7 @@ type env struct {
 
 	journal         string
 	server          string
+	serverTimeout   time.Duration // --request-timeout, for --server
 	token           string
 	tokenFile       string
 	clusterID       string
@@ -106,6 +108,9 @@ func (e *env) exitCode(err error) int {
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(e.ErrOut, "kubectl krply: interrupted")
 		return exitError
+	case e.server != "" && timedOut(err):
+		fmt.Fprintf(e.ErrOut, "kubectl krply: error: the query API at %s did not answer within --request-timeout %s (%s); give it longer, or 0 for no limit\n", e.server, e.serverTimeout, message(err))
+		return exitError
 	}
 	fmt.Fprintln(e.ErrOut, "kubectl krply: error:", message(err))
 	var u usageError
@@ -114,6 +119,12 @@ func (e *env) exitCode(err error) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// timedOut reports whether err is a request that ran out of time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 func (e *env) rootCommand() *cobra.Command {

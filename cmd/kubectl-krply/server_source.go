@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
@@ -29,7 +32,9 @@ type serverSource struct {
 
 var _ source = (*serverSource)(nil)
 
-// openServer connects to --server with --token or --token-file.
+// openServer connects to --server with --token or --token-file, each
+// request bounded by --request-timeout as kubectl's are (0, the default,
+// for none).
 func openServer(e *env) (source, error) {
 	token := e.token
 	if e.tokenFile != "" {
@@ -45,6 +50,16 @@ func openServer(e *env) (source, error) {
 	var opts []client.Option
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
+	}
+	if e.kube.Timeout != nil {
+		d, err := clientcmd.ParseTimeout(*e.kube.Timeout)
+		if err != nil {
+			return nil, usagef("--request-timeout %q: want a duration with its unit (30s, 2m) or 0 for none", *e.kube.Timeout)
+		}
+		if d > 0 {
+			opts = append(opts, client.WithHTTPClient(&http.Client{Timeout: d}))
+		}
+		e.serverTimeout = d
 	}
 	c, err := client.New(e.server, opts...)
 	if err != nil {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -118,5 +120,45 @@ func TestServerHistoryPages(t *testing.T) {
 		if got != want || strings.Count(want.stdout, "\n") < 4 {
 			t.Errorf("%s through --server with pages of 2:\n%s%s\nthrough --journal:\n%s%s", strings.Join(args, " "), got.stdout, got.stderr, want.stdout, want.stderr)
 		}
+	}
+}
+
+// --request-timeout bounds each request to --server, as it bounds
+// kubectl's to the API server: a query API that takes the connection and
+// never answers fails the command after it, naming the flag, instead of
+// hanging. A value that is no duration is refused.
+func TestServerRequestTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	url := "http://" + l.Addr().String()
+	start := time.Now()
+	got := runPlugin(t, "status", "--server", url, "--request-timeout", "500ms")
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("status against a server that never answers took %v with --request-timeout 500ms", took)
+	}
+	if got.code != exitError || !strings.Contains(got.stderr, "--request-timeout") || !strings.Contains(got.stderr, url) {
+		t.Errorf("status against a server that never answers: exit %d, stderr %q; want an error naming %s and --request-timeout", got.code, got.stderr, url)
+	}
+	bad := runPlugin(t, "status", "--server", url, "--request-timeout", "soon")
+	if bad.code != exitUsage || !strings.Contains(bad.stderr, "--request-timeout") {
+		t.Errorf("--request-timeout soon: exit %d, stderr %q; want a usage error naming the flag", bad.code, bad.stderr)
 	}
 }

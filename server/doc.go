@@ -84,7 +84,7 @@
 // outside its turn, a chunk at a time within the timeout, so a client that
 // stops reading neither holds a turn nor keeps its connection (or its
 // change feed) open.
-// TLS is the serving program's (examples/record --tls-cert-file).
+// TLS is the serving program's (kubectl krply record --tls-cert-file).
 //
 // # Configuration errors
 //

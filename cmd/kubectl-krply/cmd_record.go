@@ -87,7 +87,8 @@ journal, with /metrics, /healthz and /readyz, so that kubectl krply
 address, give --listen-token-file (one bearer token per line, reread when
 it changes) or --delegated-auth (the cluster's TokenReview and
 SubjectAccessReview decide, per namespace). --tls-cert-file and
---tls-key-file serve HTTPS, --ui the web UI at its root. --serve-only
+--tls-key-file serve HTTPS (read again when they change, so a renewed
+certificate needs no restart), --ui the web UI at its root. --serve-only
 serves an existing journal without recording.`,
 		Example: `  kubectl krply record --resource deploy,cm,svc -n shop
   kubectl krply record --context prod --journal prod.db

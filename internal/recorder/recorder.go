@@ -72,7 +72,8 @@ type Config struct {
 
 	// Listen serves the query API, /metrics, /healthz and /readyz on this
 	// address (--listen), over HTTPS with TLSCertFile and TLSKeyFile
-	// (--tls-cert-file, --tls-key-file). TokenFile lists the bearer tokens
+	// (--tls-cert-file, --tls-key-file; read again when they change).
+	// TokenFile lists the bearer tokens
 	// it accepts (--listen-token-file); DelegatedAuth asks the cluster
 	// instead (--delegated-auth); AllowWrites lets clients save snapshots
 	// and plans (--listen-allow-writes); UI serves the web UI at the root

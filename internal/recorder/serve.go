@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -80,21 +81,26 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 		mux.Handle("GET /metrics", metrics)
 	}
 
-	ln, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
-	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if c.TLSCertFile != "" {
+		kp, err := loadCerts(c.TLSCertFile, c.TLSKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		srv.TLSConfig = &tls.Config{GetCertificate: kp.GetCertificate, MinVersion: tls.VersionTLS12}
 		scheme = "https"
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
 	}
 	fmt.Fprintf(out, "serving the query API on %s://%s (kubectl krply --server %s://%s)\n", scheme, ln.Addr(), scheme, ln.Addr())
 	done := make(chan error, 1)
 	go func() {
 		var err error
 		if c.TLSCertFile != "" {
-			err = srv.ServeTLS(ln, c.TLSCertFile, c.TLSKeyFile)
+			err = srv.ServeTLS(ln, "", "") // the pair comes from srv.TLSConfig
 		} else {
 			err = srv.Serve(ln)
 		}

@@ -307,22 +307,15 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// --serve-only with --tls-cert-file and --tls-key-file serves HTTPS.
-func TestServeOnlyTLS(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	store := filepath.Join(dir, "krply.db")
-	j, err := krply.Open(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
+// writeCert writes a self-signed certificate for 127.0.0.1 with the
+// serial and its key to certFile and keyFile, and returns it.
+func writeCert(t *testing.T, certFile, keyFile string, serial int64) *x509.Certificate {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "127.0.0.1"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -333,21 +326,39 @@ func TestServeOnlyTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
 	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
-	https := served.WaitFor(ctx, regexp.MustCompile(`serving the query API on (https://\S+)`))
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cert
+}
+
+// --serve-only with --tls-cert-file and --tls-key-file serves HTTPS, and
+// the renewed certificate once its files change, without a restart (a
+// Secret volume is updated in place when cert-manager renews it). Files
+// that hold no key pair are refused before serving, naming the flags.
+func TestServeOnlyTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	store := filepath.Join(dir, "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	first := writeCert(t, certFile, keyFile, 1)
+	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
+	https := served.WaitFor(ctx, regexp.MustCompile(`serving the query API on (https://(\S+))`))
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
+	pool.AddCert(first)
 	c, err := client.New(https[1],
 		client.WithHTTPClient(&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}))
 	if err != nil {
@@ -356,7 +367,34 @@ func TestServeOnlyTLS(t *testing.T) {
 	if err := c.Healthy(ctx); err != nil {
 		t.Errorf("healthz over TLS: %v", err)
 	}
+
+	renewed := writeCert(t, certFile, keyFile, 2)
+	pool.AddCert(renewed)
+	var serial int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		conn, err := tls.Dial("tcp", https[2], &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatalf("a TLS connection while the certificate is renewed: %v", err)
+		}
+		serial = conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+		conn.Close()
+		if serial == 2 {
+			break
+		}
+	}
+	if serial != 2 {
+		t.Errorf("10 s after the certificate's files were renewed, the recorder serves serial %d; want the renewed one, 2", serial)
+	}
 	served.Stop(ctx)
+
+	if err := os.WriteFile(keyFile, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = recorder.Run(ctx, &out, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ServeOnly: true})
+	if err == nil || !strings.Contains(err.Error(), "--tls-cert-file") || !strings.Contains(err.Error(), "--tls-key-file") || strings.Contains(out.String(), "serving") {
+		t.Errorf("--serve-only with a key file that holds no key: %v, output %q; want an error naming the flags before serving", err, out.String())
+	}
 }
 
 // --ui serves the web UI at the root of --listen; without it the root is

@@ -20,7 +20,8 @@
 // or a PostgreSQL journal (--journal postgres://…; storage/postgres, which
 // this module brings and the core module does not),
 // or from a recorder's query API (--server URL with --token or
-// --token-file, each request bounded by kubectl's --request-timeout).
+// --token-file, and kubectl's --request-timeout, --certificate-authority and
+// --insecure-skip-tls-verify for that connection).
 // Every command is written over one interface, source, that
 // both implement (journalSource, serverSource), so the output is the same
 // either way; TestServerSameAsJournal holds them to it.

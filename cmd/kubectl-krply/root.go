@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -111,6 +112,9 @@ func (e *env) exitCode(err error) int {
 	case e.server != "" && timedOut(err):
 		fmt.Fprintf(e.ErrOut, "kubectl krply: error: the query API at %s did not answer within --request-timeout %s (%s); give it longer, or 0 for no limit\n", e.server, e.serverTimeout, message(err))
 		return exitError
+	case e.server != "" && untrusted(err):
+		fmt.Fprintf(e.ErrOut, "kubectl krply: error: %s; give the certificate authority that signed the query API's certificate with --certificate-authority FILE\n", message(err))
+		return exitError
 	}
 	fmt.Fprintln(e.ErrOut, "kubectl krply: error:", message(err))
 	var u usageError
@@ -119,6 +123,13 @@ func (e *env) exitCode(err error) int {
 		return exitUsage
 	}
 	return exitError
+}
+
+// untrusted reports whether err is a server certificate that no root
+// trusted.
+func untrusted(err error) bool {
+	var ua x509.UnknownAuthorityError
+	return errors.As(err, &ua)
 }
 
 // timedOut reports whether err is a request that ran out of time.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,9 +34,11 @@ type serverSource struct {
 
 var _ source = (*serverSource)(nil)
 
-// openServer connects to --server with --token or --token-file, each
-// request bounded by --request-timeout as kubectl's are (0, the default,
-// for none).
+// openServer connects to --server with --token or --token-file, and
+// kubectl's flags for the connection to its --server: each request bounded
+// by --request-timeout (0, the default, for none), the server's
+// certificate checked against --certificate-authority (else the system's
+// roots) unless --insecure-skip-tls-verify.
 func openServer(e *env) (source, error) {
 	token := e.token
 	if e.tokenFile != "" {
@@ -51,21 +55,58 @@ func openServer(e *env) (source, error) {
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
 	}
-	if e.kube.Timeout != nil {
-		d, err := clientcmd.ParseTimeout(*e.kube.Timeout)
-		if err != nil {
-			return nil, usagef("--request-timeout %q: want a duration with its unit (30s, 2m) or 0 for none", *e.kube.Timeout)
-		}
-		if d > 0 {
-			opts = append(opts, client.WithHTTPClient(&http.Client{Timeout: d}))
-		}
-		e.serverTimeout = d
+	hc, err := e.serverHTTPClient()
+	if err != nil {
+		return nil, err
+	}
+	if hc != nil {
+		opts = append(opts, client.WithHTTPClient(hc))
 	}
 	c, err := client.New(e.server, opts...)
 	if err != nil {
 		return nil, usagef("--server %q: %v", e.server, err)
 	}
 	return &serverSource{url: e.server, c: c}, nil
+}
+
+// serverHTTPClient is the HTTP client of --server as kubectl's flags for
+// a connection say; nil when they leave http.DefaultClient's as it is.
+func (e *env) serverHTTPClient() (*http.Client, error) {
+	if e.kube.Timeout != nil {
+		d, err := clientcmd.ParseTimeout(*e.kube.Timeout)
+		if err != nil {
+			return nil, usagef("--request-timeout %q: want a duration with its unit (30s, 2m) or 0 for none", *e.kube.Timeout)
+		}
+		e.serverTimeout = d
+	}
+	var tlsConfig *tls.Config
+	if e.kube.CAFile != nil && *e.kube.CAFile != "" {
+		raw, err := os.ReadFile(*e.kube.CAFile)
+		if err != nil {
+			return nil, usagef("--certificate-authority: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(raw) {
+			return nil, usagef("--certificate-authority %s: no PEM certificate in it", *e.kube.CAFile)
+		}
+		tlsConfig = &tls.Config{RootCAs: pool}
+	}
+	if e.kube.Insecure != nil && *e.kube.Insecure {
+		if tlsConfig != nil {
+			return nil, usagef("give --certificate-authority or --insecure-skip-tls-verify, not both")
+		}
+		tlsConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the user's explicit choice
+	}
+	if e.serverTimeout == 0 && tlsConfig == nil {
+		return nil, nil
+	}
+	hc := &http.Client{Timeout: e.serverTimeout}
+	if tlsConfig != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = tlsConfig
+		hc.Transport = t
+	}
+	return hc, nil
 }
 
 func (s *serverSource) Close() error { return nil }

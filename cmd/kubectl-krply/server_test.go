@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
+	"io"
+	"log"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -160,5 +163,51 @@ func TestServerRequestTimeout(t *testing.T) {
 	bad := runPlugin(t, "status", "--server", url, "--request-timeout", "soon")
 	if bad.code != exitUsage || !strings.Contains(bad.stderr, "--request-timeout") {
 		t.Errorf("--request-timeout soon: exit %d, stderr %q; want a usage error naming the flag", bad.code, bad.stderr)
+	}
+}
+
+// A query API over HTTPS with a certificate of a private authority is
+// trusted with --certificate-authority, or without checking it with
+// --insecure-skip-tls-verify (kubectl's flags for its --server). Without
+// either the error says which flag to give; a file without a certificate
+// is refused.
+func TestServerCertificateAuthority(t *testing.T) {
+	j := shopJournal(t)
+	copyPath, _ := copyJournal(t, j, "served.db")
+	store, err := sqlite.Open(context.Background(), copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	srv := httptest.NewUnstartedServer(server.NewHandler(store, server.WithClock(clocktesting.NewFakePassiveClock(now))))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshakes
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notCA := filepath.Join(dir, "not-a-ca")
+	if err := os.WriteFile(notCA, []byte("hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := runPlugin(t, "--journal", j, "status")
+	for _, tc := range []struct {
+		flags  []string
+		code   int
+		stderr string
+	}{
+		{nil, exitError, "--certificate-authority FILE"},
+		{[]string{"--certificate-authority", ca}, exitOK, ""},
+		{[]string{"--insecure-skip-tls-verify"}, exitOK, ""},
+		{[]string{"--certificate-authority", notCA}, exitUsage, "--certificate-authority " + notCA + ": no PEM certificate"},
+		{[]string{"--certificate-authority", filepath.Join(dir, "missing")}, exitUsage, "--certificate-authority"},
+		{[]string{"--certificate-authority", ca, "--insecure-skip-tls-verify"}, exitUsage, "not both"},
+	} {
+		got := runPlugin(t, append([]string{"status", "--server", srv.URL}, tc.flags...)...)
+		if got.code != tc.code || !strings.Contains(got.stderr, tc.stderr) || tc.code == exitOK && got.stdout != want.stdout {
+			t.Errorf("status --server %s %v: exit %d, stdout %q, stderr %q; want exit %d, the journal's status, stderr with %q", srv.URL, tc.flags, got.code, got.stdout, got.stderr, tc.code, tc.stderr)
+		}
 	}
 }

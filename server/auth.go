@@ -17,6 +17,8 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/krply/krply/internal/reread"
 )
 
 // The virtual resources of API group krply.io that SubjectAccessReviews ask
@@ -50,9 +52,8 @@ type user struct {
 type authenticator struct {
 	cfg *config
 
-	fileMu    sync.Mutex
-	fileStamp string
-	fileHash  map[[32]byte]bool
+	// tokenHashes are the SHA-256 of the token file's tokens.
+	tokenHashes *reread.Files[map[[32]byte]bool]
 
 	cacheMu sync.Mutex
 	tokens  map[[32]byte]cachedUser
@@ -74,7 +75,11 @@ type cachedDecision struct {
 const maxCacheEntries = 10000
 
 func newAuthenticator(cfg *config) *authenticator {
-	return &authenticator{cfg: cfg, tokens: map[[32]byte]cachedUser{}, access: map[string]cachedDecision{}}
+	a := &authenticator{cfg: cfg, tokens: map[[32]byte]cachedUser{}, access: map[string]cachedDecision{}}
+	if cfg.tokenFile != "" {
+		a.tokenHashes = reread.New(func() (map[[32]byte]bool, error) { return readTokenHashes(cfg.tokenFile) }, cfg.tokenFile)
+	}
+	return a
 }
 
 var anonymous = &user{name: "system:anonymous", all: true}
@@ -108,38 +113,37 @@ func (a *authenticator) authenticate(r *http.Request) (*user, error) {
 // fileHas reports whether the token file lists the token whose SHA-256
 // is sum, reading the file again when it changed.
 func (a *authenticator) fileHas(sum [32]byte) (bool, error) {
-	a.fileMu.Lock()
-	defer a.fileMu.Unlock()
-	fi, err := os.Stat(a.cfg.tokenFile)
+	hashes, _, err := a.tokenHashes.Get()
 	if err != nil {
 		return false, fmt.Errorf("server: token file: %w (fix the file given to WithTokenFile / --token-file)", err)
 	}
-	stamp := fmt.Sprintf("%d/%d", fi.ModTime().UnixNano(), fi.Size())
-	if stamp != a.fileStamp {
-		raw, err := os.ReadFile(a.cfg.tokenFile)
-		if err != nil {
-			return false, fmt.Errorf("server: token file: %w", err)
-		}
-		hashes := map[[32]byte]bool{}
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			hashes[sha256.Sum256([]byte(line))] = true
-		}
-		if len(hashes) == 0 {
-			return false, fmt.Errorf("server: token file %s lists no token: write one token per line", a.cfg.tokenFile)
-		}
-		a.fileHash, a.fileStamp = hashes, stamp
-	}
-	for h := range a.fileHash {
+	for h := range hashes {
 		if subtle.ConstantTimeCompare(h[:], sum[:]) == 1 {
 			return true, nil
 		}
 	}
 	return false, nil
+}
+
+// readTokenHashes reads the SHA-256 of each token of the token file.
+func readTokenHashes(path string) (map[[32]byte]bool, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	hashes := map[[32]byte]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		hashes[sha256.Sum256([]byte(line))] = true
+	}
+	if len(hashes) == 0 {
+		return nil, fmt.Errorf("%s lists no token: write one token per line", path)
+	}
+	return hashes, nil
 }
 
 // review authenticates a token with a TokenReview, cached by its hash.

@@ -69,6 +69,53 @@ func TestTokenFile(t *testing.T) {
 	}
 }
 
+// The client's WithTokenFile sends the file's token, read again when the
+// file changes (a ServiceAccount token the kubelet rotates), with the same
+// client; a file it cannot use fails New or the request, saying why.
+func TestClientTokenFile(t *testing.T) {
+	j := newRecorded(t)
+	dir := t.TempDir()
+	served, mine := filepath.Join(dir, "tokens"), filepath.Join(dir, "token")
+	write := func(path, s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(served, "first-token\n")
+	write(mine, "first-token\n")
+	_, base := j.serve(server.WithTokenFile(served))
+	c, err := client.New(base, client.WithTokenFile(mine))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Clusters(ctx); err != nil {
+		t.Errorf("the file's token: %v", err)
+	}
+	// Rotated on both sides: the same client sends the new token.
+	write(served, "second-token-of-another-length\n")
+	write(mine, "  second-token-of-another-length\n")
+	if _, err := c.Clusters(ctx); err != nil {
+		t.Errorf("the rotated token: %v", err)
+	}
+	if err := os.Remove(mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Clusters(ctx); err == nil || !strings.Contains(err.Error(), "token file") {
+		t.Errorf("a request once the token file is gone: %v; want an error naming the token file", err)
+	}
+	write(filepath.Join(dir, "empty"), " \n")
+	for name, opts := range map[string][]client.Option{
+		"missing file": {client.WithTokenFile(mine)},
+		"empty file":   {client.WithTokenFile(filepath.Join(dir, "empty"))},
+		"both":         {client.WithToken("t"), client.WithTokenFile(served)},
+	} {
+		if _, err := client.New(base, opts...); !errors.Is(err, client.ErrInvalidArgument) {
+			t.Errorf("New with a %s: %v; want ErrInvalidArgument", name, err)
+		}
+	}
+}
+
 // Delegated authentication and authorization against the real control
 // plane: TokenReview says who, SubjectAccessReview on history.krply.io per
 // namespace says what.

@@ -6,6 +6,10 @@
 //	c, err := client.New("https://krply.example:8443", client.WithToken(token))
 //	st, err := c.ObjectAt(ctx, krply.Object("c1", "configmaps", "shop", "settings"), time.Now().Add(-time.Hour))
 //
+// In a pod, WithTokenFile("/var/run/secrets/kubernetes.io/serviceaccount/token")
+// sends the pod's ServiceAccount token, read again as the kubelet rotates
+// it (a server built with delegated authentication reviews it).
+//
 // An error answer of the server is returned as a *server.Error (with its
 // status, code and the parameter at fault); test it with errors.As, or
 // with errors.Is(err, &server.Error{Code: server.CodeNotFound}).
@@ -20,6 +24,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/reread"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/server"
@@ -39,9 +45,12 @@ var ErrInvalidArgument = storage.ErrInvalidArgument
 
 // Client asks one query API server. It is safe for concurrent use.
 type Client struct {
-	base  *url.URL
-	http  *http.Client
-	token string
+	base      *url.URL
+	http      *http.Client
+	token     string
+	tokenFile string
+	// fileToken is the token of tokenFile, read again when it changes.
+	fileToken *reread.Files[string]
 }
 
 // Option configures New.
@@ -54,6 +63,16 @@ func (f optionFunc) apply(c *Client) { f(c) }
 // WithToken sends token as the bearer token of every request.
 func WithToken(token string) Option {
 	return optionFunc(func(c *Client) { c.token = token })
+}
+
+// WithTokenFile sends the token in the file at path (surrounding space
+// trimmed) as the bearer token of every request, read again whenever the
+// file changes: a ServiceAccount token the kubelet rotates in a projected
+// volume (/var/run/secrets/kubernetes.io/serviceaccount/token), as
+// client-go's BearerTokenFile. New reads it once, and fails when it
+// cannot; a request fails when it can no longer be read.
+func WithTokenFile(path string) Option {
+	return optionFunc(func(c *Client) { c.tokenFile = path })
 }
 
 // WithHTTPClient sets the HTTP client (for TLS settings, a proxy, a
@@ -81,6 +100,16 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.http == nil {
 		return nil, fmt.Errorf("client: %w: WithHTTPClient(nil): give a client, or leave the option out", ErrInvalidArgument)
 	}
+	if c.tokenFile != "" {
+		if c.token != "" {
+			return nil, fmt.Errorf("client: %w: WithToken and WithTokenFile: give one", ErrInvalidArgument)
+		}
+		path := c.tokenFile
+		c.fileToken = reread.New(func() (string, error) { return readToken(path) }, path)
+		if _, _, err := c.fileToken.Get(); err != nil {
+			return nil, fmt.Errorf("client: %w: WithTokenFile(%q): %w", ErrInvalidArgument, path, err)
+		}
+	}
 	return c, nil
 }
 
@@ -106,8 +135,16 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+	token := c.token
+	if c.fileToken != nil {
+		t, _, err := c.fileToken.Get()
+		if err != nil {
+			return nil, fmt.Errorf("client: token file: %w", err)
+		}
+		token = t
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -118,6 +155,19 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 		return nil, decodeError(resp)
 	}
 	return resp, nil
+}
+
+// readToken reads a token file.
+func readToken(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	token := strings.TrimSpace(string(raw))
+	if token == "" {
+		return "", fmt.Errorf("%s holds no token", path)
+	}
+	return token, nil
 }
 
 // decodeError reads an error answer.

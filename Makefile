@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash
 
 GO ?= go
 # Packages with goroutines of their own; make test runs them under the race detector (and every other package without it).
-RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./audit/... ./materialize/... ./server/...
+RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./internal/reread/... ./audit/... ./materialize/... ./server/...
 # Packages of nested modules that make test runs without the race detector: the truth soak test, as internal/truth in the core module
 # (its PostgreSQL run takes 7 minutes under -race, 3.7 without; the store's own packages run under -race).
 NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,5 +71,43 @@ func TestFiles(t *testing.T) {
 	never := reread.New(func() (int, error) { return 1, nil }, filepath.Join(dir, "missing"))
 	if v, ok, err := never.Get(); v != 0 || ok || err == nil {
 		t.Errorf("Get of a missing file: %d %v %v; want 0, false and an error", v, ok, err)
+	}
+}
+
+// Gets at once while the file changes each see a value made of one
+// version of it.
+func TestFilesConcurrent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := reread.New(func() (string, error) {
+		raw, err := os.ReadFile(path)
+		return string(raw), err
+	}, path)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if v, ok, err := f.Get(); err != nil || !ok || v == "" || strings.Trim(v, "0123456789") != "" {
+					t.Errorf("Get while the file changes: %q %v %v", v, ok, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 50 {
+		if err := os.WriteFile(path+".new", []byte(strings.Repeat("1", i+1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil { // as a volume's update: whole files
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if v, _, err := f.Get(); err != nil || v != strings.Repeat("1", 50) {
+		t.Errorf("Get after the changes: %q %v; want the last version", v, err)
 	}
 }

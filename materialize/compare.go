@@ -636,8 +636,11 @@ type bodyCache struct {
 	managedOK  bool
 }
 
-func newBodyCache(cc *compareConfig) *bodyCache {
-	return &bodyCache{intern: make(map[string]string), trees: cc.trees}
+// newBodyCache returns the cache of a history of n versions (a history
+// interns one or two strings a version: its map is made that large at
+// once instead of growing into it).
+func newBodyCache(cc *compareConfig, n int) *bodyCache {
+	return &bodyCache{intern: make(map[string]string, min(2*n, maxInterns)), trees: cc.trees}
 }
 
 // newBody returns a body of raw sharing the cache, in the space of the

@@ -255,14 +255,17 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 		}
 	}
 	entries := make([]entryAt, 0, len(recs))
+	// The versions in one allocation: a history's live together anyway.
+	slab := make([]Version, len(recs))
 	var prevBody *body
-	cache := newBodyCache(cc)
+	cache := newBodyCache(cc, len(recs))
 	if prev != nil {
 		prevBody = cache.newBody(prev.Object)
 	}
 	for i := range recs {
 		rec := recs[i]
-		v := newVersion(rec)
+		v := &slab[i]
+		setVersion(v, rec)
 		if !oneStream {
 			key := versionKey{rec.Resource.UID, rec.Resource.ResourceVersion, rec.WatchType, v.Origin}
 			if s, dup := seen[key]; dup && s != rec.StreamID && key.rv != "" {
@@ -290,15 +293,14 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 	return entries
 }
 
-// newVersion returns the version a record is, without its comparison to
-// the previous one.
-func newVersion(rec event.Record) *Version {
-	v := &Version{Ref: rec.Resource, WatchType: rec.WatchType, ResourceVersion: rec.Resource.ResourceVersion,
+// setVersion sets v to the version a record is, without its comparison
+// to the previous one.
+func setVersion(v *Version, rec event.Record) {
+	*v = Version{Ref: rec.Resource, WatchType: rec.WatchType, ResourceVersion: rec.Resource.ResourceVersion,
 		ObservedAt: rec.ObservedAt, Origin: originOf(rec), BaselineID: rec.BaselineID, Inferred: rec.Inferred, Object: rec.Object}
 	if rec.Inferred != nil && v.BaselineID == "" {
 		v.BaselineID = rec.Inferred.BaselineID
 	}
-	return v
 }
 
 // compare sets what v, the version rec, owes to the version before it,

@@ -316,7 +316,7 @@ func checkLockstep(t testing.TB, cc *compareConfig, ref event.ResourceRef, befor
 	}
 	// What compareDecoded answers, its bodies shared by several
 	// comparisons as in a history.
-	cache := newBodyCache(cc)
+	cache := newBodyCache(cc, 0)
 	bb, ab := &body{raw: before, cache: cache}, &body{raw: after, cache: cache}
 	for range 2 {
 		got, gotPaths, err := cc.compareDecoded(ref, bb, ab)
@@ -562,7 +562,7 @@ func TestHistoryLockstepMatchesTrees(t *testing.T) {
 // compact and whole, its members, and the objects and lists it parsed.
 func checkScanAfter(t testing.TB, prevRaw, curRaw []byte) {
 	t.Helper()
-	cache := newBodyCache(&compareConfig{})
+	cache := newBodyCache(&compareConfig{}, 0)
 	prev := &body{raw: prevRaw, cache: cache}
 	prev.scan()
 	after := &body{raw: curRaw, cache: cache}

@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
@@ -416,5 +419,68 @@ func feedStarts(t *testing.T, u string, timeout time.Duration) {
 			t.Fatalf("a feed after the stalled one was cut off: %s; want it to start", resp.Status)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An answer of 128 KiB or more is sent gzip-compressed to a client that
+// accepts it, and decompresses to the answer sent to one that does not;
+// smaller answers, and clients refusing gzip (q=0), get it plain.
+func TestGzipLargeAnswers(t *testing.T) {
+	srv, _ := stallServer(t, time.Minute)
+	raw := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+	fetch := func(path, acceptEncoding string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acceptEncoding != "" {
+			req.Header.Set("Accept-Encoding", acceptEncoding)
+		}
+		resp, err := raw.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %s %v", path, resp.Status, err)
+		}
+		return resp, body
+	}
+	const big = "/api/v1/records?cluster=c1&namespace=shop&limit=100"
+	plainResp, plain := fetch(big, "")
+	if enc := plainResp.Header.Get("Content-Encoding"); enc != "" || len(plain) < 10<<20 {
+		t.Fatalf("the answer without Accept-Encoding: encoding %q, %d bytes; want plain, over 10 MiB", enc, len(plain))
+	}
+	for _, accept := range []string{"gzip", "deflate, gzip, br", "br;q=1.0, gzip;q=0.5"} {
+		resp, body := fetch(big, accept)
+		if resp.Header.Get("Content-Encoding") != "gzip" || resp.ContentLength != int64(len(body)) || len(body) > len(plain)/10 {
+			t.Errorf("Accept-Encoding %q: encoding %q, length %d of %d bytes; want gzip, its length said, under a tenth of %d", accept, resp.Header.Get("Content-Encoding"), resp.ContentLength, len(body), len(plain))
+			continue
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(zr)
+		if err != nil || !bytes.Equal(got, plain) {
+			t.Errorf("Accept-Encoding %q: decompressed %d bytes (%v); want the plain answer's %d", accept, len(got), err, len(plain))
+		}
+	}
+	if resp, _ := fetch(big, "gzip;q=0"); resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("Accept-Encoding gzip;q=0: encoding %q; want plain", resp.Header.Get("Content-Encoding"))
+	}
+	if resp, _ := fetch("/api/v1/clusters", "gzip"); resp.Header.Get("Content-Encoding") != "" {
+		t.Errorf("a small answer: encoding %q; want plain", resp.Header.Get("Content-Encoding"))
+	}
+	// The Go client asks for gzip and reads the answer as ever.
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Records(ctx, client.RecordQuery{Scope: materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, Limit: 100})
+	if err != nil || len(page.Items) < 12 {
+		t.Errorf("the Go client's records of shop: %v, %d records; want the 12 big ConfigMaps and more", err, len(page.Items))
 	}
 }

@@ -2,11 +2,13 @@ package server
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,33 +68,81 @@ const maxPooledAnswer = 1 << 20
 // writeJSON writes v as JSON with the status, outside any turn (health,
 // routing errors), each chunk within DefaultRequestTimeout.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	writeAnswer(w, status, v, nil, DefaultRequestTimeout)
+	writeAnswer(w, nil, status, v, nil, DefaultRequestTimeout)
 }
 
-// answer writes v as the JSON answer to r with the status: encoded within
-// r's turn, which it then gives up, and sent within the request timeout
-// per chunk.
+// answer writes v as the JSON answer to r with the status: encoded (and
+// compressed, see gzipAbove) within r's turn, which it then gives up, and
+// sent within the request timeout per chunk.
 func (h *handler) answer(w http.ResponseWriter, r *http.Request, status int, v any) {
-	writeAnswer(w, status, v, turnOf(r), h.cfg.timeout)
+	writeAnswer(w, r, status, v, turnOf(r), h.cfg.timeout)
 }
 
-func writeAnswer(w http.ResponseWriter, status int, v any, t *turn, timeout time.Duration) {
+// gzipAbove is the size from which an answer is sent compressed to a
+// client that accepts gzip (kube-apiserver's threshold): a snapshot of
+// thousands of objects through a port-forward, not a history.
+const gzipAbove = 128 << 10
+
+func writeAnswer(w http.ResponseWriter, r *http.Request, status int, v any, t *turn, timeout time.Duration) {
 	buf := answerBuffers.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledAnswer {
-			answerBuffers.Put(buf)
-		}
-	}()
+	defer putAnswerBuffer(buf)
 	raw, err := appendJSON((*buf)[:0], v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		raw, _ = appendJSON(raw[:0], newError(status, CodeInternal, "", "encode the answer: %v", err))
 	}
 	*buf = raw
+	if len(raw) >= gzipAbove && acceptsGzip(r) {
+		zbuf := answerBuffers.Get().(*[]byte)
+		defer putAnswerBuffer(zbuf)
+		*zbuf = gzipped((*zbuf)[:0], raw)
+		raw = *zbuf
+		w.Header().Set("Content-Encoding", "gzip")
+	}
 	t.release()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Add("Vary", "Accept-Encoding")
 	send(w, status, raw, timeout)
+}
+
+func putAnswerBuffer(buf *[]byte) {
+	if cap(*buf) <= maxPooledAnswer {
+		answerBuffers.Put(buf)
+	}
+}
+
+// acceptsGzip reports whether r's Accept-Encoding takes gzip (nil r: no).
+func acceptsGzip(r *http.Request) bool {
+	if r == nil {
+		return false
+	}
+	for _, coding := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		name, params, _ := strings.Cut(coding, ";")
+		if strings.TrimSpace(name) != "gzip" {
+			continue
+		}
+		q, ok := strings.CutPrefix(strings.ReplaceAll(params, " ", ""), "q=")
+		return !ok || strings.Trim(q, "0.") != ""
+	}
+	return false
+}
+
+// gzipWriters holds gzip writers at BestSpeed, whose state is large.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
+	return zw
+}}
+
+// gzipped appends raw compressed to b.
+func gzipped(b, raw []byte) []byte {
+	out := bytes.NewBuffer(b)
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(out)
+	_, _ = zw.Write(raw) // a bytes.Buffer takes every write
+	_ = zw.Close()
+	return out.Bytes()
 }
 
 // appendJSON appends v as JSON and a newline to b, as json.Encoder

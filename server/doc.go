@@ -83,8 +83,10 @@
 // the requests answered at once (WithMaxInFlight). An answer is sent
 // outside its turn, a chunk at a time within the timeout, so a client that
 // stops reading neither holds a turn nor keeps its connection (or its
-// change feed) open.
-// TLS is the serving program's (kubectl krply record --tls-cert-file).
+// change feed) open. A body must come whole within the timeout (408).
+// Answers of 128 KiB or more go gzip-compressed to a client that accepts
+// it. TLS is the serving program's (kubectl krply record
+// --tls-cert-file).
 //
 // # Configuration errors
 //

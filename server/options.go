@@ -245,7 +245,9 @@ func WithMaxBodyBytes(n int64) Option {
 // DefaultRequestTimeout), its body included (408 when it has not come
 // whole by then). Sending an answer, and each write of a change feed,
 // gets as long again per 64 KiB chunk: a client that reads nothing for d
-// is cut off.
+// is cut off. These deadlines replace an http.Server's WriteTimeout for
+// the handler's requests (which would otherwise end every change feed at
+// it): to bound sending tighter, give a smaller d.
 func WithRequestTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.timeout = d })
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
@@ -343,5 +345,48 @@ func TestWatchWakesCoalesced(t *testing.T) {
 	reads := store.records.Load() - before
 	if most := int64(elapsed/(25*time.Millisecond)) + 2; reads > most || reads < 2 {
 		t.Errorf("%d reads of the journal in %s of appends notified every millisecond; want 2 to %d", reads, elapsed, most)
+	}
+}
+
+// A change feed outlives its http.Server's WriteTimeout, and its own
+// request timeout, while it is idle: each write sets its own deadline.
+// Before, a handler mounted in a server with a WriteTimeout (as platform
+// tools set one) lost every feed at it.
+func TestWatchOutlivesWriteTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		writeTimeout time.Duration
+		opts         []server.Option
+	}{
+		{"server WriteTimeout", time.Second, nil},
+		{"request timeout", 0, []server.Option{server.WithRequestTimeout(500 * time.Millisecond)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newRecorded(t)
+			rec := &notifyingRecorder{}
+			opts := append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now)), server.WithPollInterval(time.Hour),
+				server.WithAppendNotifier(&rec.AppendSignal)}, tc.opts...)
+			srv := httptest.NewUnstartedServer(server.NewHandler(j.ro, opts...))
+			srv.Config.WriteTimeout = tc.writeTimeout
+			srv.Start()
+			defer srv.Close()
+			c, err := client.New(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := c.Watch(ctx, client.WatchQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}}, Name: "settings", Types: []event.RecordType{event.TypeEvent}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			for i, color := range []string{"teal", "plum"} {
+				time.Sleep(2 * time.Second) // idle past the timeout
+				want := j.change(color, at(21+float64(i)))
+				rec.Notify()
+				if got := readFeedWithin(t, f, 5*time.Second); got.EventID != want.EventID {
+					t.Fatalf("record %d after the feed idled past the timeout: %s, want %s", i, got.EventID, want.EventID)
+				}
+			}
+		})
 	}
 }

@@ -84,11 +84,11 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if c.TLSCertFile != "" {
-		kp, err := loadCerts(c.TLSCertFile, c.TLSKeyFile)
+		getCert, err := certificates(c.TLSCertFile, c.TLSKeyFile)
 		if err != nil {
 			return nil, err
 		}
-		srv.TLSConfig = &tls.Config{GetCertificate: kp.GetCertificate, MinVersion: tls.VersionTLS12}
+		srv.TLSConfig = &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12}
 		scheme = "https"
 	}
 	ln, err := net.Listen("tcp", c.Listen)

@@ -186,41 +186,66 @@ func (a *authenticator) review(ctx context.Context, token string, sum [32]byte) 
 	return u, nil
 }
 
+// attributes are what one SubjectAccessReview asks: verb on a virtual
+// resource of AuthGroup in a namespace ("" is cluster scope), or, when
+// path is set, verb on that non-resource URL (as kube-apiserver asks for
+// its own /metrics).
+type attributes struct {
+	verb, resource, namespace, path string
+}
+
 // authorize asks whether u may do verb on resource in each namespace ("",
 // or no namespace at all, is cluster scope).
 func (a *authenticator) authorize(ctx context.Context, u *user, verb, resource string, namespaces ...string) error {
-	if u.all {
-		return nil
-	}
 	if len(namespaces) == 0 {
 		namespaces = []string{""}
 	}
 	for _, ns := range namespaces {
-		allowed, reason, err := a.decide(ctx, u, verb, resource, ns)
-		if err != nil {
+		if err := a.check(ctx, u, attributes{verb: verb, resource: resource, namespace: ns}); err != nil {
 			return err
-		}
-		if !allowed {
-			where := "namespace " + ns
-			if ns == "" {
-				where = "cluster scope (every namespace and cluster-scoped objects)"
-			}
-			msg := fmt.Sprintf("user %q may not %s %s.%s in %s", u.name, verb, resource, AuthGroup, where)
-			if reason != "" {
-				msg += ": " + reason
-			}
-			a.cfg.log.V(1).Info("request denied", "user", u.name, "verb", verb, "resource", resource, "namespace", ns)
-			return newError(http.StatusForbidden, CodeForbidden, "", "%s", msg)
 		}
 	}
 	return nil
 }
 
+// authorizePath asks whether u may do verb on the non-resource URL path,
+// as a ClusterRole's nonResourceURLs rule grants it.
+func (a *authenticator) authorizePath(ctx context.Context, u *user, verb, path string) error {
+	return a.check(ctx, u, attributes{verb: verb, path: path})
+}
+
+// check answers nil when u may do what at asks, else the Error that
+// refuses it.
+func (a *authenticator) check(ctx context.Context, u *user, at attributes) error {
+	if u.all {
+		return nil
+	}
+	allowed, reason, err := a.decide(ctx, u, at)
+	if err != nil || allowed {
+		return err
+	}
+	var msg string
+	if at.path != "" {
+		msg = fmt.Sprintf("user %q may not %s %s (a ClusterRole rule with nonResourceURLs [%s] and verbs [%s] grants it)", u.name, at.verb, at.path, at.path, at.verb)
+	} else {
+		where := "namespace " + at.namespace
+		if at.namespace == "" {
+			where = "cluster scope (every namespace and cluster-scoped objects)"
+		}
+		msg = fmt.Sprintf("user %q may not %s %s.%s in %s", u.name, at.verb, at.resource, AuthGroup, where)
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	a.cfg.log.V(1).Info("request denied", "user", u.name, "verb", at.verb, "resource", at.resource, "namespace", at.namespace, "path", at.path)
+	return newError(http.StatusForbidden, CodeForbidden, "", "%s", msg)
+}
+
 // decide makes (or reuses) one SubjectAccessReview.
-func (a *authenticator) decide(ctx context.Context, u *user, verb, resource, ns string) (bool, string, error) {
+func (a *authenticator) decide(ctx context.Context, u *user, at attributes) (bool, string, error) {
 	groups := append([]string(nil), u.groups...)
 	sort.Strings(groups)
-	key := strings.Join([]string{u.name, u.uid, strings.Join(groups, ","), fmt.Sprint(u.extra), verb, resource, ns}, "\x00")
+	key := strings.Join([]string{u.name, u.uid, strings.Join(groups, ","), fmt.Sprint(u.extra), at.verb, at.resource, at.namespace, at.path}, "\x00")
 	now := time.Now()
 	a.cacheMu.Lock()
 	c, ok := a.access[key]
@@ -228,11 +253,13 @@ func (a *authenticator) decide(ctx context.Context, u *user, verb, resource, ns 
 	if ok && now.Before(c.expires) {
 		return c.allowed, c.reason, nil
 	}
-	sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
-		User: u.name, UID: u.uid, Groups: u.groups, Extra: u.extra,
-		ResourceAttributes: &authzv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: AuthGroup, Resource: resource},
-	}}
-	got, err := a.cfg.accessReviews.Create(ctx, sar, metav1.CreateOptions{})
+	spec := authzv1.SubjectAccessReviewSpec{User: u.name, UID: u.uid, Groups: u.groups, Extra: u.extra}
+	if at.path != "" {
+		spec.NonResourceAttributes = &authzv1.NonResourceAttributes{Path: at.path, Verb: at.verb}
+	} else {
+		spec.ResourceAttributes = &authzv1.ResourceAttributes{Namespace: at.namespace, Verb: at.verb, Group: AuthGroup, Resource: at.resource}
+	}
+	got, err := a.cfg.accessReviews.Create(ctx, &authzv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 	if err != nil {
 		return false, "", newError(http.StatusServiceUnavailable, CodeUnavailable, "", "the cluster's SubjectAccessReview failed, so the request is refused: %v", err)
 	}

@@ -15,6 +15,7 @@
 // in short:
 //
 //	GET  /healthz, /readyz                 liveness; readiness = the recorder is synced
+//	GET  /metrics                          Prometheus metrics (WithMetrics), authorized like the API
 //	GET  /api/v1/clusters                  the clusters recorded
 //	GET  /api/v1/streams                   streams: status, coverage at ?at, gaps
 //	GET  /api/v1/records                   records of a scope over a time range
@@ -75,6 +76,12 @@
 // cluster RBAC decides who reads which namespace's history. Decisions are
 // cached for WithAuthCacheTTL; a review that cannot be made refuses the
 // request.
+//
+// WithMetrics serves GET /metrics behind the same authentication, as
+// kube-apiserver serves its own: any token of the file, or a user whom a
+// SubjectAccessReview allows get on the non-resource URL /metrics (a
+// ClusterRole rule nonResourceURLs: ["/metrics"], verbs: ["get"]), since
+// the metrics name the recorded namespaces.
 //
 // Secrets are never served: records, objects, histories, snapshots,
 // diffs, plans and the feed leave them out, and saying so where it

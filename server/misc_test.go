@@ -53,6 +53,7 @@ func TestBrokenConfiguration(t *testing.T) {
 		"auth cache":      {j.ro, []server.Option{server.WithAuthCacheTTL(-time.Second)}, "WithAuthCacheTTL"},
 		"half delegation": {j.ro, []server.Option{server.WithDelegatedAuth(nil, nil), server.WithDelegatedAuth(fakeTokenReviews{}, nil)}, "both"},
 		"nil correlator":  {j.ro, []server.Option{server.WithAuditWebhook(nil)}, "audit"},
+		"nil metrics":     {j.ro, []server.Option{server.WithMetrics(nil)}, "WithMetrics(nil)"},
 	}
 	for name, tc := range cases {
 		srv := httptest.NewServer(server.NewHandler(tc.journal, tc.opts...))

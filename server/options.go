@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net/http"
 	"runtime"
 	"time"
 
@@ -78,7 +79,9 @@ type config struct {
 	maxFeeds       int
 	notifier       AppendNotifier
 	plannerOptions []replay.Option
-	ui             bool // WithUI (ui.go)
+	ui             bool         // WithUI (ui.go)
+	metrics        http.Handler // WithMetrics (metrics.go)
+	metricsSet     bool
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -125,6 +128,8 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, bad("WithMaxFeeds(%d): want 1 or more", c.maxFeeds)
 	case c.auditSet && c.auditor == nil:
 		return nil, bad("WithAuditWebhook(nil): give the audit.Correlator that records the correlations")
+	case c.metricsSet && c.metrics == nil:
+		return nil, bad("WithMetrics(nil): give the http.Handler that serves the metrics (e.g. metrics.NewHandler), or leave the option out")
 	case (c.tokenReviews == nil) != (c.accessReviews == nil):
 		return nil, bad("WithDelegatedAuth needs both the TokenReview and the SubjectAccessReview client")
 	}

@@ -43,8 +43,9 @@ type handler struct {
 // NewHandler returns the query API over journal j (a storage.ReadWriter:
 // what krply.Journal.Store() returns, or any store; one opened read-only
 // answers every read). Mount it under any prefix with http.StripPrefix.
-// It serves /healthz, /readyz and /api/v1/…; see the package
-// documentation and docs/query-api.md for the routes.
+// It serves /healthz, /readyz, /api/v1/… and, given WithMetrics,
+// /metrics; see the package documentation and docs/query-api.md for the
+// routes.
 //
 // A configuration that cannot work (a nil journal, an option out of
 // range) does not panic: every request is answered 500 with the reason,
@@ -105,6 +106,9 @@ func (h *handler) routes() {
 	h.handle("plans/{id}/apply", route{http.MethodPost: h.jsonRoute(h.applyPlan)})
 	h.handle("audit", route{http.MethodPost: h.auditWebhook})
 	h.handle("watch", route{http.MethodGet: h.watch})
+	if h.cfg.metrics != nil {
+		h.mountMetrics() // metrics.go
+	}
 	if h.cfg.ui {
 		h.mountUI() // ui.go
 	}

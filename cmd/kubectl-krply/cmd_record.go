@@ -48,9 +48,9 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.Var(&c.MinAge, "min-age", "history younger than this is never compacted for --max-size (e.g. 1h, 2d)")
 	f.Var(&c.DiskReserve, "disk-reserve", "report pressure (not ready, krply_retention_pressure 1) while the journal's disk has less free space than this (e.g. 256Mi; 0: off)")
 	f.Var(&c.RetentionEvery, "retention-every", "how often retention runs (e.g. 5m)")
-	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz alone on this address (e.g. :9090; --listen serves them too)")
+	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz alone on this address, without authentication: keep it on an internal address (e.g. 127.0.0.1:9090 for in-pod scrapes; --listen serves them too, /metrics behind its authentication)")
 
-	f.StringVar(&c.Listen, "listen", "", "serve the query API, /metrics, /healthz and /readyz on this address (host:port), for kubectl krply --server")
+	f.StringVar(&c.Listen, "listen", "", "serve the query API, /metrics (with the API's authentication), /healthz and /readyz on this address (host:port), for kubectl krply --server")
 	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve --listen over HTTPS with this certificate (PEM; with --tls-key-file)")
 	f.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
 	f.StringVar(&c.TokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line, reread when the file changes")
@@ -79,14 +79,17 @@ separated by commas.
 
 Running for months: --retention and --max-size keep the journal on a
 bounded disk (--min-age, --retention-every, --disk-reserve adjust them);
---metrics-addr serves /metrics, /healthz and /readyz alone.
+--metrics-addr serves /metrics, /healthz and /readyz alone, without
+authentication: keep it on an internal address.
 
 --listen ADDR serves the query API (docs/query-api.md) from this recorder's
 journal, with /metrics, /healthz and /readyz, so that kubectl krply
 --server URL answers without access to the file. Unless ADDR is a loopback
 address, give --listen-token-file (one bearer token per line, reread when
 it changes) or --delegated-auth (the cluster's TokenReview and
-SubjectAccessReview decide, per namespace). --tls-cert-file and
+SubjectAccessReview decide, per namespace). /metrics there takes the same
+token, or with --delegated-auth get on the non-resource URL /metrics (a
+ClusterRole rule nonResourceURLs: ["/metrics"], verbs: ["get"]). --tls-cert-file and
 --tls-key-file serve HTTPS (read again when they change, so a renewed
 certificate needs no restart), --ui the web UI at its root. --serve-only
 serves an existing journal without recording.`,

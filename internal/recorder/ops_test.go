@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,9 +40,17 @@ func TestFlagValues(t *testing.T) {
 	}
 }
 
-// get returns the status and body of a GET, code 0 when nothing answers.
-func get(url string) (int, string) {
-	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+// get returns the status and body of a GET with the headers (name,
+// value, …), code 0 when nothing answers.
+func get(url string, header ...string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -52,7 +61,8 @@ func get(url string) (int, string) {
 
 // The recorder in its operator's form: every resource, retention by age
 // and size, /healthz, /readyz (the Collector synced and retention within
-// bounds) and /metrics labelled by resource, and --version.
+// bounds) and /metrics labelled by resource, open on --metrics-addr and
+// behind the token of --listen-token-file on --listen, and --version.
 func TestOperatorFlags(t *testing.T) {
 	env := testenv.Start(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,12 +71,15 @@ func TestOperatorFlags(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	store := filepath.Join(t.TempDir(), "krply.db")
+	store, tokens := filepath.Join(t.TempDir(), "krply.db"), filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("scraper-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"},
 		Retention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
-		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr})
+		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr, Listen: "127.0.0.1:0", TokenFile: tokens})
 	deadline := time.Now().Add(time.Minute)
 	for {
 		code, body := get("http://" + addr + "/readyz")
@@ -103,6 +116,18 @@ func TestOperatorFlags(t *testing.T) {
 		if strings.Contains(body, excluded) {
 			t.Errorf("/metrics has %s, which is excluded", excluded)
 		}
+	}
+	// On --listen, /metrics takes the API's token: refused without it or
+	// with another, served with it.
+	listen := rec.Serving(ctx)
+	for _, header := range [][]string{nil, {"Authorization", "Bearer wrong-token"}} {
+		if code, body := get(listen+"/metrics", header...); code != http.StatusUnauthorized || !strings.Contains(body, `"code":"unauthenticated"`) || strings.Contains(body, "krply_") {
+			t.Errorf("--listen /metrics with %q: %d %s; want 401 unauthenticated", header, code, body)
+		}
+	}
+	if code, body := get(listen+"/metrics", "Authorization", "Bearer scraper-token"); code != http.StatusOK || !strings.Contains(body, "krply_synced 1") ||
+		!strings.Contains(body, `resource="deployments"`) {
+		t.Errorf("--listen /metrics with the token: %d\n%s\nwant 200 with the recorder's metrics", code, body)
 	}
 	rec.Stop(ctx)
 	if code, _ := get("http://" + addr + "/healthz"); code != 0 {

@@ -67,11 +67,12 @@ type Config struct {
 	Retention, MinAge, RetentionEvery Age
 	MaxSize, DiskReserve              Quantity
 	// MetricsAddr serves /metrics, /healthz and /readyz alone on this
-	// address (--metrics-addr).
+	// address (--metrics-addr), without authentication: an internal
+	// address, for in-pod scrapes.
 	MetricsAddr string
 
-	// Listen serves the query API, /metrics, /healthz and /readyz on this
-	// address (--listen), over HTTPS with TLSCertFile and TLSKeyFile
+	// Listen serves the query API, /metrics (behind the API's
+	// authentication), /healthz and /readyz on this address (--listen), over HTTPS with TLSCertFile and TLSKeyFile
 	// (--tls-cert-file, --tls-key-file; read again when they change).
 	// TokenFile lists the bearer tokens
 	// it accepts (--listen-token-file); DelegatedAuth asks the cluster

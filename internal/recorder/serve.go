@@ -49,7 +49,8 @@ func (c *Config) Check() error {
 // serveAPI starts serving the query API over j until ctx ends; the
 // returned channel reports why serving stopped (nil after ctx ended). cfg
 // is the recorder's cluster (nil with --serve-only), rec its readiness,
-// metrics its Prometheus handler (both nil with --serve-only).
+// metrics its Prometheus handler (both nil with --serve-only), served at
+// /metrics behind the API's authentication (server.WithMetrics).
 func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec server.Recorder, metrics http.Handler) (<-chan error, error) {
 	opts := []server.Option{}
 	if rec != nil {
@@ -75,13 +76,13 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 		}
 		opts = append(opts, server.WithDelegatedAuth(authn.TokenReviews(), authz.SubjectAccessReviews()))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", server.NewHandler(j.Store(), opts...))
 	if metrics != nil {
-		mux.Handle("GET /metrics", metrics)
+		// Behind the API's authentication: the metrics name the recorded
+		// namespaces.
+		opts = append(opts, server.WithMetrics(metrics))
 	}
 
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: server.NewHandler(j.Store(), opts...), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if c.TLSCertFile != "" {
 		getCert, err := certificates(c.TLSCertFile, c.TLSKeyFile)

@@ -119,16 +119,21 @@ func TestRecordAndServe(t *testing.T) {
 		t.Fatalf("clusters: %+v, %v", clusters, err)
 	}
 	clusterID := clusters[0].ClusterID
-	// The recorder's Prometheus metrics are served on --listen too.
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	// The recorder's Prometheus metrics are served on --listen too, to a
+	// user allowed get on the non-resource URL /metrics (the admin), not
+	// to bob (403) nor without a token (401): they name the namespaces.
+	code, text := get(base+"/metrics", "Authorization", "Bearer "+env.ConfigFor(testenv.UserAdmin).BearerToken)
 	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `cluster="` + clusterID + `"`} {
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(text), want) {
-			t.Fatalf("GET /metrics: %s, want %q in\n%s", resp.Status, want, text)
+		if code != http.StatusOK || !strings.Contains(text, want) {
+			t.Fatalf("GET /metrics as the admin: %d, want %q in\n%s", code, want, text)
+		}
+	}
+	for _, c := range []struct {
+		header []string
+		code   int
+	}{{nil, http.StatusUnauthorized}, {[]string{"Authorization", "Bearer " + env.ConfigFor(testenv.UserBob).BearerToken}, http.StatusForbidden}} {
+		if code, text := get(base+"/metrics", c.header...); code != c.code || strings.Contains(text, ns) {
+			t.Errorf("GET /metrics with %d headers: %d %s; want %d", len(c.header), code, text, c.code)
 		}
 	}
 	settings := storage.ObjectID{ClusterID: clusterID, Resource: "configmaps", Namespace: ns, Name: "settings"}

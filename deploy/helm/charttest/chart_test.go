@@ -197,6 +197,30 @@ func checkAPI(t *testing.T, objs []*unstructured.Unstructured, vals map[string]a
 	}
 }
 
+// checkNotes checks that the notes scrape /metrics with a bearer token,
+// which the recorder's port asks for as the API does, and with
+// api.delegatedAuth name the RBAC rule a scraper needs.
+func checkNotes(t *testing.T, notes string, vals map[string]any) {
+	t.Helper()
+	scrapes := 0
+	for _, line := range strings.Split(notes, "\n") {
+		if strings.Contains(line, "curl") && strings.Contains(line, "/metrics") {
+			scrapes++
+			if !strings.Contains(line, `-H "Authorization: Bearer $TOKEN"`) {
+				t.Errorf("the notes scrape /metrics without a token: %q", line)
+			}
+		}
+	}
+	if scrapes != 1 {
+		t.Errorf("the notes scrape /metrics %d times, want once:\n%s", scrapes, notes)
+	}
+	delegated, found, _ := unstructured.NestedBool(vals, "api", "delegatedAuth")
+	want := delegated || !found
+	if rule := `nonResourceURLs: ["/metrics"], verbs: ["get"]`; strings.Contains(notes, rule) != want {
+		t.Errorf("delegatedAuth %v: the notes name the rule %s: %v, want %v\n%s", want, rule, !want, want, notes)
+	}
+}
+
 // checkStore checks where the rendered recorder keeps its journal: a
 // SQLite file on the pod's volume, one replica recreated; or with
 // postgres.secretName the URL of that Secret, several replicas with a
@@ -293,6 +317,7 @@ func TestRenderAndApply(t *testing.T) {
 				t.Fatalf("command %q, args %q; want the image's /kubectl-krply record", command, args)
 			}
 			checkAPI(t, objs, vals, args)
+			checkNotes(t, notes, vals)
 			checkStore(t, objs, vals, args)
 			// The recorder parses every flag before it looks at
 			// --version: exit 0 means it accepts them all.

@@ -150,4 +150,25 @@ func TestDelegatedAuthMetrics(t *testing.T) {
 	wantError(t, http.MethodGet, base+"/metrics", "", http.StatusForbidden, server.CodeForbidden, "", "Authorization", bearer(testenv.UserViewer))
 	wantError(t, http.MethodGet, base+"/metrics", "", http.StatusUnauthorized, server.CodeUnauthenticated, "")
 	wantError(t, http.MethodGet, base+"/metrics", "", http.StatusUnauthorized, server.CodeUnauthenticated, "", "Authorization", "Bearer not-a-token")
+
+	// The decision is cached like the API's: with the binding gone, alice
+	// still scrapes within the TTL, and a handler without a cache refuses
+	// her once RBAC has seen the deletion.
+	if err := admin.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := scrape(t, base+"/metrics", "Authorization", bearer(testenv.UserAlice)); status != http.StatusOK {
+		t.Errorf("alice within the cache TTL: %d %s; want the cached allow", status, body)
+	}
+	_, uncached := j.serve(server.WithDelegatedAuth(admin.AuthenticationV1().TokenReviews(), admin.AuthorizationV1().SubjectAccessReviews()),
+		server.WithAuthCacheTTL(0), server.WithMetrics(h))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		status, body := scrape(t, uncached+"/metrics", "Authorization", bearer(testenv.UserAlice))
+		if status == http.StatusForbidden {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice after her binding was deleted, without a cache: %d %s; want 403", status, body)
+		}
+	}
 }

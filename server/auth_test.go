@@ -120,11 +120,7 @@ func TestClientTokenFile(t *testing.T) {
 // plane: TokenReview says who, SubjectAccessReview on history.krply.io per
 // namespace says what.
 func TestDelegatedAuth(t *testing.T) {
-	env := testenv.Shared(t)
-	admin, err := kubernetes.NewForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, admin := sharedAdmin(t)
 	// alice may read the history of shop, and nothing else.
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "krply-history-reader", Namespace: "shop"},
 		Rules: []rbacv1.PolicyRule{{APIGroups: []string{server.AuthGroup}, Resources: []string{server.ResourceHistory}, Verbs: []string{"get"}}}}
@@ -200,6 +196,18 @@ func TestDelegatedAuth(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// sharedAdmin returns the shared control plane and a clientset of its
+// admin.
+func sharedAdmin(t *testing.T) (*testenv.Env, *kubernetes.Clientset) {
+	t.Helper()
+	env := testenv.Shared(t)
+	admin, err := kubernetes.NewForConfig(env.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, admin
 }
 
 var corev1Namespace = corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}

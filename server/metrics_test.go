@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/metrics"
@@ -22,23 +20,8 @@ import (
 // scrape asks GET u with the headers and returns the status and body.
 func scrape(t *testing.T, u string, header ...string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, u, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(body)
+	status, body, _ := request(t, http.MethodGet, u, "", header...)
+	return status, string(body)
 }
 
 // journalMetrics returns the metrics handler of j's store and the sample
@@ -98,11 +81,7 @@ func TestMetrics(t *testing.T) {
 // ClusterRole's nonResourceURLs rule grants (alice); without it 403
 // (bob), without a token 401.
 func TestDelegatedAuthMetrics(t *testing.T) {
-	env := testenv.Shared(t)
-	admin, err := kubernetes.NewForConfig(env.Config())
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, admin := sharedAdmin(t)
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "krply-test-metrics-reader"},
 		Rules: []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "krply-test-alice-scrapes"},

@@ -29,6 +29,16 @@ var ctx = context.Background()
 // client does not reach.
 func get(t *testing.T, method, u string, body string, header ...string) (int, server.Error, http.Header) {
 	t.Helper()
+	status, raw, hdr := request(t, method, u, body, header...)
+	var e server.Error
+	_ = json.Unmarshal(raw, &e)
+	return status, e, hdr
+}
+
+// request asks a raw URL with the headers (name, value, …) and returns
+// the status, the body and the headers of the answer.
+func request(t *testing.T, method, u string, body string, header ...string) (int, []byte, http.Header) {
+	t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -45,10 +55,11 @@ func get(t *testing.T, method, u string, body string, header ...string) (int, se
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var e server.Error
-	raw, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(raw, &e)
-	return resp.StatusCode, e, resp.Header
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, raw, resp.Header
 }
 
 // wantError asks u and checks the status, code and param of the error.

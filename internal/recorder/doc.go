@@ -1,7 +1,8 @@
 // Package recorder is the recorder as operators run it, behind `kubectl
 // krply record` (cmd/kubectl-krply) and the container image: a Collector
 // writing a journal, with record-everything and its exclusions, retention
-// (package retention) on a schedule, Prometheus metrics (package metrics),
+// (package retention) on a schedule, Prometheus metrics (package metrics;
+// on --listen behind the API's authentication, on --metrics-addr open),
 // /healthz and /readyz, the query API (package server) with bearer tokens
 // or the cluster's delegated authentication over HTTP or HTTPS, a
 // serve-only mode over an existing journal, and the status lines it

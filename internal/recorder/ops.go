@@ -43,7 +43,8 @@ func Version(stamped string) string {
 
 // ops are retention and the metrics endpoints of a running recorder.
 type ops struct {
-	// metrics serves Prometheus metrics, on --metrics-addr and --listen.
+	// metrics serves Prometheus metrics, on --metrics-addr (open) and
+	// --listen (server.WithMetrics, behind the API's authentication).
 	metrics http.Handler
 	// keeper is the retention keeper whose pressure makes the recorder
 	// not ready; nil without retention.

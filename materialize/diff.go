@@ -83,6 +83,11 @@ type Diff struct {
 	Missing []MissingStream `json:"missing,omitempty"`
 	// Warnings are human-readable notes about the answer.
 	Warnings []string `json:"warnings,omitempty"`
+	// Next is set on a page of a diff (DiffPage) when more objects may
+	// follow: the last object of the page, to give as the next Page's
+	// After. It is no part of the JSON: the query API carries it in its
+	// cursor.
+	Next *storage.ObjectID `json:"-"`
 
 	// compare is how the diff compared bodies; the renderers use it.
 	compare compareConfig
@@ -93,6 +98,25 @@ type Diff struct {
 // DefaultIgnorePointers, IncludeStatus, WithIgnoreRules,
 // WithoutDefaultIgnores); list items with a merge key are matched by it.
 func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...CompareOption) (*Diff, error) {
+	return m.diff(ctx, scope, from, to, Page{}, opts)
+}
+
+// DiffPage computes one page of the diff of scope from from to to: what
+// Diff answers, with at most page.Limit of its objects, and Next set when
+// more may follow. It reads the states at both ends without bodies, and
+// the bodies only of the objects it compares or returns, so a large scope
+// is compared a page at a time in memory bounded by the page (and by the
+// objects' identities). As for SnapshotPage, each page is computed on its
+// own, and pages agree where both ends are covered.
+func (m *Materializer) DiffPage(ctx context.Context, scope Scope, from, to time.Time, page Page, opts ...CompareOption) (*Diff, error) {
+	if err := page.validate(); err != nil {
+		return nil, err
+	}
+	return m.diff(ctx, scope, from, to, page, opts)
+}
+
+// diff is Diff, or DiffPage when page.Limit is set.
+func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time, page Page, opts []CompareOption) (*Diff, error) {
 	if to.Before(from) {
 		return nil, fmt.Errorf("materialize: %w: diff from %s to the earlier %s", ErrInvalidArgument, from, to)
 	}
@@ -106,14 +130,15 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 	}
 	// The two ends are read at once: each is a statement per stream on
 	// a connection of its own.
+	withBodies := page.Limit == 0
 	var before *scopeState
 	var beforeErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		before, beforeErr = m.stateAt(ctx, scope, from, true)
+		before, beforeErr = m.stateAt(ctx, scope, from, withBodies)
 	}()
-	after, err := m.stateAt(ctx, scope, to, true)
+	after, err := m.stateAt(ctx, scope, to, withBodies)
 	<-done
 	if beforeErr != nil {
 		return nil, wrap(beforeErr)
@@ -147,8 +172,13 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 	}
 
 	fromKnown, toKnown := newKnowledge(before), newKnowledge(after)
-	i, j := 0, 0
+	i, j := page.start(before.objects), page.start(after.objects)
 	for i < len(before.objects) || j < len(after.objects) {
+		if page.Limit > 0 && len(d.Objects) == page.Limit {
+			last := d.Objects[len(d.Objects)-1].ID
+			d.Next = &last
+			break
+		}
 		var b, a *SnapshotObject
 		var id storage.ObjectID
 		switch {
@@ -178,6 +208,11 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 			if b.EventID == a.EventID {
 				continue
 			}
+			if !withBodies {
+				if err := m.readBodies(ctx, b, a); err != nil {
+					return nil, wrap(err)
+				}
+			}
 			changes, err := cc.compareBodies(a.Ref, b.Object, a.Object)
 			if err != nil {
 				d.Warnings = append(d.Warnings, err.Error())
@@ -188,6 +223,13 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 				continue
 			}
 			od.Type, od.Changes, od.Recreated = ObjectChanged, changes, recreated
+		}
+		if !withBodies {
+			// The bodies of the versions it returns; a changed object's
+			// were read to compare them.
+			if err := m.readBodies(ctx, b, a); err != nil {
+				return nil, wrap(err)
+			}
 		}
 		od.Kind = kindOf(od)
 		d.Objects = append(d.Objects, od)

@@ -10,10 +10,23 @@
 //	if !snap.Complete { /* snap.Missing says which streams and why */ }
 //	err = m.SaveSnapshot(ctx, snap, "before deploy") // only when asked to keep it
 //
+// # Pages
+//
+// Snapshot and Diff hold every object's body of the scope at once. For a
+// scope too large for that, SnapshotPage and DiffPage answer one page at a
+// time (Page: at most Limit objects after the object After; the answer's
+// Next is the next page's After). They read the scope's objects without
+// bodies and then only the page's bodies, by EventID, so memory is bounded
+// by the page and the objects' identities. Each page carries the whole
+// answer's Complete, Watermarks, Missing and warnings as computed for that
+// page; where those say Complete, the pages put together are exactly
+// Snapshot's or Diff's answer. The query API serves snapshots and diffs
+// this way.
+//
 // # Reads never write
 //
-// Every query — ObjectAt, History, Snapshot, Diff, GetSnapshot,
-// ListSnapshots — only reads the journal, so a Materializer answers them
+// Every query — ObjectAt, History, Snapshot, SnapshotPage, Diff, DiffPage,
+// GetSnapshot, ListSnapshots — only reads the journal, so a Materializer answers them
 // all on a journal opened read-only. Saving a snapshot is an explicit act,
 // SaveSnapshot, and the only write of this package; on a read-only journal
 // it returns an error wrapping ErrReadOnly (storage.ErrReadOnly).

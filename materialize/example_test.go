@@ -115,6 +115,36 @@ func ExampleMaterializer_Snapshot() {
 	// saved: before the rollout 1 object(s)
 }
 
+// A snapshot read a page at a time: memory holds one page of bodies,
+// whatever the size of the scope.
+func ExampleMaterializer_SnapshotPage() {
+	store, _ := exampleJournal()
+	defer store.Close()
+	m, err := materialize.New(store)
+	if err != nil {
+		panic(err)
+	}
+	at := time.Date(2025, 3, 1, 11, 0, 0, 0, time.UTC)
+	page := materialize.Page{Limit: 500}
+	for {
+		snap, err := m.SnapshotPage(context.Background(), materialize.Scope{ClusterID: "prod"}, at, page)
+		if err != nil {
+			panic(err)
+		}
+		for _, o := range snap.Objects {
+			fmt.Println(o.Ref.Kind, o.Ref.ObjectKey(), o.Ref.ResourceVersion, len(o.Object) > 0)
+		}
+		if snap.Next == nil {
+			fmt.Println("complete:", snap.Complete)
+			break
+		}
+		page.After = snap.Next
+	}
+	// Output:
+	// Deployment shop/web 120 true
+	// complete: true
+}
+
 func ExampleMaterializer_History() {
 	store, _ := exampleJournal()
 	defer store.Close()

@@ -20,27 +20,41 @@ func newUUID() string { return uuid.NewString() }
 // reads: the snapshot is not saved, and its ID is empty, until SaveSnapshot
 // stores it.
 func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) (*Snapshot, error) {
+	st, err := m.snapshotState(ctx, scope, at, true)
+	if err != nil {
+		return nil, err
+	}
+	snap := m.newSnapshot(scope, st)
+	snap.Objects = make([]SnapshotObject, len(st.objects))
+	for i, o := range st.objects {
+		snap.Objects[i] = snapshotObject(o.rec)
+	}
+	return snap, nil
+}
+
+// snapshotState computes the state of scope at at for a snapshot.
+func (m *Materializer) snapshotState(ctx context.Context, scope Scope, at time.Time, withBodies bool) (*scopeState, error) {
 	if at.IsZero() {
 		return nil, fmt.Errorf("materialize: %w: snapshot without a time", ErrInvalidArgument)
 	}
-	st, err := m.stateAt(ctx, scope, at, true)
+	st, err := m.stateAt(ctx, scope, at, withBodies)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
 	}
-	snap := &Snapshot{
+	return st, nil
+}
+
+// newSnapshot is the snapshot of st without its objects.
+func (m *Materializer) newSnapshot(scope Scope, st *scopeState) *Snapshot {
+	return &Snapshot{
 		Scope:      scope,
-		At:         at,
+		At:         st.at,
 		CreatedAt:  m.clock.Now(),
 		Complete:   st.complete(),
 		Watermarks: st.watermarks(),
 		Missing:    st.missing,
 		Warnings:   st.warnings,
-		Objects:    make([]SnapshotObject, len(st.objects)),
 	}
-	for i, o := range st.objects {
-		snap.Objects[i] = snapshotObject(o.rec)
-	}
-	return snap, nil
 }
 
 // SaveSnapshot stores snap, as Snapshot computed it, in the journal as a
@@ -49,15 +63,18 @@ func (m *Materializer) Snapshot(ctx context.Context, scope Scope, at time.Time) 
 // explicit act; no query saves anything.
 //
 // It returns an error wrapping ErrReadOnly when the store refuses writes
-// (a journal opened read-only), and ErrInvalidArgument for a nil snapshot, one without a
-// cluster or a time, or one already saved (its ID is set). On an error snap
-// is left as it was.
+// (a journal opened read-only), and ErrInvalidArgument for a nil snapshot,
+// one without a cluster or a time, one already saved (its ID is set), or
+// a page of a snapshot that lacks some of its objects (SnapshotPage). On
+// an error snap is left as it was.
 func (m *Materializer) SaveSnapshot(ctx context.Context, snap *Snapshot, name string) error {
 	switch {
 	case snap == nil:
 		return fmt.Errorf("materialize: %w: nil snapshot", ErrInvalidArgument)
 	case snap.ID != "":
 		return fmt.Errorf("materialize: %w: snapshot is already saved as %q", ErrInvalidArgument, snap.ID)
+	case snap.partial:
+		return fmt.Errorf("materialize: %w: snapshot is one page of a snapshot (SnapshotPage): save a whole Snapshot", ErrInvalidArgument)
 	case snap.Scope.ClusterID == "" || snap.At.IsZero():
 		return fmt.Errorf("materialize: %w: snapshot without a cluster or a time", ErrInvalidArgument)
 	}

@@ -94,6 +94,15 @@ type Snapshot struct {
 	// Objects are the objects alive at At, sorted by group, resource,
 	// namespace and name. ListSnapshots leaves it empty.
 	Objects []SnapshotObject `json:"objects,omitempty"`
+	// Next is set on a page of a snapshot (SnapshotPage) when more
+	// objects may follow: the last object of the page, to give as the
+	// next Page's After. It is no part of the JSON: the query API carries
+	// it in its cursor.
+	Next *storage.ObjectID `json:"-"`
+
+	// partial: a page that lacks some objects of the snapshot (SnapshotPage
+	// with an After or a Next); SaveSnapshot refuses it.
+	partial bool
 }
 
 // ChangeOp says how a field changed.

@@ -21,9 +21,9 @@
 //	GET  /api/v1/records                   records of a scope over a time range
 //	GET  /api/v1/object                    one object at ?at (materialize.ObjectState)
 //	GET  /api/v1/history                   one object's versions, with who (paged by ?cursor)
-//	GET  /api/v1/snapshot                  a scope at ?at, computed
+//	GET  /api/v1/snapshot                  a scope at ?at, computed (paged by ?cursor)
 //	GET  /api/v1/snapshots[/{id}]          saved snapshots; POST saves one
-//	GET  /api/v1/diff                      a scope from ?from to ?to
+//	GET  /api/v1/diff                      a scope from ?from to ?to (paged by ?cursor)
 //	GET  /api/v1/plans                     saved replay plans, oldest first (summaries)
 //	POST /api/v1/plans                     plan a replay (saved; ?preview=true: not)
 //	GET  /api/v1/plans/{id}                a saved plan, JSON or YAML
@@ -85,7 +85,9 @@
 //
 // Secrets are never served: records, objects, histories, snapshots,
 // diffs, plans and the feed leave them out, and saying so where it
-// matters. Requests are bounded: page sizes (WithMaxPageSize), time ranges
+// matters. Requests are bounded: page sizes (WithMaxPageSize; a snapshot
+// or a diff is answered a page of objects at a time, SnapshotPage and
+// DiffPage, reading only that page's bodies), time ranges
 // (WithMaxRange), bodies (WithMaxBodyBytes), time (WithRequestTimeout) and
 // the requests answered at once (WithMaxInFlight). An answer is sent
 // outside its turn, a chunk at a time within the timeout, so a client that

@@ -102,7 +102,7 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 	opts = append(opts, materialize.Limit(limit))
 	if cur != nil {
 		if cur.Key == "" {
-			return 0, nil, newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "the cursor is not one of a history: give the next of a previous page of this history")
+			return 0, nil, notCursorOf("history")
 		}
 		opts = append(opts, materialize.After(cur.Key))
 	}
@@ -144,6 +144,11 @@ func withoutSecrets(snap *materialize.Snapshot) {
 	snap.Objects = kept
 }
 
+// notCursorOf refuses a cursor made by another kind of query.
+func notCursorOf(what string) error {
+	return newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "the cursor is not one of a %s: give the next of a previous page of this %s", what, what)
+}
+
 func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
@@ -151,15 +156,31 @@ func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	// A snapshot's page is as large as the server allows unless asked.
+	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	if err != nil {
+		return 0, nil, err
+	}
+	var after *storage.ObjectID
+	if cur != nil {
+		if cur.Obj == nil || cur.At.IsZero() {
+			return 0, nil, notCursorOf("snapshot")
+		}
+		at, after = cur.At, cur.Obj
+	}
 	if err := h.authorizeRead(ctx, u, scope.Namespaces); err != nil {
 		return 0, nil, err
 	}
-	snap, err := h.m.Snapshot(ctx, scope, at)
+	snap, err := h.m.SnapshotPage(ctx, scope, at, materialize.Page{After: after, Limit: limit})
 	if err != nil {
 		return 0, nil, err
 	}
 	withoutSecrets(snap)
-	return http.StatusOK, snap, nil
+	out := SnapshotPage{Snapshot: *snap}
+	if snap.Next != nil {
+		out.Next = p.next(cursor{Obj: snap.Next, At: at})
+	}
+	return http.StatusOK, out, nil
 }
 
 func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
@@ -197,6 +218,11 @@ func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
 
 func (h *handler) getSnapshot(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
+	p := h.params(r)
+	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	if err != nil {
+		return 0, nil, err
+	}
 	snap, err := h.m.GetSnapshot(ctx, r.PathValue("id"))
 	if err != nil {
 		return 0, nil, err
@@ -204,8 +230,19 @@ func (h *handler) getSnapshot(r *http.Request, u *user) (int, any, error) {
 	if err := h.authorizeRead(ctx, u, snap.Scope.Namespaces); err != nil {
 		return 0, nil, err
 	}
+	// The saved snapshot is one record: its objects are paged by offset.
+	start := 0
+	if cur != nil {
+		start = int(min(max(cur.Seq, 0), int64(len(snap.Objects))))
+	}
+	next := ""
+	snap.Objects = snap.Objects[start:]
+	if len(snap.Objects) > limit {
+		snap.Objects = snap.Objects[:limit]
+		next = p.next(cursor{Seq: int64(start + limit)})
+	}
 	withoutSecrets(snap)
-	return http.StatusOK, snap, nil
+	return http.StatusOK, SnapshotPage{Snapshot: *snap, Next: next}, nil
 }
 
 func (h *handler) saveSnapshot(r *http.Request, u *user) (int, any, error) {
@@ -260,6 +297,17 @@ func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	if err != nil {
+		return 0, nil, err
+	}
+	var after *storage.ObjectID
+	if cur != nil {
+		if cur.Obj == nil || cur.At.IsZero() || cur.To.IsZero() {
+			return 0, nil, notCursorOf("diff")
+		}
+		from, to, after = cur.At, cur.To, cur.Obj
+	}
 	if err := p.checkRange("from", from, to); err != nil {
 		return 0, nil, err
 	}
@@ -270,7 +318,7 @@ func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
 	if err := h.authorizeRead(ctx, u, scope.Namespaces); err != nil {
 		return 0, nil, err
 	}
-	d, err := h.m.Diff(ctx, scope, from, to, materialize.IncludeStatus(status))
+	d, err := h.m.DiffPage(ctx, scope, from, to, materialize.Page{After: after, Limit: limit}, materialize.IncludeStatus(status))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -284,5 +332,9 @@ func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
 		d.Warnings = append(d.Warnings, fmt.Sprintf("%d Secrets left out: the query API never serves Secrets", n))
 	}
 	d.Objects = kept
-	return http.StatusOK, d, nil
+	out := DiffPage{Diff: *d}
+	if d.Next != nil {
+		out.Next = p.next(cursor{Obj: d.Next, At: from, To: to})
+	}
+	return http.StatusOK, out, nil
 }

@@ -262,6 +262,12 @@ type cursor struct {
 	// last key of the previous page (other lists).
 	Seq int64  `json:"s,omitempty"`
 	Key string `json:"k,omitempty"`
+	// Obj is the last object of the previous page of a snapshot or a
+	// diff, and At (and To, of a diff) the times the first page resolved
+	// its time parameters to, so that "now" stays the same for every page.
+	Obj *storage.ObjectID `json:"o,omitempty"`
+	At  time.Time         `json:"a,omitzero"`
+	To  time.Time         `json:"t,omitzero"`
 	// Params is a hash of the query's other parameters.
 	Params uint64 `json:"p"`
 }
@@ -310,7 +316,7 @@ func (p *params) cursor() (*cursor, error) {
 // next encodes the cursor of the next page.
 func (p *params) next(c cursor) string {
 	c.Params = p.paramsHash()
-	raw, _ := json.Marshal(c) // a struct of numbers and a string
+	raw, _ := json.Marshal(c) // a struct of numbers, strings and times
 	return base64.RawURLEncoding.EncodeToString(raw)
 }
 

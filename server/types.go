@@ -63,6 +63,23 @@ type SnapshotList struct {
 	Next  string                 `json:"next,omitempty"`
 }
 
+// SnapshotPage is the answer of GET /api/v1/snapshot and GET
+// /api/v1/snapshots/{id}: the snapshot with one page of its objects, and
+// the cursor of the next page. Every page carries the snapshot's
+// Complete, Watermarks, Missing and Warnings.
+type SnapshotPage struct {
+	materialize.Snapshot
+	Next string `json:"next,omitempty"`
+}
+
+// DiffPage is the answer of GET /api/v1/diff: the diff with one page of
+// its objects, and the cursor of the next page. Every page carries the
+// diff's HasGaps, Gaps, Missing and Warnings.
+type DiffPage struct {
+	materialize.Diff
+	Next string `json:"next,omitempty"`
+}
+
 // SnapshotRequest is the body of POST /api/v1/snapshots.
 type SnapshotRequest struct {
 	// Name names the saved snapshot (optional).

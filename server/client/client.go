@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,21 +263,63 @@ func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.T
 // allPages returns the items of every page of a list route, asked with q
 // and then the cursor of each page.
 func allPages[T any](ctx context.Context, c *Client, path string, q url.Values) ([]T, error) {
-	var all []T
-	for {
-		var page struct {
-			Items []T    `json:"items"`
-			Next  string `json:"next"`
-		}
-		if err := c.do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
-			return nil, err
-		}
-		all = append(all, page.Items...)
-		if page.Next == "" {
-			return all, nil
-		}
-		q.Set("cursor", page.Next)
+	type list struct {
+		Items []T    `json:"items"`
+		Next  string `json:"next"`
 	}
+	var all []T
+	err := followPages(ctx, c, path, q, func(page *list) string {
+		all = append(all, page.Items...)
+		return page.Next
+	})
+	return all, err
+}
+
+// followPages asks path with q for a page P, hands it to take, and asks
+// again with the cursor take returns until it returns none.
+func followPages[P any](ctx context.Context, c *Client, path string, q url.Values, take func(*P) string) error {
+	if q == nil {
+		q = url.Values{}
+	}
+	for {
+		var page P
+		if err := c.do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
+			return err
+		}
+		next := take(&page)
+		if next == "" {
+			return nil
+		}
+		q.Set("cursor", next)
+	}
+}
+
+// wholeSnapshot reads every page of the snapshot at path and puts them
+// together: the first page's snapshot, every page's objects, Complete only
+// when every page was, and every page's warnings.
+func wholeSnapshot(ctx context.Context, c *Client, path string, q url.Values) (*materialize.Snapshot, error) {
+	var whole *materialize.Snapshot
+	err := followPages(ctx, c, path, q, func(page *server.SnapshotPage) string {
+		if whole == nil {
+			whole = &page.Snapshot
+		} else {
+			whole.Objects = append(whole.Objects, page.Objects...)
+			whole.Complete = whole.Complete && page.Complete
+			whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
+		}
+		return page.Next
+	})
+	return whole, err
+}
+
+// addWarnings appends the warnings of more not already in ws.
+func addWarnings(ws, more []string) []string {
+	for _, w := range more {
+		if !slices.Contains(ws, w) {
+			ws = append(ws, w)
+		}
+	}
+	return ws
 }
 
 // clusterQuery is the query of a cluster's list ("": the journal's only
@@ -394,15 +437,13 @@ func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQu
 	return &out, nil
 }
 
-// Snapshot computes the snapshot of scope at at (nothing is saved).
+// Snapshot computes the snapshot of scope at at (nothing is saved). The
+// server answers it a page at a time; Snapshot reads every page, all at
+// the time the first one resolved at to, and puts them together.
 func (c *Client) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time) (*materialize.Snapshot, error) {
 	q := scopeQuery(scope)
 	q.Set("at", timeParam(at))
-	var out materialize.Snapshot
-	if err := c.do(ctx, http.MethodGet, "/api/v1/snapshot", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return wholeSnapshot(ctx, c, "/api/v1/snapshot", q)
 }
 
 // SaveSnapshot computes the snapshot of scope at at and saves it under
@@ -422,17 +463,13 @@ func (c *Client) ListSnapshots(ctx context.Context, clusterID string) ([]materia
 	return allPages[materialize.Snapshot](ctx, c, "/api/v1/snapshots", clusterQuery(clusterID))
 }
 
-// GetSnapshot returns a saved snapshot.
+// GetSnapshot returns a saved snapshot, every page of its objects.
 func (c *Client) GetSnapshot(ctx context.Context, id string) (*materialize.Snapshot, error) {
-	var out materialize.Snapshot
-	if err := c.do(ctx, http.MethodGet, "/api/v1/snapshots/"+url.PathEscape(id), nil, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	return wholeSnapshot(ctx, c, "/api/v1/snapshots/"+url.PathEscape(id), nil)
 }
 
 // Diff compares scope at from with scope at to; includeStatus compares
-// .status too.
+// .status too. As Snapshot, it reads every page of the answer.
 func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
 	q := scopeQuery(scope)
 	q.Set("from", timeParam(from))
@@ -440,11 +477,18 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 	if includeStatus {
 		q.Set("includeStatus", "true")
 	}
-	var out materialize.Diff
-	if err := c.do(ctx, http.MethodGet, "/api/v1/diff", q, nil, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
+	var whole *materialize.Diff
+	err := followPages(ctx, c, "/api/v1/diff", q, func(page *server.DiffPage) string {
+		if whole == nil {
+			whole = &page.Diff
+		} else {
+			whole.Objects = append(whole.Objects, page.Objects...)
+			whole.HasGaps = whole.HasGaps || page.HasGaps
+			whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
+		}
+		return page.Next
+	})
+	return whole, err
 }
 
 // Plan plans a replay and saves the plan (the server must allow writes).

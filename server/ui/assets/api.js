@@ -64,6 +64,22 @@ export async function all(path, params, signal) {
   return out;
 }
 
+// whole reads every page of a snapshot or a diff (objects paged, the rest
+// on every page) and puts them together: complete only when every page is,
+// gaps when any page has them, every page's warnings once.
+export async function whole(path, params, signal) {
+  let out;
+  for await (const p of pages(path, params, signal)) {
+    if (!out) { out = { ...p, objects: [...(p.objects || [])], warnings: [...(p.warnings || [])] }; continue; }
+    out.objects.push(...(p.objects || []));
+    if ('complete' in p) out.complete = out.complete && p.complete;
+    if ('hasGaps' in p) out.hasGaps = out.hasGaps || p.hasGaps;
+    for (const w of p.warnings || []) if (!out.warnings.includes(w)) out.warnings.push(w);
+  }
+  delete out.next;
+  return out;
+}
+
 // follow reads the change feed (GET api/v1/watch, Server-Sent Events) from
 // the record after cursor, calling onRecord for each record and onState
 // with what the feed is doing, until signal aborts. It reads the stream

@@ -244,6 +244,20 @@ func TestUI(t *testing.T) {
 				t.Errorf("the deleted ConfigMap %s is alive at the end", name)
 			}
 		}
+		// A server of pages of 2 objects: the view reads every page.
+		rows := b.count(`table.objects tbody tr`)
+		if rows < 3 {
+			t.Fatalf("%d objects at the end, want at least 3 to page", rows)
+		}
+		pb := newBrowser(t, serve(t, server.NewHandler(r.j.Store(), server.WithUI(), server.WithMaxPageSize(2))))
+		pb.open("/namespace?" + q("namespace", shop, "at", rfc(r.end)))
+		if n := pb.count(`table.objects tbody tr`); n != rows {
+			t.Errorf("%d objects from a server of pages of 2, want the %d of one page: %q", n, rows, pb.text("table.objects"))
+		}
+		if s := pb.text(".banner"); !strings.Contains(s, "Complete") {
+			t.Errorf("the banner of pages does not say complete: %q", s)
+		}
+		pb.checkClean()
 		b.fitsWidth("namespace")
 		b.screenshot("namespace")
 		// Typed into the time picker: "now".
@@ -268,6 +282,13 @@ func TestUI(t *testing.T) {
 		if s := b.text(".banner"); !strings.Contains(s, "Gaps intersect") || !strings.Contains(s, "configmaps") {
 			t.Errorf("the diff over the outage does not warn of its gaps: %q", s)
 		}
+		// A server of pages of 1 object: the view reads every page.
+		pb := newBrowser(t, serve(t, server.NewHandler(r.j.Store(), server.WithUI(), server.WithMaxPageSize(1))))
+		pb.open("/diff?" + q("namespace", shop, "from", rfc(r.setUp), "to", rfc(r.end)))
+		if n, want := pb.count(`table.diff tbody tr`), b.count(`table.diff tbody tr`); n != want || n < 4 {
+			t.Errorf("%d objects in the diff from a server of pages of 1, want the %d of one page", n, want)
+		}
+		pb.checkClean()
 		b.finish("diff")
 		// g then a digit switches views from the keyboard.
 		b.eval(`(() => { document.activeElement && document.activeElement.blur(); return true })()`, new(bool))

@@ -1,6 +1,6 @@
 // Diff: what changed in a scope between two times.
 
-import { get } from '../api.js';
+import { whole } from '../api.js';
 import { fmtValue } from '../shape.js';
 import { h, timeEl, hashFor, notice, plural, objectLink, streamLabel } from '../util.js';
 
@@ -14,7 +14,7 @@ export async function render(root, params, ctx) {
     root.append(h('p', { class: 'muted' }, 'Choose a scope and two times: every object added, removed or changed between them is listed, and those whose state the journal cannot tell are called unknown.'));
     return;
   }
-  const d = await get('diff', { cluster: params.cluster, namespace: params.namespace, resource: params.resource, from: params.from, to: params.to || 'now', includeStatus: params.status === 'false' ? 'false' : undefined });
+  const d = await whole('diff', { cluster: params.cluster, namespace: params.namespace, resource: params.resource, from: params.from, to: params.to || 'now', includeStatus: params.status === 'false' ? 'false' : undefined });
   if (ctx.stale()) return;
   root.append(h('p', {}, 'From ', timeEl(d.from), ' to ', timeEl(d.to), '.'));
   if (d.hasGaps || (d.missing || []).length) {

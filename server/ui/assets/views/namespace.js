@@ -1,7 +1,7 @@
 // Namespace at T: the objects alive at a time, under a banner that says
 // whether the picture is complete and, if not, which streams and why.
 
-import { get, all } from '../api.js';
+import { whole, all } from '../api.js';
 import { h, ms, timeEl, hashFor, notice, plural, objectLink, localInputValue, fromLocalInput, toRFC3339, streamLabel, currentZone } from '../util.js';
 
 export const title = 'Namespace at T';
@@ -15,7 +15,7 @@ export async function render(root, params, ctx) {
     root.append(h('p', { class: 'muted' }, 'Choose a namespace and a time: every object alive then is listed, with how complete that picture is.'));
     return;
   }
-  const snap = await get('snapshot', { cluster: params.cluster, namespace: params.namespace, at: params.at || 'now' });
+  const snap = await whole('snapshot', { cluster: params.cluster, namespace: params.namespace, at: params.at || 'now' });
   if (ctx.stale()) return;
   root.append(banner(snap));
   for (const w of snap.warnings || []) root.append(notice('warn', w));

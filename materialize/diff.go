@@ -131,14 +131,20 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 	// The two ends are read at once: each is a statement per stream on
 	// a connection of its own.
 	withBodies := page.Limit == 0
+	state := m.stateAt
+	if !withBodies {
+		state = func(ctx context.Context, scope Scope, at time.Time, _ bool) (*scopeState, error) {
+			return m.pageState(ctx, scope, at, page, m.stateAt)
+		}
+	}
 	var before *scopeState
 	var beforeErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		before, beforeErr = m.stateAt(ctx, scope, from, withBodies)
+		before, beforeErr = state(ctx, scope, from, withBodies)
 	}()
-	after, err := m.stateAt(ctx, scope, to, withBodies)
+	after, err := state(ctx, scope, to, withBodies)
 	<-done
 	if beforeErr != nil {
 		return nil, wrap(beforeErr)
@@ -177,6 +183,9 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		if page.Limit > 0 && len(d.Objects) == page.Limit {
 			last := d.Objects[len(d.Objects)-1].ID
 			d.Next = &last
+			now := m.clock.Now()
+			m.pages.put(scope, before, now)
+			m.pages.put(scope, after, now)
 			break
 		}
 		var b, a *SnapshotObject

@@ -17,11 +17,12 @@
 // time (Page: at most Limit objects after the object After; the answer's
 // Next is the next page's After). They read the scope's objects without
 // bodies and then only the page's bodies, by EventID, so memory is bounded
-// by the page and the objects' identities. Each page carries the whole
-// answer's Complete, Watermarks, Missing and warnings as computed for that
-// page; where those say Complete, the pages put together are exactly
-// Snapshot's or Diff's answer. The query API serves snapshots and diffs
-// this way.
+// by the page and the objects' identities. The Materializer remembers the
+// identities its first page read (the last few, for a minute), so the
+// later pages read only their bodies and agree with the first. Each page
+// carries the whole answer's Complete, Watermarks, Missing and warnings;
+// the pages put together are Snapshot's or Diff's answer at the time of
+// the first. The query API serves snapshots and diffs this way.
 //
 // # Reads never write
 //

@@ -34,6 +34,8 @@ type Materializer struct {
 	// resourceStreams guesses, for ObjectAt, which streams record a
 	// resource: see timelinesOf.
 	resourceStreams sync.Map // resourceKey -> []event.Stream
+	// pages remembers states for the pages after a first (page.go).
+	pages pageStates
 }
 
 type config struct {

@@ -2,8 +2,10 @@ package materialize
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/krply/krply/storage"
@@ -41,18 +43,22 @@ func (p Page) start(objs []stateObject) int {
 // memory bounded by the page (and by the objects' identities, without
 // bodies).
 //
-// Each page is computed on its own, from the journal as it is then. Where
-// the snapshot is Complete, the pages of one time agree with each other
-// and with Snapshot: the covered past does not change. Where it is not —
-// at a time after a stream's watermark — a later page may know more than
-// an earlier one; every page tells its own Complete, Watermarks and
-// Missing. A page that lacks some of the snapshot's objects cannot be
-// saved (SaveSnapshot).
+// The first page (After nil) reads the journal as it is then. When more
+// pages follow, the Materializer remembers the scope's state without
+// bodies (the last few, for a minute: pageStateTTL), and the pages after
+// read only their own bodies, from that state: the pages of one snapshot
+// agree with each other, as the pages of a Kubernetes list agree with
+// its first. A page whose state was forgotten reads the journal again:
+// where the snapshot is Complete it finds the same state (the covered
+// past does not change); where it is not — at a time after a stream's
+// watermark — it may know more than the first page, and says so in its
+// own Complete, Watermarks and Missing. A page that lacks some of the
+// snapshot's objects cannot be saved (SaveSnapshot).
 func (m *Materializer) SnapshotPage(ctx context.Context, scope Scope, at time.Time, page Page) (*Snapshot, error) {
 	if err := page.validate(); err != nil {
 		return nil, err
 	}
-	st, err := m.snapshotState(ctx, scope, at, false)
+	st, err := m.pageState(ctx, scope, at, page, m.snapshotState)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +68,7 @@ func (m *Materializer) SnapshotPage(ctx context.Context, scope Scope, at time.Ti
 		objs = objs[:page.Limit]
 		last := objs[len(objs)-1].id
 		snap.Next = &last
+		m.pages.put(scope, st, m.clock.Now())
 	}
 	snap.partial = page.After != nil || snap.Next != nil
 	snap.Objects = make([]SnapshotObject, len(objs))
@@ -89,4 +96,71 @@ func (m *Materializer) readBodies(ctx context.Context, objs ...*SnapshotObject) 
 		o.Object = rec.Object
 	}
 	return nil
+}
+
+// How long, and how many, states of scopes without bodies the Materializer
+// remembers for the pages after a first one (SnapshotPage, DiffPage).
+const (
+	pageStateTTL  = time.Minute
+	maxPageStates = 4
+)
+
+// pageStates remembers, by scope and time, the states read without bodies
+// for the first page of a snapshot or a diff.
+type pageStates struct {
+	mu      sync.Mutex
+	entries []pageStateEntry // the most recent last
+}
+
+type pageStateEntry struct {
+	key     string
+	state   *scopeState
+	expires time.Time
+}
+
+// stateKey names the state of scope at at.
+func stateKey(scope Scope, at time.Time) string {
+	b, _ := json.Marshal(scope) // strings only
+	return fmt.Sprintf("%d %s", at.UnixNano(), b)
+}
+
+// get returns the state of scope at at if it is remembered.
+func (c *pageStates) get(scope Scope, at time.Time, now time.Time) *scopeState {
+	key := stateKey(scope, at)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.key == key && now.Before(e.expires) {
+			return e.state
+		}
+	}
+	return nil
+}
+
+// put remembers st, the state of scope at st.at, forgetting the oldest
+// beyond maxPageStates and those expired.
+func (c *pageStates) put(scope Scope, st *scopeState, now time.Time) {
+	key := stateKey(scope, st.at)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := make([]pageStateEntry, 0, maxPageStates)
+	for _, e := range c.entries {
+		if e.key != key && now.Before(e.expires) {
+			kept = append(kept, e)
+		}
+	}
+	kept = append(kept, pageStateEntry{key: key, state: st, expires: now.Add(pageStateTTL)})
+	c.entries = kept[max(0, len(kept)-maxPageStates):]
+}
+
+// pageState returns the state of scope at at without bodies for page:
+// remembered for a page after the first, else read.
+func (m *Materializer) pageState(ctx context.Context, scope Scope, at time.Time, page Page,
+	read func(context.Context, Scope, time.Time, bool) (*scopeState, error)) (*scopeState, error) {
+	if page.After != nil {
+		if st := m.pages.get(scope, at, m.clock.Now()); st != nil {
+			return st, nil
+		}
+	}
+	return read(ctx, scope, at, false)
 }

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
@@ -275,5 +278,118 @@ func TestSnapshotPageSave(t *testing.T) {
 		if _, err := m.DiffPage(ctx, scope, at(1), at(60), materialize.Page{Limit: limit}); !errors.Is(err, materialize.ErrInvalidArgument) {
 			t.Errorf("DiffPage of limit %d: %v, want ErrInvalidArgument", limit, err)
 		}
+	}
+}
+
+// countingStore counts the AliveAt queries, each a pass over a stream's
+// objects.
+type countingStore struct {
+	storage.Store
+	alive atomic.Int64
+}
+
+func (s *countingStore) AliveAt(ctx context.Context, q storage.AliveQuery) ([]event.Record, error) {
+	s.alive.Add(1)
+	return s.Store.AliveAt(ctx, q)
+}
+
+// The pages after a first read only their own bodies, from the state the
+// first page read, so they agree with it even when the journal learns
+// more in between; a state forgotten (after pageStateTTL, or beyond the
+// last few) is read again.
+func TestPagesAfterTheFirst(t *testing.T) {
+	store := &countingStore{Store: newJournal(t).store}
+	j := pagedJournal(t, store)
+	clk := clocktesting.NewFakePassiveClock(at(61))
+	m := j.materializer(materialize.WithClock(clk))
+	ctx := context.Background()
+	scope := materialize.Scope{ClusterID: "c1"}
+	when := at(70) // after every stream's evidence: not complete
+
+	first, err := m.SnapshotPage(ctx, scope, when, materialize.Page{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Complete || first.Next == nil {
+		t.Fatalf("first page: complete %v, next %v; want incomplete, more pages", first.Complete, first.Next)
+	}
+	read := store.alive.Load()
+	// The journal learns more before the next pages: a new object and
+	// evidence that covers the time.
+	nodes := j.stream("", "v1", "nodes", "")
+	j.watch(nodes, event.Added, obj{kind: "Node", name: "node-9", uid: "un9"}, at(65))
+	for _, st := range []event.Stream{j.stream("", "v1", "configmaps", ""), j.stream("apps", "v1", "deployments", "shop"), nodes} {
+		j.progress(st, at(80))
+	}
+	page := materialize.Page{After: first.Next, Limit: 5}
+	var names []string
+	for page.After != nil {
+		next, err := m.SnapshotPage(ctx, scope, when, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Complete != first.Complete || !reflect.DeepEqual(next.Watermarks, first.Watermarks) {
+			t.Fatalf("a later page says complete %v, watermarks %+v: want the first page's %v %+v", next.Complete, next.Watermarks, first.Complete, first.Watermarks)
+		}
+		for _, o := range next.Objects {
+			names = append(names, o.Ref.Name)
+			if len(o.Object) == 0 {
+				t.Fatalf("%s without its body", o.Ref.Name)
+			}
+		}
+		page.After = next.Next
+	}
+	if n := store.alive.Load() - read; n != 0 {
+		t.Errorf("the pages after the first read the objects alive %d times, want 0", n)
+	}
+	if slices.Contains(names, "node-9") {
+		t.Error("a later page holds node-9, added after the first page was read")
+	}
+
+	// Forgotten after the TTL: read again, and now knowing node-9.
+	clk.SetTime(at(61).Add(2 * time.Minute))
+	again, err := m.SnapshotPage(ctx, scope, when, materialize.Page{After: first.Next, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if store.alive.Load() == read {
+		t.Error("a page after the state's TTL did not read the journal again")
+	}
+	if !slices.ContainsFunc(again.Objects, func(o materialize.SnapshotObject) bool { return o.Ref.Name == "node-9" }) {
+		t.Error("a page read again lacks node-9")
+	}
+
+	// Beyond the last few states remembered, the oldest is read again.
+	clk.SetTime(at(90))
+	var firsts []*materialize.Snapshot
+	for i := range 5 {
+		p, err := m.SnapshotPage(ctx, scope, at(60+float64(i)/10), materialize.Page{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		firsts = append(firsts, p)
+	}
+	for _, i := range []int{4, 3, 2, 1, 0} {
+		want := i == 0
+		before := store.alive.Load()
+		if _, err := m.SnapshotPage(ctx, scope, at(60+float64(i)/10), materialize.Page{After: firsts[i].Next, Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.alive.Load() != before; got != want {
+			t.Errorf("snapshot %d of 5: read again %v, want %v", i, got, want)
+		}
+	}
+
+	// A diff's pages, too.
+	d, err := m.DiffPage(ctx, scope, at(1), at(4.8), materialize.Page{Limit: 2})
+	if err != nil || d.Next == nil {
+		t.Fatalf("first page of the diff: %v, next %v", err, d.Next)
+	}
+	before := store.alive.Load()
+	if _, err := m.DiffPage(ctx, scope, at(1), at(4.8), materialize.Page{After: d.Next, Limit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if n := store.alive.Load() - before; n != 0 {
+		t.Errorf("the diff's second page read the objects alive %d times, want 0", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,8 +53,9 @@ func (m *Materializer) newSnapshot(scope Scope, st *scopeState) *Snapshot {
 		CreatedAt:  m.clock.Now(),
 		Complete:   st.complete(),
 		Watermarks: st.watermarks(),
-		Missing:    st.missing,
-		Warnings:   st.warnings,
+		// Copies: a state may be remembered for later pages (pageStates).
+		Missing:  slices.Clone(st.missing),
+		Warnings: slices.Clone(st.warnings),
 	}
 }
 

@@ -86,8 +86,9 @@
 // Secrets are never served: records, objects, histories, snapshots,
 // diffs, plans and the feed leave them out, and saying so where it
 // matters. Requests are bounded: page sizes (WithMaxPageSize; a snapshot
-// or a diff is answered a page of objects at a time, SnapshotPage and
-// DiffPage, reading only that page's bodies), time ranges
+// or a diff asked with limit is answered a page of objects at a time,
+// SnapshotPage and DiffPage, reading only that page's bodies; without,
+// one larger than a page is refused, not cut), time ranges
 // (WithMaxRange), bodies (WithMaxBodyBytes), time (WithRequestTimeout) and
 // the requests answered at once (WithMaxInFlight). An answer is sent
 // outside its turn, a chunk at a time within the timeout, so a client that

@@ -156,8 +156,7 @@ func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	// A snapshot's page is as large as the server allows unless asked.
-	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	limit, cur, whole, err := p.objectsPage()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -174,6 +173,9 @@ func (h *handler) snapshot(r *http.Request, u *user) (int, any, error) {
 	snap, err := h.m.SnapshotPage(ctx, scope, at, materialize.Page{After: after, Limit: limit})
 	if err != nil {
 		return 0, nil, err
+	}
+	if whole && snap.Next != nil {
+		return 0, nil, p.tooManyObjects("snapshot")
 	}
 	withoutSecrets(snap)
 	out := SnapshotPage{Snapshot: *snap}
@@ -219,7 +221,7 @@ func (h *handler) listSnapshots(r *http.Request, u *user) (int, any, error) {
 func (h *handler) getSnapshot(r *http.Request, u *user) (int, any, error) {
 	ctx := r.Context()
 	p := h.params(r)
-	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	limit, cur, whole, err := p.objectsPage()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -238,6 +240,9 @@ func (h *handler) getSnapshot(r *http.Request, u *user) (int, any, error) {
 	next := ""
 	snap.Objects = snap.Objects[start:]
 	if len(snap.Objects) > limit {
+		if whole {
+			return 0, nil, p.tooManyObjects("saved snapshot")
+		}
 		snap.Objects = snap.Objects[:limit]
 		next = p.next(cursor{Seq: int64(start + limit)})
 	}
@@ -297,7 +302,7 @@ func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	limit, cur, err := p.pageOf(h.cfg.maxPage)
+	limit, cur, whole, err := p.objectsPage()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -321,6 +326,9 @@ func (h *handler) diff(r *http.Request, u *user) (int, any, error) {
 	d, err := h.m.DiffPage(ctx, scope, from, to, materialize.Page{After: after, Limit: limit}, materialize.IncludeStatus(status))
 	if err != nil {
 		return 0, nil, err
+	}
+	if whole && d.Next != nil {
+		return 0, nil, p.tooManyObjects("diff")
 	}
 	kept := d.Objects[:0]
 	for _, o := range d.Objects {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -61,8 +62,18 @@ func TestSnapshotAndDiffPages(t *testing.T) {
 	if len(want.Objects) != 6 {
 		t.Fatalf("the library's snapshot at 10 holds %d objects, want 6", len(want.Objects))
 	}
-	// Each page holds one object (the Secret's page none, saying so).
-	pages := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now")
+	// Asked without limit: the whole snapshot, or, as here, more objects
+	// than a page holds, an error saying to ask in pages — never a first
+	// page a client written before pages would take for the whole.
+	wantError(t, http.MethodGet, base+"/api/v1/snapshot?cluster=c1&at=now", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	var one server.SnapshotPage
+	getJSON(t, base+"/api/v1/snapshot?cluster=c1&at=now&resource=namespaces", &one)
+	if len(one.Objects) != 1 || one.Next != "" || !one.Complete {
+		t.Fatalf("the namespaces, asked without limit: %d objects, next %q, complete %v; want the 1 of them, whole", len(one.Objects), one.Next, one.Complete)
+	}
+	// Each page holds one object, whatever limit asks beyond the
+	// server's page (the Secret's page none, saying so).
+	pages := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now&limit=5")
 	if len(pages) != 6 {
 		t.Fatalf("%d pages of at most 1 object, want 6", len(pages))
 	}
@@ -91,18 +102,18 @@ func TestSnapshotAndDiffPages(t *testing.T) {
 	// "now" is the first page's time: an object added after it does not
 	// show in the later pages.
 	var first server.SnapshotPage
-	getJSON(t, base+"/api/v1/snapshot?cluster=c1&at=now", &first)
+	getJSON(t, base+"/api/v1/snapshot?cluster=c1&at=now&limit=1", &first)
 	clk.SetTime(at(25))
 	rv := j.nextRV()
 	j.append(storagetest.Event(cmShop, event.Added, storagetest.Ref(cmShop, "ConfigMap", "shop", "zz-late", "uid-late", rv),
 		storagetest.ConfigMap("shop", "zz-late", "uid-late", rv, map[string]string{"late": "yes"}), at(24)))
-	rest := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now&cursor="+url.QueryEscape(first.Next))
+	rest := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now&limit=1&cursor="+url.QueryEscape(first.Next))
 	for _, p := range rest {
 		if !p.At.Equal(at(10)) || slices.ContainsFunc(p.Objects, func(o materialize.SnapshotObject) bool { return o.Ref.Name == "zz-late" }) {
 			t.Fatalf("a later page at %v holds %d objects: want the first page's time 10, without zz-late", p.At, len(p.Objects))
 		}
 	}
-	if now := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now"); !slices.ContainsFunc(now, func(p server.SnapshotPage) bool {
+	if now := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&at=now&limit=1"); !slices.ContainsFunc(now, func(p server.SnapshotPage) bool {
 		return slices.ContainsFunc(p.Objects, func(o materialize.SnapshotObject) bool { return o.Ref.Name == "zz-late" })
 	}) {
 		t.Error("a snapshot asked again now lacks zz-late")
@@ -118,7 +129,9 @@ func TestSnapshotAndDiffPages(t *testing.T) {
 		t.Fatalf("the library's diff holds %d objects: too few to page", len(wantDiff.Objects))
 	}
 	var page server.DiffPage
-	getJSON(t, base+"/api/v1/diff?cluster=c1&from="+url.QueryEscape(at(0.5).Format("2006-01-02T15:04:05Z07:00"))+"&to="+url.QueryEscape(at(10).Format("2006-01-02T15:04:05Z07:00")), &page)
+	window := "&from=" + url.QueryEscape(at(0.5).Format(time.RFC3339)) + "&to=" + url.QueryEscape(at(10).Format(time.RFC3339))
+	wantError(t, http.MethodGet, base+"/api/v1/diff?cluster=c1"+window, "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	getJSON(t, base+"/api/v1/diff?cluster=c1&limit=1"+window, &page)
 	if len(page.Objects) != 1 || page.Next == "" || !page.HasGaps {
 		t.Fatalf("first page of the diff: %d objects, next %q, hasGaps %v; want 1, more, the gap", len(page.Objects), page.Next, page.HasGaps)
 	}
@@ -130,9 +143,9 @@ func TestSnapshotAndDiffPages(t *testing.T) {
 	sameJSON(t, "the client's diff of pages", d, wantDiff)
 
 	// Limits and cursors.
-	wantError(t, http.MethodGet, base+"/api/v1/snapshot?cluster=c1&limit=2", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	wantError(t, http.MethodGet, base+"/api/v1/snapshot?cluster=c1&limit=many", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
 	wantError(t, http.MethodGet, base+"/api/v1/diff?cluster=c1&from=1h&limit=0", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
-	wantError(t, http.MethodGet, base+"/api/v1/snapshot?cluster=c1&at=now&cursor="+url.QueryEscape(first.Next)+"&namespace=shop", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+	wantError(t, http.MethodGet, base+"/api/v1/snapshot?cluster=c1&at=now&limit=1&cursor="+url.QueryEscape(first.Next)+"&namespace=shop", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
 	var records server.RecordList
 	getJSON(t, base+"/api/v1/records?cluster=c1", &records)
 	wantError(t, http.MethodGet, base+"/api/v1/records?cluster=c1&cursor="+url.QueryEscape(first.Next), "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
@@ -153,7 +166,8 @@ func TestSavedSnapshotPages(t *testing.T) {
 	if len(saved.Objects) != 5 {
 		t.Fatalf("saved %d objects (Secrets left out), want 5", len(saved.Objects))
 	}
-	pages := snapshotPages(t, base+"/api/v1/snapshots/"+saved.ID+"?x=1")
+	wantError(t, http.MethodGet, base+"/api/v1/snapshots/"+saved.ID, "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	pages := snapshotPages(t, base+"/api/v1/snapshots/"+saved.ID+"?limit=2")
 	if len(pages) != 3 {
 		t.Fatalf("%d pages of 2 of the saved snapshot's 6 objects, want 3", len(pages))
 	}

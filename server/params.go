@@ -236,6 +236,31 @@ func (p *params) pageOf(def int) (int, *cursor, error) {
 	return limit, cur, err
 }
 
+// objectsPage reads the page of a snapshot's or a diff's objects: limit,
+// served as at most the handler's maximum page size whatever it asks,
+// and cursor. whole reports a request for no page (neither limit nor
+// cursor): it gets every object in one answer, or tooManyObjects — never
+// a first page that a client written before pages would take for the
+// whole.
+func (p *params) objectsPage() (limit int, cur *cursor, whole bool, err error) {
+	s := p.q.Get("limit")
+	limit = p.h.cfg.maxPage
+	if s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return 0, nil, false, badParam("limit", "limit %q: want a number of objects, 1 or more (a page holds at most %d)", s, p.h.cfg.maxPage)
+		}
+		limit = min(n, limit)
+	}
+	cur, err = p.cursor()
+	return limit, cur, s == "" && cur == nil, err
+}
+
+// tooManyObjects refuses a whole answer of more objects than a page.
+func (p *params) tooManyObjects(what string) error {
+	return badParam("limit", "the %s holds more than %d objects, the most one answer holds: ask for it in pages (limit, then cursor=<next> until next is absent; krply's client and web UI do), or narrow it (namespace, resource)", what, p.h.cfg.maxPage)
+}
+
 // clusterPage reads the cluster of a cluster's list, limit and cursor.
 func (p *params) clusterPage(ctx context.Context) (clusterID string, limit int, cur *cursor, err error) {
 	if clusterID, err = p.cluster(ctx); err != nil {

@@ -294,10 +294,15 @@ func followPages[P any](ctx context.Context, c *Client, path string, q url.Value
 	}
 }
 
+// objectsPageSize is the page of objects snapshots and diffs ask for:
+// the server answers at most its own maximum page size.
+const objectsPageSize = "1000"
+
 // wholeSnapshot reads every page of the snapshot at path and puts them
 // together: the first page's snapshot, every page's objects, Complete only
 // when every page was, and every page's warnings.
 func wholeSnapshot(ctx context.Context, c *Client, path string, q url.Values) (*materialize.Snapshot, error) {
+	q.Set("limit", objectsPageSize)
 	var whole *materialize.Snapshot
 	err := followPages(ctx, c, path, q, func(page *server.SnapshotPage) string {
 		if whole == nil {
@@ -465,7 +470,7 @@ func (c *Client) ListSnapshots(ctx context.Context, clusterID string) ([]materia
 
 // GetSnapshot returns a saved snapshot, every page of its objects.
 func (c *Client) GetSnapshot(ctx context.Context, id string) (*materialize.Snapshot, error) {
-	return wholeSnapshot(ctx, c, "/api/v1/snapshots/"+url.PathEscape(id), nil)
+	return wholeSnapshot(ctx, c, "/api/v1/snapshots/"+url.PathEscape(id), url.Values{})
 }
 
 // Diff compares scope at from with scope at to; includeStatus compares
@@ -477,6 +482,7 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 	if includeStatus {
 		q.Set("includeStatus", "true")
 	}
+	q.Set("limit", objectsPageSize)
 	var whole *materialize.Diff
 	err := followPages(ctx, c, "/api/v1/diff", q, func(page *server.DiffPage) string {
 		if whole == nil {

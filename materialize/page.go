@@ -17,8 +17,8 @@ import (
 // After (nil: from the first of all). The answer's Next, when set, is the
 // After of the page that follows.
 type Page struct {
-	After *storage.ObjectID
-	Limit int
+	After *storage.ObjectID `json:"after,omitempty"`
+	Limit int               `json:"limit"`
 }
 
 func (p Page) validate() error {

@@ -2,7 +2,6 @@ package materialize_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -15,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/internal/wiretest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
@@ -146,27 +146,12 @@ func diffPages(t *testing.T, m *materialize.Materializer, scope materialize.Scop
 	}
 }
 
-// sameJSON fails t when got and want differ as JSON, naming the first
-// difference.
+// sameJSON stops t unless got and want marshal to the same JSON.
 func sameJSON(t *testing.T, what string, got, want any) {
 	t.Helper()
-	g, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
+	if !wiretest.SameJSON(t, what, got, want) {
+		t.FailNow()
 	}
-	w, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(g) == string(w) {
-		return
-	}
-	i := 0
-	for i < len(g) && i < len(w) && g[i] == w[i] {
-		i++
-	}
-	from := max(0, i-200)
-	t.Fatalf("%s differs at byte %d:\n got ...%s\nwant ...%s", what, i, g[from:min(len(g), i+200)], w[from:min(len(w), i+200)])
 }
 
 // The pages of a snapshot or a diff, read with any page size, put

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/readonly"
+	"github.com/krply/krply/internal/wiretest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
@@ -146,15 +146,5 @@ func (j *recorded) materializer() *materialize.Materializer {
 // sameJSON fails t unless got and want marshal to the same JSON.
 func sameJSON(t *testing.T, what string, got, want any) {
 	t.Helper()
-	g, err := json.Marshal(got)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(g) != string(w) {
-		t.Errorf("%s differs from the library's answer:\n got: %s\nwant: %s", what, g, w)
-	}
+	wiretest.SameJSON(t, what, got, want)
 }

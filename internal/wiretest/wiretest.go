@@ -569,3 +569,27 @@ func Untagged(root string, dirs ...string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// SameJSON fails t (without stopping it) unless got and want marshal to
+// the same JSON, showing the neighbourhood of their first difference.
+func SameJSON(t testing.TB, what string, got, want any) bool {
+	t.Helper()
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(g) == string(w) {
+		return true
+	}
+	i := 0
+	for i < len(g) && i < len(w) && g[i] == w[i] {
+		i++
+	}
+	from := max(0, i-300)
+	t.Errorf("%s differs at byte %d:\n got: …%s\nwant: …%s", what, i, g[from:min(len(g), i+300)], w[from:min(len(w), i+300)])
+	return false
+}

@@ -3,7 +3,9 @@ package materialize
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/krply/krply/event"
@@ -98,7 +100,7 @@ type Diff struct {
 // DefaultIgnorePointers, IncludeStatus, WithIgnoreRules,
 // WithoutDefaultIgnores); list items with a merge key are matched by it.
 func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...CompareOption) (*Diff, error) {
-	return m.diff(ctx, scope, from, to, Page{}, opts)
+	return m.diff(ctx, scope, from, to, Page{}, opts, false)
 }
 
 // DiffPage computes one page of the diff of scope from from to to: what
@@ -112,11 +114,12 @@ func (m *Materializer) DiffPage(ctx context.Context, scope Scope, from, to time.
 	if err := page.validate(); err != nil {
 		return nil, err
 	}
-	return m.diff(ctx, scope, from, to, page, opts)
+	return m.diff(ctx, scope, from, to, page, opts, true)
 }
 
-// diff is Diff, or DiffPage when page.Limit is set.
-func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time, page Page, opts []CompareOption) (*Diff, error) {
+// diff is Diff, or DiffPage when page.Limit is set, from remembered
+// states when remembered allows it.
+func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time, page Page, opts []CompareOption, remembered bool) (*Diff, error) {
 	if to.Before(from) {
 		return nil, fmt.Errorf("materialize: %w: diff from %s to the earlier %s", ErrInvalidArgument, from, to)
 	}
@@ -132,10 +135,28 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 	// a connection of its own.
 	withBodies := page.Limit == 0
 	state := m.stateAt
+	var fromMemory atomic.Bool // a state was remembered
 	if !withBodies {
 		state = func(ctx context.Context, scope Scope, at time.Time, _ bool) (*scopeState, error) {
-			return m.pageState(ctx, scope, at, page, m.stateAt)
+			st, mem, err := m.pageState(ctx, scope, at, page, remembered, m.stateAt)
+			if mem {
+				fromMemory.Store(true)
+			}
+			return st, err
 		}
+	}
+	// readBodies reads the bodies of a page's versions; when compaction
+	// removed one that a remembered state holds, the diff reads its
+	// states again (retry).
+	retry := false
+	readBodies := func(objs ...*SnapshotObject) error {
+		err := m.readBodies(ctx, objs...)
+		if err != nil && fromMemory.Load() && errors.Is(err, storage.ErrNotFound) {
+			m.pages.forget(scope, from)
+			m.pages.forget(scope, to)
+			retry = true
+		}
+		return err
 	}
 	var before *scopeState
 	var beforeErr error
@@ -218,7 +239,9 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 				continue
 			}
 			if !withBodies {
-				if err := m.readBodies(ctx, b, a); err != nil {
+				if err := readBodies(b, a); retry {
+					return m.diff(ctx, scope, from, to, page, opts, false)
+				} else if err != nil {
 					return nil, wrap(err)
 				}
 			}
@@ -236,7 +259,9 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		if !withBodies {
 			// The bodies of the versions it returns; a changed object's
 			// were read to compare them.
-			if err := m.readBodies(ctx, b, a); err != nil {
+			if err := readBodies(b, a); retry {
+				return m.diff(ctx, scope, from, to, page, opts, false)
+			} else if err != nil {
 				return nil, wrap(err)
 			}
 		}

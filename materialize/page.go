@@ -3,7 +3,9 @@ package materialize
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -48,7 +50,8 @@ func (p Page) start(objs []stateObject) int {
 // bodies (the last few, for a minute: pageStateTTL), and the pages after
 // read only their own bodies, from that state: the pages of one snapshot
 // agree with each other, as the pages of a Kubernetes list agree with
-// its first. A page whose state was forgotten reads the journal again:
+// its first. A page whose state was forgotten, or holds a version that
+// compaction (retention) removed since, reads the journal again:
 // where the snapshot is Complete it finds the same state (the covered
 // past does not change); where it is not — at a time after a stream's
 // watermark — it may know more than the first page, and says so in its
@@ -58,7 +61,13 @@ func (m *Materializer) SnapshotPage(ctx context.Context, scope Scope, at time.Ti
 	if err := page.validate(); err != nil {
 		return nil, err
 	}
-	st, err := m.pageState(ctx, scope, at, page, m.snapshotState)
+	return m.snapshotPage(ctx, scope, at, page, true)
+}
+
+// snapshotPage is SnapshotPage, from a remembered state when remembered
+// allows it.
+func (m *Materializer) snapshotPage(ctx context.Context, scope Scope, at time.Time, page Page, remembered bool) (*Snapshot, error) {
+	st, fromMemory, err := m.pageState(ctx, scope, at, page, remembered, m.snapshotState)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +84,12 @@ func (m *Materializer) SnapshotPage(ctx context.Context, scope Scope, at time.Ti
 	for i, o := range objs {
 		so := snapshotObject(o.rec)
 		if err := m.readBodies(ctx, &so); err != nil {
+			if fromMemory && errors.Is(err, storage.ErrNotFound) {
+				// Compaction removed a version the remembered state
+				// holds: read the state again.
+				m.pages.forget(scope, at)
+				return m.snapshotPage(ctx, scope, at, page, false)
+			}
 			return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
 		}
 		snap.Objects[i] = so
@@ -137,6 +152,14 @@ func (c *pageStates) get(scope Scope, at time.Time, now time.Time) *scopeState {
 	return nil
 }
 
+// forget forgets the state of scope at at.
+func (c *pageStates) forget(scope Scope, at time.Time) {
+	key := stateKey(scope, at)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = slices.DeleteFunc(slices.Clone(c.entries), func(e pageStateEntry) bool { return e.key == key })
+}
+
 // put remembers st, the state of scope at st.at, forgetting the oldest
 // beyond maxPageStates and those expired.
 func (c *pageStates) put(scope Scope, st *scopeState, now time.Time) {
@@ -154,13 +177,15 @@ func (c *pageStates) put(scope Scope, st *scopeState, now time.Time) {
 }
 
 // pageState returns the state of scope at at without bodies for page:
-// remembered for a page after the first, else read.
-func (m *Materializer) pageState(ctx context.Context, scope Scope, at time.Time, page Page,
-	read func(context.Context, Scope, time.Time, bool) (*scopeState, error)) (*scopeState, error) {
-	if page.After != nil {
+// remembered (fromMemory) for a page after the first when remembered
+// allows it, else read.
+func (m *Materializer) pageState(ctx context.Context, scope Scope, at time.Time, page Page, remembered bool,
+	read func(context.Context, Scope, time.Time, bool) (*scopeState, error)) (st *scopeState, fromMemory bool, err error) {
+	if page.After != nil && remembered {
 		if st := m.pages.get(scope, at, m.clock.Now()); st != nil {
-			return st, nil
+			return st, true, nil
 		}
 	}
-	return read(ctx, scope, at, false)
+	st, err = read(ctx, scope, at, false)
+	return st, false, err
 }

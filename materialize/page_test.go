@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,23 +155,25 @@ func sameJSON(t *testing.T, what string, got, want any) {
 	}
 }
 
+// pageStores open the stores the page tests run on.
+var pageStores = map[string]func(t *testing.T) storage.Store{
+	"memory": func(t *testing.T) storage.Store { return newJournal(t).store },
+	"sqlite": func(t *testing.T) storage.Store {
+		s, err := sqlite.Open(context.Background(), t.TempDir()+"/journal.db")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	},
+}
+
 // The pages of a snapshot or a diff, read with any page size, put
 // together are the snapshot or the diff, bodies and all, over scopes of
 // one and of several overlapping streams, covered or not, in both stores
 // that answer from memory and from SQLite (where pages read bodies by
 // EventID).
 func TestPagesAreTheWhole(t *testing.T) {
-	stores := map[string]func(t *testing.T) storage.Store{
-		"memory": func(t *testing.T) storage.Store { return newJournal(t).store },
-		"sqlite": func(t *testing.T) storage.Store {
-			s, err := sqlite.Open(context.Background(), t.TempDir()+"/journal.db")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
-	}
 	scopes := map[string]materialize.Scope{
 		"cluster":       {ClusterID: "c1"},
 		"shop":          {ClusterID: "c1", Namespaces: []string{"shop"}},
@@ -180,7 +183,7 @@ func TestPagesAreTheWhole(t *testing.T) {
 		"not recorded":  {ClusterID: "c1", Namespaces: []string{"absent"}},
 		"other cluster": {ClusterID: "c2"},
 	}
-	for storeName, open := range stores {
+	for storeName, open := range pageStores {
 		t.Run(storeName, func(t *testing.T) {
 			m := pagedJournal(t, open(t)).materializer()
 			ctx := context.Background()
@@ -376,5 +379,58 @@ func TestPagesAfterTheFirst(t *testing.T) {
 	}
 	if n := store.alive.Load() - before; n != 0 {
 		t.Errorf("the diff's second page read the objects alive %d times, want 0", n)
+	}
+}
+
+// Retention compacting the journal between two pages removes versions a
+// remembered state holds: the later page reads the state again, and tells
+// what the journal knows now (here: the time is no longer covered),
+// instead of failing on a body that is gone.
+func TestPagesAfterCompaction(t *testing.T) {
+	for _, kind := range []string{"snapshot/memory", "snapshot/sqlite", "diff/memory", "diff/sqlite"} {
+		t.Run(kind, func(t *testing.T) {
+			kind, storeName, _ := strings.Cut(kind, "/")
+			j := pagedJournal(t, pageStores[storeName](t))
+			m := j.materializer()
+			ctx := context.Background()
+			// web's objects at 3.2: cm-01, cm-04, cm-07, cm-10, …; cm-10
+			// is touched at 3.6, so compaction at 60 removes its version
+			// of 3.2 (the baseline's), which the second page returns.
+			scope := materialize.Scope{ClusterID: "c1", Namespaces: []string{"web"}}
+			var next *storage.ObjectID
+			if kind == "snapshot" {
+				first, err := m.SnapshotPage(ctx, scope, at(3.2), materialize.Page{Limit: 2})
+				if err != nil || first.Next == nil || !first.Complete {
+					t.Fatalf("first page: %v, next %v, complete %v", err, first.Next, first.Complete)
+				}
+				next = first.Next
+			} else {
+				first, err := m.DiffPage(ctx, scope, at(1), at(3.2), materialize.Page{Limit: 1})
+				if err != nil || first.Next == nil {
+					t.Fatalf("first page: %v, next %v", err, first.Next)
+				}
+				next = first.Next
+			}
+			if _, err := j.store.Compact(ctx, at(60)); err != nil {
+				t.Fatal(err)
+			}
+			if kind == "snapshot" {
+				got, err := m.SnapshotPage(ctx, scope, at(3.2), materialize.Page{After: next, Limit: 2})
+				if err != nil {
+					t.Fatalf("the page after compaction: %v", err)
+				}
+				if got.Complete {
+					t.Errorf("the page after compaction says complete; the time is no longer covered: %+v", got.Missing)
+				}
+				return
+			}
+			got, err := m.DiffPage(ctx, scope, at(1), at(3.2), materialize.Page{After: next, Limit: 1})
+			if err != nil {
+				t.Fatalf("the page after compaction: %v", err)
+			}
+			if !got.HasGaps {
+				t.Errorf("the diff's page after compaction says no gaps; its ends are no longer covered")
+			}
+		})
 	}
 }

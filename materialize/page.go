@@ -115,9 +115,13 @@ func (m *Materializer) readBodies(ctx context.Context, objs ...*SnapshotObject) 
 
 // How long, and how many, states of scopes without bodies the Materializer
 // remembers for the pages after a first one (SnapshotPage, DiffPage).
+// Together they hold at most maxRememberedObjects objects (about 600
+// bytes each without bodies, measured on SQLite); a state of more is not
+// remembered, and each of its pages reads the scope's objects again.
 const (
-	pageStateTTL  = time.Minute
-	maxPageStates = 4
+	pageStateTTL         = time.Minute
+	maxPageStates        = 4
+	maxRememberedObjects = 100_000
 )
 
 // pageStates remembers, by scope and time, the states read without bodies
@@ -160,20 +164,31 @@ func (c *pageStates) forget(scope Scope, at time.Time) {
 	c.entries = slices.DeleteFunc(slices.Clone(c.entries), func(e pageStateEntry) bool { return e.key == key })
 }
 
-// put remembers st, the state of scope at st.at, forgetting the oldest
-// beyond maxPageStates and those expired.
+// put remembers st, the state of scope at st.at, forgetting those
+// expired and the oldest beyond maxPageStates or maxRememberedObjects.
 func (c *pageStates) put(scope Scope, st *scopeState, now time.Time) {
+	if len(st.objects) > maxRememberedObjects {
+		return
+	}
 	key := stateKey(scope, st.at)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	kept := make([]pageStateEntry, 0, maxPageStates)
+	kept := make([]pageStateEntry, 0, maxPageStates+1)
 	for _, e := range c.entries {
 		if e.key != key && now.Before(e.expires) {
 			kept = append(kept, e)
 		}
 	}
 	kept = append(kept, pageStateEntry{key: key, state: st, expires: now.Add(pageStateTTL)})
-	c.entries = kept[max(0, len(kept)-maxPageStates):]
+	objects := 0
+	for _, e := range kept {
+		objects += len(e.state.objects)
+	}
+	for len(kept) > maxPageStates || objects > maxRememberedObjects {
+		objects -= len(kept[0].state.objects)
+		kept = kept[1:]
+	}
+	c.entries = kept
 }
 
 // pageState returns the state of scope at at without bodies for page:

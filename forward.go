@@ -35,6 +35,12 @@ func (j *Journal) Snapshot(ctx context.Context, scope Scope, at time.Time) (*Sna
 	return j.mat.Snapshot(ctx, scope, at)
 }
 
+// SnapshotPage computes one page of a snapshot's objects, reading only
+// the page's bodies (see materialize.Materializer.SnapshotPage).
+func (j *Journal) SnapshotPage(ctx context.Context, scope Scope, at time.Time, page Page) (*Snapshot, error) {
+	return j.mat.SnapshotPage(ctx, scope, at, page)
+}
+
 // SaveSnapshot saves a snapshot in the journal under a name (see
 // materialize.Materializer.SaveSnapshot).
 func (j *Journal) SaveSnapshot(ctx context.Context, snap *Snapshot, name string) error {
@@ -57,6 +63,12 @@ func (j *Journal) ListSnapshots(ctx context.Context, clusterID string) ([]Snapsh
 // materialize.Materializer.Diff).
 func (j *Journal) Diff(ctx context.Context, scope Scope, from, to time.Time, opts ...CompareOption) (*Diff, error) {
 	return j.mat.Diff(ctx, scope, from, to, opts...)
+}
+
+// DiffPage computes one page of a diff's objects, reading only the bodies
+// it compares or returns (see materialize.Materializer.DiffPage).
+func (j *Journal) DiffPage(ctx context.Context, scope Scope, from, to time.Time, page Page, opts ...CompareOption) (*Diff, error) {
+	return j.mat.DiffPage(ctx, scope, from, to, page, opts...)
 }
 
 // Plan makes a replay plan of a source into a target under the Journal's

@@ -52,6 +52,8 @@ type (
 	Scope = materialize.Scope
 	// Snapshot is the state of a scope at a time, with its completeness.
 	Snapshot = materialize.Snapshot
+	// Page selects one page of a snapshot's or a diff's objects.
+	Page = materialize.Page
 	// History is one object's versions with field changes and gaps.
 	History = materialize.History
 	// Diff is what changed in a scope between two times.

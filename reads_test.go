@@ -85,6 +85,17 @@ func TestQueriesNeverWrite(t *testing.T) {
 	if err != nil || len(d.Objects) != 2 {
 		t.Errorf("Diff: %v, %+v", err, d)
 	}
+	first, err := j.SnapshotPage(ctx, scope, to, krply.Page{Limit: 1})
+	if err != nil || len(first.Objects) != 1 || first.Next == nil {
+		t.Fatalf("SnapshotPage: %v, %+v", err, first)
+	}
+	if rest, err := j.SnapshotPage(ctx, scope, to, krply.Page{After: first.Next, Limit: 1}); err != nil || len(rest.Objects) != 1 || rest.Next != nil ||
+		rest.Objects[0].EventID != snap.Objects[1].EventID {
+		t.Errorf("SnapshotPage after %v: %v, %+v; want the snapshot's second object, the last", first.Next, err, rest)
+	}
+	if dp, err := j.DiffPage(ctx, scope, from, to, krply.Page{Limit: 1}); err != nil || len(dp.Objects) != 1 || dp.Next == nil {
+		t.Errorf("DiffPage: %v, %+v", err, dp)
+	}
 	plan, err := j.Plan(ctx, krply.Source{ClusterID: c.ClusterID, Namespaces: []string{"shop"}, At: to},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-copy"}})
 	if err != nil {

@@ -108,7 +108,9 @@ func copyFile(b *testing.B, from, to string) {
 // HTTP handler over a 1,000,000-event SQLite journal, while a recorder
 // appends 1,000 events a second to the same journal. It reports the p50
 // and p99 latency of each request kind in ms, the errors, and the
-// recorder's append latency (its lag) before and during the load.
+// recorder's append latency (its lag) before and during the load. The
+// clients accept gzip, as Go's HTTP client does; KRPLY_BENCH_PLAIN=1
+// makes them ask for plain answers.
 //
 //	go test -run XXX -bench BenchmarkQueryAPI -benchtime 1x ./server/
 func BenchmarkQueryAPI(b *testing.B) {
@@ -174,7 +176,11 @@ func BenchmarkQueryAPI(b *testing.B) {
 	var firstErr error
 	lat := make([][2][]time.Duration, clients)
 	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
-	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	// Go's HTTP client accepts gzip, which the server uses for the
+	// histories (132 KB); KRPLY_BENCH_PLAIN=1 asks plain answers instead,
+	// as client.WithoutCompression and kubectl's --disable-compression do.
+	plain := os.Getenv("KRPLY_BENCH_PLAIN") == "1"
+	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: plain}}
 	var wg sync.WaitGroup
 	cpuStart := cputime.Process()
 	b.ResetTimer()

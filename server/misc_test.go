@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -469,19 +470,36 @@ func TestGzipLargeAnswers(t *testing.T) {
 			t.Errorf("Accept-Encoding %q: decompressed %d bytes (%v); want the plain answer's %d", accept, len(got), err, len(plain))
 		}
 	}
-	if resp, _ := fetch(big, "gzip;q=0"); resp.Header.Get("Content-Encoding") != "" {
-		t.Errorf("Accept-Encoding gzip;q=0: encoding %q; want plain", resp.Header.Get("Content-Encoding"))
+	for _, accept := range []string{"gzip;q=0", "identity"} {
+		if resp, _ := fetch(big, accept); resp.Header.Get("Content-Encoding") != "" {
+			t.Errorf("Accept-Encoding %s: encoding %q; want plain", accept, resp.Header.Get("Content-Encoding"))
+		}
 	}
 	if resp, _ := fetch("/api/v1/clusters", "gzip"); resp.Header.Get("Content-Encoding") != "" {
 		t.Errorf("a small answer: encoding %q; want plain", resp.Header.Get("Content-Encoding"))
 	}
-	// The Go client asks for gzip and reads the answer as ever.
-	c, err := client.New(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, err := c.Records(ctx, client.RecordQuery{Scope: materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, Limit: 100})
-	if err != nil || len(page.Items) < 12 {
-		t.Errorf("the Go client's records of shop: %v, %d records; want the 12 big ConfigMaps and more", err, len(page.Items))
+	// The Go client asks for gzip, unless WithoutCompression, and reads
+	// the answer as ever.
+	var asked atomic.Value
+	seen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.Header.Get("Accept-Encoding"))
+		srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer seen.Close()
+	for _, tc := range []struct {
+		opts []client.Option
+		want string
+	}{{nil, "gzip"}, {[]client.Option{client.WithoutCompression()}, "identity"}} {
+		c, err := client.New(seen.URL, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, err := c.Records(ctx, client.RecordQuery{Scope: materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}}, Limit: 100})
+		if err != nil || len(page.Items) < 12 {
+			t.Errorf("the Go client's records of shop: %v, %d records; want the 12 big ConfigMaps and more", err, len(page.Items))
+		}
+		if got, _ := asked.Load().(string); got != tc.want {
+			t.Errorf("the Go client with %d options asked Accept-Encoding %q, want %q", len(tc.opts), got, tc.want)
+		}
 	}
 }

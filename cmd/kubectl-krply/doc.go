@@ -20,8 +20,9 @@
 // or a PostgreSQL journal (--journal postgres://…; storage/postgres, which
 // this module brings and the core module does not),
 // or from a recorder's query API (--server URL with --token or
-// --token-file, and kubectl's --request-timeout, --certificate-authority and
-// --insecure-skip-tls-verify for that connection).
+// --token-file, and kubectl's --request-timeout, --certificate-authority,
+// --insecure-skip-tls-verify and --disable-compression for that
+// connection).
 // Every command is written over one interface, source, that
 // both implement (journalSource, serverSource), so the output is the same
 // either way; TestServerSameAsJournal holds them to it.

@@ -38,7 +38,8 @@ var _ source = (*serverSource)(nil)
 // kubectl's flags for the connection to its --server: each request bounded
 // by --request-timeout (0, the default, for none), the server's
 // certificate checked against --certificate-authority (else the system's
-// roots) unless --insecure-skip-tls-verify.
+// roots) unless --insecure-skip-tls-verify, and answers asked plain with
+// --disable-compression.
 func openServer(e *env) (source, error) {
 	token := e.token
 	if e.tokenFile != "" {
@@ -54,6 +55,9 @@ func openServer(e *env) (source, error) {
 	var opts []client.Option
 	if token != "" {
 		opts = append(opts, client.WithToken(token))
+	}
+	if e.kube.DisableCompression != nil && *e.kube.DisableCompression {
+		opts = append(opts, client.WithoutCompression())
 	}
 	hc, err := e.serverHTTPClient()
 	if err != nil {

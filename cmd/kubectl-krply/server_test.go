@@ -6,10 +6,12 @@ import (
 	"io"
 	"log"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -163,6 +165,36 @@ func TestServerRequestTimeout(t *testing.T) {
 	bad := runPlugin(t, "status", "--server", url, "--request-timeout", "soon")
 	if bad.code != exitUsage || !strings.Contains(bad.stderr, "--request-timeout") {
 		t.Errorf("--request-timeout soon: exit %d, stderr %q; want a usage error naming the flag", bad.code, bad.stderr)
+	}
+}
+
+// --disable-compression (kubectl's flag) asks the query API for plain
+// answers; without it the plugin accepts gzip, as Go's HTTP client does.
+func TestServerDisableCompression(t *testing.T) {
+	copyPath, _ := copyJournal(t, shopJournal(t), "served.db")
+	store, err := sqlite.Open(context.Background(), copyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	h := server.NewHandler(store)
+	var asked atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Store(r.Header.Get("Accept-Encoding"))
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{{nil, "gzip"}, {[]string{"--disable-compression"}, "identity"}} {
+		got := runPlugin(t, append([]string{"status", "--server", srv.URL}, tc.flags...)...)
+		if got.code != 0 {
+			t.Fatalf("status --server %v: exit %d, %s", tc.flags, got.code, got.stderr)
+		}
+		if enc, _ := asked.Load().(string); enc != tc.want {
+			t.Errorf("status --server %v asked Accept-Encoding %q, want %q", tc.flags, enc, tc.want)
+		}
 	}
 }
 

@@ -52,6 +52,8 @@ type Client struct {
 	tokenFile string
 	// fileToken is the token of tokenFile, read again when it changes.
 	fileToken *reread.Files[string]
+	// plain: WithoutCompression.
+	plain bool
 }
 
 // Option configures New.
@@ -80,6 +82,16 @@ func WithTokenFile(path string) Option {
 // timeout). The default is http.DefaultClient.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *Client) { c.http = hc })
+}
+
+// WithoutCompression asks the server for plain answers: by default the
+// client, as Go's HTTP client does, accepts gzip, which the server uses
+// for answers of 128 KiB or more. Compressing costs the server CPU that a
+// client near it (in the cluster, on a fast network) gains nothing from,
+// as client-go's DisableCompression and kubectl's --disable-compression
+// say for the Kubernetes API.
+func WithoutCompression() Option {
+	return optionFunc(func(c *Client) { c.plain = true })
 }
 
 // New returns a client of the server at baseURL, the URL the handler is
@@ -136,6 +148,10 @@ func (c *Client) request(ctx context.Context, method, path string, q url.Values,
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", accept)
+	if c.plain {
+		// Go's transport then neither asks for gzip nor decompresses.
+		req.Header.Set("Accept-Encoding", "identity")
+	}
 	token := c.token
 	if c.fileToken != nil {
 		t, _, err := c.fileToken.Get()

@@ -108,8 +108,9 @@ func (m *Materializer) Diff(ctx context.Context, scope Scope, from, to time.Time
 // more may follow. It reads the states at both ends without bodies, and
 // the bodies only of the objects it compares or returns, so a large scope
 // is compared a page at a time in memory bounded by the page (and by the
-// objects' identities). As for SnapshotPage, each page is computed on its
-// own, and pages agree where both ends are covered.
+// objects' identities). As SnapshotPage's, the pages after the first read
+// the states the first read (remembered without bodies), so they agree
+// with it; a page whose states were forgotten reads them again.
 func (m *Materializer) DiffPage(ctx context.Context, scope Scope, from, to time.Time, page Page, opts ...CompareOption) (*Diff, error) {
 	if err := page.validate(); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -433,4 +434,38 @@ func TestPagesAfterCompaction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Pages read at once by several callers — the query API's requests — share
+// the remembered states without changing them: each caller's pages put
+// together are the whole answer (run under the race detector by make
+// test).
+func TestPagesConcurrently(t *testing.T) {
+	m := pagedJournal(t, newJournal(t).store).materializer()
+	ctx := context.Background()
+	scope := materialize.Scope{ClusterID: "c1"}
+	want, err := m.Snapshot(ctx, scope, at(3.2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.CreatedAt = time.Time{}
+	wantDiff, err := m.Diff(ctx, scope, at(1), at(4.8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for c := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c%2 == 0 {
+				got, _ := snapshotPages(t, m, scope, at(3.2), 2+c)
+				got.CreatedAt = time.Time{}
+				sameJSON(t, fmt.Sprintf("caller %d's snapshot", c), got, want)
+				return
+			}
+			sameJSON(t, fmt.Sprintf("caller %d's diff", c), diffPages(t, m, scope, at(1), at(4.8), c), wantDiff)
+		}()
+	}
+	wg.Wait()
 }

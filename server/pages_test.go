@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,32 @@ func TestSavedSnapshotPages(t *testing.T) {
 	if got.ID != saved.ID || got.Name != "before" {
 		t.Errorf("saved snapshot %q %q, want %q before", got.ID, got.Name, saved.ID)
 	}
+}
+
+// Pages asked at once share the server's remembered state without
+// changing it (under the race detector in make test): each client's
+// snapshot, Secrets left out with a warning on a page, is the whole.
+func TestPagesConcurrently(t *testing.T) {
+	j := newRecorded(t)
+	c, _ := j.serve(server.WithMaxPageSize(1))
+	want, err := c.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.CreatedAt = time.Time{}
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(10))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			got.CreatedAt = time.Time{}
+			sameJSON(t, fmt.Sprintf("client %d's snapshot", i), got, want)
+		}()
+	}
+	wg.Wait()
 }

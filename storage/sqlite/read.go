@@ -319,14 +319,9 @@ func (s *Store) queryRow(ctx context.Context, text string, args ...any) *sql.Row
 	return st.QueryRowContext(ctx, args...)
 }
 
-// query runs a record query on the read pool and decodes the bodies.
-func (s *Store) query(ctx context.Context, q string, args ...any) ([]event.Record, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return s.decodeRows(ctx, rows)
-}
+// getQuery is the statement of Get: prepared once (cachedQuery), as a
+// page of a snapshot reads each of its bodies by EventID.
+var getQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`
 
 // decodeRows scans record rows (extra as in scanRecords), closes them,
 // resolves their names and decodes the bodies: while scanning when the
@@ -416,7 +411,11 @@ func (s *Store) Get(ctx context.Context, eventID string) (event.Record, error) {
 		return event.Record{}, err
 	}
 	defer done()
-	recs, err := s.query(ctx, fmt.Sprintf(recordSelect, "b.data")+` FROM records r LEFT JOIN objects o ON o.id = r.obj`+recordJoins+` WHERE r.id_key = ? AND r.event_id = ?`, keyOf(encodeID(eventID)), encodeID(eventID))
+	rows, err := s.cachedQuery(ctx, getQuery, keyOf(encodeID(eventID)), encodeID(eventID))
+	var recs []event.Record
+	if err == nil {
+		recs, err = s.decodeRows(ctx, rows)
+	}
 	if err != nil {
 		return event.Record{}, s.readErr("get "+eventID, err)
 	}

@@ -45,6 +45,7 @@ run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
 run objectat -bench 'ObjectAt/sqlite' -benchtime 2000x -timeout 30m ./materialize
 run materialize -bench '(Snapshot|Diff)/sqlite' -benchtime 3x -timeout 30m ./materialize
 run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
+run queryapi -bench 'QueryAPI|SnapshotPages' -benchtime 1x -timeout 30m ./server/
 
 echo "raw output: $log" >&2
 awk -f - "$log" <<'AWK'
@@ -84,6 +85,9 @@ END {
   row("Snapshot of 10,000 objects at T, 1M events", sprintf("%.0f ms wall, %s ms CPU", metric("BenchmarkSnapshot/sqlite", "ns/op") / 1e6, metric("BenchmarkSnapshot/sqlite", "cpu-ms/op")), "≤ 100 ms", "materialize")
   row("Diff over 1 h, 50,000 changes", sprintf("%.2f s wall, %.2f s CPU", metric("BenchmarkDiff/sqlite", "ns/op") / 1e9, metric("BenchmarkDiff/sqlite", "cpu-ms/op") / 1000), "≤ 0.5 s", "materialize")
   row("LatestAt p50 / p99, 1,000,000 events (storage only)", metric("BenchmarkLatestAt", "p50-µs") " / " metric("BenchmarkLatestAt", "p99-µs") " µs", "—", "latest")
+  q = "BenchmarkQueryAPI"
+  row("query API, 32 clients, 1,000,000 events, recorder appending: object-at-T / history p99 (p50)", metric(q, "object-p99-ms") " / " metric(q, "history-p99-ms") " ms (" metric(q, "object-p50-ms") " / " metric(q, "history-p50-ms") "); " metric(q, "req/s") " req/s, " metric(q, "load-cpu-ms/req") " ms CPU per request; " metric(q, "errors") " errors; recorder append p99 " metric(q, "append-quiet-p99-ms") " ms alone, " metric(q, "append-loaded-p99-ms") " ms under load", "p99 ≤ 20 ms, 0 errors, lag unchanged", "queryapi")
+  row("query API, a snapshot of 10,000 objects in pages of 1,000: first page / the nine after", metric("BenchmarkSnapshotPages", "first-page-ms") " / " metric("BenchmarkSnapshotPages", "later-pages-ms") " ms", "—", "queryapi")
   for (i = 1; i <= 4; i++) {
     split("ExportSQLite Verify ImportSQLite ImportMemory", step, " ")
     split("export, SQLite → NDJSON|verify, NDJSON read and checked|import, NDJSON → SQLite|import, NDJSON → memory", what, "|")

@@ -227,6 +227,16 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		od := ObjectDiff{ID: id, Before: b, After: a}
 		fromReason, fromUnknown := fromKnown.unknown(id, b, a)
 		toReason, toUnknown := toKnown.unknown(id, b, a)
+		unchanged := b != nil && a != nil && b.EventID == a.EventID && !fromUnknown && !toUnknown
+		if !withBodies && !unchanged {
+			// Read without bodies: those of the versions it compares or
+			// returns.
+			if err := readBodies(b, a); retry {
+				return m.diff(ctx, scope, from, to, page, opts, false)
+			} else if err != nil {
+				return nil, wrap(err)
+			}
+		}
 		switch {
 		case fromUnknown || toUnknown:
 			od.Type = ObjectUnknown
@@ -236,15 +246,8 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		case b == nil:
 			od.Type = ObjectAdded
 		default:
-			if b.EventID == a.EventID {
+			if unchanged {
 				continue
-			}
-			if !withBodies {
-				if err := readBodies(b, a); retry {
-					return m.diff(ctx, scope, from, to, page, opts, false)
-				} else if err != nil {
-					return nil, wrap(err)
-				}
 			}
 			changes, err := cc.compareBodies(a.Ref, b.Object, a.Object)
 			if err != nil {
@@ -256,15 +259,6 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 				continue
 			}
 			od.Type, od.Changes, od.Recreated = ObjectChanged, changes, recreated
-		}
-		if !withBodies {
-			// The bodies of the versions it returns; a changed object's
-			// were read to compare them.
-			if err := readBodies(b, a); retry {
-				return m.diff(ctx, scope, from, to, page, opts, false)
-			} else if err != nil {
-				return nil, wrap(err)
-			}
 		}
 		od.Kind = kindOf(od)
 		d.Objects = append(d.Objects, od)

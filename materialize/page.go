@@ -161,7 +161,7 @@ func (c *pageStates) forget(scope Scope, at time.Time) {
 	key := stateKey(scope, at)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.entries = slices.DeleteFunc(slices.Clone(c.entries), func(e pageStateEntry) bool { return e.key == key })
+	c.entries = slices.DeleteFunc(c.entries, func(e pageStateEntry) bool { return e.key == key })
 }
 
 // put remembers st, the state of scope at st.at, forgetting those

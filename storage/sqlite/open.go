@@ -159,7 +159,7 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 // not write), and no write-ahead log holds commits, the pool reads the
 // file as immutable; see WithReadOnly.
 func (s *Store) openReaders(ctx context.Context) error {
-	err := s.openPool(ctx, "")
+	err := s.openPool(ctx, "", false)
 	if err != nil && s.cfg.readOnly && cannotShare(err) && !exists(s.path+"-shm") {
 		if nonEmpty(s.path + "-wal") {
 			return walNeedsShm(s.path, err)
@@ -169,41 +169,40 @@ func (s *Store) openReaders(ctx context.Context) error {
 			return err
 		}
 		s.closeReadPools()
-		if err = s.openPool(ctx, "&immutable=1"); err == nil {
+		if err = s.openPool(ctx, "&immutable=1", true); err == nil {
 			s.immutable = imm
 		}
 	}
 	return err
 }
 
-// scanMmapBytes is how much of the file the scan pool (Store.scan) maps.
-// A statement that reads a row for each of many objects visits pages all
-// over the file, more than a connection's page cache holds: without a map
-// each of those visits is a pread system call. On a 1M-event journal that
-// is a quarter of the CPU of AliveAt over 10,000 objects, which mapping
-// cuts by about a fifth; it cut ObjectHistory of 100 versions by 30% when
-// those versions lay on pages of their own (before schema version 6).
-// Under a writer, mapping and page cache matter less than the pages a
-// statement visits: each commit empties every reader connection's cache
-// and map (the query API benchmark: no map was as fast as the map). LatestAt and Watermark, a seek each into an index of
-// records by object or by stream and time, land on a page of a large
-// journal that the page cache rarely holds too: mapped, ObjectAt (which
-// runs both) costs 10-20% less on that journal, with appends between the
-// requests or without. The other point reads, of pages every statement
-// visits (the streams, the newest records of an index), keep the
-// unmapped pool: SQLite parses a mapped page again on every visit (see
-// WithMmapSize).
+// scanMmapBytes is how much of the file the scan pool (Store.scan) maps
+// when the journal cannot change: a read-only Store reading it as
+// immutable (see WithReadOnly). A statement that reads a row for each of
+// many objects visits pages all over the file, more than a connection's
+// page cache holds: without a map each of those visits is a pread system
+// call, and on a quiet 1M-event journal mapping cuts AliveAt over 10,000
+// objects by about a tenth (the first page of BenchmarkSnapshotPages:
+// 357-363 ms mapped, 404-408 ms not). But a journal that can change
+// loses the map on every commit: SQLite unmaps the whole file in every
+// reader connection that sees the database changed, and faults each
+// page in again on the next visit. Under a recorder appending 50 batches
+// a second, that made the query API benchmark's reads 1.7 times as
+// costly as without a map (750 and 611 requests a second mapped, 1,259
+// and 1,342 not, alternating runs), so a journal that may change is not
+// mapped unless WithMmapSize asks for it.
 const scanMmapBytes = 1 << 30
 
 // openPool opens the read pools with the extra URI parameters and
-// prepares their statements.
-func (s *Store) openPool(ctx context.Context, extra string) error {
+// prepares their statements; mapScans gives the scan pool a map of its
+// own (scanMmapBytes), for a journal that cannot change.
+func (s *Store) openPool(ctx context.Context, extra string, mapScans bool) error {
 	var err error
 	if s.r, err = s.openReadPool(extra, s.cfg.mmapBytes); err != nil {
 		return err
 	}
 	s.scan = s.r
-	if s.cfg.mmapBytes < scanMmapBytes {
+	if mapScans && s.cfg.mmapBytes < scanMmapBytes {
 		// Connections are opened on first use.
 		if s.scan, err = s.openReadPool(extra, scanMmapBytes); err != nil {
 			return err

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -92,7 +93,8 @@ func TestWithReadConnections(t *testing.T) {
 	}
 }
 
-// WithMmapSize sets mmap_size on every read connection (default 0).
+// WithMmapSize sets mmap_size on every read connection (default 0), of
+// the scan pool too: a journal that can change is not mapped unless asked.
 func TestWithMmapSize(t *testing.T) {
 	for _, tc := range []struct {
 		opts []Option
@@ -100,21 +102,28 @@ func TestWithMmapSize(t *testing.T) {
 	}{
 		{nil, 0},
 		{[]Option{WithMmapSize(64 << 20)}, 64 << 20},
+		{[]Option{WithMmapSize(1 << 30)}, 1 << 30},
 	} {
 		s := openOpts(t, append(tc.opts, WithReadConnections(3))...)
 		ctx := context.Background()
-		for i := range 3 { // every connection of the pool, each held while the next opens
-			c, err := s.r.Conn(ctx)
-			if err != nil {
-				t.Fatal(err)
+		for name, pool := range map[string]*sql.DB{"read": s.r, "scan": s.scan} {
+			var held []*sql.Conn
+			for i := range 3 { // every connection of the pool, each held while the next opens
+				c, err := pool.Conn(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				held = append(held, c)
+				var got int64
+				if err := c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&got); err != nil {
+					t.Fatal(err)
+				}
+				if got != tc.want {
+					t.Errorf("%s connection %d: mmap_size %d, want %d", name, i, got, tc.want)
+				}
 			}
-			defer c.Close()
-			var got int64
-			if err := c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&got); err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("read connection %d: mmap_size %d, want %d", i, got, tc.want)
+			for _, c := range held {
+				c.Close()
 			}
 		}
 	}

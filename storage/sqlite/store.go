@@ -40,8 +40,8 @@ type Store struct {
 	// scan is the pool of statements that read rows all over the file
 	// (AliveAt: an object per row, for many objects; ObjectHistory: an
 	// object's versions; LatestAt and Watermark: a seek anywhere): the
-	// read pool but for the file mapped into memory (see scanMmapBytes);
-	// r itself when WithMmapSize maps as much.
+	// read pool but for the file mapped into memory when the journal
+	// cannot change (see scanMmapBytes); r itself otherwise.
 	scan *sql.DB
 	// immutable is set when a read-only Store reads the file as
 	// immutable; it notices when the file changes after all.

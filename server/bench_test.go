@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -113,6 +114,12 @@ func copyFile(b *testing.B, from, to string) {
 // clients accept gzip, as Go's HTTP client does; KRPLY_BENCH_PLAIN=1
 // makes them ask for plain answers.
 //
+// It then measures the harness's floor for a third of the time: the same
+// clients, recorder and HTTP stack against a handler that answers with
+// canned bytes of the same sizes (floor-p99-ms, floor-req/s), so that a
+// run tells what of the latency the machine costs before the query API
+// does any work.
+//
 //	go test -run XXX -bench BenchmarkQueryAPI -benchtime 1x ./server/
 func BenchmarkQueryAPI(b *testing.B) {
 	ctx := context.Background()
@@ -123,7 +130,8 @@ func BenchmarkQueryAPI(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	srv := httptest.NewServer(server.NewHandler(store))
+	h := server.NewHandler(store)
+	srv := httptest.NewServer(h)
 	defer srv.Close()
 	seconds := 30
 	if s, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_SECONDS")); err == nil && s > 0 {
@@ -171,61 +179,26 @@ func BenchmarkQueryAPI(b *testing.B) {
 	quiet := lagSince(0)
 
 	const clients = 32
-	span := int64(benchObjects * benchVersions)
-	var errs atomic.Int64
-	var errMu sync.Mutex
-	var firstErr error
-	lat := make([][2][]time.Duration, clients)
-	deadline := time.Now().Add(time.Duration(seconds) * time.Second)
 	// Go's HTTP client accepts gzip, which the server uses for the
 	// histories (132 KB); KRPLY_BENCH_PLAIN=1 asks plain answers instead,
 	// as client.WithoutCompression and kubectl's --disable-compression do.
 	plain := os.Getenv("KRPLY_BENCH_PLAIN") == "1"
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: plain}}
-	var wg sync.WaitGroup
+	fromLoad := len(lagSince(0))
 	cpuStart := cputime.Process()
 	b.ResetTimer()
-	for c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(c), 7))
-			for i := 0; time.Now().Before(deadline); i++ {
-				obj := rng.IntN(benchObjects)
-				q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
-					"name": {fmt.Sprintf("cm-%05d", obj)}}
-				route, kind := "object", 0
-				if i%2 == 1 {
-					route, kind = "history", 1
-				} else {
-					q.Set("at", benchStart.Add(time.Duration(rng.Int64N(span))*time.Millisecond).Format(time.RFC3339Nano))
-				}
-				start := time.Now()
-				resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
-				if err == nil {
-					_, err = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if err == nil && resp.StatusCode != http.StatusOK {
-						err = fmt.Errorf("%s: %s", route, resp.Status)
-					}
-				}
-				lat[c][kind] = append(lat[c][kind], time.Since(start))
-				if err != nil {
-					errs.Add(1)
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
-	fromLoad := len(lagSince(0))
-	wg.Wait()
+	res := closedLoad(httpc, srv.URL, clients, time.Duration(seconds)*time.Second)
 	b.StopTimer()
 	cpuLoad := cputime.Process() - cpuStart
 	loaded := lagSince(fromLoad)
+
+	// The harness's floor: the same clients, recorder and HTTP stack for a
+	// third of the time against a handler that answers every request with
+	// the bytes of one object's answer, computed once. Its latency is what
+	// the machine costs before the query API does any work.
+	floorSrv := httptest.NewServer(cannedAnswers(b, h, benchQuery(1)))
+	defer floorSrv.Close()
+	floor := closedLoad(httpc, floorSrv.URL, clients, time.Duration(max(seconds/3, 1))*time.Second)
 
 	// CPU per request of each kind, asked one at a time once the
 	// recorder stopped: on a shared machine a steadier figure than the
@@ -234,11 +207,9 @@ func BenchmarkQueryAPI(b *testing.B) {
 		rng := rand.New(rand.NewPCG(99, 7))
 		start := cputime.Process()
 		for range n {
-			obj := rng.IntN(benchObjects)
-			q := url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
-				"name": {fmt.Sprintf("cm-%05d", obj)}, "at": {benchStart.Add(time.Duration(rng.Int64N(span)) * time.Millisecond).Format(time.RFC3339Nano)}}
-			if route == "history" {
-				q.Del("at")
+			q := benchQuery(rng.IntN(benchObjects))
+			if route == "object" {
+				q.Set("at", benchAt(rng))
 			}
 			resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
 			if err != nil {
@@ -256,27 +227,124 @@ func BenchmarkQueryAPI(b *testing.B) {
 	}
 	b.ReportMetric(cpuPer("object", 200), "object-cpu-ms")
 	b.ReportMetric(cpuPer("history", 100), "history-cpu-ms")
-	if n := errs.Load(); n > 0 {
-		b.Errorf("%d requests failed, the first: %v", n, firstErr)
+	for _, r := range []loadResult{res, floor} {
+		if r.errors > 0 {
+			b.Errorf("%d requests failed, the first: %v", r.errors, r.firstErr)
+		}
 	}
-	var objects, histories []time.Duration
-	for _, l := range lat {
-		objects = append(objects, l[0]...)
-		histories = append(histories, l[1]...)
-	}
-	ms := func(ls []time.Duration, p int) float64 {
-		slices.Sort(ls)
-		return float64(ls[len(ls)*p/100].Microseconds()) / 1000
-	}
-	b.ReportMetric(float64(len(objects)+len(histories))/float64(seconds), "req/s")
-	b.ReportMetric(float64(cpuLoad.Microseconds())/1000/float64(len(objects)+len(histories)), "load-cpu-ms/req")
-	b.ReportMetric(ms(objects, 50), "object-p50-ms")
-	b.ReportMetric(ms(objects, 99), "object-p99-ms")
-	b.ReportMetric(ms(histories, 50), "history-p50-ms")
-	b.ReportMetric(ms(histories, 99), "history-p99-ms")
-	b.ReportMetric(float64(errs.Load()), "errors")
+	b.ReportMetric(float64(res.requests())/float64(seconds), "req/s")
+	b.ReportMetric(float64(cpuLoad.Microseconds())/1000/float64(res.requests()), "load-cpu-ms/req")
+	b.ReportMetric(ms(res.objects, 50), "object-p50-ms")
+	b.ReportMetric(ms(res.objects, 99), "object-p99-ms")
+	b.ReportMetric(ms(res.histories, 50), "history-p50-ms")
+	b.ReportMetric(ms(res.histories, 99), "history-p99-ms")
+	b.ReportMetric(float64(res.errors+floor.errors), "errors")
+	b.ReportMetric(float64(floor.requests())/float64(max(seconds/3, 1)), "floor-req/s")
+	b.ReportMetric(ms(slices.Concat(floor.objects, floor.histories), 99), "floor-p99-ms")
 	b.ReportMetric(ms(quiet, 99), "append-quiet-p99-ms")
 	b.ReportMetric(ms(loaded, 99), "append-loaded-p99-ms")
+}
+
+// benchQuery returns the parameters naming object obj of the benchmark
+// journal.
+func benchQuery(obj int) url.Values {
+	return url.Values{"cluster": {"bench"}, "resource": {"configmaps.core"}, "namespace": {benchStream(obj % benchNamespaces).Namespace},
+		"name": {fmt.Sprintf("cm-%05d", obj)}}
+}
+
+// benchAt returns a random time within the benchmark journal's events.
+func benchAt(rng *rand.Rand) string {
+	return benchStart.Add(time.Duration(rng.Int64N(benchObjects*benchVersions)) * time.Millisecond).Format(time.RFC3339Nano)
+}
+
+// loadResult is what closedLoad measured: the latency of each object-at-T
+// and history request, and the requests that failed.
+type loadResult struct {
+	objects, histories []time.Duration
+	errors             int64
+	firstErr           error
+}
+
+func (r loadResult) requests() int { return len(r.objects) + len(r.histories) }
+
+// closedLoad runs clients that each ask, one request after the other
+// until d has passed, object-at-T and history in turn of random objects
+// at base (the /api/v1 routes).
+func closedLoad(httpc *http.Client, base string, clients int, d time.Duration) loadResult {
+	var errs atomic.Int64
+	var errMu sync.Mutex
+	var firstErr error
+	lat := make([][2][]time.Duration, clients)
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(c), 7))
+			for i := 0; time.Now().Before(deadline); i++ {
+				q := benchQuery(rng.IntN(benchObjects))
+				route, kind := "object", 0
+				if i%2 == 1 {
+					route, kind = "history", 1
+				} else {
+					q.Set("at", benchAt(rng))
+				}
+				start := time.Now()
+				resp, err := httpc.Get(base + "/api/v1/" + route + "?" + q.Encode())
+				if err == nil {
+					_, err = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if err == nil && resp.StatusCode != http.StatusOK {
+						err = fmt.Errorf("%s: %s", route, resp.Status)
+					}
+				}
+				lat[c][kind] = append(lat[c][kind], time.Since(start))
+				if err != nil {
+					errs.Add(1)
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r := loadResult{errors: errs.Load(), firstErr: firstErr}
+	for _, l := range lat {
+		r.objects = append(r.objects, l[0]...)
+		r.histories = append(r.histories, l[1]...)
+	}
+	return r
+}
+
+// cannedAnswers returns a handler answering each route of /api/v1 with
+// the answer h gave once to q (history) or q at the journal's middle
+// (object), whatever it is asked.
+func cannedAnswers(b *testing.B, h http.Handler, q url.Values) http.Handler {
+	answers := map[string][]byte{}
+	for _, route := range []string{"object", "history"} {
+		q := maps.Clone(q)
+		if route == "object" {
+			q.Set("at", benchStart.Add(benchObjects*benchVersions/2*time.Millisecond).Format(time.RFC3339Nano))
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/"+route+"?"+q.Encode(), nil))
+		if w.Code != http.StatusOK {
+			b.Fatalf("%s: %d %s", route, w.Code, w.Body)
+		}
+		answers["/api/v1/"+route] = w.Body.Bytes()
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(answers[r.URL.Path])
+	})
+}
+
+// ms returns the p-th percentile of ls in ms.
+func ms(ls []time.Duration, p int) float64 {
+	slices.Sort(ls)
+	return float64(ls[len(ls)*p/100].Microseconds()) / 1000
 }
 
 // smallJournal returns a handler over a SQLite journal of one ConfigMap

@@ -81,34 +81,43 @@ func (m *Materializer) snapshotPage(ctx context.Context, scope Scope, at time.Ti
 	}
 	snap.partial = page.After != nil || snap.Next != nil
 	snap.Objects = make([]SnapshotObject, len(objs))
+	need := make([]*SnapshotObject, len(objs))
 	for i, o := range objs {
-		so := snapshotObject(o.rec)
-		if err := m.readBodies(ctx, &so); err != nil {
-			if fromMemory && errors.Is(err, storage.ErrNotFound) {
-				// Compaction removed a version the remembered state
-				// holds: read the state again.
-				m.pages.forget(scope, at)
-				return m.snapshotPage(ctx, scope, at, page, false)
-			}
-			return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
+		snap.Objects[i] = snapshotObject(o.rec)
+		need[i] = &snap.Objects[i]
+	}
+	if err := m.readBodies(ctx, need...); err != nil {
+		if fromMemory && errors.Is(err, storage.ErrNotFound) {
+			// Compaction removed a version the remembered state holds:
+			// read the state again.
+			m.pages.forget(scope, at)
+			return m.snapshotPage(ctx, scope, at, page, false)
 		}
-		snap.Objects[i] = so
+		return nil, fmt.Errorf("snapshot of cluster %q at %s: %w", scope.ClusterID, at.UTC().Format(time.RFC3339Nano), err)
 	}
 	return snap, nil
 }
 
 // readBodies reads the bodies of versions read without them (nil ones
-// skipped).
+// skipped), all in one storage.GetMany.
 func (m *Materializer) readBodies(ctx context.Context, objs ...*SnapshotObject) error {
+	var ids []string
+	var need []*SnapshotObject
 	for _, o := range objs {
-		if o == nil || o.Object != nil {
-			continue
+		if o != nil && o.Object == nil {
+			ids = append(ids, o.EventID)
+			need = append(need, o)
 		}
-		rec, err := m.store.Get(ctx, o.EventID)
-		if err != nil {
-			return fmt.Errorf("body of %s %s: %w", o.Ref.Resource, o.Ref.ObjectKey(), err)
-		}
-		o.Object = rec.Object
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	recs, err := storage.GetMany(ctx, m.store, ids)
+	if err != nil {
+		return fmt.Errorf("bodies of %d versions: %w", len(ids), err)
+	}
+	for i, o := range need {
+		o.Object = recs[i].Object
 	}
 	return nil
 }

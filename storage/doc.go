@@ -34,7 +34,10 @@
 // timelines at hand implement TimelineReader, and stores that find a
 // watermark in one seek implement WatermarkReader; for any other Reader
 // the same answers come from Streams and Records queries, and the
-// conformance suite checks that both ways agree.
+// conformance suite checks that both ways agree. Likewise GetMany reads
+// many records by EventID with a store's own GetMany (MultiGetter: the
+// SQLite store's looks up a few hundred per statement) and with one Get
+// each otherwise.
 //
 // # Copies
 //

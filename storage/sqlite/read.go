@@ -323,6 +323,68 @@ func (s *Store) queryRow(ctx context.Context, text string, args ...any) *sql.Row
 // page of a snapshot reads each of its bodies by EventID.
 var getQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`
 
+// getManyChunk is how many EventIDs one statement of GetMany looks up.
+const getManyChunk = 256
+
+// GetMany implements storage.MultiGetter: the records are looked up by
+// their EventIDs' keys, up to getManyChunk in one statement. A page of a
+// snapshot reads its bodies so: on the query API benchmark's journal, the
+// nine pages of 1,000 after the first took 353 ms instead of 713 with a
+// Get each (BenchmarkSnapshotPages).
+func (s *Store) GetMany(ctx context.Context, eventIDs []string) ([]event.Record, error) {
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	byID := make(map[string]event.Record, len(eventIDs))
+	for start := 0; start < len(eventIDs); start += getManyChunk {
+		ids := eventIDs[start:min(start+getManyChunk, len(eventIDs))]
+		// The keys are padded with the last one to a power of two, so
+		// that a few statements, prepared once, serve every length.
+		n := 8
+		for n < len(ids) {
+			n *= 2
+		}
+		args := make([]any, n)
+		for i := range args {
+			if i < len(ids) {
+				args[i] = keyOf(encodeID(ids[i]))
+			} else {
+				args[i] = args[len(ids)-1]
+			}
+		}
+		rows, err := s.cachedQuery(ctx, getManyQuery(n), args...)
+		var recs []event.Record
+		if err == nil {
+			recs, err = s.decodeRows(ctx, rows)
+		}
+		if err != nil {
+			return nil, s.readErr(fmt.Sprintf("get %d records", len(eventIDs)), err)
+		}
+		// Keys may collide: a record is kept by its EventID, and only
+		// the IDs asked for are looked up below.
+		for _, rec := range recs {
+			byID[rec.EventID] = rec
+		}
+	}
+	out := make([]event.Record, len(eventIDs))
+	for i, id := range eventIDs {
+		rec, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("sqlite: get %s: %w", id, storage.ErrNotFound)
+		}
+		out[i] = rec
+	}
+	return out, nil
+}
+
+// getManyQuery is the statement of GetMany for n keys.
+func getManyQuery(n int) string {
+	return fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_id LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
+		` WHERE r.id_key IN (?` + strings.Repeat(",?", n-1) + `)`
+}
+
 // decodeRows scans record rows (extra as in scanRecords), closes them,
 // resolves their names and decodes the bodies: while scanning when the
 // body is a keyframe or its base is cached, after the rows are closed

@@ -15,7 +15,10 @@ import (
 	"github.com/krply/krply/storage"
 )
 
-var _ storage.TimelineReader = (*Store)(nil)
+var (
+	_ storage.TimelineReader = (*Store)(nil)
+	_ storage.MultiGetter    = (*Store)(nil)
+)
 
 // timelineKey tells whether the timelines a reader keeps are current: it
 // changes whenever a stream is added, a timeline record is appended (the

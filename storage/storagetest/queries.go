@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -560,6 +561,7 @@ func testClosed(t *testing.T, s storage.Store) {
 		},
 		"Compact": func() error { _, err := s.Compact(ctx, at(1)); return err },
 		"Get":     func() error { _, err := s.Get(ctx, rec.EventID); return err },
+		"GetMany": func() error { _, err := storage.GetMany(ctx, s, []string{rec.EventID}); return err },
 		"Records": func() error { _, err := s.Records(ctx, storage.Query{}); return err },
 		"StreamStatus": func() error {
 			_, err := s.StreamStatus(ctx, cmShop.ID())
@@ -668,5 +670,60 @@ func testRecordsUntil(t *testing.T, s storage.Store) {
 				t.Fatalf("ascending: %d records, want %d", len(got), len(w))
 			}
 		})
+	}
+}
+
+// testGetMany checks storage.GetMany (the store's own when it is a
+// storage.MultiGetter): more records than a statement of the SQLite store
+// looks up, asked in another order than stored and with repeats, come
+// back as Get returns them, in the order asked; a missing one is
+// ErrNotFound naming it.
+func testGetMany(t *testing.T, s storage.Store) {
+	ctx := context.Background()
+	var recs []event.Record
+	for i := range 600 {
+		recs = append(recs, cm(cmShop, event.Added, "shop", fmt.Sprintf("cm-%03d", i), fmt.Sprintf("u%d", i), fmt.Sprint(i+1), at(i)))
+	}
+	recs = append(recs, Document(event.TypeSnapshot, "c1", "snap-1", "saved", at(700), true, []byte(`{"objects":[]}`)))
+	mustAppend(t, s, recs...)
+	ids := make([]string, 0, len(recs)+2)
+	for i := len(recs) - 1; i >= 0; i -= 2 { // newest first, every other one
+		ids = append(ids, recs[i].EventID)
+	}
+	for i := len(recs) % 2; i < len(recs); i += 2 { // then the others, oldest first
+		ids = append(ids, recs[i].EventID)
+	}
+	ids = append(ids, recs[3].EventID, recs[len(recs)-1].EventID) // repeats
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != len(recs) {
+		t.Fatalf("the test asks %d distinct IDs of %d records", len(seen), len(recs))
+	}
+	got, err := storage.GetMany(ctx, s, ids)
+	if err != nil {
+		t.Fatalf("GetMany of %d IDs: %v", len(ids), err)
+	}
+	if len(got) != len(ids) {
+		t.Fatalf("GetMany of %d IDs: %d records", len(ids), len(got))
+	}
+	for i, id := range ids {
+		want, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i].EventID != id || got[i].IngestSeq != want.IngestSeq || string(got[i].Object) != string(want.Object) ||
+			got[i].Resource != want.Resource || !got[i].ObservedAt.Equal(want.ObservedAt) {
+			t.Fatalf("GetMany[%d] = %s (seq %d, %s), want %s as Get gives it (seq %d, %s)", i, got[i].EventID, got[i].IngestSeq, got[i].Object, id, want.IngestSeq, want.Object)
+		}
+	}
+	if got, err := storage.GetMany(ctx, s, nil); err != nil || len(got) != 0 {
+		t.Errorf("GetMany of no IDs = %d records, %v; want none", len(got), err)
+	}
+	missing := "0123456789abcdef0123456789abcdef"
+	_, err = storage.GetMany(ctx, s, []string{recs[0].EventID, missing, recs[1].EventID})
+	if !errors.Is(err, storage.ErrNotFound) || !strings.Contains(err.Error(), missing) {
+		t.Errorf("GetMany with an ID the journal lacks: %v; want ErrNotFound naming %s", err, missing)
 	}
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"EventByResourceVersion", testEventByResourceVersion},
 		{"OpenBaselines", testOpenBaselines},
 		{"Correlations", testCorrelations},
+		{"GetMany", testGetMany},
 		{"Documents", testDocuments},
 		{"Stats", testStats},
 		{"Copies", testCopies},

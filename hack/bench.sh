@@ -89,6 +89,7 @@ END {
   row("query API, 32 clients, 1,000,000 events, recorder appending: object-at-T / history p99 (p50)", metric(q, "object-p99-ms") " / " metric(q, "history-p99-ms") " ms (" metric(q, "object-p50-ms") " / " metric(q, "history-p50-ms") "); " metric(q, "req/s") " req/s, " metric(q, "load-cpu-ms/req") " ms CPU per request; " metric(q, "errors") " errors; recorder append p99 " metric(q, "append-quiet-p99-ms") " ms alone, " metric(q, "append-loaded-p99-ms") " ms under load", "p99 ≤ 20 ms, 0 errors, lag unchanged", "queryapi")
   row("query API benchmark's floor: the same clients, recorder and HTTP stack against canned answers of the same sizes, p99 of both kinds", metric(q, "floor-p99-ms") " ms; " metric(q, "floor-req/s") " req/s", "—", "queryapi")
   row("query API, a snapshot of 10,000 objects in pages of 1,000: first page / the nine after", metric("BenchmarkSnapshotPages", "first-page-ms") " / " metric("BenchmarkSnapshotPages", "later-pages-ms") " ms", "—", "queryapi")
+  row("query API, a diff of the same 10,000 objects, all changed, in pages of 1,000: first page / the nine after", metric("BenchmarkSnapshotPages", "diff-first-page-ms") " / " metric("BenchmarkSnapshotPages", "diff-later-pages-ms") " ms", "—", "queryapi")
   for (i = 1; i <= 4; i++) {
     split("ExportSQLite Verify ImportSQLite ImportMemory", step, " ")
     split("export, SQLite → NDJSON|verify, NDJSON read and checked|import, NDJSON → SQLite|import, NDJSON → memory", what, "|")

@@ -146,12 +146,32 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 			return st, err
 		}
 	}
-	// readBodies reads the bodies of a page's versions; when compaction
-	// removed one that a remembered state holds, the diff reads its
-	// states again (retry).
+	// readBodies sets the bodies of b and a, the versions of the merge's
+	// pair at i, j (see mergeStep): when it lacks them, it reads those of
+	// the next pairs whose versions differ too (prefetch), in one
+	// storage.GetMany. When compaction removed one that a remembered
+	// state holds, the diff reads its states again (retry).
+	var before, after *scopeState
 	retry := false
-	readBodies := func(objs ...*SnapshotObject) error {
-		err := m.readBodies(ctx, objs...)
+	var bodies map[string][]byte // by EventID, of the pairs prefetched
+	readBodies := func(i, j int, b, a *SnapshotObject) error {
+		var err error
+		for _, o := range []*SnapshotObject{b, a} {
+			if o == nil || o.Object != nil {
+				continue
+			}
+			body, ok := bodies[o.EventID]
+			if !ok {
+				if bodies, err = m.prefetchBodies(ctx, before.objects, after.objects, i, j, page.Limit); err != nil {
+					break
+				}
+				if body, ok = bodies[o.EventID]; !ok {
+					err = fmt.Errorf("body of %s %s: %w", o.Ref.Resource, o.Ref.ObjectKey(), storage.ErrNotFound)
+					break
+				}
+			}
+			o.Object = body
+		}
 		if err != nil && fromMemory.Load() && errors.Is(err, storage.ErrNotFound) {
 			m.pages.forget(scope, from)
 			m.pages.forget(scope, to)
@@ -159,14 +179,13 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		}
 		return err
 	}
-	var before *scopeState
 	var beforeErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		before, beforeErr = state(ctx, scope, from, withBodies)
 	}()
-	after, err := state(ctx, scope, to, withBodies)
+	after, err = state(ctx, scope, to, withBodies)
 	<-done
 	if beforeErr != nil {
 		return nil, wrap(beforeErr)
@@ -211,19 +230,15 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 			break
 		}
 		var b, a *SnapshotObject
-		var id storage.ObjectID
-		switch {
-		case j == len(after.objects) || i < len(before.objects) && lessObjectID(before.objects[i].id, after.objects[j].id):
-			id, b = before.objects[i].id, ptr(snapshotObject(before.objects[i].rec))
-			i++
-		case i == len(before.objects) || lessObjectID(after.objects[j].id, before.objects[i].id):
-			id, a = after.objects[j].id, ptr(snapshotObject(after.objects[j].rec))
-			j++
-		default:
-			id, b, a = after.objects[j].id, ptr(snapshotObject(before.objects[i].rec)), ptr(snapshotObject(after.objects[j].rec))
-			i++
-			j++
+		i0, j0 := i, j
+		id, bi, aj, ni, nj := mergeStep(before.objects, after.objects, i, j)
+		if bi >= 0 {
+			b = ptr(snapshotObject(before.objects[bi].rec))
 		}
+		if aj >= 0 {
+			a = ptr(snapshotObject(after.objects[aj].rec))
+		}
+		i, j = ni, nj
 		od := ObjectDiff{ID: id, Before: b, After: a}
 		fromReason, fromUnknown := fromKnown.unknown(id, b, a)
 		toReason, toUnknown := toKnown.unknown(id, b, a)
@@ -231,7 +246,7 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 		if !withBodies && !unchanged {
 			// Read without bodies: those of the versions it compares or
 			// returns.
-			if err := readBodies(b, a); retry {
+			if err := readBodies(i0, j0, b, a); retry {
 				return m.diff(ctx, scope, from, to, page, opts, false)
 			} else if err != nil {
 				return nil, wrap(err)
@@ -267,6 +282,63 @@ func (m *Materializer) diff(ctx context.Context, scope Scope, from, to time.Time
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// mergeStep is a step of the merge of the objects of a diff's two ends,
+// before and after (sorted by ID), from before[i] and after[j]: the next
+// object's ID, its index in before and in after (-1 where it is absent),
+// and where the merge goes on.
+func mergeStep(before, after []stateObject, i, j int) (id storage.ObjectID, bi, aj, ni, nj int) {
+	switch {
+	case j == len(after) || i < len(before) && lessObjectID(before[i].id, after[j].id):
+		return before[i].id, i, -1, i + 1, j
+	case i == len(before) || lessObjectID(after[j].id, before[i].id):
+		return after[j].id, -1, j, i, j + 1
+	default:
+		return after[j].id, i, j, i + 1, j + 1
+	}
+}
+
+// diffBodyBatch is how many pairs of versions a diff page reads the
+// bodies of at once.
+const diffBodyBatch = 256
+
+// prefetchBodies reads, in one storage.GetMany, the bodies of the pairs
+// of the merge from before[i] and after[j] whose versions differ (or
+// exist at one end only), for up to diffBodyBatch of them, and no more
+// than limit (when set): each adds at most an object to the page. Pairs
+// of the same version need no body unless an end is not covered; those
+// are read by the next call.
+func (m *Materializer) prefetchBodies(ctx context.Context, before, after []stateObject, i, j, limit int) (map[string][]byte, error) {
+	n := diffBodyBatch
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	var ids []string
+	first := true
+	for len(ids) < 2*n && (i < len(before) || j < len(after)) {
+		_, bi, aj, ni, nj := mergeStep(before, after, i, j)
+		i, j = ni, nj
+		if !first && bi >= 0 && aj >= 0 && before[bi].rec.EventID == after[aj].rec.EventID {
+			continue
+		}
+		first = false
+		if bi >= 0 {
+			ids = append(ids, before[bi].rec.EventID)
+		}
+		if aj >= 0 {
+			ids = append(ids, after[aj].rec.EventID)
+		}
+	}
+	recs, err := storage.GetMany(ctx, m.store, ids)
+	if err != nil {
+		return nil, fmt.Errorf("bodies of %d versions: %w", len(ids), err)
+	}
+	bodies := make(map[string][]byte, len(recs))
+	for _, rec := range recs {
+		bodies[rec.EventID] = rec.Object
+	}
+	return bodies, nil
+}
 
 // knowledge says whether the state of an object at one end of a diff's
 // window is known: whether a stream that records it was covered then. It

@@ -420,7 +420,9 @@ func BenchmarkObjectRequest(b *testing.B) {
 // benchmark journal (10,000 objects) through the handler (no network) in
 // pages of 1,000, as the Go client and the web UI do, and reports the
 // time of the first page (which reads the scope's objects) and of the
-// nine after it (which read only their bodies), in ms per snapshot.
+// nine after it (which read only their bodies), in ms per snapshot; then
+// likewise the diff of the same scope over the 8 minutes before, in
+// which every object changed (diff-first-page-ms, diff-later-pages-ms).
 //
 //	go test -run XXX -bench BenchmarkSnapshotPages ./server/
 func BenchmarkSnapshotPages(b *testing.B) {
@@ -431,36 +433,55 @@ func BenchmarkSnapshotPages(b *testing.B) {
 	}
 	defer store.Close()
 	h := server.NewHandler(store)
-	var first, later time.Duration
+	var first, later, diffFirst, diffLater time.Duration
 	for i := range b.N {
 		// Another time each round: a remembered state serves only the
 		// pages of its own snapshot.
-		q := url.Values{"cluster": {"bench"}, "limit": {"1000"},
-			"at": {benchStart.Add(10*time.Minute + time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano)}}
-		objects := 0
-		for page := 0; ; page++ {
-			start := time.Now()
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/snapshot?"+q.Encode(), nil))
-			if page == 0 {
-				first += time.Since(start)
-			} else {
-				later += time.Since(start)
-			}
-			var p server.SnapshotPage
-			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != http.StatusOK {
-				b.Fatalf("page %d: %d %v", page, w.Code, err)
-			}
-			objects += len(p.Objects)
-			if p.Next == "" {
-				break
-			}
-			q.Set("cursor", p.Next)
-		}
+		at := benchStart.Add(10*time.Minute + time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano)
+		f, l, objects := readPages(b, h, "snapshot", url.Values{"cluster": {"bench"}, "limit": {"1000"}, "at": {at}})
+		first, later = first+f, later+l
 		if objects != benchObjects {
-			b.Fatalf("%d objects in the pages, want %d", objects, benchObjects)
+			b.Fatalf("%d objects in the snapshot's pages, want %d", objects, benchObjects)
+		}
+		// Every object changed in the 8 minutes before: the diff compares
+		// (and returns) the two versions of each.
+		from := benchStart.Add(2*time.Minute + time.Duration(i)*time.Millisecond).Format(time.RFC3339Nano)
+		f, l, objects = readPages(b, h, "diff", url.Values{"cluster": {"bench"}, "limit": {"1000"}, "from": {from}, "to": {at}})
+		diffFirst, diffLater = diffFirst+f, diffLater+l
+		if objects != benchObjects {
+			b.Fatalf("%d objects in the diff's pages, want %d", objects, benchObjects)
 		}
 	}
 	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "first-page-ms")
 	b.ReportMetric(float64(later.Microseconds())/1000/float64(b.N), "later-pages-ms")
+	b.ReportMetric(float64(diffFirst.Microseconds())/1000/float64(b.N), "diff-first-page-ms")
+	b.ReportMetric(float64(diffLater.Microseconds())/1000/float64(b.N), "diff-later-pages-ms")
+}
+
+// readPages reads every page of a snapshot or diff query through h and
+// returns how long its first page and the pages after it took, and how
+// many objects they held.
+func readPages(b *testing.B, h http.Handler, route string, q url.Values) (first, later time.Duration, objects int) {
+	for page := 0; ; page++ {
+		start := time.Now()
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/v1/"+route+"?"+q.Encode(), nil))
+		if page == 0 {
+			first += time.Since(start)
+		} else {
+			later += time.Since(start)
+		}
+		var p struct {
+			Objects []json.RawMessage `json:"objects"`
+			Next    string            `json:"next"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil || w.Code != http.StatusOK {
+			b.Fatalf("%s page %d: %d %v %.300s", route, page, w.Code, err, w.Body)
+		}
+		objects += len(p.Objects)
+		if p.Next == "" {
+			return first, later, objects
+		}
+		q.Set("cursor", p.Next)
+	}
 }

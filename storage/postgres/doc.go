@@ -2,8 +2,9 @@
 // and for recorders that run as several replicas: the same storage.Store
 // contract as storage/sqlite (it passes the conformance suite of
 // storage/storagetest and its compaction property suite unchanged), with
-// the optional storage.TimelineReader, storage.WatermarkReader and
-// storage.StreamRestorer (so storage/transfer imports into it losslessly),
+// the optional storage.TimelineReader, storage.WatermarkReader,
+// storage.MultiGetter and storage.StreamRestorer (so storage/transfer
+// imports into it losslessly),
 // shared by any number of processes on any number of machines.
 //
 //	store, err := postgres.Open(ctx, "postgres://krply@db:5432/krply")

@@ -149,6 +149,34 @@ func (r reader) Get(ctx context.Context, eventID string) (event.Record, error) {
 	return r.first(ctx, "get", strconv.Quote(eventID), "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = $1 ORDER BY r.seq LIMIT 1", eventID)
 }
 
+// GetMany implements storage.MultiGetter: the records of all the IDs in
+// one statement.
+func (r reader) GetMany(ctx context.Context, eventIDs []string) ([]event.Record, error) {
+	if err := r.check(ctx, "get"); err != nil {
+		return nil, err
+	}
+	recs, err := r.query(ctx, "get", "SELECT "+selectRecord(true)+" FROM krply_records r WHERE r.event_id = ANY($1) ORDER BY r.seq", eventIDs)
+	if err != nil {
+		return nil, err
+	}
+	// The first record of an ID by seq, as Get returns it.
+	byID := make(map[string]event.Record, len(recs))
+	for _, rec := range recs {
+		if _, ok := byID[rec.EventID]; !ok {
+			byID[rec.EventID] = rec
+		}
+	}
+	out := make([]event.Record, len(eventIDs))
+	for i, id := range eventIDs {
+		rec, ok := byID[id]
+		if !ok {
+			return nil, fmt.Errorf("postgres: get %s: %w", strconv.Quote(id), storage.ErrNotFound)
+		}
+		out[i] = rec
+	}
+	return out, nil
+}
+
 // Records returns a page of the records that match q, in IngestSeq order.
 func (r reader) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
 	if err := r.check(ctx, "records"); err != nil {

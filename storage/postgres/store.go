@@ -20,6 +20,7 @@ var (
 	_ storage.TimelineReader  = (*Store)(nil)
 	_ storage.WatermarkReader = (*Store)(nil)
 	_ storage.StreamRestorer  = (*Store)(nil)
+	_ storage.MultiGetter     = (*Store)(nil)
 )
 
 // Store is a krply journal in a PostgreSQL database. It is safe for

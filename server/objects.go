@@ -255,6 +255,14 @@ func (h *handler) saveSnapshot(r *http.Request, u *user) (int, any, error) {
 	if !h.cfg.writes {
 		return 0, nil, readOnly("this server does not save snapshots: it is read-only (enable writes with WithWrites)")
 	}
+	p := h.params(r)
+	limit, cur, whole, err := p.objectsPage()
+	if err != nil {
+		return 0, nil, err
+	}
+	if cur != nil {
+		return 0, nil, newError(http.StatusBadRequest, CodeInvalidCursor, "cursor", "saving takes no cursor: read the pages after the first with GET %ssnapshots/{id}, the cursor of the answer's next", Prefix)
+	}
 	var req SnapshotRequest
 	if err := h.decodeBody(r, &req); err != nil {
 		return 0, nil, err
@@ -277,11 +285,24 @@ func (h *handler) saveSnapshot(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if whole && len(snap.Objects) > limit {
+		// Refused before saving: a client written before pages asks
+		// without limit, and would take a first page for the whole.
+		return 0, nil, p.tooManyObjects("snapshot")
+	}
 	if err := h.m.SaveSnapshot(ctx, snap, req.Name); err != nil {
 		return 0, nil, err
 	}
-	withoutSecrets(snap)
-	return http.StatusCreated, snap, nil
+	// The answer is the saved snapshot's first page, as GET
+	// snapshots/{id} pages it (by offset, Secrets left out of each page);
+	// its next continues there.
+	out := SnapshotPage{Snapshot: *snap}
+	if len(out.Objects) > limit {
+		out.Objects = out.Objects[:limit]
+		out.Next = p.next(cursor{Seq: int64(limit)})
+	}
+	withoutSecrets(&out.Snapshot)
+	return http.StatusCreated, out, nil
 }
 
 func (h *handler) diff(r *http.Request, u *user) (int, any, error) {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -180,6 +181,33 @@ func TestSavedSnapshotPages(t *testing.T) {
 	if got.ID != saved.ID || got.Name != "before" {
 		t.Errorf("saved snapshot %q %q, want %q before", got.ID, got.Name, saved.ID)
 	}
+
+	// Saving answers the first page, and its next continues with GET
+	// snapshots/{id}; without limit, a snapshot larger than a page is
+	// refused before it is saved (a client written before pages would
+	// take a first page for the whole).
+	body := `{"scope":{"clusterID":"c1"},"at":"` + at(10).Format(time.RFC3339Nano) + `"}`
+	wantError(t, http.MethodPost, base+"/api/v1/snapshots", body, http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	wantError(t, http.MethodPost, base+"/api/v1/snapshots?cursor="+pages[0].Next, body, http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+	if list, err := c.ListSnapshots(ctx, "c1"); err != nil || len(list) != 1 {
+		t.Fatalf("after the refused saves: %d snapshots, %v; want the first alone", len(list), err)
+	}
+	status, raw, _ := request(t, http.MethodPost, base+"/api/v1/snapshots?limit=2", body)
+	var first server.SnapshotPage
+	if err := json.Unmarshal(raw, &first); err != nil || status != http.StatusCreated || first.ID == "" || first.Next == "" || len(first.Objects) == 0 || len(first.Objects) > 2 {
+		t.Fatalf("save with limit=2: %d %s; want 201 and a first page of at most 2 objects with next", status, raw)
+	}
+	rest := snapshotPages(t, base+"/api/v1/snapshots/"+first.ID+"?limit=2&cursor="+first.Next)
+	objects := slices.Clone(first.Objects)
+	for _, p := range rest {
+		objects = append(objects, p.Objects...)
+	}
+	second, err := c.GetSnapshot(ctx, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameJSON(t, "the pages of the save's answer", objects, second.Objects)
+	sameJSON(t, "the snapshot saved again", second.Objects, saved.Objects)
 }
 
 // Pages asked at once share the server's remembered state without

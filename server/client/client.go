@@ -324,13 +324,19 @@ func wholeSnapshot(ctx context.Context, c *Client, path string, q url.Values) (*
 		if whole == nil {
 			whole = &page.Snapshot
 		} else {
-			whole.Objects = append(whole.Objects, page.Objects...)
-			whole.Complete = whole.Complete && page.Complete
-			whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
+			addPage(whole, page)
 		}
 		return page.Next
 	})
 	return whole, err
+}
+
+// addPage adds a later page of a snapshot to whole: its objects, Complete
+// only when every page was, and its warnings.
+func addPage(whole *materialize.Snapshot, page *server.SnapshotPage) {
+	whole.Objects = append(whole.Objects, page.Objects...)
+	whole.Complete = whole.Complete && page.Complete
+	whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
 }
 
 // addWarnings appends the warnings of more not already in ws.
@@ -468,14 +474,30 @@ func (c *Client) Snapshot(ctx context.Context, scope materialize.Scope, at time.
 }
 
 // SaveSnapshot computes the snapshot of scope at at and saves it under
-// name (the server must allow writes).
+// name (the server must allow writes), and returns it whole: the server
+// answers its first page, and the others are read from the saved
+// snapshot.
 func (c *Client) SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error) {
-	var out materialize.Snapshot
+	var first server.SnapshotPage
 	req := server.SnapshotRequest{Name: name, At: timeParam(at), Scope: scope}
-	if err := c.do(ctx, http.MethodPost, "/api/v1/snapshots", nil, req, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/api/v1/snapshots", url.Values{"limit": {objectsPageSize}}, req, &first); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	whole := &first.Snapshot
+	if first.Next == "" {
+		return whole, nil
+	}
+	// The answer was the saved snapshot's first page: the others are
+	// read where it was saved.
+	q := url.Values{"limit": {objectsPageSize}, "cursor": {first.Next}}
+	err := followPages(ctx, c, "/api/v1/snapshots/"+url.PathEscape(whole.ID), q, func(page *server.SnapshotPage) string {
+		addPage(whole, page)
+		return page.Next
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot %s saved; reading its pages after the first: %w", whole.ID, err)
+	}
+	return whole, nil
 }
 
 // ListSnapshots returns the saved snapshots of a cluster ("" for the

@@ -165,14 +165,12 @@
 // one dedicated connection, one at a time; reads use a pool of read-only
 // connections (WithReadConnections) and, thanks to WAL, never wait for a
 // write and always see whole batches, from this process or another.
-// A journal that cannot change (read-only and immutable, see
-// WithReadOnly) is also read through a second pool of as many
-// connections, opened on first use, that maps up to 1 GiB of the file
-// into memory for AliveAt, ObjectHistory, LatestAt and Watermark, whose
-// pages lie all over a large journal. A journal that can change is not
-// mapped unless WithMmapSize says so: SQLite drops a reader's map on
-// every commit it sees, and faulting the pages in again cost more than
-// the system calls the map saves (see WithMmapSize).
+// AliveAt, which reads a row for each of many objects all over a large
+// journal, uses a second pool of as many connections, opened on first
+// use, that maps up to 1 GiB of the file into memory (no system call per
+// page read). The point reads keep the unmapped pool: SQLite drops a
+// reader's map on every commit it sees, and a point read would fault its
+// few pages in again after each (see WithMmapSize).
 //
 // # File format
 //

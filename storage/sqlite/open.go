@@ -159,7 +159,7 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 // not write), and no write-ahead log holds commits, the pool reads the
 // file as immutable; see WithReadOnly.
 func (s *Store) openReaders(ctx context.Context) error {
-	err := s.openPool(ctx, "", false)
+	err := s.openPool(ctx, "")
 	if err != nil && s.cfg.readOnly && cannotShare(err) && !exists(s.path+"-shm") {
 		if nonEmpty(s.path + "-wal") {
 			return walNeedsShm(s.path, err)
@@ -169,46 +169,50 @@ func (s *Store) openReaders(ctx context.Context) error {
 			return err
 		}
 		s.closeReadPools()
-		if err = s.openPool(ctx, "&immutable=1", true); err == nil {
+		if err = s.openPool(ctx, "&immutable=1"); err == nil {
 			s.immutable = imm
 		}
 	}
 	return err
 }
 
-// scanMmapBytes is how much of the file the scan pool (Store.scan) maps
-// when the journal cannot change: a read-only Store reading it as
-// immutable (see WithReadOnly). A statement that reads a row for each of
-// many objects visits pages all over the file, more than a connection's
-// page cache holds: without a map each of those visits is a pread system
-// call, and on a quiet 1M-event journal mapping cuts AliveAt over 10,000
-// objects by about a tenth (the first page of BenchmarkSnapshotPages:
-// 357-363 ms mapped, 404-408 ms not). But a journal that can change
-// loses the map on every commit: SQLite unmaps the whole file in every
-// reader connection that sees the database changed, and faults each
-// page in again on the next visit. Under a recorder appending 50 batches
-// a second, that made the query API benchmark's reads 1.7 times as
-// costly as without a map (750 and 611 requests a second mapped, 1,259
-// and 1,342 not, alternating runs), so a journal that may change is not
-// mapped unless WithMmapSize asks for it.
+// scanMmapBytes is how much of the file the scan pool (Store.scan), the
+// pool of AliveAt, maps. A statement that reads a row for each of many
+// objects visits pages all over the file, more than a connection's page
+// cache holds: without a map each of those visits is a pread system call
+// (a quarter of the CPU of AliveAt over 10,000 objects on a 1M-event
+// journal, which mapping cuts by about a fifth).
+//
+// The point reads (LatestAt, Watermark, ObjectHistory, the others) keep
+// the unmapped pool: a journal that changes loses every reader's map on
+// every commit, as SQLite unmaps the whole file in each connection that
+// sees the database changed, and faults each page in again on the next
+// visit. A statement that reads thousands of pages pays that once; a
+// point read pays it on each of its few pages, after every commit. Under
+// a recorder appending 50 batches a second, mapped point reads made the
+// query API benchmark 1.7 times as costly (611 and 750 requests a second
+// mapped, 1,259 and 1,342 not, alternating 10-s runs), and they were no
+// faster on a quiet journal either (ObjectAt 0.23 ms of CPU mapped, 0.16
+// to 0.17 not). SQLite also parses a mapped page again on every visit,
+// where an unmapped one stays parsed in the page cache (see
+// WithMmapSize).
 const scanMmapBytes = 1 << 30
 
 // openPool opens the read pools with the extra URI parameters and
-// prepares their statements; mapScans gives the scan pool a map of its
-// own (scanMmapBytes), for a journal that cannot change.
-func (s *Store) openPool(ctx context.Context, extra string, mapScans bool) error {
+// prepares their statements.
+func (s *Store) openPool(ctx context.Context, extra string) error {
 	var err error
 	if s.r, err = s.openReadPool(extra, s.cfg.mmapBytes); err != nil {
 		return err
 	}
 	s.scan = s.r
-	if mapScans && s.cfg.mmapBytes < scanMmapBytes {
+	if s.cfg.mmapBytes < scanMmapBytes {
 		// Connections are opened on first use.
 		if s.scan, err = s.openReadPool(extra, scanMmapBytes); err != nil {
 			return err
 		}
 	}
-	if s.latestAtStmt, err = s.scan.PrepareContext(ctx, latestAtQuery); err != nil {
+	if s.latestAtStmt, err = s.r.PrepareContext(ctx, latestAtQuery); err != nil {
 		return fmt.Errorf("sqlite: %s: prepare: %w", s.path, err)
 	}
 	if s.keyframeStmt, err = s.r.PrepareContext(ctx, keyframeQuery); err != nil {

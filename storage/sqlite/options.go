@@ -142,10 +142,9 @@ func WithLogger(l logr.Logger) Option {
 // that nobody writes: every commit, from this process or another, drops
 // every reader's map, and faulting the pages in again costs more than the
 // system calls the map saved (under a recorder appending 50 batches a
-// second, the query API's reads cost 1.7 times as much mapped). A
-// journal read as immutable is mapped anyway, for AliveAt,
-// ObjectHistory, LatestAt and Watermark, on a pool of their own (see the
-// package documentation's Concurrency).
+// second, the query API's point reads cost 1.7 times as much mapped).
+// AliveAt maps the file anyway, on a pool of its own (see the package
+// documentation's Concurrency).
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

@@ -93,20 +93,28 @@ func TestWithReadConnections(t *testing.T) {
 	}
 }
 
-// WithMmapSize sets mmap_size on every read connection (default 0), of
-// the scan pool too: a journal that can change is not mapped unless asked.
+// WithMmapSize sets mmap_size on every read connection (default 0) but
+// AliveAt's scan pool, which maps scanMmapBytes, or as much as asked
+// when that is more (one pool then).
 func TestWithMmapSize(t *testing.T) {
 	for _, tc := range []struct {
-		opts []Option
-		want int64
+		opts       []Option
+		read, scan int64
 	}{
-		{nil, 0},
-		{[]Option{WithMmapSize(64 << 20)}, 64 << 20},
-		{[]Option{WithMmapSize(1 << 30)}, 1 << 30},
+		{nil, 0, scanMmapBytes},
+		{[]Option{WithMmapSize(64 << 20)}, 64 << 20, scanMmapBytes},
+		{[]Option{WithMmapSize(scanMmapBytes)}, scanMmapBytes, scanMmapBytes},
 	} {
 		s := openOpts(t, append(tc.opts, WithReadConnections(3))...)
 		ctx := context.Background()
+		if (s.scan == s.r) != (tc.read == tc.scan) {
+			t.Errorf("mmap %d: the scan pool is the read pool: %v", tc.read, s.scan == s.r)
+		}
 		for name, pool := range map[string]*sql.DB{"read": s.r, "scan": s.scan} {
+			want := tc.read
+			if name == "scan" {
+				want = tc.scan
+			}
 			var held []*sql.Conn
 			for i := range 3 { // every connection of the pool, each held while the next opens
 				c, err := pool.Conn(ctx)
@@ -118,8 +126,8 @@ func TestWithMmapSize(t *testing.T) {
 				if err := c.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&got); err != nil {
 					t.Fatal(err)
 				}
-				if got != tc.want {
-					t.Errorf("%s connection %d: mmap_size %d, want %d", name, i, got, tc.want)
+				if got != want {
+					t.Errorf("%s connection %d: mmap_size %d, want %d", name, i, got, want)
 				}
 			}
 			for _, c := range held {
@@ -211,5 +219,44 @@ func TestWithLogger(t *testing.T) {
 	}
 	if len(fromContext) != 0 {
 		t.Errorf("the context's logger got %q, want nothing: WithLogger takes precedence", fromContext)
+	}
+}
+
+// Only AliveAt reads through the mapped scan pool: the point reads keep
+// the unmapped pool, whose pages a commit does not make them fault in
+// again (see scanMmapBytes).
+func TestPointReadsUnmapped(t *testing.T) {
+	ctx := context.Background()
+	s := openOpts(t)
+	st := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	ref := event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop", Name: "a", UID: "ua", ResourceVersion: "2"}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	body := []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"shop","uid":"ua","resourceVersion":"2"}}`)
+	rec := event.Record{Type: event.TypeEvent, EventID: event.EventID(st.ID(), event.TypeEvent, ref, event.Added), ClusterID: "c1",
+		StreamID: st.ID(), ObservedAt: at, WatchType: event.Added, Resource: ref, Object: body, ObjectHash: event.ObjectHash(body)}
+	if _, err := s.Append(ctx, []event.Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	obj := storage.ObjectIDOf(rec)
+	if _, err := s.LatestAt(ctx, obj, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ObjectHistory(ctx, obj, storage.HistoryQuery{Limit: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Watermark(ctx, st.ID(), at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := storage.GetMany(ctx, s, []string{rec.EventID}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.scan.Stats().OpenConnections; n != 0 {
+		t.Errorf("after point reads, the mapped scan pool has %d connections open, want none", n)
+	}
+	if recs, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: st.ID(), At: at}); err != nil || len(recs) != 1 {
+		t.Fatalf("AliveAt: %d records, %v", len(recs), err)
+	}
+	if n := s.scan.Stats().OpenConnections; n == 0 {
+		t.Error("AliveAt did not read through the mapped scan pool")
 	}
 }

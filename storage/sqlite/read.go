@@ -289,14 +289,6 @@ func (s *Store) cachedQuery(ctx context.Context, text string, args ...any) (*sql
 	return cachedQueryOn(ctx, s.r, &s.recordStmts, text, args...)
 }
 
-// cachedScanQuery is cachedQuery on the scan pool.
-func (s *Store) cachedScanQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	if s.scan == s.r {
-		return s.cachedQuery(ctx, text, args...)
-	}
-	return cachedQueryOn(ctx, s.scan, &s.scanStmts, text, args...)
-}
-
 // cachedQueryOn runs a read statement on db, prepared once per text in
 // stmts.
 func cachedQueryOn(ctx context.Context, db *sql.DB, stmts *stmtCache, text string, args ...any) (*sql.Rows, error) {
@@ -756,7 +748,7 @@ func (s *Store) objectHistory(ctx context.Context, obj storage.ObjectID, q stora
 		return nil, err
 	}
 	query, args := objectHistoryQuery(obj, q, vis)
-	rows, err := s.cachedScanQuery(ctx, query, args...)
+	rows, err := s.cachedQuery(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -907,7 +899,7 @@ func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		if exclude == "" {
 			rows, err = s.latestAtStmt.QueryContext(ctx, args...)
 		} else {
-			rows, err = s.cachedScanQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
+			rows, err = s.cachedQuery(ctx, fmt.Sprintf(recordSelect, "b.data")+latestAtHead+` AND `+exclude+latestAtTail, append(args, exArgs...)...)
 		}
 		if err != nil {
 			return nil, err
@@ -931,7 +923,7 @@ func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 		}
 		ok = true
 	}
-	rows, err := s.cachedScanQuery(ctx, latestAtSelfContained, args...)
+	rows, err := s.cachedQuery(ctx, latestAtSelfContained, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -37,11 +37,10 @@ type Store struct {
 
 	w *sql.DB // exactly one connection: the only writer; nil when read-only
 	r *sql.DB // the read pool, query_only
-	// scan is the pool of statements that read rows all over the file
-	// (AliveAt: an object per row, for many objects; ObjectHistory: an
-	// object's versions; LatestAt and Watermark: a seek anywhere): the
-	// read pool but for the file mapped into memory when the journal
-	// cannot change (see scanMmapBytes); r itself otherwise.
+	// scan is the pool of AliveAt's statements, which read a row for
+	// each of many objects all over the file: the read pool but for the
+	// file mapped into memory (see scanMmapBytes); r itself when
+	// WithMmapSize maps as much.
 	scan *sql.DB
 	// immutable is set when a read-only Store reads the file as
 	// immutable; it notices when the file changes after all.
@@ -86,8 +85,6 @@ type Store struct {
 	// recordStmts holds the statements Records and Streams build, prepared
 	// on first use: parsing one costs more than running it.
 	recordStmts stmtCache
-	// scanStmts are those of the scan pool.
-	scanStmts stmtCache
 	// timelines are the streams' timelines, kept for readers.
 	timelines timelines
 	// streamRows maps stream IDs to their row ids (string -> int64), as
@@ -136,7 +133,6 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
-	s.scanStmts.close()
 	var werr error
 	if s.w != nil {
 		werr = s.w.Close()

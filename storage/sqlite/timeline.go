@@ -265,7 +265,7 @@ func (s *Store) Watermark(ctx context.Context, streamID string, at time.Time) (s
 	// mostly an event or a bookmark's checkpoint.
 	bound, boundSeq := encodeTime(at), int64(math.MaxInt64)
 	for limit := 4; ; limit = min(limit*4, 256) {
-		rows, err := s.cachedScanQuery(ctx, watermarkQuery, rowID, bound, boundSeq, limit)
+		rows, err := s.cachedQuery(ctx, watermarkQuery, rowID, bound, boundSeq, limit)
 		if err != nil {
 			return "", time.Time{}, s.readErr("watermark of "+streamID, err)
 		}

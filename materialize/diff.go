@@ -314,14 +314,13 @@ func (m *Materializer) prefetchBodies(ctx context.Context, before, after []state
 		n = min(n, limit)
 	}
 	var ids []string
-	first := true
-	for len(ids) < 2*n && (i < len(before) || j < len(after)) {
+	for pairs := 0; pairs < n && (i < len(before) || j < len(after)); {
 		_, bi, aj, ni, nj := mergeStep(before, after, i, j)
 		i, j = ni, nj
-		if !first && bi >= 0 && aj >= 0 && before[bi].rec.EventID == after[aj].rec.EventID {
+		if pairs > 0 && bi >= 0 && aj >= 0 && before[bi].rec.EventID == after[aj].rec.EventID {
 			continue
 		}
-		first = false
+		pairs++
 		if bi >= 0 {
 			ids = append(ids, before[bi].rec.EventID)
 		}

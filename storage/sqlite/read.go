@@ -286,18 +286,12 @@ func (c *stmtCache) close() {
 
 // cachedQuery runs a read statement prepared once per text.
 func (s *Store) cachedQuery(ctx context.Context, text string, args ...any) (*sql.Rows, error) {
-	return cachedQueryOn(ctx, s.r, &s.recordStmts, text, args...)
-}
-
-// cachedQueryOn runs a read statement on db, prepared once per text in
-// stmts.
-func cachedQueryOn(ctx context.Context, db *sql.DB, stmts *stmtCache, text string, args ...any) (*sql.Rows, error) {
-	st, err := stmts.get(ctx, db, text)
+	st, err := s.recordStmts.get(ctx, s.r, text)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
-		return db.QueryContext(ctx, text, args...)
+		return s.r.QueryContext(ctx, text, args...)
 	}
 	return st.QueryContext(ctx, args...)
 }
@@ -311,8 +305,8 @@ func (s *Store) queryRow(ctx context.Context, text string, args ...any) *sql.Row
 	return st.QueryRowContext(ctx, args...)
 }
 
-// getQuery is the statement of Get: prepared once (cachedQuery), as a
-// page of a snapshot reads each of its bodies by EventID.
+// getQuery is the statement of Get: prepared once (cachedQuery), as
+// callers may read many records one Get at a time.
 var getQuery = fmt.Sprintf(recordSelect, "b.data") + ` FROM records r LEFT JOIN objects o ON o.id = r.obj` + recordJoins + ` WHERE r.id_key = ? AND r.event_id = ?`
 
 // getManyChunk is how many EventIDs one statement of GetMany looks up.
@@ -331,22 +325,8 @@ func (s *Store) GetMany(ctx context.Context, eventIDs []string) ([]event.Record,
 	defer done()
 	byID := make(map[string]event.Record, len(eventIDs))
 	for start := 0; start < len(eventIDs); start += getManyChunk {
-		ids := eventIDs[start:min(start+getManyChunk, len(eventIDs))]
-		// The keys are padded with the last one to a power of two, so
-		// that a few statements, prepared once, serve every length.
-		n := 8
-		for n < len(ids) {
-			n *= 2
-		}
-		args := make([]any, n)
-		for i := range args {
-			if i < len(ids) {
-				args[i] = keyOf(encodeID(ids[i]))
-			} else {
-				args[i] = args[len(ids)-1]
-			}
-		}
-		rows, err := s.cachedQuery(ctx, getManyQuery(n), args...)
+		args := paddedArgs(eventIDs[start:min(start+getManyChunk, len(eventIDs))], getManyChunk, func(id string) any { return keyOf(encodeID(id)) })
+		rows, err := s.cachedQuery(ctx, getManyQuery(len(args)), args...)
 		var recs []event.Record
 		if err == nil {
 			recs, err = s.decodeRows(ctx, rows)
@@ -369,6 +349,25 @@ func (s *Store) GetMany(ctx context.Context, eventIDs []string) ([]event.Record,
 		out[i] = rec
 	}
 	return out, nil
+}
+
+// paddedArgs returns the arguments of ids (arg of each) for an IN list,
+// padded with the last one to a power of two, at least 8 and at most
+// most: a few statements, prepared once, serve every length.
+func paddedArgs(ids []string, most int, arg func(string) any) []any {
+	n := 8
+	for n < len(ids) {
+		n *= 2
+	}
+	args := make([]any, min(n, most))
+	for i := range args {
+		if i < len(ids) {
+			args[i] = arg(ids[i])
+		} else {
+			args[i] = args[len(ids)-1]
+		}
+	}
+	return args
 }
 
 // getManyQuery is the statement of GetMany for n keys.
@@ -1161,22 +1160,8 @@ func (s *Store) Correlations(ctx context.Context, eventIDs []string) (map[string
 	}
 	const chunk = 500
 	for start := 0; start < len(eventIDs); start += chunk {
-		ids := eventIDs[start:min(start+chunk, len(eventIDs))]
-		// The list is padded with its last ID to a power of two, so that
-		// a few statements, prepared once, serve every length.
-		n := 8
-		for n < len(ids) {
-			n *= 2
-		}
-		n = min(n, chunk)
-		args := make([]any, n)
-		for i := range args {
-			if i < len(ids) {
-				args[i] = encodeID(ids[i])
-			} else {
-				args[i] = args[len(ids)-1]
-			}
-		}
+		args := paddedArgs(eventIDs[start:min(start+chunk, len(eventIDs))], chunk, encodeID)
+		n := len(args)
 		q := fmt.Sprintf(recordSelect, "b.data") + ` FROM records r INDEXED BY records_target LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
 			` WHERE r.target IN (?` + strings.Repeat(",?", n-1) + `) ORDER BY r.seq`
 		rows, err := s.cachedQuery(ctx, q, args...)

@@ -31,8 +31,10 @@ const (
 	configMaps  = 50
 	changeEvery = 100 * time.Millisecond
 	sampleEvery = 10 * time.Second
-	// walBound bounds the write-ahead log: SQLite checkpoints it at 4,000
-	// pages (storage/sqlite), 16 MiB, and a batch may go past that.
+	// walBound bounds the write-ahead log: storage/sqlite checkpoints it
+	// from 1,000 pages, 4 MiB, on a connection beside the writer, which
+	// goes on writing meanwhile, and the log starts over only once no
+	// reader still reads it.
 	walBound = 20 << 20
 )
 

@@ -99,6 +99,12 @@
 // those, or who need each commit on disk before they proceed, choose
 // WithSynchronous(SyncFull), at the cost of one fsync per Append.
 //
+// WAL checkpoints, which copy the log into the file (and sync both), run
+// on a connection of their own beside the writer once it has written
+// 1,000 pages since the last, never within an Append: an Append waits
+// for its own work only (see BenchmarkQueryAPI's append latency in the
+// README).
+//
 // # Read-only
 //
 // A process that only queries opens the journal WithReadOnly: it never

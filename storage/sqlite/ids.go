@@ -38,6 +38,7 @@ func (s *Store) beginWrite(ctx context.Context, op string) (tx *sql.Tx, end func
 	}
 	end = func() {
 		_ = tx.Rollback()
+		s.checkpoints.wrote(ctx, s.w)
 		s.writeMu.Unlock()
 	}
 	if err := s.catchUp(ctx, tx); err != nil {

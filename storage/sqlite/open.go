@@ -134,8 +134,12 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil || mode != "wal" {
 		return fmt.Errorf("sqlite: %s: enable WAL (got %q): %v", s.path, mode, err)
 	}
-	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 4000`); err != nil {
+	// The checkpointer copies the log into the file; see checkpointer.
+	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", s.path, err)
+	}
+	if s.checkpoints, err = openCheckpointer(s.path, syncMode, s.log); err != nil {
+		return err
 	}
 	if err := s.stmts.prepare(ctx, s.w); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", s.path, err)
@@ -254,6 +258,7 @@ func (s *Store) closeReadPools() {
 // closeDBs closes the connections of a Store that failed to open.
 func (s *Store) closeDBs() {
 	s.closeReadPools()
+	s.checkpoints.close()
 	if s.w != nil {
 		s.w.Close()
 	}

@@ -51,7 +51,10 @@ type Store struct {
 	// transaction first catches up with them (see catchUp), so the next
 	// IDs are read afresh and the caches below hold only what no other
 	// process can invalidate but a compaction.
-	writeMu      sync.Mutex
+	writeMu sync.Mutex
+	// checkpoints copies the write-ahead log into the file (nil when
+	// read-only).
+	checkpoints  *checkpointer
 	nextSeq      int64
 	nextBodyID   int64
 	nextObjectID int64
@@ -133,6 +136,7 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
+	cerr := s.checkpoints.close()
 	var werr error
 	if s.w != nil {
 		werr = s.w.Close()
@@ -141,7 +145,7 @@ func (s *Store) Close() error {
 	if s.scan != s.r {
 		serr = s.scan.Close()
 	}
-	return errors.Join(s.r.Close(), serr, werr)
+	return errors.Join(s.r.Close(), serr, cerr, werr)
 }
 
 // enter starts an operation; the returned func ends it.

@@ -57,6 +57,12 @@ func TestObjectHistoryInSeqOrder(t *testing.T) {
 		want []string
 	}{
 		{"limit", storage.HistoryQuery{Limit: 2}, []string{"1", "2"}},
+		// A page that holds the whole history is read in the table's
+		// order and sorted; one a row short, by seq in SQLite.
+		{"a page of the whole", storage.HistoryQuery{Limit: 5}, []string{"1", "2", "3", "4", "5"}},
+		{"a page larger than the whole", storage.HistoryQuery{Limit: 10}, []string{"1", "2", "3", "4", "5"}},
+		{"a page a row short", storage.HistoryQuery{Limit: 4}, []string{"1", "2", "3", "4"}},
+		{"since, a page of the rest", storage.HistoryQuery{Since: t0.Add(20 * time.Second), Limit: 10}, []string{"1", "3", "4", "5"}},
 		{"after seq, limit", storage.HistoryQuery{AfterSeq: all[1].IngestSeq, Limit: 2}, []string{"3", "4"}},
 		{"since, limit", storage.HistoryQuery{Since: t0.Add(20 * time.Second), Limit: 2}, []string{"1", "3"}},
 		{"stream, limit", storage.HistoryQuery{StreamID: b.ID(), Limit: 1}, []string{"2"}},

@@ -77,6 +77,52 @@ func TestCheckpointsBesideTheWriter(t *testing.T) {
 	}
 }
 
+// TestLogStartsOver: a writer that never pauses still finds the log all
+// copied into the file now and then, and starts it over, so the log stays
+// near the checkpoints' size instead of growing for as long as it
+// writes. It fails when the checkpointer copies the log only beside the
+// writer (the writer always wrote more meanwhile).
+func TestLogStartsOver(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st := event.Stream{ClusterID: "c", Version: "v1", Resource: "configmaps", Namespace: "ns"}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := s.Append(ctx, storagetest.Baseline(st, "b", start, "1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	// About 40 MiB of log (10,000 pages), back to back: ten times
+	// what a checkpoint waits for.
+	var wrote int
+	for batch := 0; wrote < 80<<20; batch++ {
+		var recs []event.Record
+		for i := range 50 {
+			raw := make([]byte, 4096)
+			rand.Read(raw)
+			n := batch*50 + i
+			name, rv := fmt.Sprintf("cm-%d", n), fmt.Sprint(2+n)
+			body := storagetest.ConfigMap("ns", name, "uid-"+name, rv, map[string]string{"blob": hex.EncodeToString(raw)})
+			wrote += len(body)
+			recs = append(recs, storagetest.Event(st, event.Added, storagetest.Ref(st, "ConfigMap", "ns", name, "uid-"+name, rv), body, start.Add(time.Duration(n+1)*time.Second)))
+		}
+		if _, err := s.Append(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The log of the inline checkpoints this package had reached 4,000
+	// pages and a batch (17 MiB); a log that never starts over, all of
+	// it (91 MiB).
+	wal := fileSize(t, path+"-wal")
+	t.Logf("after %d MiB of bodies the log is %.1f MiB", wrote>>20, float64(wal)/(1<<20))
+	if wal > 20<<20 {
+		t.Errorf("after %d MiB of bodies the log is %d MiB, want 20 MiB or less: it did not start over", wrote>>20, wal>>20)
+	}
+}
+
 func fileSize(t *testing.T, path string) int64 {
 	t.Helper()
 	fi, err := os.Stat(path)

@@ -138,7 +138,7 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 	if _, err := s.w.ExecContext(ctx, `PRAGMA wal_autocheckpoint = 0`); err != nil {
 		return fmt.Errorf("sqlite: %s: %w", s.path, err)
 	}
-	if s.checkpoints, err = openCheckpointer(s.path, syncMode, s.log); err != nil {
+	if s.checkpoints, err = openCheckpointer(s.path, syncMode, &s.writeMu, s.log); err != nil {
 		return err
 	}
 	if err := s.stmts.prepare(ctx, s.w); err != nil {

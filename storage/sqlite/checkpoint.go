@@ -34,7 +34,8 @@ const restartPages = 3 * checkpointPages
 // Under the query API benchmark's recorder (50 batches of 20 events a
 // second on a 1M-event journal) the append's p99 latency was 87 to 100
 // ms with the threshold of 4,000 pages this package had; beside the
-// writer it is 14 to 15 ms, and 19 to 22 ms while 32 clients query. The
+// writer it is 13 to 17 ms (under 32 clients' reads, which often keep the
+// log from starting over by itself, see run, 54 ms against 65 to 76). The
 // other core copying pages while the writer writes also raised
 // BenchmarkAppend from 17,900–18,200 to 20,700–23,500 events a second
 // (batches of 1,000).

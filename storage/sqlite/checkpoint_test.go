@@ -22,38 +22,16 @@ import (
 // (the writer's automatic checkpoint this package had) or at all.
 func TestCheckpointsBesideTheWriter(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	created := fileSize(t, path)
+	w := newRandomWriter(t)
+	created := fileSize(t, w.path)
 
 	// 1,000 ConfigMaps of 8 KB of random hex each: about 1,500 pages of
 	// log, compressed, with their records and indexes; fewer than the
 	// 4,000.
-	st := event.Stream{ClusterID: "c", Version: "v1", Resource: "configmaps", Namespace: "ns"}
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := s.Append(ctx, storagetest.Baseline(st, "b", start, "1", nil)); err != nil {
-		t.Fatal(err)
+	for range 10 {
+		w.append(t, 100)
 	}
-	var wrote int
-	for batch := range 10 {
-		var recs []event.Record
-		for i := range 100 {
-			raw := make([]byte, 4096)
-			rand.Read(raw)
-			name := fmt.Sprintf("cm-%d-%d", batch, i)
-			rv := fmt.Sprint(2 + batch*100 + i)
-			body := storagetest.ConfigMap("ns", name, "uid-"+name, rv, map[string]string{"blob": hex.EncodeToString(raw)})
-			wrote += len(body)
-			recs = append(recs, storagetest.Event(st, event.Added, storagetest.Ref(st, "ConfigMap", "ns", name, "uid-"+name, rv), body, start.Add(time.Duration(batch*100+i+1)*time.Second)))
-		}
-		if _, err := s.Append(ctx, recs); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, path, wrote := w.s, w.path, w.wrote
 	if wal := fileSize(t, path+"-wal"); wal < 1000*4096 || wal > 4000*4096 {
 		t.Fatalf("the log holds %d bytes, want between 1,000 and 4,000 pages: the test writes too little or too much", wal)
 	}
@@ -83,36 +61,13 @@ func TestCheckpointsBesideTheWriter(t *testing.T) {
 // writes. It fails when the checkpointer copies the log only beside the
 // writer (the writer always wrote more meanwhile).
 func TestLogStartsOver(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "journal.db")
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	st := event.Stream{ClusterID: "c", Version: "v1", Resource: "configmaps", Namespace: "ns"}
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	if _, err := s.Append(ctx, storagetest.Baseline(st, "b", start, "1", nil)); err != nil {
-		t.Fatal(err)
-	}
+	w := newRandomWriter(t)
 	// About 40 MiB of log (10,000 pages), back to back: ten times
 	// what a checkpoint waits for.
-	var wrote int
-	for batch := 0; wrote < 80<<20; batch++ {
-		var recs []event.Record
-		for i := range 50 {
-			raw := make([]byte, 4096)
-			rand.Read(raw)
-			n := batch*50 + i
-			name, rv := fmt.Sprintf("cm-%d", n), fmt.Sprint(2+n)
-			body := storagetest.ConfigMap("ns", name, "uid-"+name, rv, map[string]string{"blob": hex.EncodeToString(raw)})
-			wrote += len(body)
-			recs = append(recs, storagetest.Event(st, event.Added, storagetest.Ref(st, "ConfigMap", "ns", name, "uid-"+name, rv), body, start.Add(time.Duration(n+1)*time.Second)))
-		}
-		if _, err := s.Append(ctx, recs); err != nil {
-			t.Fatal(err)
-		}
+	for w.wrote < 80<<20 {
+		w.append(t, 50)
 	}
+	path, wrote := w.path, w.wrote
 	// The log of the inline checkpoints this package had reached 4,000
 	// pages and a batch (17 MiB); a log that never starts over, all of
 	// it (91 MiB).
@@ -120,6 +75,51 @@ func TestLogStartsOver(t *testing.T) {
 	t.Logf("after %d MiB of bodies the log is %.1f MiB", wrote>>20, float64(wal)/(1<<20))
 	if wal > 20<<20 {
 		t.Errorf("after %d MiB of bodies the log is %d MiB, want 20 MiB or less: it did not start over", wrote>>20, wal>>20)
+	}
+}
+
+// randomWriter appends ConfigMaps of 8 KB of random hex (about 4 KB
+// compressed) to a new journal.
+type randomWriter struct {
+	s     *sqlite.Store
+	path  string
+	st    event.Stream
+	start time.Time
+	n     int
+	// wrote is the bytes of the bodies appended.
+	wrote int
+}
+
+// newRandomWriter opens a journal in the test's folder, closed at its
+// end, with a baseline of its stream.
+func newRandomWriter(t *testing.T) *randomWriter {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	s, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	w := &randomWriter{s: s, path: path, st: event.Stream{ClusterID: "c", Version: "v1", Resource: "configmaps", Namespace: "ns"}, start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, err := s.Append(context.Background(), storagetest.Baseline(w.st, "b", w.start, "1", nil)); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// append appends a batch of n new ConfigMaps.
+func (w *randomWriter) append(t *testing.T, n int) {
+	recs := make([]event.Record, 0, n)
+	for range n {
+		raw := make([]byte, 4096)
+		rand.Read(raw)
+		w.n++
+		name, rv := fmt.Sprintf("cm-%d", w.n), fmt.Sprint(1+w.n)
+		body := storagetest.ConfigMap("ns", name, "uid-"+name, rv, map[string]string{"blob": hex.EncodeToString(raw)})
+		w.wrote += len(body)
+		recs = append(recs, storagetest.Event(w.st, event.Added, storagetest.Ref(w.st, "ConfigMap", "ns", name, "uid-"+name, rv), body, w.start.Add(time.Duration(w.n)*time.Second)))
+	}
+	if _, err := w.s.Append(context.Background(), recs); err != nil {
+		t.Fatal(err)
 	}
 }
 

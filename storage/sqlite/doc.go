@@ -101,9 +101,11 @@
 //
 // WAL checkpoints, which copy the log into the file (and sync both), run
 // on a connection of their own beside the writer once it has written
-// 1,000 pages since the last, never within an Append: an Append waits
-// for its own work only (see BenchmarkQueryAPI's append latency in the
-// README).
+// 1,000 pages since the last, not within an Append. Only when the log has
+// grown to 3,000 pages without starting over (a writer that never pauses,
+// or readers that keep it in use) does an Append wait, for the pages
+// committed during a checkpoint to be copied too, so that the log starts
+// over and stays about 16 MiB.
 //
 // # Read-only
 //

@@ -17,7 +17,8 @@
 //   - disk bounded: the journal's data (krply_journal_used_bytes) at most
 //     1.5× --max-size at every sample once retention compacted, and its
 //     files at most 2× --max-size plus 20 MiB (the write-ahead log, which
-//     the journal checkpoints from 1,000 pages, 4 MiB, comes on top);
+//     the journal checkpoints from 1,000 pages and starts over by
+//     3,000, about 16 MiB at most, comes on top);
 //   - no gap on any stream (the workload causes none), the recorder ready
 //     throughout, and every change of the last minute in the journal.
 //

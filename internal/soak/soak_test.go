@@ -32,9 +32,9 @@ const (
 	changeEvery = 100 * time.Millisecond
 	sampleEvery = 10 * time.Second
 	// walBound bounds the write-ahead log: storage/sqlite checkpoints it
-	// from 1,000 pages, 4 MiB, on a connection beside the writer, which
-	// goes on writing meanwhile, and the log starts over only once no
-	// reader still reads it.
+	// from 1,000 pages beside the writer and, once it holds 3,000, makes
+	// the writer start it over; with the pages written until then, about
+	// 16 MiB at most (TestLogStartsOver).
 	walBound = 20 << 20
 )
 

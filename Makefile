@@ -94,11 +94,11 @@ NESTED_RUNS := $(foreach mod,$(filter $(NESTED_SLOW_FIRST),$(NESTED)) $(filter-o
 
 nested-race/%:
 	@cd $* && race=$$(comm -23 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
-	if [[ -n "$$race" ]]; then echo "testing $* under the race detector"; $(GO) test -count=1 -race -timeout 15m $$race; fi
+	if [[ -n "$$race" ]]; then echo "testing $* under the race detector"; $(GO) test -count=1 -race -timeout 30m $$race; fi
 
 nested-plain/%:
 	@cd $* && plain=$$(comm -12 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
-	if [[ -n "$$plain" ]]; then echo "testing $* without the race detector:" $$plain; $(GO) test -count=1 -timeout 15m $$plain; fi
+	if [[ -n "$$plain" ]]; then echo "testing $* without the race detector:" $$plain; $(GO) test -count=1 -timeout 30m $$plain; fi
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
 .PHONY: truth-soak

@@ -58,6 +58,18 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return nil, fmt.Errorf("materialize: %w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
 	}
 	st := &ObjectState{ID: obj, At: at}
+	// The streams' evidence is read first, then the object's record: a
+	// change observed at or before a time the evidence covers was
+	// appended with it or before it (a stream's records are appended in
+	// the order observed), so the record read after is at least as new.
+	// Read the other way round, a batch appended in between (a change
+	// observed just before at, and evidence past it: what a recorder
+	// appends a few milliseconds after observing them, so for at "now")
+	// would make the older version look covered.
+	timelines, err := m.timelinesOf(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
 	rec, err := m.store.LatestAt(ctx, obj, at)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
@@ -73,10 +85,6 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		}
 	}
 
-	timelines, err := m.timelinesOf(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
 	for _, tl := range timelines {
 		cov, err := storage.CoverageFrom(ctx, m.store, tl.Timeline, tl.evidence, at)
 		if err != nil {

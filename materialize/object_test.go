@@ -322,3 +322,59 @@ func TestObjectAtStreamBeginsBetweenCalls(t *testing.T) {
 		t.Errorf("covered=%v exists=%v, want both", st.Covered, st.Exists)
 	}
 }
+
+// latestHook is a memory store that runs after, once, right after its
+// first LatestAt: what a writer appends while ObjectAt reads.
+type latestHook struct {
+	*memory.Store
+	after func()
+}
+
+func (h *latestHook) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
+	rec, err := h.Store.LatestAt(ctx, obj, at)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return rec, err
+}
+
+// A batch appended while ObjectAt reads, holding a change of the object
+// observed before the time asked and evidence past it (what a recorder
+// appends a few milliseconds after it observed them, so at for a time
+// asked as "now"), does not make an answer without that change covered:
+// the evidence is read before the object's record, so the answer is
+// either the new version, covered, or not covered.
+func TestObjectAtEvidenceBeforeRecord(t *testing.T) {
+	h := &latestHook{Store: memory.New()}
+	t.Cleanup(func() { _ = h.Store.Close() })
+	j := newOutageJournalIn(newJournalIn(t, h.Store))
+	a := cm("shop", "a", "ua", map[string]any{"v": "3"})
+	h.after = func() {
+		j.watch(j.cms, event.Modified, a, at(61))
+		j.progress(j.cms, at(63))
+	}
+	m, err := materialize.New(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.after != nil {
+		t.Fatal("ObjectAt read no record of the object")
+	}
+	if st.Covered && (!st.Exists || dataOf(t, st.Object) != "3") {
+		t.Fatalf("covered with data.v %q (evidence %v): a covered answer at minute 62 must hold the change of minute 61", dataOf(t, st.Object), st.Coverage[0].EvidenceUntil)
+	}
+	// The same question asked once the batch is in answers the change,
+	// covered: the first answer must not have claimed otherwise.
+	again, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Covered || dataOf(t, again.Object) != "3" {
+		t.Fatalf("asked again: covered=%v data.v %q, want covered with 3", again.Covered, dataOf(t, again.Object))
+	}
+}

@@ -279,32 +279,45 @@ func (h *handler) records(r *http.Request, u *user) (int, any, error) {
 		}
 	}
 	out := RecordList{Items: []event.Record{}}
+	if err := h.readRecords(ctx, p, f, q, limit, &out); err != nil {
+		return 0, nil, err
+	}
+	// The losses are read after the records: a gap appended meanwhile is
+	// then listed (it starts at or after the last evidence before it, so
+	// at worst it is listed beside records that end before it). Read the
+	// other way round, records from both sides of a gap appended in
+	// between would be listed without it.
 	if out.Gaps, err = h.lossesIn(ctx, f, q.Since, q.Until); err != nil {
 		return 0, nil, err
 	}
-	scanned, last := 0, int64(0)
+	return http.StatusOK, out, nil
+}
+
+// readRecords reads into out the records of q that f keeps, up to limit
+// of them or the scan budget, and the cursor of the rest.
+func (h *handler) readRecords(ctx context.Context, p *params, f *recordFilter, q storage.Query, limit int, out *RecordList) error {
+	scanned := 0
 	q.Limit = min(max(limit, 100), h.cfg.maxPage)
 	for {
 		page, err := h.j.Records(ctx, q)
 		if err != nil {
-			return 0, nil, err
+			return err
 		}
 		for i := range page.Records {
 			rec := &page.Records[i]
 			scanned++
-			last = rec.IngestSeq
 			if f.keep(rec) {
 				out.Items = append(out.Items, *rec)
 			}
 			if len(out.Items) == limit || scanned >= h.scanBudget() {
 				if i < len(page.Records)-1 || page.Next != "" {
-					out.Next = p.next(cursor{Seq: last})
+					out.Next = p.next(cursor{Seq: rec.IngestSeq})
 				}
-				return http.StatusOK, out, nil
+				return nil
 			}
 		}
 		if page.Next == "" {
-			return http.StatusOK, out, nil
+			return nil
 		}
 		q.Cursor = page.Next
 	}

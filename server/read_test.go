@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
@@ -483,4 +485,58 @@ func TestHistoryCursor(t *testing.T) {
 		t.Errorf("a cursor of another query: %v; want 400 invalid_cursor", err)
 	}
 	wantError(t, http.MethodGet, base+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&cursor=bm9wZQ", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+}
+
+// recordsHook is a store that runs before, once, before its first
+// Records query of records (not of a stream's timeline): what a recorder
+// appends while the records route reads.
+type recordsHook struct {
+	storage.Store
+	before func()
+}
+
+func (h *recordsHook) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	if f := h.before; f != nil && !slices.Equal(q.Types, storage.TimelineTypes) {
+		h.before = nil
+		f()
+	}
+	return h.Store.Records(ctx, q)
+}
+
+// A gap appended while the records route reads, with records from both
+// sides of it, is listed beside them: the losses are read after the
+// records.
+func TestRecordsGapAppendedMeanwhile(t *testing.T) {
+	j := newRecorded(t)
+	h := &recordsHook{Store: j.ro}
+	h.before = func() {
+		j.append(storagetest.Gap(cmShop, at(21), at(23), "410 Gone: too old resource version", j.nextRV()))
+		j.append(storagetest.Baseline(cmShop, "b-shop-2", at(23), j.nextRV(), []storagetest.Item{cmItem(cmShop, "shop", "settings", j.nextRV(), map[string]string{"color": "black"})})...)
+		j.append(storagetest.Checkpoint(cmShop, j.nextRV(), true, at(25)))
+	}
+	srv := httptest.NewServer(server.NewHandler(h, server.WithClock(clocktesting.NewFakePassiveClock(now))))
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Records(context.Background(), client.RecordQuery{Scope: materialize.Scope{Namespaces: []string{"shop"}, Resources: []schema.GroupResource{{Resource: "configmaps"}}}, Since: at(19), Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.before != nil {
+		t.Fatal("the route read no records")
+	}
+	after := 0
+	for _, r := range page.Items {
+		if r.ObservedAt.After(at(21)) {
+			after++
+		}
+	}
+	if after == 0 {
+		t.Fatalf("records %v: want those appended after the gap too", seqs(page.Items))
+	}
+	if len(page.Gaps) != 1 || page.Gaps[0].Gap == nil || !page.Gaps[0].Gap.From.Equal(at(21)) {
+		t.Fatalf("%d records after minute 21, gaps %+v: want the gap from minute 21", after, page.Gaps)
+	}
 }

@@ -49,7 +49,9 @@
 //     some stream. A snapshot reported Complete stays complete when taken
 //     again later: nothing the Collector appends afterwards takes coverage
 //     back (the stream's evidence is read before its timeline, so a gap
-//     appended meanwhile cannot be missed). Contributing streams are the cluster's streams whose
+//     appended meanwhile cannot be missed, and both before the objects' records,
+//     so a change observed within covered time and appended meanwhile is
+//     in the answer; ObjectAt reads in the same order). Contributing streams are the cluster's streams whose
 //     resource is in the scope and whose namespace is "" or in the scope.
 //     Each has a Watermark: its last progress resourceVersion at or before
 //     the time.

@@ -112,7 +112,8 @@ func copyFile(b *testing.B, from, to string) {
 // and p99 latency of each request kind in ms, the errors, and the
 // recorder's append latency (its lag) before and during the load. The
 // clients accept gzip, as Go's HTTP client does; KRPLY_BENCH_PLAIN=1
-// makes them ask for plain answers.
+// makes them ask for plain answers, and KRPLY_BENCH_CLIENTS=n runs n
+// clients instead of 32 (what latency fewer clients see on a machine).
 //
 // It then measures the harness's floor for a third of the time: the same
 // clients, recorder and HTTP stack against a handler that answers with
@@ -178,7 +179,10 @@ func BenchmarkQueryAPI(b *testing.B) {
 	time.Sleep(5 * time.Second)
 	quiet := lagSince(0)
 
-	const clients = 32
+	clients := 32
+	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_CLIENTS")); err == nil && n > 0 {
+		clients = n
+	}
 	// Go's HTTP client accepts gzip, which the server uses for the
 	// histories (132 KB); KRPLY_BENCH_PLAIN=1 asks plain answers instead,
 	// as client.WithoutCompression and kubectl's --disable-compression do.

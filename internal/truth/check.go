@@ -67,6 +67,10 @@ const (
 	// no longer Complete, or no longer holds the same objects, when
 	// computed again for the same scope and time.
 	KindFlip = "flip"
+	// KindAnswerFlip: an ObjectAt answer a process got covered while the
+	// journal was recorded (Config.Answers) is not covered, or names
+	// another version (or existence), when asked again.
+	KindAnswerFlip = "answer-flip"
 	// KindPastEvidence: a snapshot (or a plan) was saved Complete for a
 	// time after some stream's last durable evidence of continuity when it
 	// was made: that time was not yet observed.
@@ -127,6 +131,9 @@ type Config struct {
 	// it, and the plan previews they made without saving: the journal must
 	// hold exactly the saved ones.
 	Saved []Saved
+	// Answers are ObjectAt answers processes got while the journal was
+	// recorded: each one covered must be the same when asked again.
+	Answers []Answer
 	// AuditIngested says the API server's audit log of every write of the
 	// oracle (Version.AuditID) was ingested after the recording ended, at
 	// a level that carries the response: every version recorded as a
@@ -149,6 +156,19 @@ type Saved struct {
 	Hash string `json:"hash,omitempty"`
 	// Preview: a plan made and not saved; the journal must not hold it.
 	Preview bool `json:"preview,omitempty"`
+}
+
+// Answer is an ObjectAt answer a process got while the journal was
+// recorded.
+type Answer struct {
+	By     string           `json:"by,omitempty"`
+	Object storage.ObjectID `json:"object"`
+	At     time.Time        `json:"at"`
+	// Covered and Exists are what the answer said, and ResourceVersion
+	// the version it returned ("" when the object did not exist).
+	Covered         bool   `json:"covered"`
+	Exists          bool   `json:"exists"`
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // The kinds of Saved.
@@ -179,6 +199,9 @@ type Report struct {
 	// computed again: never-flips), SavedChecked the Saved reports
 	// checked against the journal.
 	SavedSnapshots, SavedPlans, SavedComplete, SavedChecked int
+	// AnswersCovered counts the covered ObjectAt answers of Config.Answers
+	// asked again.
+	AnswersCovered int
 	// UnfinishedItems counts the items of baselines that never ended.
 	UnfinishedItems int
 	// Correlations counts the audit correlations; Attributed the versions
@@ -210,10 +233,10 @@ func (r *Report) Kinds() map[string]int {
 
 // Summary is a one-line account of the report.
 func (r *Report) Summary() string {
-	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, unfinished baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, saved snapshots %d, saved plans %d, of them Complete %d, saved reports %d, audit correlations %d, attributed %d, through a relist %d, unattributed %d, delivery lag p50/p99/max %v/%v/%v, mismatches %d %v",
+	return fmt.Sprintf("oracle versions %d, recorded %d, inside gaps %d, before recording %d, gaps %d, baseline items %d, unfinished baseline items %d, inferred deletions %d, recreated in gaps %d, ObjectAt checks %d, snapshots in gaps %d, covered snapshots %d, saved snapshots %d, saved plans %d, of them Complete %d, saved reports %d, covered answers asked again %d, audit correlations %d, attributed %d, through a relist %d, unattributed %d, delivery lag p50/p99/max %v/%v/%v, mismatches %d %v",
 		r.Versions, r.Recorded, r.InsideGaps, r.BeforeRecording, r.Gaps, r.BaselineItems, r.UnfinishedItems, r.Inferred, r.RecreatedInGap,
 		r.ObjectAtChecks, r.SnapshotsInGaps, r.SnapshotsCovered,
-		r.SavedSnapshots, r.SavedPlans, r.SavedComplete, r.SavedChecked, r.Correlations, r.Attributed, r.ThroughRelist, r.Unattributed,
+		r.SavedSnapshots, r.SavedPlans, r.SavedComplete, r.SavedChecked, r.AnswersCovered, r.Correlations, r.Attributed, r.ThroughRelist, r.Unattributed,
 		r.DeliveryLag[0].Round(time.Millisecond), r.DeliveryLag[1].Round(time.Millisecond), r.DeliveryLag[2].Round(time.Millisecond),
 		len(r.Mismatches), r.Kinds())
 }
@@ -324,6 +347,9 @@ func Check(ctx context.Context, o *Oracle, st storage.ReadWriter, cfg Config) (*
 	}
 	if err := c.checkSaved(ctx); err != nil {
 		return nil, fmt.Errorf("truth: saved snapshots and plans: %w", err)
+	}
+	if err := c.checkAnswers(ctx); err != nil {
+		return nil, fmt.Errorf("truth: answers got while recording: %w", err)
 	}
 	return c.report, nil
 }

@@ -376,6 +376,44 @@ func (c *checker) checkFlip(ctx context.Context, s savedSnapshot) error {
 	return nil
 }
 
+// checkAnswers asks again every ObjectAt answer a process got covered
+// while the journal was recorded: it must still be covered, with the
+// same version (or the same absence). A time asked as "now" is where a
+// change appended between an answer's reads would show.
+func (c *checker) checkAnswers(ctx context.Context) error {
+	for _, a := range c.cfg.Answers {
+		if !a.Covered {
+			continue
+		}
+		c.report.AnswersCovered++
+		st, err := c.mat.ObjectAt(ctx, a.Object, a.At)
+		if err != nil {
+			return fmt.Errorf("%s at %s again: %w", a.Object.Name, stamp(a.At), err)
+		}
+		var rv string
+		if st.Exists {
+			rv = st.Record.Resource.ResourceVersion
+		}
+		switch {
+		case !st.Covered:
+			c.report.add(KindAnswerFlip, "%s was answered %s at %s, covered; asked again it is not covered: %v",
+				a.By, describeAnswer(a.Object, a.Exists, a.ResourceVersion), stamp(a.At), st.Coverage)
+		case st.Exists != a.Exists || rv != a.ResourceVersion:
+			c.report.add(KindAnswerFlip, "%s was answered %s at %s, covered; asked again it is %s",
+				a.By, describeAnswer(a.Object, a.Exists, a.ResourceVersion), stamp(a.At), describeAnswer(a.Object, st.Exists, rv))
+		}
+	}
+	return nil
+}
+
+// describeAnswer names what an ObjectAt answer said of obj.
+func describeAnswer(obj storage.ObjectID, exists bool, rv string) string {
+	if !exists {
+		return obj.Namespace + "/" + obj.Name + " absent"
+	}
+	return obj.Namespace + "/" + obj.Name + " at resourceVersion " + rv
+}
+
 // isExact reports whether a correlation claims to be exact.
 func isExact(a *event.AuditCorrelation) bool {
 	return a.Confidence >= audit.ConfidenceExact || a.Rule == audit.RuleExactResourceVersion || a.Rule == audit.RuleExactUIDDeletion

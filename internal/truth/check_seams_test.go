@@ -366,3 +366,82 @@ func TestCheckCatchesUnfinishedBaselineShown(t *testing.T) {
 	}
 	t.Logf("%s\n%s", r.Summary(), mismatchLines(r))
 }
+
+// TestCheckAnswers gives the checker ObjectAt answers as a querying
+// process would report them: a covered one that the journal still gives
+// passes; a covered one naming another version, or at a time the journal
+// does not cover, is a flip; an answer that was not covered is not held
+// to anything.
+func TestCheckAnswers(t *testing.T) {
+	ss := buildSeams(t)
+	st := ss.store(t, nil)
+	m, err := materialize.New(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := ss.oracle.versions[1].Object // x, updated
+	asked := func(at time.Time) Answer {
+		t.Helper()
+		state, err := m.ObjectAt(context.Background(), obj, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Answer{By: "query-0", Object: obj, At: at, Covered: state.Covered, Exists: state.Exists}
+		if state.Exists {
+			a.ResourceVersion = state.Record.Resource.ResourceVersion
+		}
+		return a
+	}
+	good := asked(ss.at(105))
+	if !good.Covered || !good.Exists {
+		t.Fatalf("the scenario's x at 105: %+v; want covered and existing", good)
+	}
+	other := good
+	other.ResourceVersion += "0"
+	absent := good
+	absent.Exists, absent.ResourceVersion = false, ""
+	late := asked(ss.at(300))
+	if late.Covered {
+		t.Fatalf("the scenario's x at 300 (after the last evidence): %+v; want not covered", late)
+	}
+	lateClaimed := late
+	lateClaimed.Covered = true
+	lateWrong := late
+	lateWrong.ResourceVersion += "0"
+	tests := []struct {
+		name    string
+		answers []Answer
+		flips   int
+	}{
+		{"the same answer", []Answer{good}, 0},
+		{"another version", []Answer{good, other}, 1},
+		{"absent", []Answer{absent}, 1},
+		{"covered at a time not covered", []Answer{lateClaimed}, 1},
+		{"not covered, another version", []Answer{lateWrong}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(context.Background(), ss.oracle, st, Config{ClusterID: testCluster, Namespaces: []string{testNS},
+				Resources: []schema.GroupResource{{Resource: "configmaps"}}, Seed: 1, Saved: ss.saved, Answers: tc.answers, AuditIngested: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flips := 0
+			for _, mm := range r.Mismatches {
+				if mm.Kind != KindAnswerFlip {
+					t.Errorf("mismatch %s; want only %s", mm, KindAnswerFlip)
+				}
+				flips++
+			}
+			covered := 0
+			for _, a := range tc.answers {
+				if a.Covered {
+					covered++
+				}
+			}
+			if flips != tc.flips || r.AnswersCovered != covered {
+				t.Fatalf("%d flips, %d covered answers asked again (%s); want %d, %d:\n%s", flips, r.AnswersCovered, r.Summary(), tc.flips, covered, mismatchLines(r))
+			}
+		})
+	}
+}

@@ -55,9 +55,12 @@
 //     committed); the next recorder starts on the same journal.
 //   - While the journal is recorded, two other processes (-truth.queries)
 //     open it and, over and over, save snapshots of times around now, make
-//     replay plans (saving two in three, leaving the rest previews) and
-//     ingest the primary apiserver's audit log (RequestResponse level),
-//     through every relist. The recorder must never fail, nor must they.
+//     replay plans (saving two in three, leaving the rest previews), ask
+//     ObjectAt about the objects of the latest changes at now or a moment
+//     before (keeping the answers) and ingest the primary apiserver's
+//     audit log (RequestResponse level), through every relist. The
+//     recorder must never fail, nor must they. Every answer they got
+//     covered must be the same when asked again at the end.
 //   - After every clean stop and every kill, and after the last stop, the
 //     test saves snapshots of the whole scope: of now, after every record,
 //     and of moments before the recorder stopped.

@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/audit"
+	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
+	"github.com/krply/krply/storage"
 )
 
 // queryEnv names the file that configures a child process querying the
@@ -37,11 +39,12 @@ type queryConfig struct {
 }
 
 // queryLine is one act of a querying child: a snapshot or plan saved (or
-// previewed), an audit log ingested, or an error.
+// previewed), ObjectAt answers got, an audit log ingested, or an error.
 type queryLine struct {
-	Saved *Saved         `json:"saved,omitempty"`
-	Audit *audit.Summary `json:"audit,omitempty"`
-	Error string         `json:"error,omitempty"`
+	Saved   *Saved         `json:"saved,omitempty"`
+	Answers []Answer       `json:"answers,omitempty"`
+	Audit   *audit.Summary `json:"audit,omitempty"`
+	Error   string         `json:"error,omitempty"`
 }
 
 // The acts of a querying child, and how often it ingests the audit log.
@@ -51,6 +54,8 @@ const (
 	// queryLookBack bounds how far before now a query asks about: close
 	// to the recording's edge, where coverage is decided.
 	queryLookBack = 8 * time.Second
+	// queryAnswers is how many ObjectAt answers one act asks for.
+	queryAnswers = 10
 )
 
 // runQuery opens the journal another process records into and, until it
@@ -88,7 +93,7 @@ func runQuery(b Backend, configPath string) int {
 		return 2
 	}
 	defer st.Close()
-	q := &querier{cfg: cfg, rnd: rand.New(rand.NewSource(cfg.Seed))}
+	q := &querier{cfg: cfg, rnd: rand.New(rand.NewSource(cfg.Seed)), st: st}
 	if q.mat, err = materialize.New(st); err == nil {
 		q.planner, err = replay.NewPlanner(st, replay.WithPolicy(replay.Policy{AllowGaps: true}))
 	}
@@ -104,12 +109,14 @@ func runQuery(b Backend, configPath string) int {
 	for ctx.Err() == nil {
 		var l queryLine
 		var err error
-		switch n := q.rnd.Intn(3); {
+		switch n := q.rnd.Intn(4); {
 		case time.Since(lastAudit) > queryAuditPeriod:
 			lastAudit = time.Now()
 			l.Audit, err = q.ingest(ctx)
 		case n == 0:
 			l.Saved, err = q.plan(ctx)
+		case n == 1:
+			l.Answers, err = q.answers(ctx)
 		default:
 			l.Saved, err = q.snapshot(ctx)
 		}
@@ -135,6 +142,7 @@ func runQuery(b Backend, configPath string) int {
 type querier struct {
 	cfg        queryConfig
 	rnd        *rand.Rand
+	st         storage.Reader
 	mat        *materialize.Materializer
 	planner    *replay.Planner
 	correlator *audit.Correlator
@@ -164,6 +172,43 @@ func (q *querier) snapshot(ctx context.Context) (*Saved, error) {
 		return nil, fmt.Errorf("save the snapshot at %s: %w", stamp(at), err)
 	}
 	return &Saved{Kind: SavedSnapshot, By: q.cfg.Name, ID: snap.ID, At: snap.At, Complete: snap.Complete, Objects: len(snap.Objects)}, nil
+}
+
+// answers asks ObjectAt about objects of the latest changes the journal
+// holds (those a change appended meanwhile likeliest concerns), half the
+// time at now, else a moment before.
+func (q *querier) answers(ctx context.Context) ([]Answer, error) {
+	page, err := q.st.Records(ctx, storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeEvent}, Descending: true, Limit: 50, WithoutBodies: true})
+	if err != nil {
+		return nil, fmt.Errorf("the latest changes: %w", err)
+	}
+	var objs []storage.ObjectID
+	for _, rec := range page.Records {
+		if rec.Resource.Name != "" {
+			objs = append(objs, storage.ObjectIDOf(rec))
+		}
+	}
+	if len(objs) == 0 {
+		return nil, nil
+	}
+	out := make([]Answer, 0, queryAnswers)
+	for range queryAnswers {
+		obj := objs[q.rnd.Intn(len(objs))]
+		at := time.Now()
+		if q.rnd.Intn(2) == 0 {
+			at = q.when()
+		}
+		st, err := q.mat.ObjectAt(ctx, obj, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s/%s at %s: %w", obj.Namespace, obj.Name, stamp(at), err)
+		}
+		a := Answer{By: q.cfg.Name, Object: obj, At: at, Covered: st.Covered, Exists: st.Exists}
+		if st.Exists {
+			a.ResourceVersion = st.Record.Resource.ResourceVersion
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // plan makes a replay plan of one namespace into a copy of it, and saves
@@ -220,9 +265,10 @@ func startQuery(ctx context.Context, cfg queryConfig, dir string, logs io.Writer
 
 // queryResult is what a querying child did.
 type queryResult struct {
-	saved  []Saved
-	audits []audit.Summary
-	errors []string
+	saved   []Saved
+	answers []Answer
+	audits  []audit.Summary
+	errors  []string
 }
 
 // stop ends a querying child with SIGTERM and reads its report. An error
@@ -251,6 +297,8 @@ func (p *queryProcess) stop() (queryResult, error) {
 			res.errors = append(res.errors, l.Error)
 		case l.Saved != nil:
 			res.saved = append(res.saved, *l.Saved)
+		case len(l.Answers) > 0:
+			res.answers = append(res.answers, l.Answers...)
 		case l.Audit != nil:
 			res.audits = append(res.audits, *l.Audit)
 		}

@@ -215,7 +215,10 @@ func Run(t *testing.T, b Backend) *Result {
 			if err := r.oracle.WriteFile(filepath.Join(dir, "oracle.json")); err != nil {
 				t.Log(err)
 			}
-			if err := writeSaved(filepath.Join(dir, "saved.json"), r.saved); err != nil {
+			if err := writeKept(filepath.Join(dir, "saved.json"), r.saved); err != nil {
+				t.Log(err)
+			}
+			if err := writeKept(filepath.Join(dir, "answers.json"), r.queried.answers); err != nil {
 				t.Log(err)
 			}
 			if b.Keep != nil {
@@ -277,7 +280,7 @@ func Run(t *testing.T, b Backend) *Result {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	cfg := r.checkConfig()
-	cfg.Saved, cfg.AuditIngested = r.saved, true
+	cfg.Saved, cfg.Answers, cfg.AuditIngested = r.saved, r.queried.answers, true
 	checkBegan := time.Now()
 	report, err := Check(r.ctx, r.oracle, st, cfg)
 	if err != nil {
@@ -307,9 +310,9 @@ func Run(t *testing.T, b Backend) *Result {
 	if report.InsideGaps == 0 || report.Recorded == 0 {
 		t.Errorf("the run proves little: %d versions recorded, %d inside gaps", report.Recorded, report.InsideGaps)
 	}
-	if report.UnfinishedItems == 0 || report.SavedComplete == 0 || report.SavedPlans == 0 || report.Attributed == 0 || report.ThroughRelist == 0 {
-		t.Errorf("the seams prove little: %d items of unfinished baselines, %d saved Complete snapshots or plans, %d saved plans, %d versions attributed, %d through a relist",
-			report.UnfinishedItems, report.SavedComplete, report.SavedPlans, report.Attributed, report.ThroughRelist)
+	if report.UnfinishedItems == 0 || report.SavedComplete == 0 || report.SavedPlans == 0 || report.AnswersCovered == 0 || report.Attributed == 0 || report.ThroughRelist == 0 {
+		t.Errorf("the seams prove little: %d items of unfinished baselines, %d saved Complete snapshots or plans, %d saved plans, %d covered ObjectAt answers, %d versions attributed, %d through a relist",
+			report.UnfinishedItems, report.SavedComplete, report.SavedPlans, report.AnswersCovered, report.Attributed, report.ThroughRelist)
 	}
 	return &Result{Oracle: r.oracle, Store: st, Config: cfg, Report: report}
 }
@@ -687,8 +690,11 @@ func Recheck(t testing.TB, st storage.ReadWriter, dir string) {
 		}
 	}
 	cfg := checkConfig(namespaces, 1)
-	if saved, err := readSaved(filepath.Join(dir, "saved.json")); err == nil {
+	if saved, err := readKept[[]Saved](filepath.Join(dir, "saved.json")); err == nil {
 		cfg.Saved, cfg.AuditIngested = saved, true
+	}
+	if answers, err := readKept[[]Answer](filepath.Join(dir, "answers.json")); err == nil {
+		cfg.Answers = answers
 	}
 	report, err := Check(context.Background(), o, st, cfg)
 	if err != nil {

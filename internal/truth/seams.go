@@ -136,6 +136,7 @@ func (r *run) stopQueries() {
 		res, err := q.stop()
 		r.saved = append(r.saved, res.saved...)
 		r.queried.saved = append(r.queried.saved, res.saved...)
+		r.queried.answers = append(r.queried.answers, res.answers...)
 		r.queried.audits = append(r.queried.audits, res.audits...)
 		r.queried.errors = append(r.queried.errors, res.errors...)
 		if err != nil {
@@ -296,8 +297,14 @@ func (r *run) queriedSummary(ingests []audit.Summary) string {
 	for _, a := range r.queried.audits {
 		recorded += a.Recorded
 	}
-	parts := []string{fmt.Sprintf("query processes %d: snapshots %d, plans %d (Complete %d), audit ingests %d storing %d correlations, errors %d",
-		*queriesFlag, snapshots, plans, complete, len(r.queried.audits), recorded, len(r.queried.errors)),
+	covered := 0
+	for _, a := range r.queried.answers {
+		if a.Covered {
+			covered++
+		}
+	}
+	parts := []string{fmt.Sprintf("query processes %d: snapshots %d, plans %d (Complete %d), ObjectAt answers %d (covered %d), audit ingests %d storing %d correlations, errors %d",
+		*queriesFlag, snapshots, plans, complete, len(r.queried.answers), covered, len(r.queried.audits), recorded, len(r.queried.errors)),
 		fmt.Sprintf("waited for progress %v", r.waitedForProgress.Round(time.Millisecond))}
 	for i, s := range ingests {
 		parts = append(parts, fmt.Sprintf("final audit ingest %d: events %d, exact %d, scored %d, unmatched %d, recorded %d", i+1, s.Events, s.Exact, s.Scored, s.Unmatched, s.Recorded))
@@ -305,21 +312,21 @@ func (r *run) queriedSummary(ingests []audit.Summary) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeSaved and readSaved keep what a failed run saved next to its
-// journal, for TestRecheck.
-func writeSaved(path string, saved []Saved) error {
-	raw, err := json.Marshal(saved)
+// writeKept and readKept keep what a failed run saved, and the answers
+// its processes got, next to its journal, for TestRecheck.
+func writeKept(path string, v any) error {
+	raw, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, raw, 0o600)
 }
 
-func readSaved(path string) ([]Saved, error) {
+func readKept[T any](path string) (T, error) {
+	var v T
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return v, err
 	}
-	var saved []Saved
-	return saved, json.Unmarshal(raw, &saved)
+	return v, json.Unmarshal(raw, &v)
 }

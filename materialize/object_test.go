@@ -214,11 +214,36 @@ func TestObjectAtErrors(t *testing.T) {
 }
 
 // statusHook is a memory store that runs before, once, at its first
-// StreamStatus or Streams: what a writer appends while ObjectAt reads the
-// evidence of the streams.
+// StreamStatus or Streams, and afterLatest, once, right after its first
+// LatestAt: what a writer appends while ObjectAt reads the evidence of
+// the streams, or the object's record.
 type statusHook struct {
 	*memory.Store
-	before func()
+	before      func()
+	afterLatest func()
+}
+
+func (h *statusHook) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
+	rec, err := h.Store.LatestAt(ctx, obj, at)
+	if f := h.afterLatest; f != nil {
+		h.afterLatest = nil
+		f()
+	}
+	return rec, err
+}
+
+// objectAtOf asks ObjectAt of a Materializer over store.
+func objectAtOf(t *testing.T, store storage.ReadWriter, obj storage.ObjectID, when time.Time) *materialize.ObjectState {
+	t.Helper()
+	m, err := materialize.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.ObjectAt(context.Background(), obj, when)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 func (h *statusHook) fire() {
@@ -253,14 +278,7 @@ func TestObjectAtEvidenceBeforeTimelines(t *testing.T) {
 		j.gap(j.cms, at(60), at(64))
 		j.progress(j.cms, at(70))
 	}
-	m, err := materialize.New(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := objectAtOf(t, h, idOf(j.cms, "a", "shop"), at(62))
 	if h.before != nil {
 		t.Fatal("ObjectAt read no stream status")
 	}
@@ -278,14 +296,7 @@ func TestObjectAtStreamBeginsMeanwhile(t *testing.T) {
 		j.baseline(all, "w1", at(20), cm("shop", "a", "ua", map[string]any{"v": "2"}))
 		j.progress(all, at(80))
 	}
-	m, err := materialize.New(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(70))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := objectAtOf(t, h, idOf(j.cms, "a", "shop"), at(70))
 	if len(st.Coverage) != 2 {
 		t.Fatalf("coverage %+v, want both streams", st.Coverage)
 	}
@@ -323,22 +334,6 @@ func TestObjectAtStreamBeginsBetweenCalls(t *testing.T) {
 	}
 }
 
-// latestHook is a memory store that runs after, once, right after its
-// first LatestAt: what a writer appends while ObjectAt reads.
-type latestHook struct {
-	*memory.Store
-	after func()
-}
-
-func (h *latestHook) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time) (event.Record, error) {
-	rec, err := h.Store.LatestAt(ctx, obj, at)
-	if f := h.after; f != nil {
-		h.after = nil
-		f()
-	}
-	return rec, err
-}
-
 // A batch appended while ObjectAt reads, holding a change of the object
 // observed before the time asked and evidence past it (what a recorder
 // appends a few milliseconds after it observed them, so at for a time
@@ -346,23 +341,14 @@ func (h *latestHook) LatestAt(ctx context.Context, obj storage.ObjectID, at time
 // the evidence is read before the object's record, so the answer is
 // either the new version, covered, or not covered.
 func TestObjectAtEvidenceBeforeRecord(t *testing.T) {
-	h := &latestHook{Store: memory.New()}
-	t.Cleanup(func() { _ = h.Store.Close() })
-	j := newOutageJournalIn(newJournalIn(t, h.Store))
+	h, j := newStatusHook(t)
 	a := cm("shop", "a", "ua", map[string]any{"v": "3"})
-	h.after = func() {
+	h.afterLatest = func() {
 		j.watch(j.cms, event.Modified, a, at(61))
 		j.progress(j.cms, at(63))
 	}
-	m, err := materialize.New(h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.after != nil {
+	st := objectAtOf(t, h, idOf(j.cms, "a", "shop"), at(62))
+	if h.afterLatest != nil {
 		t.Fatal("ObjectAt read no record of the object")
 	}
 	if st.Covered && (!st.Exists || dataOf(t, st.Object) != "3") {
@@ -370,10 +356,7 @@ func TestObjectAtEvidenceBeforeRecord(t *testing.T) {
 	}
 	// The same question asked once the batch is in answers the change,
 	// covered: the first answer must not have claimed otherwise.
-	again, err := m.ObjectAt(context.Background(), idOf(j.cms, "a", "shop"), at(62))
-	if err != nil {
-		t.Fatal(err)
-	}
+	again := objectAtOf(t, h, idOf(j.cms, "a", "shop"), at(62))
 	if !again.Covered || dataOf(t, again.Object) != "3" {
 		t.Fatalf("asked again: covered=%v data.v %q, want covered with 3", again.Covered, dataOf(t, again.Object))
 	}

@@ -143,6 +143,7 @@ func (w *testWriter) Write(p []byte) (int, error) {
 // saw it, nothing lost although one died), and the journal is covered
 // with the exact state of the namespace after the last write.
 func TestTwoRecordersOneKilled(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	ns := env.CreateNamespace(t)
 	dsn := database(t)

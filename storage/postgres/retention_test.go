@@ -21,6 +21,7 @@ import (
 // records moved to the base partition) while every answer about a time
 // at or after the cut is the same as before.
 func TestRetentionDropsPartitions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, schema := openSchema(t, postgres.WithPartitionWidth(time.Minute))
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

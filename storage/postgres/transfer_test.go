@@ -38,6 +38,7 @@ func openSQLite(t *testing.T) *sqlite.Store {
 // export leave whole batches in PostgreSQL and nothing of the batch at
 // fault, and importing the whole export afterwards completes the journal.
 func TestRoundTripRecordedJournal(t *testing.T) {
+	t.Parallel()
 	src := openSQLite(t)
 	counts := recording.Outage(t, src)
 	t.Logf("recorded %v", counts)

@@ -196,7 +196,9 @@ func (q *querier) answers(ctx context.Context) ([]Answer, error) {
 		obj := objs[q.rnd.Intn(len(objs))]
 		at := time.Now()
 		if q.rnd.Intn(2) == 0 {
-			at = q.when()
+			// A moment before now, never now itself (which q.when
+			// gives one time in three): a time the evidence may cover.
+			at = at.Add(-time.Duration(1 + q.rnd.Int63n(int64(queryLookBack))))
 		}
 		st, err := q.mat.ObjectAt(ctx, obj, at)
 		if err != nil {

@@ -171,6 +171,15 @@ type Answer struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
+// answerOf is the Answer st, ObjectAt's answer about obj at at, gives.
+func answerOf(by string, obj storage.ObjectID, at time.Time, st *materialize.ObjectState) Answer {
+	a := Answer{By: by, Object: obj, At: at, Covered: st.Covered, Exists: st.Exists}
+	if st.Exists {
+		a.ResourceVersion = st.Record.Resource.ResourceVersion
+	}
+	return a
+}
+
 // The kinds of Saved.
 const (
 	SavedSnapshot = "snapshot"

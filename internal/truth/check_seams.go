@@ -388,30 +388,27 @@ func (c *checker) checkAnswers(ctx context.Context) error {
 		c.report.AnswersCovered++
 		st, err := c.mat.ObjectAt(ctx, a.Object, a.At)
 		if err != nil {
-			return fmt.Errorf("%s at %s again: %w", a.Object.Name, stamp(a.At), err)
+			return fmt.Errorf("%s at %s again: %w", objectKey(a.Object), stamp(a.At), err)
 		}
-		var rv string
-		if st.Exists {
-			rv = st.Record.Resource.ResourceVersion
-		}
+		again := answerOf(a.By, a.Object, a.At, st)
 		switch {
-		case !st.Covered:
+		case !again.Covered:
 			c.report.add(KindAnswerFlip, "%s was answered %s at %s, covered; asked again it is not covered: %v",
-				a.By, describeAnswer(a.Object, a.Exists, a.ResourceVersion), stamp(a.At), st.Coverage)
-		case st.Exists != a.Exists || rv != a.ResourceVersion:
+				a.By, a.describe(), stamp(a.At), st.Coverage)
+		case again.Exists != a.Exists || again.ResourceVersion != a.ResourceVersion:
 			c.report.add(KindAnswerFlip, "%s was answered %s at %s, covered; asked again it is %s",
-				a.By, describeAnswer(a.Object, a.Exists, a.ResourceVersion), stamp(a.At), describeAnswer(a.Object, st.Exists, rv))
+				a.By, a.describe(), stamp(a.At), again.describe())
 		}
 	}
 	return nil
 }
 
-// describeAnswer names what an ObjectAt answer said of obj.
-func describeAnswer(obj storage.ObjectID, exists bool, rv string) string {
-	if !exists {
-		return obj.Namespace + "/" + obj.Name + " absent"
+// describe names what an ObjectAt answer said of its object.
+func (a Answer) describe() string {
+	if !a.Exists {
+		return objectKey(a.Object) + " absent"
 	}
-	return obj.Namespace + "/" + obj.Name + " at resourceVersion " + rv
+	return objectKey(a.Object) + " at resourceVersion " + a.ResourceVersion
 }
 
 // isExact reports whether a correlation claims to be exact.

@@ -386,11 +386,7 @@ func TestCheckAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := Answer{By: "query-0", Object: obj, At: at, Covered: state.Covered, Exists: state.Exists}
-		if state.Exists {
-			a.ResourceVersion = state.Record.Resource.ResourceVersion
-		}
-		return a
+		return answerOf("query-0", obj, at, state)
 	}
 	good := asked(ss.at(105))
 	if !good.Covered || !good.Exists {

@@ -202,13 +202,9 @@ func (q *querier) answers(ctx context.Context) ([]Answer, error) {
 		}
 		st, err := q.mat.ObjectAt(ctx, obj, at)
 		if err != nil {
-			return nil, fmt.Errorf("%s/%s at %s: %w", obj.Namespace, obj.Name, stamp(at), err)
+			return nil, fmt.Errorf("%s at %s: %w", objectKey(obj), stamp(at), err)
 		}
-		a := Answer{By: q.cfg.Name, Object: obj, At: at, Covered: st.Covered, Exists: st.Exists}
-		if st.Exists {
-			a.ResourceVersion = st.Record.Resource.ResourceVersion
-		}
-		out = append(out, a)
+		out = append(out, answerOf(q.cfg.Name, obj, at, st))
 	}
 	return out, nil
 }

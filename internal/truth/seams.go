@@ -297,14 +297,8 @@ func (r *run) queriedSummary(ingests []audit.Summary) string {
 	for _, a := range r.queried.audits {
 		recorded += a.Recorded
 	}
-	covered := 0
-	for _, a := range r.queried.answers {
-		if a.Covered {
-			covered++
-		}
-	}
-	parts := []string{fmt.Sprintf("query processes %d: snapshots %d, plans %d (Complete %d), ObjectAt answers %d (covered %d), audit ingests %d storing %d correlations, errors %d",
-		*queriesFlag, snapshots, plans, complete, len(r.queried.answers), covered, len(r.queried.audits), recorded, len(r.queried.errors)),
+	parts := []string{fmt.Sprintf("query processes %d: snapshots %d, plans %d (Complete %d), ObjectAt answers %d, audit ingests %d storing %d correlations, errors %d",
+		*queriesFlag, snapshots, plans, complete, len(r.queried.answers), len(r.queried.audits), recorded, len(r.queried.errors)),
 		fmt.Sprintf("waited for progress %v", r.waitedForProgress.Round(time.Millisecond))}
 	for i, s := range ingests {
 		parts = append(parts, fmt.Sprintf("final audit ingest %d: events %d, exact %d, scored %d, unmatched %d, recorded %d", i+1, s.Events, s.Exact, s.Scored, s.Unmatched, s.Recorded))

@@ -9,16 +9,16 @@ GO ?= go
 # tests (the package under -race took 558 s with them, 297 s without). Every package is still instrumented for races,
 # modernc.org's too, and the project's own code keeps checkptr.
 RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
-RACE_PKGS ?= ./storage/... ./watch/... ./internal/testenv/... ./internal/reread/... ./audit/... ./materialize/... ./server/...
+RACE_PKGS ?= ./storage/... ./watch/... ./krplytest/testenv/... ./internal/reread/... ./audit/... ./materialize/... ./server/...
 # Tests of RACE_PKGS that make test also runs without the race detector: volume tests, which write less under it
 # (see their race_on_test.go), where the race detector's slowness hides what they check.
 PLAIN_TOO ?= -run '^TestLogStartsOver$$' ./storage/sqlite
-# Packages of nested modules that make test runs without the race detector: the truth soak test, as internal/truth in the core module
+# Packages of nested modules that make test runs without the race detector: the truth soak test, as krplytest/truth in the core module
 # (its PostgreSQL run takes 7 minutes under -race, 3.7 without; the store's own packages run under -race).
 NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth
 # The core module's slowest test packages, slowest first: make test starts them first (go test runs
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
-SLOW_FIRST ?= ./watch ./storage/sqlite ./internal/truth ./storage/transfer ./storage ./internal/testenv ./internal/soak ./audit
+SLOW_FIRST ?= ./watch ./storage/sqlite ./krplytest/truth ./storage/transfer ./storage ./krplytest/testenv ./internal/testing/soak ./audit
 
 .PHONY: all test testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
 
@@ -63,11 +63,11 @@ fmt-check:
 
 ## api: write the record of the exported API (api/krply.txt) after a deliberate API change; commit it with the change.
 api:
-	$(GO) run ./internal/apicheck -w
+	$(GO) run ./tools/apicheck -w
 
 ## api-check: fail when the exported API differs from api/krply.txt (printing the difference) or an option constructor is exercised by no test or example.
 api-check:
-	$(GO) run ./internal/apicheck
+	$(GO) run ./tools/apicheck
 
 ## bench: the benchmark set of the README's performance table in one run, printing the table with the machine's load (minutes; BENCH_RELIST_150K=0 skips the 150,000-object relist).
 bench:
@@ -113,13 +113,13 @@ nested-plain/%:
 .PHONY: truth-soak
 truth-soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_TRUTH_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestTruth$$' -v ./internal/truth/
+	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_TRUTH_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestTruth$$' -v ./krplytest/truth/
 
 ## soak: the recorder as operators run it (every resource, retention at 4 MiB, /metrics) against the local control plane with a steady workload for 10 minutes; prints RSS, disk and gaps every 10s and fails if memory grows, the disk is not bounded or a gap appears.
 .PHONY: soak
 soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
-	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SOAK_DURATION=10m $(GO) test -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/soak/
+	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SOAK_DURATION=10m $(GO) test -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/testing/soak/
 
 ## screenshots: a PNG of every view of the web UI, on a journal recorded from the local control plane, into docs/screenshots.
 screenshots: browser

@@ -1,7 +1,7 @@
 package audit
 
 // The real thing: a kube-apiserver writing an audit log while the Collector
-// records the journal (internal/testenv). Skips when KUBEBUILDER_ASSETS is
+// records the journal (krplytest/testenv). Skips when KUBEBUILDER_ASSETS is
 // missing, fails under `make test` (KRPLY_REQUIRE_TESTENV).
 
 import (
@@ -30,9 +30,9 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
-	"github.com/krply/krply/internal/testenv/faultproxy"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"

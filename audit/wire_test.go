@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/krply/krply/audit"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 )
 
 // TestWireSummary pins the JSON form of what Ingest and the webhook handler

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"github.com/krply/krply/internal/recorder"
-	"github.com/krply/krply/internal/recorder/recordertest"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/recorder"
+	"github.com/krply/krply/recorder/recordertest"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"

@@ -161,7 +161,7 @@ func TestDockerignore(t *testing.T) {
 	if !slices.Contains(patterns, ".git") {
 		t.Error(".dockerignore lets .git in")
 	}
-	for _, needed := range []string{"go.mod", "go.sum", "hack/image-binaries.sh", "cmd/kubectl-krply/go.mod", "cmd/kubectl-krply/go.sum", "cmd/kubectl-krply/main.go", "storage/postgres/go.mod", "storage/postgres/store.go", "internal/recorder/recorder.go", "server/ui/assets/index.html", "storage/sqlite/format_dictionary.json", "watch/collector.go"} {
+	for _, needed := range []string{"go.mod", "go.sum", "hack/image-binaries.sh", "cmd/kubectl-krply/go.mod", "cmd/kubectl-krply/go.sum", "cmd/kubectl-krply/main.go", "storage/postgres/go.mod", "storage/postgres/store.go", "recorder/recorder.go", "server/ui/assets/index.html", "storage/sqlite/format_dictionary.json", "watch/collector.go"} {
 		for _, p := range patterns {
 			if excludes(p, needed) {
 				t.Errorf(".dockerignore pattern %q keeps out %s, which the build needs", p, needed)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 )
 
 // TestWireRecord pins the JSON form of journal records and their payloads

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the binary of the container image into the folder $1 — the
 # Dockerfile's build stage runs it, and deploy's tests run it too:
-#   kubectl-krply   the recorder (`kubectl-krply record`, internal/recorder)
+#   kubectl-krply   the recorder (`kubectl-krply record`, recorder)
 #                   and the command-line tool (history, blame, snapshot,
 #                   replay, ...), for `kubectl exec` into the pod; its version
 #                   stamped from $VERSION

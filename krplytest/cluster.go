@@ -21,7 +21,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/krply/krply/internal/fakewatch"
+	"github.com/krply/krply/krplytest/fakewatch"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/watch"
 )

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/krply/krply/internal/textdiff"
+	"github.com/krply/krply/internal/testing/textdiff"
 )
 
 // UpdateFlag is the test flag that makes AssertGolden write golden files

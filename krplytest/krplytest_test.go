@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/failrec"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/krplytest/failrec"
 	"github.com/krply/krply/materialize"
 )
 

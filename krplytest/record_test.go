@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/watch"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/cputime"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"

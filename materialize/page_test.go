@@ -16,7 +16,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply/internal/cputime"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage/memory"
 )

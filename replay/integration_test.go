@@ -23,8 +23,8 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/readonly"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"

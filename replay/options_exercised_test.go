@@ -9,8 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/krply/krply/internal/testenv"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/replay"
 )
 

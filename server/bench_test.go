@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/benchjournal"
 	"github.com/krply/krply/internal/cputime"
+	"github.com/krply/krply/internal/testing/benchjournal"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
@@ -30,7 +30,7 @@ import (
 // The query API benchmark journal: benchNamespaces streams of ConfigMaps,
 // benchObjects objects in all with benchVersions versions each (1,000,000
 // events), one event per millisecond after a baseline of each stream
-// (internal/benchjournal).
+// (internal/testing/benchjournal).
 const (
 	benchNamespaces = benchjournal.Namespaces
 	benchObjects    = benchjournal.Objects

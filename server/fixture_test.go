@@ -12,7 +12,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/readonly"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"

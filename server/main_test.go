@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }

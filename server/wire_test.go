@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/server"

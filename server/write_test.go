@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/server"

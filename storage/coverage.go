@@ -154,7 +154,7 @@ func (t Timeline) continuity(at, evidence time.Time) Coverage {
 
 // compactionReason is the Baseline.Reason of the synthetic baseline that
 // Compact writes where it folded a stream's older history
-// (storage/internal/compaction.CompactionReason).
+// (storage/compaction.CompactionReason).
 const compactionReason = "compaction"
 
 // compactedUntil returns where a compacted stream's history begins: the

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 	"github.com/krply/krply/storage"
 )
 

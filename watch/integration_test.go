@@ -1,6 +1,6 @@
 package watch
 
-// Tests against a real kube-apiserver and etcd (internal/testenv), with the
+// Tests against a real kube-apiserver and etcd (krplytest/testenv), with the
 // fault proxy between the Collector and the apiserver where faults are
 // needed. They skip when KUBEBUILDER_ASSETS is missing (and fail under
 // `make test`, which sets KRPLY_REQUIRE_TESTENV).
@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

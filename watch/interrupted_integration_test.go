@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"

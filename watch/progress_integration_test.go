@@ -1,7 +1,7 @@
 package watch
 
 // Progress checkpoints and the relist after an outage, against a real
-// kube-apiserver (internal/testenv), with the fault proxy where a fault is
+// kube-apiserver (krplytest/testenv), with the fault proxy where a fault is
 // needed.
 
 import (
@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"k8s.io/client-go/rest"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/krply/krply/internal/cputime"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/storage/sqlite"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

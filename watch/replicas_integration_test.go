@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv/faultproxy"
+	"github.com/krply/krply/krplytest/testenv/faultproxy"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/go-logr/logr/testr"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/storage"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/storage/postgres"
 	"github.com/krply/krply/storage/sqlite"
 )

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
-	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
 	"github.com/krply/krply/watch"
 )

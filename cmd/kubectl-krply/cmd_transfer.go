@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/storage/transfer"
 )
 

@@ -7,7 +7,7 @@
 //	kubectl krply history deploy/web -n shop
 //
 // Commands: record (the recorder operators run: record-everything,
-// retention, metrics, the query API; package internal/recorder), status,
+// retention, metrics, the query API; package recorder), status,
 // gaps, get, history, blame, diff, snapshot, replay plan / dry-run /
 // apply, audit ingest, export, import, migrate, version, completion. They take kubectl's flags (--kubeconfig,
 // --context, -n, -A, -l on record) through k8s.io/cli-runtime, its printers

@@ -13,7 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/krply/krply/internal/golden"
+	"github.com/krply/krply/krplytest/golden"
 	"github.com/krply/krply/replay"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/internal/recorder"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/storage/postgres"
 )
 

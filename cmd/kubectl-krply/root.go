@@ -15,8 +15,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/krply/krply/internal/recorder"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/replay"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/recorder"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
 )

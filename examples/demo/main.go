@@ -1,5 +1,5 @@
 // Command demo is krply's quickstart: it starts a local control plane
-// (etcd and kube-apiserver, see internal/testenv), records a small workload
+// (etcd and kube-apiserver, see krplytest/testenv), records a small workload
 // through an outage that loses history for real, and prints what krply
 // makes of it: coverage with the gap, one object's timeline with who changed
 // what, a diff, snapshots with their completeness, and a replay into a
@@ -29,7 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/server"
 )
 

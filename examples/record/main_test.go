@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 )
 
 // The recorder records through a kubeconfig, reports its streams, and

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply/examples/internal/clitest"
-	"github.com/krply/krply/internal/testenv"
 	"github.com/krply/krply/krplytest"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 )
 

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/failrec"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/krplytest/crtest"
+	"github.com/krply/krply/krplytest/failrec"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/watch"
 )

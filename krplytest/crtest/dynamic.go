@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/krply/krply/internal/fakewatch"
+	"github.com/krply/krply/krplytest/fakewatch"
 )
 
 // errReadOnly is what the Collector's client answers to a write: the

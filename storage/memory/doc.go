@@ -20,7 +20,7 @@
 //   - Identical object bodies are kept once (by ObjectHash). An empty
 //     ObjectHash is filled in on Append.
 //   - Compact keeps every answer about a time at or after its argument; the
-//     rule is the one storage/sqlite uses (storage/internal/compaction).
+//     rule is the one storage/sqlite uses (storage/compaction).
 //   - The items of open baselines (storage.Reader) are left out of object
 //     queries by a per-stream set of open baseline IDs; while no baseline
 //     is open nothing is checked.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // RestoreStreams sets the checkpoint and availability of streams; see

@@ -6,7 +6,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // state is the journal and its indexes. Every slice of records is in
@@ -477,7 +477,7 @@ func matches(q storage.Query, rec *event.Record) bool {
 // ObservedAt does not decrease in IngestSeq order (storage.Writer.Append's
 // contract), except for the baseline markers of a compaction, which take
 // freed sequence numbers among records observed earlier than they are
-// (see storage/internal/compaction): cutting by sequence number after the
+// (see storage/compaction): cutting by sequence number after the
 // last record in time order keeps them, where cutting at the first record
 // observed after until in sequence order would cut at a marker and lose
 // the records after it.

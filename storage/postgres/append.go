@@ -14,7 +14,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // row is a record as krply_records stores it.

@@ -9,12 +9,12 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/compaction"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/compaction"
+	"github.com/krply/krply/storage/journal"
 )
 
 // Compact removes what is no longer needed to answer questions about times
-// at or after before; see storage.Writer and storage/internal/compaction
+// at or after before; see storage.Writer and storage/compaction
 // for the rule. It runs in one transaction that holds every writer off
 // (readers go on, and see the journal before or after it).
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {

@@ -104,7 +104,7 @@
 // and a free loopback port; hack/postgres.sh installs Debian's postgresql
 // when they are missing. When the tests run as root, the server runs as the
 // unprivileged user postgres (or nobody), since PostgreSQL refuses root.
-// internal/pgtruth runs the truth test of internal/truth on it, as on
+// internal/pgtruth runs the truth test of krplytest/truth on it, as on
 // SQLite (recorders killed with SIGKILL, processes querying while others
 // record, no mismatch allowed), and two replicas of one cluster recording
 // into one database while one of them relists.

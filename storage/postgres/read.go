@@ -15,7 +15,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // querier is what the reader queries: the pool, or the transaction of a
@@ -241,7 +241,7 @@ func (r reader) Records(ctx context.Context, q storage.Query) (storage.Page, err
 		if q.StreamID != "" {
 			// Seek: no record of the stream observed at or before Until
 			// has a larger seq than the last one in time order (see
-			// storage/internal/compaction, "Order in time").
+			// storage/compaction, "Order in time").
 			where = append(where, "r.seq <= (SELECT s.seq FROM krply_records s WHERE s.cluster_id = r.cluster_id AND s.stream_id = r.stream_id AND s.observed_at <= "+u+" ORDER BY s.observed_at DESC, s.seq DESC LIMIT 1)")
 		}
 	}

@@ -21,7 +21,7 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/testenv"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/postgres"
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // RestoreStreams sets the checkpoint and availability of streams in one

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/krply/krply/internal/recording"
+	"github.com/krply/krply/krplytest/recording"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/postgres"
 	"github.com/krply/krply/storage/sqlite"

@@ -8,12 +8,12 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/compaction"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/compaction"
+	"github.com/krply/krply/storage/journal"
 )
 
 // Compact implements storage.Writer with the shared rule of
-// storage/internal/compaction: it takes the journal's write lock (BEGIN
+// storage/compaction: it takes the journal's write lock (BEGIN
 // IMMEDIATE), so that no process appends meanwhile, decides on that
 // consistent view, and applies the plan in the same transaction. Bodies
 // no record uses any more are deleted, except the one with the highest

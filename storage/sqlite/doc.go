@@ -7,7 +7,7 @@
 //
 // It passes the conformance suite in storage/storagetest, and decides
 // compaction with the same rule as storage/memory
-// (storage/internal/compaction).
+// (storage/compaction).
 //
 // # Guarantees
 //

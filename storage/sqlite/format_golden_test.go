@@ -5,7 +5,7 @@ import (
 	"flag"
 	"testing"
 
-	"github.com/krply/krply/internal/golden"
+	"github.com/krply/krply/krplytest/golden"
 )
 
 // The format tests (format_*_test.go) compare what today's code reads and
@@ -15,7 +15,7 @@ import (
 //
 //	go test ./storage/sqlite -run TestFormat -update
 //
-// (the -update flag is internal/golden's) and, to rebuild the journal of
+// (the -update flag is krplytest/golden's) and, to rebuild the journal of
 // the current schema version with today's writer (older versions' journals
 // are never rebuilt),
 //

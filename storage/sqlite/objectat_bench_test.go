@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/krply/krply/event"
-	"github.com/krply/krply/internal/benchjournal"
 	"github.com/krply/krply/internal/cputime"
+	"github.com/krply/krply/internal/testing/benchjournal"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"

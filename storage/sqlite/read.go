@@ -18,7 +18,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // recordSelect selects a record with its object's name and body. The %s
@@ -647,7 +647,7 @@ func (rq *recordsQuery) timeBounds(q storage.Query, streamRow int64) {
 		// stream ObservedAt does not decrease in seq order
 		// (Append's contract), and a compaction's markers, which
 		// break that order, sit at or before the record observed
-		// when they are (see storage/internal/compaction).
+		// when they are (see storage/compaction).
 		rq.add(streamUntilBound, streamRow, encodeTime(q.Until))
 	}
 }

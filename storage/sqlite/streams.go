@@ -8,7 +8,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 const streamColumns = `id, stream_id, cluster, checkpoint_rv, checkpoint_at, available, availability_reason, last_baseline_id, last_baseline_end_at, open_baseline_id, gaps, last_gap_at, first_observed_at, last_observed_at, records, last_seq`

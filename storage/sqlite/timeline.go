@@ -246,7 +246,7 @@ const watermarkQuery = `SELECT seq, type, synthetic, watch_type, observed_at, me
 // Within a stream ObservedAt does not decrease in seq order (Append's
 // contract), so this is the order of a descending Records query; where a
 // compaction's markers break that order, the first record carrying
-// progress is still the same (see storage/internal/compaction).
+// progress is still the same (see storage/compaction).
 func (s *Store) Watermark(ctx context.Context, streamID string, at time.Time) (string, time.Time, error) {
 	done, err := s.enter()
 	if err != nil {

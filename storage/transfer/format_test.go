@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/krply/krply/internal/golden"
+	"github.com/krply/krply/krplytest/golden"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/transfer"
 	"github.com/krply/krply/storage/transfer/transfertest"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/internal/journal"
+	"github.com/krply/krply/storage/journal"
 )
 
 // Import reads an export stream from rd and appends its records to store,

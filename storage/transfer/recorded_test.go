@@ -3,7 +3,7 @@ package transfer_test
 import (
 	"testing"
 
-	"github.com/krply/krply/internal/recording"
+	"github.com/krply/krply/krplytest/recording"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/storage/transfer/transfertest"
 )

@@ -3,7 +3,7 @@ package transfer_test
 import (
 	"testing"
 
-	"github.com/krply/krply/internal/wiretest"
+	"github.com/krply/krply/internal/testing/wiretest"
 	"github.com/krply/krply/storage/transfer"
 )
 

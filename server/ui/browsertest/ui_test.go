@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	workload "github.com/krply/krply/internal/shop"
+	workload "github.com/krply/krply/krplytest/shop"
 	"github.com/krply/krply/server"
 )
 

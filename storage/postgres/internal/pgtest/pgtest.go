@@ -1,5 +1,5 @@
 // Package pgtest runs a real PostgreSQL server for the tests of
-// storage/postgres, in the manner of internal/testenv: the installed server
+// storage/postgres, in the manner of krplytest/testenv: the installed server
 // programs (initdb, postgres) started on a temporary folder and a free
 // loopback port, stopped when the tests are done.
 //

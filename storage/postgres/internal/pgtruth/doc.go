@@ -1,4 +1,4 @@
-// Package pgtruth runs krply's truth test (internal/truth) on a PostgreSQL
+// Package pgtruth runs krply's truth test (krplytest/truth) on a PostgreSQL
 // journal: the same workload, faults, seams and check as on SQLite, with
 // every recorder, querying process and the check opening one database of
 // a real PostgreSQL server (storage/postgres/internal/pgtest). Beside it,

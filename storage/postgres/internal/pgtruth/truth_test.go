@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/krply/krply/internal/truth"
+	"github.com/krply/krply/krplytest/truth"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/postgres"
 	"github.com/krply/krply/storage/postgres/internal/pgtest"

@@ -24,15 +24,27 @@ ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 FROM ${GO_IMAGE} AS build
 WORKDIR /src
-COPY go.mod go.sum ./
-COPY cmd/kubectl-krply/go.mod cmd/kubectl-krply/go.sum cmd/kubectl-krply/
-COPY storage/postgres/go.mod storage/postgres/go.sum storage/postgres/
-RUN go mod download && cd cmd/kubectl-krply && go mod download
+# The whole tree: the plugin's module resolves the krply modules it requires
+# through the repository's go.work, which names every module's folder.
 COPY . .
+RUN cd cmd/kubectl-krply && go mod download
 ARG VERSION=dev
 RUN VERSION=${VERSION} hack/image-binaries.sh /out
 
 FROM ${BASE_IMAGE}
+# make release writes these build arguments for a release (dist/image-build-args).
+ARG VERSION=dev
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="krply" \
+      org.opencontainers.image.description="A gap-aware history of Kubernetes objects: the recorder, query API, web UI and command-line tool" \
+      org.opencontainers.image.source="https://github.com/krply/krply" \
+      org.opencontainers.image.url="https://github.com/krply/krply" \
+      org.opencontainers.image.documentation="https://github.com/krply/krply/tree/main/docs" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"
 COPY --from=build /out/ /
 USER 65532:65532
 ENTRYPOINT ["/kubectl-krply"]

@@ -3,6 +3,10 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 
 GO ?= go
+# The core module is built and tested on its own requirements (GOWORK=off), as those who go get it build it; the nested
+# modules through the committed go.work (WORKSPACE), which resolves the krply modules they require to the folders here.
+export GOWORK = off
+WORKSPACE := GOWORK=$(CURDIR)/go.work
 # Packages with goroutines of their own; make test runs them under the race detector (and every other package without it).
 # RACE is how: -race, but modernc.org's packages (SQLite and its libc, C translated to Go) compiled without checkptr, the
 # unsafe.Pointer checks -race turns on everywhere: in the translated C they were 40% of the CPU time of storage/sqlite's
@@ -81,7 +85,7 @@ demo:
 examples:
 	$(GO) build ./examples/...
 	@for mod in $(NESTED); do \
-		echo "building $$mod"; (cd "$$mod" && $(GO) build ./... && $(GO) vet ./...); \
+		echo "building $$mod"; (cd "$$mod" && export $(WORKSPACE) && $(GO) build ./... && $(GO) vet ./...); \
 	done
 	$(GO) test -count=1 ./examples/testing/
 
@@ -102,11 +106,11 @@ NESTED_SLOW_FIRST ?= ./storage/postgres
 NESTED_RUNS := $(foreach mod,$(filter $(NESTED_SLOW_FIRST),$(NESTED)) $(filter-out $(NESTED_SLOW_FIRST),$(NESTED)),nested-race/$(mod:./%=%) nested-plain/$(mod:./%=%))
 
 nested-race/%:
-	@cd $* && race=$$(comm -23 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
+	@cd $* && export $(WORKSPACE) && race=$$(comm -23 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
 	if [[ -n "$$race" ]]; then echo "testing $* under the race detector"; $(GO) test -count=1 $(RACE) -timeout 30m $$race; fi
 
 nested-plain/%:
-	@cd $* && plain=$$(comm -12 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
+	@cd $* && export $(WORKSPACE) && plain=$$(comm -12 <($(GO) list ./... | sort) <(printf '%s\n' $(NESTED_NO_RACE) | sort)) && \
 	if [[ -n "$$plain" ]]; then echo "testing $* without the race detector:" $$plain; $(GO) test -count=1 -timeout 30m $$plain; fi
 
 ## truth-soak: the long form of the history-truth test (>= 10,000 operations, >= 20 faults, a real control plane); KRPLY_TRUTH_SEED=n repeats a run.
@@ -124,5 +128,5 @@ soak:
 ## screenshots: a PNG of every view of the web UI, on a journal recorded from the local control plane, into docs/screenshots.
 screenshots: browser
 	@assets=$$(hack/testbin.sh | tail -n 1); \
-	cd server/ui/browsertest && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SCREENSHOTS="$(CURDIR)/docs/screenshots" \
+	cd server/ui/browsertest && export $(WORKSPACE) && KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SCREENSHOTS="$(CURDIR)/docs/screenshots" \
 		$(GO) test -count=1 -timeout 15m -run '^TestUI$$' .

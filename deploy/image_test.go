@@ -52,6 +52,20 @@ func TestImage(t *testing.T) {
 			t.Errorf("Dockerfile lacks %q", w)
 		}
 	}
+	// The final stage's OCI labels carry the release's build arguments
+	// (make release writes them to dist/image-build-args).
+	all := strings.Join(lines, "\n")
+	for _, w := range []string{
+		`org.opencontainers.image.version="${VERSION}"`,
+		`org.opencontainers.image.revision="${REVISION}"`,
+		`org.opencontainers.image.created="${CREATED}"`,
+		`org.opencontainers.image.source="https://github.com/krply/krply"`,
+		`org.opencontainers.image.licenses="Apache-2.0"`,
+	} {
+		if !strings.Contains(all, w) {
+			t.Errorf("Dockerfile's labels lack %s", w)
+		}
+	}
 	if froms := slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.HasPrefix(l, "FROM ") }); len(froms) != 2 {
 		t.Errorf("Dockerfile stages %q, want a build stage and a final one", froms)
 	}

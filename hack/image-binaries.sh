@@ -12,5 +12,9 @@ set -euo pipefail
 out=$(realpath -m "${1:?usage: image-binaries.sh OUTDIR}")
 version=${VERSION:-dev}
 export CGO_ENABLED=0
-cd "$(dirname "$0")/../cmd/kubectl-krply"
+# The plugin's module requires the core module at the version of its release:
+# the repository's go.work resolves it to the folder here.
+root=$(cd "$(dirname "$0")/.." && pwd)
+export GOWORK="$root/go.work"
+cd "$root/cmd/kubectl-krply"
 go build -trimpath -ldflags "-s -w -X main.version=${version}" -o "${out}/kubectl-krply" .

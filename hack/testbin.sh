@@ -34,7 +34,7 @@ build() { # name package ldflags
   local start=$SECONDS
   # Built aside and renamed, so a concurrent run never sees half a binary.
   local tmp="$dir/$name.tmp.$$"
-  (cd "$mod" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp" "$pkg") >&2
+  (cd "$mod" && GOWORK=off CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$tmp" "$pkg") >&2
   mv "$tmp" "$dir/$name"
   echo "testbin: built $name in $((SECONDS - start))s" >&2
 }

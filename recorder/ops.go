@@ -24,13 +24,14 @@ import (
 )
 
 // Version returns stamped, the version a build stamped with -ldflags
-// "-X main.version=…" (the image's build does), or without it the
-// module's version with the build's VCS revision when it has one.
+// "-X main.version=…" (the image's build does), or without it krply's
+// module version (krply.Version) as the build recorded it, with the
+// build's VCS revision when it has one.
 func Version(stamped string) string {
 	if stamped != "" {
 		return stamped
 	}
-	v := krply.Version
+	v := krply.Version()
 	if info, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range info.Settings {
 			if s.Key == "vcs.revision" {

@@ -149,8 +149,8 @@ func TestVersion(t *testing.T) {
 	if v := recorder.Version("v9.8.7-test"); v != "v9.8.7-test" {
 		t.Fatalf("stamped version %q", v)
 	}
-	if v := recorder.Version(""); !strings.HasPrefix(v, krply.Version) {
-		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version)
+	if v := recorder.Version(""); !strings.HasPrefix(v, krply.Version()) {
+		t.Fatalf("unstamped version %q, want it to start with %s", v, krply.Version())
 	}
 }
 

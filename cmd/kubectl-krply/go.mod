@@ -2,15 +2,10 @@ module github.com/krply/krply/cmd/kubectl-krply
 
 go 1.26.0
 
-replace (
-	github.com/krply/krply => ../..
-	github.com/krply/krply/storage/postgres => ../../storage/postgres
-)
-
 require (
 	github.com/go-logr/logr v1.4.4
-	github.com/krply/krply v0.0.0
-	github.com/krply/krply/storage/postgres v0.0.0
+	github.com/krply/krply v0.1.0
+	github.com/krply/krply/storage/postgres v0.1.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	k8s.io/apimachinery v0.37.2

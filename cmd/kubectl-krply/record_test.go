@@ -59,7 +59,7 @@ func TestVersion(t *testing.T) {
 		}
 	}
 	r := runPlugin(t, "version")
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "kubectl-krply "+krply.Version) {
-		t.Errorf("unstamped version: exit %d, %q; want it to start with %s", r.code, r.stdout, krply.Version)
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "kubectl-krply "+krply.Version()) {
+		t.Errorf("unstamped version: exit %d, %q; want it to start with %s", r.code, r.stdout, krply.Version())
 	}
 }

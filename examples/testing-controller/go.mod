@@ -3,8 +3,8 @@ module github.com/krply/krply/examples/testing-controller
 go 1.26.0
 
 require (
-	github.com/krply/krply v0.0.0
-	github.com/krply/krply/krplytest/crtest v0.0.0
+	github.com/krply/krply v0.1.0
+	github.com/krply/krply/krplytest/crtest v0.1.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -71,9 +71,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/krply/krply => ../..
-	github.com/krply/krply/krplytest/crtest => ../../krplytest/crtest
 )

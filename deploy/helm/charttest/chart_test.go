@@ -360,6 +360,12 @@ func buildRecorder(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "kubectl-krply")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = "../../../cmd/kubectl-krply"
+	// The plugin's module resolves the core module through the repository's go.work.
+	work, err := filepath.Abs("../../../go.work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "GOWORK="+work)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build cmd/kubectl-krply: %v\n%s", err, out)
 	}

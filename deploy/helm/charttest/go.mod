@@ -3,7 +3,7 @@ module github.com/krply/krply/deploy/helm/charttest
 go 1.26.0
 
 require (
-	github.com/krply/krply v0.0.0
+	github.com/krply/krply v0.1.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
@@ -72,5 +72,3 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
-
-replace github.com/krply/krply => ../../..

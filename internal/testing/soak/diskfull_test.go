@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,13 @@ func buildRecorder(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "kubectl-krply")
 	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = "../../cmd/kubectl-krply"
+	build.Dir = "../../../cmd/kubectl-krply"
+	// The plugin's module resolves the core module through the repository's go.work.
+	work, err := filepath.Abs("../../../go.work")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build.Env = append(os.Environ(), "GOWORK="+work)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

@@ -260,3 +260,49 @@ func TestMeter(t *testing.T) {
 		t.Errorf("meter printed %q, want %q", out.String(), want)
 	}
 }
+
+// SQLite → file → PostgreSQL → file: both exports are the same bytes,
+// the PostgreSQL journal answers as the SQLite one does, a second import
+// stores nothing, and export reports its progress from PostgreSQL's count.
+func TestTransferPostgres(t *testing.T) {
+	src := shopJournal(t)
+	dsn := startPostgres(t)
+	dir := t.TempDir()
+	fromSQLite := filepath.Join(dir, "sqlite.ndjson")
+	if r := runPlugin(t, "--journal", src, "export", "-f", fromSQLite); r.code != exitOK {
+		t.Fatalf("export from SQLite: exit %d\n%s", r.code, r.stderr)
+	}
+	var res struct{ Records, Inserted, Duplicates int64 }
+	r := runPlugin(t, "--journal", dsn, "import", fromSQLite, "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != exitOK || err != nil || res.Records == 0 || res.Inserted != res.Records {
+		t.Fatalf("import into PostgreSQL: exit %d, %+v, %v\n%s%s", r.code, res, err, r.stdout, r.stderr)
+	}
+	fromPostgres := filepath.Join(dir, "postgres.ndjson")
+	r = runPlugin(t, "--journal", dsn, "export", "-f", fromPostgres, "--progress")
+	if r.code != exitOK || !strings.Contains(r.stderr, fmt.Sprintf("export: %d records (100%%)", res.Records)) || strings.Contains(r.stderr, "s3cret") {
+		t.Fatalf("export from PostgreSQL --progress: exit %d\n%s", r.code, r.stderr)
+	}
+	a, errA := os.ReadFile(fromSQLite)
+	b, errB := os.ReadFile(fromPostgres)
+	if errA != nil || errB != nil || string(a) != string(b) {
+		t.Errorf("the export of the PostgreSQL journal differs from the SQLite export it was imported from (%v, %v)", errA, errB)
+	}
+	for _, args := range [][]string{
+		{"history", "cm/settings", "-n", "shop"},
+		{"snapshot", "-n", "shop", "--at", stamp(30), "-o", "json"},
+		{"gaps"},
+	} {
+		want := runPlugin(t, append([]string{"--journal", src}, args...)...)
+		got := runPlugin(t, append([]string{"--journal", dsn}, args...)...)
+		if want.code != exitOK || want.stdout == "" {
+			t.Fatalf("%v on the SQLite journal: exit %d\n%s", args, want.code, want.stderr)
+		}
+		if got.code != want.code || got.stdout != want.stdout {
+			t.Errorf("%v on the PostgreSQL journal:\n%s%s\nwant (the SQLite journal's):\n%s", args, got.stdout, got.stderr, want.stdout)
+		}
+	}
+	r = runPlugin(t, "--journal", dsn, "import", fromPostgres, "-o", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &res); r.code != exitOK || err != nil || res.Inserted != 0 || res.Duplicates != res.Records {
+		t.Errorf("second import into PostgreSQL: exit %d, %+v, want nothing inserted\n%s", r.code, res, r.stderr)
+	}
+}

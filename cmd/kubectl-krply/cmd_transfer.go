@@ -96,8 +96,9 @@ stdout holds only the export.`,
 				return fmt.Errorf("--file %s: %w", file, err)
 			}
 		}
-		fmt.Fprintf(e.ErrOut, "exported %d records of %d streams and %d clusters (%d lines, %s) in %s\n",
-			res.Records, res.Streams, len(res.Clusters), res.Lines, byteSize(res.Bytes), m.clock.Since(m.started).Round(time.Millisecond))
+		fmt.Fprintf(e.ErrOut, "exported %s of %s and %s (%s, %s) in %s\n",
+			count(res.Records, "record"), count(int64(res.Streams), "stream"), count(int64(len(res.Clusters)), "cluster"),
+			count(res.Lines, "line"), byteSize(res.Bytes), m.clock.Since(m.started).Round(time.Millisecond))
 		return nil
 	}
 	return cmd
@@ -197,7 +198,8 @@ func (e *env) verifyExport(cmd *cobra.Command, in io.Reader, name string, p *pri
 		m.done(res.Progress)
 	}
 	return p.print(e.Out, view{value: res, table: func(w io.Writer, _ string) error {
-		fmt.Fprintf(w, "%s: a valid krply export: %d records, %d streams, clusters %s\n", name, res.Records, res.Streams, orNone(strings.Join(res.Clusters, ", ")))
+		fmt.Fprintf(w, "%s: a valid krply export: %s, %s, clusters %s\n", name,
+			count(res.Records, "record"), count(int64(res.Streams), "stream"), orNone(strings.Join(res.Clusters, ", ")))
 		if res.Records > 0 {
 			fmt.Fprintf(w, "records observed from %s to %s\n", ts(res.FirstObservedAt), ts(res.LastObservedAt))
 		}

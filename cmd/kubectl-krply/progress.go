@@ -40,6 +40,9 @@ func newMeter(w io.Writer, what string, c clock.PassiveClock) *meter {
 // report is given to transfer.WithProgress: it prints a line when
 // progressEvery passed since the last one.
 func (m *meter) report(p transfer.Progress) {
+	if m.totalBytes > 0 && p.Bytes >= m.totalBytes {
+		return // the whole input is read: done says so
+	}
 	if now := m.clock.Now(); now.Sub(m.shown) >= progressEvery {
 		m.shown = now
 		fmt.Fprintln(m.w, m.line(p, false))
@@ -74,6 +77,14 @@ func (m *meter) line(p transfer.Progress, end bool) string {
 	}
 	fmt.Fprintf(&b, ", %s", elapsed.Round(time.Millisecond))
 	return b.String()
+}
+
+// count prints n things: "1 stream", "3 streams".
+func count(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // byteSize prints n bytes in the largest binary unit that keeps a digit

@@ -256,8 +256,15 @@ func TestMeter(t *testing.T) {
 	m.totalBytes = 10 << 30
 	clk.SetTime(clk.Now().Add(2 * time.Second))
 	m.report(transfer.Progress{Records: 10, Bytes: 512})
-	if want := "import: 10 records, 512 B of 10.0 GiB (0%), 5 records/s, 2s\n"; out.String() != want {
-		t.Errorf("meter printed %q, want %q", out.String(), want)
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	m.report(transfer.Progress{Records: 40, Bytes: 10 << 30}) // the whole input: done reports it
+	m.done(transfer.Progress{Records: 40, Bytes: 10 << 30})
+	if want := "import: 10 records, 512 B of 10.0 GiB (0%), 5 records/s, 2s\n" +
+		"import: 40 records, 10.0 GiB of 10.0 GiB (100%), 10 records/s, 4s\n"; out.String() != want {
+		t.Errorf("meter printed:\n%s\nwant:\n%s", out.String(), want)
+	}
+	if got := count(1, "stream") + ", " + count(0, "stream") + ", " + count(2, "cluster"); got != "1 stream, 0 streams, 2 clusters" {
+		t.Errorf("count: %q", got)
 	}
 }
 

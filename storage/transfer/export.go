@@ -183,6 +183,7 @@ func (e *exporter) records(cluster string, last int64) error {
 				return err
 			}
 			e.res.Records++
+			e.res.observe(rec.ObservedAt.UTC())
 		}
 		e.c.report(e.res.Progress)
 	}

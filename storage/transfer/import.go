@@ -1,6 +1,7 @@
 package transfer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -298,6 +299,9 @@ func (im *importer) run() error {
 
 func (im *importer) header(data []byte) error {
 	l, err := parseLine(data)
+	if err != nil && bytes.Contains(data, []byte(`{"krplyExport":`)) {
+		return fmt.Errorf("%w (the header line)", err)
+	}
 	if err != nil || l.Header == nil {
 		return fmt.Errorf("%w: the first line is not the header of a krply export ({\"krplyExport\":...})", ErrInvalidStream)
 	}
@@ -317,10 +321,11 @@ func (im *importer) header(data []byte) error {
 
 func (im *importer) record(rec event.Record) error {
 	if err := journal.Validate(&rec); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidStream, err)
+		return fmt.Errorf("%w: %w", ErrInvalidStream, recordProblem(rec, err))
 	}
 	im.batch = append(im.batch, rec)
 	im.res.Records++
+	im.res.observe(rec.ObservedAt.UTC())
 	if len(im.batch) >= im.c.batch {
 		return im.flush()
 	}

@@ -182,7 +182,7 @@ func parseAny(data []byte) (*line, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&l); err != nil {
-		return nil, fmt.Errorf("%w: not a line of an export: %v", ErrInvalidStream, err)
+		return nil, fmt.Errorf("%w: not a line of an export: %s", ErrInvalidStream, jsonProblem(err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: more than one JSON value on the line", ErrInvalidStream)

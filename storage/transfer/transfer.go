@@ -67,6 +67,20 @@ type Result struct {
 	// StreamsRestored counts the streams whose checkpoint and
 	// availability Import restored from their stream lines (see Import).
 	StreamsRestored int `json:"streamsRestored"`
+	// FirstObservedAt and LastObservedAt bound the ObservedAt of the
+	// records written or read; zero when there were none.
+	FirstObservedAt time.Time `json:"firstObservedAt,omitzero"`
+	LastObservedAt  time.Time `json:"lastObservedAt,omitzero"`
+}
+
+// observe widens the result's time range to a record observed at t.
+func (r *Result) observe(t time.Time) {
+	if r.FirstObservedAt.IsZero() || t.Before(r.FirstObservedAt) {
+		r.FirstObservedAt = t
+	}
+	if t.After(r.LastObservedAt) {
+		r.LastObservedAt = t
+	}
 }
 
 // ExportOption configures Export.

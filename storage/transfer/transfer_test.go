@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -165,14 +166,20 @@ func TestBrokenStreams(t *testing.T) {
 		{"no trailer", join(ls[:n-1]), int64(n), "without its trailer"},
 		{"not JSON", replace(7, "{\"type\":\"event\",\n"), 7, "not a line of an export"},
 		{"unknown key", replace(7, strings.Replace(ls[6], `{"type"`, `{"colour":1,"type"`, 1)), 7, "unknown field"},
-		{"body changed", replace(3, strings.Replace(ls[2], `"k":"\u003c`, `"k":"\u003e`, 1)), 3, "ObjectHash does not match"},
+		{"body changed", replace(3, strings.Replace(ls[2], `"k":"\u003c`, `"k":"\u003e`, 1)), 3, "does not match its objectHash"},
 		{"invalid record", replace(6, strings.Replace(ls[5], `"eventID":"`, `"eventID":"","x":"`, 1)), 6, "unknown field"},
 		{"ingestSeq", replace(6, strings.Replace(ls[5], `{"type"`, `{"ingestSeq":9,"type"`, 1)), 6, "ingestSeq"},
 		{"record after streams", join(ls[:n-2], []string{ls[5]}, ls[n-2:]), int64(n - 1), "records come first"},
 		{"wrong count", replace(n, strings.Replace(ls[n-1], `"streams":3`, `"streams":4`, 1)), int64(n), "trailer counts"},
 		{"after the trailer", join(ls, []string{ls[1]}), int64(n + 1), "after the trailer"},
 		{"two headers", replace(2, ls[0]), 2, "second header"},
+		{"version not a number", replace(1, strings.Replace(ls[0], `"version":1`, `"version":"1"`, 1)), 1, `"krplyExport.version" is a string, want an integer`},
+		{"key of the wrong kind", replace(6, strings.Replace(ls[5], `"clusterID":"c1"`, `"clusterID":7`, 1)), 6, `"clusterID" is a number, want a string`},
+		{"not a time", replace(6, strings.Replace(ls[5], `"observedAt":"2026`, `"observedAt":"x2026`, 1)), 6, "not RFC 3339"},
+		{"no eventID", replace(6, regexp.MustCompile(`"eventID":"[^"]+"`).ReplaceAllString(ls[5], `"eventID":""`)), 6, "empty eventID"},
 	}
+	// Messages name the keys of the line, never the Go fields they decode into.
+	goNames := regexp.MustCompile(`Go struct|Record\.|\b(EventID|ObservedAt|ClusterID|ObjectHash)\b`)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := transfer.Verify(context.Background(), bytes.NewReader(tc.data)); !errors.Is(err, transfer.ErrInvalidStream) {
@@ -186,6 +193,9 @@ func TestBrokenStreams(t *testing.T) {
 			}
 			if le.Line != tc.line || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Import: %v (line %d), want line %d and %q", err, le.Line, tc.line, tc.want)
+			}
+			if m := goNames.FindString(err.Error()); m != "" {
+				t.Errorf("Import: %v: names the Go field %q", err, m)
 			}
 			stored := countRecords(t, dst)
 			if int64(stored) != le.Records || stored%batch != 0 || res.Inserted != int64(stored) {
@@ -203,6 +213,35 @@ func TestBrokenStreams(t *testing.T) {
 			}
 			transfertest.SameAnswers(t, "after the full import", transfertest.Answers(t, src), transfertest.Answers(t, dst))
 		})
+	}
+}
+
+// Export, Import and Verify report the time range of the records.
+func TestResultTimeRange(t *testing.T) {
+	ctx := context.Background()
+	src := memory.New()
+	handJournal(t, src)
+	var buf bytes.Buffer
+	exported, err := transfer.Export(ctx, src, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verified, err := transfer.Verify(ctx, bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imported, err := transfer.Import(ctx, bytes.NewReader(buf.Bytes()), memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, res := range map[string]transfer.Result{"Export": exported, "Verify": verified, "Import": imported} {
+		if !res.FirstObservedAt.Equal(at(0)) || !res.LastObservedAt.Equal(at(30)) {
+			t.Errorf("%s: records observed from %s to %s, want %s to %s", name, res.FirstObservedAt, res.LastObservedAt, at(0), at(30))
+		}
+	}
+	empty, err := transfer.Export(ctx, memory.New(), &buf)
+	if err != nil || !empty.FirstObservedAt.IsZero() || !empty.LastObservedAt.IsZero() {
+		t.Errorf("export of an empty journal: %+v, %v: want no time range", empty, err)
 	}
 }
 

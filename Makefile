@@ -33,7 +33,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check no-binaries vet api-check examples nested-test
+test: fmt-check no-binaries vet api-check docs-check examples nested-test
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	race=$$($(GO) list $(RACE_PKGS) | sort); \
@@ -48,6 +48,9 @@ test: fmt-check no-binaries vet api-check examples nested-test
 
 vet:
 	$(GO) vet ./...
+
+## docs-check: fail when a relative link in a Markdown file points at a missing file or heading, or the generated reference (docs/reference/metrics.md, docs/reference/cli/) is stale.
+docs-check: ; @hack/docs-check.sh
 
 ## no-binaries: fail when a tracked file is an executable built by go build, or larger than 2 MB (a binary built in a command's folder and committed by mistake).
 no-binaries:

@@ -9,16 +9,16 @@ export GOWORK = off
 WORKSPACE := GOWORK=$(CURDIR)/go.work
 # Packages with goroutines of their own; make test runs them under the race detector (and every other package without it).
 # RACE is how: -race, but modernc.org's packages (SQLite and its libc, C translated to Go) compiled without checkptr, the
-# unsafe.Pointer checks -race turns on everywhere: in the translated C they were 40% of the CPU time of storage/sqlite's
-# tests (the package under -race took 558 s with them, 297 s without). Every package is still instrumented for races,
-# modernc.org's too, and the project's own code keeps checkptr.
+# unsafe.Pointer checks -race turns on everywhere: in the translated C they cost a large share of the CPU time of the
+# SQLite tests and find nothing the project can fix. Every package is still instrumented for races, modernc.org's too,
+# and the project's own code keeps checkptr.
 RACE ?= -race -gcflags=modernc.org/...=-d=checkptr=0
 RACE_PKGS ?= ./storage/... ./watch/... ./krplytest/testenv/... ./internal/reread/... ./audit/... ./materialize/... ./server/...
 # Tests of RACE_PKGS that make test also runs without the race detector: volume tests, which write less under it
 # (see their race_on_test.go), where the race detector's slowness hides what they check.
 PLAIN_TOO ?= -run '^TestLogStartsOver$$' ./storage/sqlite
-# Packages of nested modules that make test runs without the race detector: the truth soak test, as krplytest/truth in the core module
-# (its PostgreSQL run takes 7 minutes under -race, 3.7 without; the store's own packages run under -race).
+# Packages of nested modules that make test runs without the race detector: the truth test on PostgreSQL, as krplytest/truth
+# in the core module (the race detector makes its long run much longer; the store's own packages run under -race).
 NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth
 # The core module's slowest test packages, slowest first: make test starts them first (go test runs
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
@@ -37,7 +37,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 ## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check no-binaries vet api-check examples nested-test
+test: fmt-check no-binaries vet api-check docs-check examples nested-test
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	race=$$($(GO) list $(RACE_PKGS) | sort); \
@@ -52,6 +52,9 @@ test: fmt-check no-binaries vet api-check examples nested-test
 
 vet:
 	$(GO) vet ./...
+
+## docs-check: fail when a relative link in a Markdown file points at a missing file or heading, or the generated reference (docs/reference/metrics.md, docs/reference/cli/) is stale.
+docs-check: ; @hack/docs-check.sh
 
 ## no-binaries: fail when a tracked file is an executable built by go build, or larger than 2 MB (a binary built in a command's folder and committed by mistake).
 no-binaries:
@@ -73,7 +76,7 @@ api:
 api-check:
 	$(GO) run ./tools/apicheck
 
-## bench: the benchmark set of the README's performance table in one run, printing the table with the machine's load (minutes; BENCH_RELIST_150K=0 skips the 150,000-object relist).
+## bench: the benchmark set of docs/performance.md in one run: prints its table with the machine's load and rewrites it there (tens of minutes; BENCH_RELIST_150K=0 skips the 150,000-object relist).
 bench:
 	@hack/bench.sh
 

@@ -32,10 +32,11 @@
 // an explicit confirmation of that saved plan, never forcing and never
 // deleting.
 //
-// # The consistency model in five lines
+// # The consistency model in six lines
 //
 //   - Order holds within one stream (cluster, resource, namespace, selector),
-//     not across streams; resourceVersions are opaque and never compared.
+//     not across streams; resourceVersions are opaque (compared only, on a
+//     relist, in the API server's own integer form).
 //   - ObservedAt is when krply saw a change, not when it happened.
 //   - Ingestion is at-least-once with de-duplication by EventID.
 //   - A time is covered for a stream when a complete baseline precedes it and
@@ -55,12 +56,15 @@
 //	if err != nil {
 //		return err
 //	}
-//	defer j.Close() // after the Collector's Start has returned
+//	defer j.Close() // runs last: after the Collector has stopped
 //	rec, err := j.NewCollectorForConfig(restConfig) // j.NewCollector(dyn, disc) for clients you made
 //	if err != nil {
 //		return err
 //	}
-//	go rec.Start(ctx) // blocks until ctx ends; or mgr.Add(rec)
+//	ctx, stop := context.WithCancel(ctx)
+//	done := make(chan error, 1)
+//	go func() { done <- rec.Start(ctx) }() // blocks until ctx ends; or mgr.Add(rec)
+//	defer func() { stop(); <-done }()      // stop the Collector and wait for its last commit
 //	if err := rec.WaitForSync(ctx); err != nil {
 //		return err
 //	}
@@ -103,7 +107,7 @@
 // rename JSON fields; a patch release changes neither, and additions may
 // come in any release. Nothing changes by accident: make test checks the
 // record of the exported API (api/krply.txt), the golden files of the JSON
-// wire schema (docs/wire-schema.md) and the journal file format fixtures
+// wire schema (docs/reference/wire-schema.md) and the journal file format fixtures
 // (storage/sqlite/testdata/format), so a change fails until its record is
 // updated in the same commit. The journal file is kept longest: every
 // change to its format ships a new schema version and a migration, proven

@@ -22,35 +22,64 @@ import (
 	"github.com/krply/krply/watch"
 )
 
-// The README's quickstart: record a namespace, then ask what a Deployment
-// looked like and plan a replay of the namespace as it was ten minutes ago.
-// It needs a cluster, so it is compiled but not run.
+// Record a namespace of a real cluster, then ask what a Deployment looked
+// like, take a complete snapshot of now and plan a replay of the namespace
+// as it was ten minutes ago. It needs a cluster, so it is compiled but not
+// run; quickstart is the README's embedding example.
 func Example_quickstart() {
-	ctx := context.Background()
-	cfg, _ := clientcmd.BuildConfigFromFlags("", clientcmd.RecommendedHomeFile)
+	if err := quickstart(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+}
 
+// quickstart begins with the README's embedding example, line for line
+// (docs/tutorials/embedding.md shows all of it). The deferred calls run in
+// the order the Collector and the Journal need: the Collector is stopped
+// and has returned from Start before the Journal closes its store.
+func quickstart(ctx context.Context) error {
+	// cfg is the cluster's *rest.Config: ctrl.GetConfigOrDie() in a
+	// controller manager, or read from a kubeconfig file:
+	cfg, err := clientcmd.BuildConfigFromFlags("", clientcmd.RecommendedHomeFile)
+	if err != nil {
+		return err
+	}
 	j, err := krply.Open(ctx, "krply.db", krply.WithResources("deploy", "cm", "svc"), krply.WithNamespaces("shop"))
 	if err != nil {
-		panic(err)
+		return err
 	}
-	defer j.Close()
-	rec, err := j.NewCollectorForConfig(cfg) // list, watch, gaps, coverage
+	defer j.Close() // runs last: after the Collector has stopped
+	rec, err := j.NewCollectorForConfig(cfg)
 	if err != nil {
-		panic(err)
+		return err
 	}
-	go rec.Start(ctx) // blocks until ctx ends; mgr.Add(rec) in a controller manager
+	ctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rec.Start(ctx) }() // or mgr.Add(rec) in a controller manager
+	defer func() { stop(); <-done }()      // stop the Collector and wait for its last commit
 	if err := rec.WaitForSync(ctx); err != nil {
-		panic(err)
+		return err
 	}
-	// … later:
-	hist, _ := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
+	hist, err := j.History(ctx, krply.Object(rec.ClusterID(), "deployments.apps", "shop", "web"))
+	if err != nil {
+		return err
+	}
+
 	// A snapshot of "now" is complete once every stream has evidence after now:
 	now := time.Now()
-	_ = rec.WaitForProgress(ctx, now) // about one progress interval (10s) at most
-	snap, _ := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now)
-	plan, _ := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
+	if err := rec.WaitForProgress(ctx, now); err != nil { // about one progress interval (10s) at most
+		return err
+	}
+	snap, err := j.Snapshot(ctx, krply.Namespaces(rec.ClusterID(), "shop"), now)
+	if err != nil {
+		return err
+	}
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
+	if err != nil {
+		return err
+	}
 	fmt.Println(len(hist.Versions()), "versions;", snap.Complete, len(plan.Objects), "objects to replay,", len(plan.Exclusions), "excluded")
+	return nil
 }
 
 // Embed a Collector and query the journal with this package alone: record

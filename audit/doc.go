@@ -126,7 +126,7 @@
 // pkg/apis/audit/v1 field for field (with the request and response objects
 // as raw JSON); tests decode real kube-apiserver output strictly and
 // re-encode it unchanged. Importing the upstream package into a copy of
-// krply's module measured: go.mod gains one requirement
+// krply's module: go.mod gains one requirement
 // (k8s.io/apiserver) and go.sum two lines, and the two packages compile in
 // about a second — but `go list -m all` grows from 98 to 157 modules,
 // because k8s.io/apiserver's go.mod brings etcd, gRPC, OpenTelemetry, zap

@@ -59,7 +59,7 @@ const (
 // correlations belong to a stream. The payload fields (Gap, Coverage,
 // Baseline, Checkpoint, Saved, Audit, Inferred) are set according to Type.
 //
-// Its JSON form is part of the wire schema (docs/wire-schema.md). The
+// Its JSON form is part of the wire schema (docs/reference/wire-schema.md). The
 // payloads' JSON is also part of the journal's file format: the SQLite
 // store keeps them as that JSON, so their field names never change.
 type Record struct {

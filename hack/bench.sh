@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the benchmark set of the README's performance table in one go and
-# prints the table (markdown), each figure with the machine's load average
-# (uptime) when its benchmark ran. Ratios are measured in the same run
+# Runs the benchmark set of docs/performance.md in one go, prints its table
+# (markdown), each figure with the machine's load average (uptime) when its
+# benchmark ran, and rewrites the table in docs/performance.md (between its
+# "<!-- make bench" and "<!-- end of make bench -->" lines) with it. Ratios are measured in the same run
 # against a baseline in the same process (krply/raw, relist/list), so they
 # hold on a loaded machine better than the absolute times do.
 #
@@ -48,7 +49,7 @@ run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
 run queryapi -bench 'QueryAPI|SnapshotPages' -benchtime 1x -timeout 30m ./server/
 
 echo "raw output: $log" >&2
-awk -f - "$log" <<'AWK'
+table=$(awk -f - "$log" <<'AWK'
 # metric(bench, unit) is the value before unit on the first line of bench.
 function metric(bench, unit,    i) {
   if (!(bench in line)) return ""
@@ -98,3 +99,15 @@ END {
   }
 }
 AWK
+)
+echo "$table"
+
+# Replace the table in docs/performance.md, keeping everything around it.
+doc=docs/performance.md
+TABLE="$table" awk '
+  /^<!-- make bench/ { print; print ENVIRON["TABLE"]; skip = 1; next }
+  /^<!-- end of make bench -->/ { skip = 0 }
+  !skip
+' "$doc" >"$doc.new"
+mv "$doc.new" "$doc"
+echo "bench: rewrote the table in $doc" >&2

@@ -84,7 +84,7 @@
 //
 // AssertGolden compares a history, diff, snapshot or object state with a
 // file, conventionally under testdata/, in krply's JSON wire schema
-// (docs/wire-schema.md), after GoldenJSON replaced what varies between
+// (docs/reference/wire-schema.md), after GoldenJSON replaced what varies between
 // runs: times by "<time>", UIDs, resourceVersions, event and baseline IDs
 // and hashes by numbered placeholders ("<uid 1>", "<rv 2>"), sequence
 // numbers by "<seq>". A difference fails the test with a line diff; a

@@ -95,7 +95,7 @@ func AssertGolden(t TestingT, path string, result any) bool {
 }
 
 // GoldenJSON renders a result as AssertGolden compares it: its wire-schema
-// JSON (docs/wire-schema.md), indented by two spaces with object keys
+// JSON (docs/reference/wire-schema.md), indented by two spaces with object keys
 // sorted, and with what differs from one run to the next replaced by
 // placeholders:
 //

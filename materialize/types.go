@@ -69,7 +69,7 @@ type MissingStream struct {
 // trusted. Materializer.Snapshot computes one; SaveSnapshot saves it in the
 // journal as a TypeSnapshot record.
 //
-// Its JSON form (docs/wire-schema.md) is the document a saved snapshot keeps
+// Its JSON form (docs/reference/wire-schema.md) is the document a saved snapshot keeps
 // in the journal: a field is added, omitted when zero, and never renamed.
 type Snapshot struct {
 	// ID is the snapshot's EventID in the journal, empty until it is

@@ -50,7 +50,7 @@ type ApplyResult struct {
 
 // ApplyReport says what Apply wrote. It does not say the target converged:
 // controllers in the target act on the objects afterwards.
-// A report is saved as its JSON (docs/wire-schema.md): a field is added,
+// A report is saved as its JSON (docs/reference/wire-schema.md): a field is added,
 // omitted when zero, and never renamed.
 type ApplyReport struct {
 	ID           string    `json:"id"`

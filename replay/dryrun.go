@@ -99,7 +99,7 @@ func (r ObjectResult) Clean() bool {
 
 // DryRunReport is the result of a server-side dry run of a plan against one
 // cluster. Reports are saved in the journal; Apply relies on them.
-// A report is saved as its JSON (docs/wire-schema.md): a field is added,
+// A report is saved as its JSON (docs/reference/wire-schema.md): a field is added,
 // omitted when zero, and never renamed.
 type DryRunReport struct {
 	ID       string `json:"id"`

@@ -133,7 +133,7 @@ const (
 // and applied by another process later. Only a saved plan is dry-run and
 // applied.
 //
-// A saved plan is its JSON (docs/wire-schema.md), and Hash covers that JSON:
+// A saved plan is its JSON (docs/reference/wire-schema.md), and Hash covers that JSON:
 // a new field of a type a plan holds must be omitted when zero, so that
 // saved plans keep their hash, and no field is ever renamed.
 type Plan struct {

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Benchmarks (figures in the README):
+// Benchmarks (figures in docs/performance.md):
 //
 //	go test -run '^$' -bench . -benchtime 1x ./watch/            # relist and RSS
 //	go test -run '^$' -bench Pipeline -benchtime 200000x ./watch/ # throughput

@@ -193,8 +193,14 @@
 // resourceVersion that closed it is on the next baseline's end record, which
 // names the gap (Baseline.ClosesGap).
 //
-// It does not order events across streams, compare resourceVersions (they
-// are opaque strings) or parse them. ObservedAt is when the Collector saw an
+// It does not order events across streams. resourceVersions are opaque
+// strings, stored as received and compared for equality, with one
+// exception: a relist asks whether an object the journal holds is newer
+// than the list (another recorder of the cluster may have recorded it
+// after the list was taken), with apimachinery's
+// resourceversion.CompareResourceVersion, which decides only for the API
+// server's own form (a decimal integer without leading zeros); for any
+// other the deletion is inferred as with one recorder. ObservedAt is when the Collector saw an
 // event, not when the object changed. It does not follow a resource to a new
 // preferred version while running (the stream keeps the version it was
 // resolved at; a restart after an upgrade starts a new stream). An object

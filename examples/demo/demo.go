@@ -244,7 +244,7 @@ func run(ctx context.Context, t testenv.TB, out io.Writer, log logr.Logger, jour
 	}
 	d.section("Done in %s", time.Since(d.start).Round(100*time.Millisecond))
 	if d.journal != "" {
-		d.say("the journal is kept in %s; serve it with the query API (docs/query-api.md):", d.journal)
+		d.say("the journal is kept in %s; serve it with the query API (docs/reference/query-api.md):", d.journal)
 		d.say("  kubectl krply record --serve-only --ui --journal %s --listen 127.0.0.1:8080", d.journal)
 		d.say("  (the plugin: cd cmd/kubectl-krply && go install .)")
 		d.say("  curl 'http://127.0.0.1:8080/api/v1/history?resource=configmaps&namespace=%s&name=settings'", shop)

@@ -522,10 +522,10 @@ func (r *run) stopInProcess() {
 // oracle.
 //
 // Then it changes one object of every stream and waits for the journal to
-// catch up again. A gap starts at its stream's last durable record (README,
-// Limitations), and a quiet stream's last record may be older than the
-// quiescent point: without a record after the point, a fault injected
-// right after it would truthfully leave the point uncovered; and a time is
+// catch up again. A gap starts at its stream's last durable record (see
+// docs/explanation/consistency.md), and a quiet stream's last record may
+// be older than the quiescent point: without a record after the point, a
+// fault injected right after it would truthfully leave the point uncovered; and a time is
 // covered only once evidence after it is recorded. With that evidence it
 // saves a snapshot of the quiescent point, which must be Complete, and
 // must stay so whatever follows (see Check).

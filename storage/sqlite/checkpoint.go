@@ -31,14 +31,9 @@ const restartPages = 3 * checkpointPages
 // A checkpoint of thousands of pages reads and writes each of them and
 // syncs both files: tens of milliseconds during which the write that
 // happened to cross the threshold, and the Collector behind it, waited.
-// Under the query API benchmark's recorder (50 batches of 20 events a
-// second on a 1M-event journal) the append's p99 latency was 87 to 100
-// ms with the threshold of 4,000 pages this package had; beside the
-// writer it is 13 to 17 ms (under 32 clients' reads, which often keep the
-// log from starting over by itself, see run, 54 ms against 65 to 76). The
-// other core copying pages while the writer writes also raised
-// BenchmarkAppend from 17,900–18,200 to 20,700–23,500 events a second
-// (batches of 1,000).
+// Beside the writer, the copy no longer lands on one unlucky append, so
+// the appends' tail latency stays near their typical latency, and another
+// core copies pages while the writer writes.
 //
 // The checkpoint is SQLite's PASSIVE one: it never waits for readers or
 // writers and copies what no reader still needs; when another connection
@@ -118,10 +113,10 @@ func (c *checkpointer) wrote(ctx context.Context, w *sql.DB) {
 // it ends. So once the log holds restartPages, a second checkpoint waits
 // for the writer's transaction to end and copies what it committed since,
 // holding the writer back (a transaction or two of pages, and the two
-// syncs): its next transaction starts the log over. Without it an import
-// grew the log for its whole length and cost 40% more CPU per record;
-// doing it after every checkpoint made the recorder's appends wait for it
-// (the query API benchmark's append p99 under load 19-22 ms -> 46-59 ms).
+// syncs): its next transaction starts the log over. Without it a writer
+// that never pauses (an import) grows the log for its whole length, and
+// every read and checkpoint pays for the longer log; doing it after every
+// checkpoint would make the recorder's appends wait for it each time.
 func (c *checkpointer) run() {
 	defer close(c.done)
 	for {

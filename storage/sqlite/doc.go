@@ -22,30 +22,26 @@
 //     object is stored once (by event.ObjectHash) and compressed: the first version of an
 //     object is deflated with a preset dictionary of typical Kubernetes
 //     JSON, and later versions are stored as a small delta against it (or a
-//     new object as a delta against an alike object of the same resource).
-//     On a churn workload the file takes about a tenth of the raw JSON; a
-//     relist of distinct objects a little over half (see the README's
-//     performance section).
+//     new object as a delta against an alike object of the same resource),
+//     so many versions of one object cost little more than their
+//     differences (docs/performance.md has the current figures).
 //   - An object's history lies together: records are keyed by (object,
-//     observedAt, seq) and bodies by (object, body id) (schema version 6),
-//     so the versions of one object share a few pages, and its record at
-//     a time (object-at-T, a snapshot) is one seek. This matters most
-//     under a recording writer: each commit empties every reader
-//     connection's page cache and map, and a read then fetches each page
-//     it visits again. The price is paid by Append: an object's new
-//     record and body go to its pages, anywhere in the file (see the
-//     README's performance section).
-//   - Every query is answered from an index or the tables' keys: records by seq, by (stream, seq), by
-//     (stream, observedAt, seq) to seek a stream's last record at or before
-//     a time (queries bounded by Until within a stream; schema version 2,
-//     added to version 1 files on Open), by (type, stream, seq) and by
-//     (type, seq) for the few non-event records (the latter schema version
-//     3), by a 64-bit key of the event ID and by
-//     audit-correlation target; bodies by id alone, for a delta's
-//     keyframe (schema version 6). Object metadata lives in columns and small
-//     side tables, never only inside the compressed body. TestQueryPlans
-//     pins the plan of every hot statement and fails when an index is
-//     used by none, so that none goes missing or unused unnoticed.
+//     observedAt, seq) and bodies by (object, body id), so the versions of
+//     one object share a few pages, and its record at a time (object-at-T,
+//     a snapshot) is one seek. This matters most under a recording writer:
+//     each commit empties every reader connection's page cache and map,
+//     and a read then fetches each page it visits again. Append pays for
+//     it: an object's new record and body go to its pages, anywhere in the
+//     file, rather than at the end.
+//   - Every query is answered from an index or the tables' keys: records
+//     by seq, by (stream, seq), by (stream, observedAt, seq) to seek a
+//     stream's last record at or before a time, by (type, stream, seq) and
+//     by (type, seq) for the few non-event records, by a 64-bit key of the
+//     event ID and by audit-correlation target; bodies by id alone, for a
+//     delta's keyframe. Object metadata lives in columns and small side
+//     tables, never only inside the compressed body. TestQueryPlans pins
+//     the plan of every hot statement and fails when an index is used by
+//     none, so that none goes missing or unused unnoticed.
 //   - The Store keeps every stream's storage.Timeline (its baseline, gap
 //     and coverage-change records) in memory for its readers, and checks
 //     with one query of five index seeks, on every Timelines call, that no
@@ -62,8 +58,7 @@
 //     meanwhile cannot show its items. LatestAt needs no check: its one
 //     statement also reads the newest baseline record and the compaction
 //     floor, and runs again when they moved since the timelines were
-//     loaded (p50 on a 1M-event journal unchanged within noise; 22 → 25 µs
-//     when the answer is a baseline item).
+//     loaded.
 //   - A file that is not a krply journal, is corrupt, has a schema newer
 //     than SchemaVersion, or has tables and indexes other than those of the
 //     schema version in its header (a journal of a development build from
@@ -141,9 +136,8 @@
 //   - Nothing a Store remembers is trusted across another process's
 //     write. Each write transaction first reads, under the lock, the
 //     newest sequence number and body and object IDs (one query of three
-//     index seeks, 5–10 µs against the 4 ms of CPU an Append of 100
-//     events takes). Appends by others change nothing else the writer
-//     keeps: a stored body, object or stream membership never changes.
+//     index seeks, small beside the Append). Appends by others change
+//     nothing else the writer keeps: a stored body, object or stream membership never changes.
 //     A compaction, by any process, raises the journal's seq floor; a
 //     writer that finds it raised forgets the keyframes and stream
 //     memberships it kept. Body IDs are never reused (Compact keeps the
@@ -182,57 +176,14 @@
 //
 // # File format
 //
-// A journal file is read by every later krply, so its format is fixed:
-//
-//   - the SQL schema of schema.go, versioned by PRAGMA user_version
-//     (SchemaVersion) and marked by application_id "krpl";
-//   - record types as integers (event 1, baseline 2, gap 3,
-//     coverage_change 4, audit_correlation 5, snapshot 6, checkpoint 7,
-//     replay_plan 8) and watch types too (none 0, ADDED 1, MODIFIED 2,
-//     DELETED 3, BOOKMARK 4, ERROR 5);
-//   - times as Unix nanoseconds, the zero time as the smallest int64;
-//   - an EventID of 32 lowercase hex digits as its 16 bytes, any other as
-//     text, indexed by a 64-bit key: the first 8 bytes (big-endian) of the
-//     bytes, or of the SHA-256 of the text; the hash_key column of bodies
-//     held such a key of the body's hash until schema version 5, which
-//     drops its index and writes 0 there (a body is stored once per
-//     object version, not per journal);
-//   - records are keyed by (obj, observed_at, seq) and bodies by (obj, id), both
-//     WITHOUT ROWID (schema version 6); a record of no object has obj 0,
-//     and a body belongs to the object whose records point at it (a body
-//     no record points at, such as a keyframe kept for its deltas, to
-//     object 0); a delta's keyframe is found by its id alone (bodies_id);
-//   - names rows would repeat live once in name tables (schema version
-//     4): cluster IDs in clusters, an object's cluster, namespace, group
-//     and resource in scopes (an objects row is a scope and a name),
-//     baseline IDs in baselines (a record's baseline column points there);
-//   - the meta column: for an object change whose only fields without a
-//     column are its version, kind, UID and resourceVersion (nearly every
-//     event), a binary form — the byte 0x01, a flags byte, the version and
-//     kind (each a uvarint length and the bytes), the UID (16 bytes when
-//     it is a canonical lowercase UUID, flag 1, else length and bytes) and
-//     the resourceVersion (a uvarint when it is a canonical decimal, flag
-//     2, else length and bytes); otherwise JSON with short keys for what
-//     has no column, with the payloads (event.Gap, event.Baseline, ...) in
-//     their own JSON, so their field names are part of the format. JSON
-//     starts with '{', which tells the forms apart. Rows written before
-//     version 4 keep their JSON meta (with the baseline ID under "b" too);
-//   - bodies: a keyframe (base NULL) is raw deflate (RFC 1951) with the
-//     preset dictionary format_dictionary.json; a delta is instructions
-//     against a keyframe (never another delta), each a uvarint header h:
-//     h&1 == 1 copies h>>1 bytes of the keyframe from the uvarint offset
-//     that follows, h&1 == 0 inserts the h>>1 bytes that follow.
-//
-// testdata/format holds a journal written by each schema version's own
-// writer (vN.db: every record type, a compaction, an interrupted baseline,
-// inferred deletions, both kinds of delta) and its answers to every query
-// of the store (vN.answers.json); golden bytes pin the body codec and the
-// dictionary's SHA-256. The rule: every change to the format is a new
-// schema version with a migration, proven against these fixtures. The
-// journals of older versions stay; a new version adds its own
-// (-regenerate-fixtures). Opening each with the current code must migrate
-// a copy to exactly the schema of a new journal and answer as its golden
-// file says (TestFormatFixtures).
+// A journal file is read by every later krply, so its format is fixed: the
+// SQL schema of schema.go, versioned by PRAGMA user_version (SchemaVersion)
+// and marked by application_id "krpl", the integer codes of record and
+// watch types, the time and ID encodings, the name tables, the meta column
+// and the body codec (format_dictionary.json), each described in
+// docs/reference/journal-format.md. Every change to it is a new schema
+// version with a migration, proven against the journals of every earlier
+// version under testdata/format (TestFormatFixtures).
 //
 // # Close
 //

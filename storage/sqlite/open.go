@@ -193,11 +193,9 @@ func (s *Store) openReaders(ctx context.Context) error {
 // sees the database changed, and faults each page in again on the next
 // visit. A statement that reads thousands of pages pays that once; a
 // point read pays it on each of its few pages, after every commit. Under
-// a recorder appending 50 batches a second, mapped point reads made the
-// query API benchmark 1.7 times as costly (611 and 750 requests a second
-// mapped, 1,259 and 1,342 not, alternating 10-s runs), and they were no
-// faster on a quiet journal either (ObjectAt 0.23 ms of CPU mapped, 0.16
-// to 0.17 not). SQLite also parses a mapped page again on every visit,
+// a recording writer, faulting the pages in again costs point reads more
+// than the system calls the map saves, and they are no faster mapped on a
+// quiet journal either. SQLite also parses a mapped page again on every visit,
 // where an unmapped one stays parsed in the page cache (see
 // WithMmapSize).
 const scanMmapBytes = 1 << 30

@@ -117,9 +117,8 @@ func WithCacheSize(kib int) Option {
 // body their next version is delta-encoded against, and the hash of their
 // latest body, to store a new version without reading (default 32768,
 // about 380 bytes each with their bookkeeping; 0 disables the cache). An
-// object changed after it fell out of the cache costs one indexed read.
-// With 131072, the earlier default, a Collector recording 150,000 objects
-// peaked at 168 MiB RSS instead of 128 and relisted no faster. Decoded
+// object changed after it fell out of the cache costs one indexed read;
+// a larger cache costs memory for every object it holds. Decoded
 // keyframes are kept separately, at most 1024 of them.
 func WithKeyframeCache(objects int) Option {
 	return optionFunc(func(c *config) { c.keyframeCache = objects })
@@ -134,17 +133,13 @@ func WithLogger(l logr.Logger) Option {
 // WithMmapSize sets how many bytes of the file each read connection maps
 // into memory (SQLite's mmap_size; default 0, off). Mapped pages are read
 // without a system call, but SQLite parses a mapped page again on every
-// visit instead of keeping it in its page cache: on a 1M-event journal a
-// 1 GiB map once made ObjectAt's p50 101 µs and p99 2.9 ms against 84 µs
-// and 0.8 ms without one, while
-// whole-scope Snapshot and Diff moved by less than 20% either way.
-// Consider it for scans of a journal much larger than the page cache
-// that nobody writes: every commit, from this process or another, drops
-// every reader's map, and faulting the pages in again costs more than the
-// system calls the map saved (under a recorder appending 50 batches a
-// second, the query API's point reads cost 1.7 times as much mapped).
-// AliveAt maps the file anyway, on a pool of its own (see the package
-// documentation's Concurrency).
+// visit instead of keeping it in its page cache, which makes point reads
+// (ObjectAt, a history) slower, not faster. Consider it for scans of a
+// journal much larger than the page cache that nobody writes: every
+// commit, from this process or another, drops every reader's map, and
+// faulting the pages in again costs more than the system calls the map
+// saved. AliveAt maps the file anyway, on a pool of its own (see the
+// package documentation's Concurrency).
 func WithMmapSize(bytes int64) Option {
 	return optionFunc(func(c *config) { c.mmapBytes = bytes })
 }

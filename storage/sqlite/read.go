@@ -314,9 +314,8 @@ const getManyChunk = 256
 
 // GetMany implements storage.MultiGetter: the records are looked up by
 // their EventIDs' keys, up to getManyChunk in one statement. A page of a
-// snapshot reads its bodies so: on the query API benchmark's journal, the
-// nine pages of 1,000 after the first took 353 ms instead of 713 with a
-// Get each (BenchmarkSnapshotPages).
+// snapshot reads its bodies so, one statement per chunk instead of one
+// per record (BenchmarkSnapshotPages).
 func (s *Store) GetMany(ctx context.Context, eventIDs []string) ([]event.Record, error) {
 	done, err := s.enter()
 	if err != nil {

@@ -17,7 +17,7 @@
 //     Clusters asked for.
 //  2. One line per record, in the source's IngestSeq order (per cluster,
 //     clusters in order, when Clusters was given): the record's JSON as
-//     in the wire schema (docs/wire-schema.md) — type, eventID, clusterID,
+//     in the wire schema (docs/reference/wire-schema.md) — type, eventID, clusterID,
 //     streamID, observedAt, the payload of its type — without ingestSeq,
 //     which the importing journal assigns. Every record type is there:
 //     events real and synthetic, baseline begins and ends, inferred

@@ -107,10 +107,9 @@ type config struct {
 // DefaultBatchSize is the number of records per page of Export and per
 // transaction of Import when WithBatchSize is not given. Larger batches
 // write each page of a store's random-key indexes (event IDs, body
-// hashes) fewer times per record: importing 1,000,000 records into SQLite
-// took 68 µs of CPU per record in batches of 2,000, 57 in batches of
-// 10,000, 53 in batches of 20,000. A batch of 10,000 ConfigMaps holds
-// about 15 MB; Import keeps up to three.
+// hashes) fewer times per record, with diminishing returns past about
+// 10,000. A batch of 10,000 ConfigMaps holds about 15 MB; Import keeps up
+// to three.
 const DefaultBatchSize = 10000
 
 type option func(*config)

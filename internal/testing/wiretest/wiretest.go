@@ -1,4 +1,4 @@
-// Package wiretest pins krply's JSON wire schema (docs/wire-schema.md): the
+// Package wiretest pins krply's JSON wire schema (docs/reference/wire-schema.md): the
 // JSON form of every public result type, checked against golden files
 // under testdata/wire at the module root, one file per type family.
 //
@@ -93,7 +93,7 @@ func Check(t *testing.T, family string, examples map[string]any) {
 		t.Fatalf("encode family %q: %v", family, err)
 	}
 	golden.Check(t, filepath.Join(golden.ModuleRoot(t), Dir, family+".json"), got,
-		"A renamed or removed field, a changed tag or a changed enum value breaks the wire schema's promise (docs/wire-schema.md): "+
+		"A renamed or removed field, a changed tag or a changed enum value breaks the wire schema's promise (docs/reference/wire-schema.md): "+
 			"add a field instead. Only a new field may be accepted with -update.")
 }
 
@@ -240,14 +240,14 @@ func tagProblems(vs map[string]any) []string {
 // legacyExternal are the types of other modules without json tags that
 // the schema holds, written with Go's field names, because they were
 // persisted that way before the schema was pinned (see "Exceptions" in
-// docs/wire-schema.md). Add none.
+// docs/reference/wire-schema.md). Add none.
 var legacyExternal = map[reflect.Type]bool{
 	reflect.TypeFor[schema.GroupResource](): true,
 }
 
 // legacyNames are fields whose Go name changed after their JSON name was
 // persisted in journals: the JSON name stays (see "Exceptions" in
-// docs/wire-schema.md). Add none.
+// docs/reference/wire-schema.md). Add none.
 var legacyNames = map[string]string{
 	"event.Record.Saved": "snapshot",
 }

@@ -148,7 +148,7 @@ func TestSchemaPackagesTagged(t *testing.T) {
 		if _, ok := notInSchema[typ]; ok || strings.HasSuffix(typ, "Error") {
 			continue
 		}
-		t.Errorf("%s has no json tag: every result type is part of the wire schema (docs/wire-schema.md)", f)
+		t.Errorf("%s has no json tag: every result type is part of the wire schema (docs/reference/wire-schema.md)", f)
 	}
 }
 

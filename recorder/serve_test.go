@@ -432,7 +432,7 @@ func TestServeUI(t *testing.T) {
 // --serve-only on a journal of an older schema version refuses it
 // without touching it, and says how to migrate it, in flags and commands.
 func TestServeOnlyOlderJournal(t *testing.T) {
-	older := filepath.Join("..", "..", "storage", "sqlite", "testdata", "format", fmt.Sprintf("v%d.db", sqlite.SchemaVersion-1))
+	older := filepath.Join("..", "storage", "sqlite", "testdata", "format", fmt.Sprintf("v%d.db", sqlite.SchemaVersion-1))
 	data, err := os.ReadFile(older)
 	if err != nil {
 		t.Fatal(err)

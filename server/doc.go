@@ -7,6 +7,13 @@
 // every reader asks it. Package server/client is its Go client; it returns
 // the library's own types.
 //
+// The request and answer types (the envelopes, Error and its codes,
+// ParseTime) are declared in package server/apiv1, the wire types of the
+// /api/v1/ routes; this package's names for them are aliases. The client
+// imports server/apiv1 and not this package, so a program that only asks
+// a server links neither the handler, the Collector, the audit webhook nor
+// the embedded web UI.
+//
 //	mux.Handle("/krply/", http.StripPrefix("/krply", server.NewHandler(j.Store(),
 //		server.WithRecorder(collector),
 //		server.WithDelegatedAuth(cs.AuthenticationV1().TokenReviews(), cs.AuthorizationV1().SubjectAccessReviews()))))

@@ -14,11 +14,12 @@ import (
 
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/server/apiv1"
 	"github.com/krply/krply/storage"
 )
 
-// Prefix is the path prefix of the versioned routes.
-const Prefix = "/api/v1/"
+// Prefix is the path prefix of the versioned routes (apiv1.Prefix).
+const Prefix = apiv1.Prefix
 
 // handler serves the query API over one journal.
 type handler struct {

@@ -1,139 +1,37 @@
 package server
 
-import (
-	"time"
+import "github.com/krply/krply/server/apiv1"
 
-	"github.com/krply/krply/event"
-	"github.com/krply/krply/materialize"
-	"github.com/krply/krply/replay"
-	"github.com/krply/krply/storage"
-	"github.com/krply/krply/watch"
+// The query API's request and answer types are declared in package
+// server/apiv1, which the Go client imports without linking the server;
+// these aliases keep their names in this package.
+type (
+	// Cluster is one cluster the journal records (apiv1.Cluster).
+	Cluster = apiv1.Cluster
+	// ClusterList is the answer of GET /api/v1/clusters (apiv1.ClusterList).
+	ClusterList = apiv1.ClusterList
+	// StreamInfo is one stream (apiv1.StreamInfo).
+	StreamInfo = apiv1.StreamInfo
+	// StreamList is the answer of GET /api/v1/streams (apiv1.StreamList).
+	StreamList = apiv1.StreamList
+	// RecordList is the answer of GET /api/v1/records (apiv1.RecordList).
+	RecordList = apiv1.RecordList
+	// SnapshotList is the answer of GET /api/v1/snapshots (apiv1.SnapshotList).
+	SnapshotList = apiv1.SnapshotList
+	// SnapshotPage is one page of a snapshot (apiv1.SnapshotPage).
+	SnapshotPage = apiv1.SnapshotPage
+	// DiffPage is one page of a diff (apiv1.DiffPage).
+	DiffPage = apiv1.DiffPage
+	// SnapshotRequest is the body of POST /api/v1/snapshots (apiv1.SnapshotRequest).
+	SnapshotRequest = apiv1.SnapshotRequest
+	// PlanSummary is a saved plan without its objects (apiv1.PlanSummary).
+	PlanSummary = apiv1.PlanSummary
+	// PlanList is the answer of GET /api/v1/plans (apiv1.PlanList).
+	PlanList = apiv1.PlanList
+	// PlanRequest is the body of POST /api/v1/plans (apiv1.PlanRequest).
+	PlanRequest = apiv1.PlanRequest
+	// Health is the answer of /healthz and /readyz when all is well (apiv1.Health).
+	Health = apiv1.Health
+	// FeedEvent is one event of the change feed (apiv1.FeedEvent).
+	FeedEvent = apiv1.FeedEvent
 )
-
-// Cluster is one cluster the journal records.
-type Cluster struct {
-	ClusterID string `json:"clusterID"`
-	// Streams counts the cluster's streams, Records their records.
-	Streams int   `json:"streams"`
-	Records int64 `json:"records"`
-	// FirstObservedAt and LastObservedAt bound the cluster's records.
-	FirstObservedAt time.Time `json:"firstObservedAt,omitzero"`
-	LastObservedAt  time.Time `json:"lastObservedAt,omitzero"`
-}
-
-// ClusterList is the answer of GET /api/v1/clusters.
-type ClusterList struct {
-	Items []Cluster `json:"items"`
-	Next  string    `json:"next,omitempty"`
-}
-
-// StreamInfo is one stream: its durable status, its coverage at the time
-// asked about, its gaps, and the recorder's live view of it.
-type StreamInfo struct {
-	Status   storage.StreamStatus `json:"status"`
-	Coverage storage.Coverage     `json:"coverage"`
-	// Gaps are the stream's gap records and coverage changes to
-	// unavailable, oldest first.
-	Gaps []event.Record `json:"gaps,omitempty"`
-	// Collector is the attached recorder's status of the stream (see
-	// WithRecorder); absent without one.
-	Collector *watch.StreamStatus `json:"collector,omitempty"`
-}
-
-// StreamList is the answer of GET /api/v1/streams.
-type StreamList struct {
-	Items []StreamInfo `json:"items"`
-	Next  string       `json:"next,omitempty"`
-}
-
-// RecordList is the answer of GET /api/v1/records.
-type RecordList struct {
-	Items []event.Record `json:"items"`
-	Next  string         `json:"next,omitempty"`
-	// Gaps are the gap records and coverage changes to unavailable of the
-	// scope's streams whose loss of continuity intersects the query's time
-	// range: changes in them are missing from Items. On every page.
-	Gaps []event.Record `json:"gaps,omitempty"`
-}
-
-// SnapshotList is the answer of GET /api/v1/snapshots: saved snapshots
-// without their objects.
-type SnapshotList struct {
-	Items []materialize.Snapshot `json:"items"`
-	Next  string                 `json:"next,omitempty"`
-}
-
-// SnapshotPage is the answer of GET /api/v1/snapshot and GET
-// /api/v1/snapshots/{id}: the snapshot with one page of its objects, and
-// the cursor of the next page. Every page carries the snapshot's
-// Complete, Watermarks, Missing and Warnings.
-type SnapshotPage struct {
-	materialize.Snapshot
-	Next string `json:"next,omitempty"`
-}
-
-// DiffPage is the answer of GET /api/v1/diff: the diff with one page of
-// its objects, and the cursor of the next page. Every page carries the
-// diff's HasGaps, Gaps, Missing and Warnings.
-type DiffPage struct {
-	materialize.Diff
-	Next string `json:"next,omitempty"`
-}
-
-// SnapshotRequest is the body of POST /api/v1/snapshots.
-type SnapshotRequest struct {
-	// Name names the saved snapshot (optional).
-	Name string `json:"name,omitempty"`
-	// At is the time, in ParseTime's syntax; empty means now.
-	At string `json:"at,omitempty"`
-	// Scope is what to snapshot; an empty ClusterID means the journal's
-	// only cluster.
-	Scope materialize.Scope `json:"scope"`
-}
-
-// PlanSummary is a saved replay plan without its objects and exclusions,
-// an item of GET /api/v1/plans; GET /api/v1/plans/{id} answers the plan.
-type PlanSummary struct {
-	ID        string          `json:"id"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Source    replay.Source   `json:"source"`
-	Target    replay.Target   `json:"target"`
-	Coverage  replay.Coverage `json:"coverage"`
-	// Objects and Exclusions count the plan's objects and exclusions.
-	Objects    int           `json:"objects"`
-	Exclusions int           `json:"exclusions"`
-	Hash       string        `json:"hash"`
-	Status     replay.Status `json:"status"`
-}
-
-// PlanList is the answer of GET /api/v1/plans: the saved plans, in the
-// order they were saved.
-type PlanList struct {
-	Items []PlanSummary `json:"items"`
-	Next  string        `json:"next,omitempty"`
-}
-
-// PlanRequest is the body of POST /api/v1/plans.
-type PlanRequest struct {
-	Source replay.Source `json:"source"`
-	Target replay.Target `json:"target"`
-	// Policy is the replay policy; absent means the default one.
-	Policy *replay.Policy `json:"policy,omitempty"`
-	// At, in ParseTime's syntax, sets Source.At when given.
-	At string `json:"at,omitempty"`
-}
-
-// Health is the answer of /healthz and /readyz when all is well.
-type Health struct {
-	Status string `json:"status"`
-}
-
-// FeedEvent is one event of the change feed (GET /api/v1/watch) as the
-// client reads it: the SSE event's id (the cursor to resume after it), its
-// type ("record" or "error"), and its data: the record, or the error.
-type FeedEvent struct {
-	ID     string        `json:"id"`
-	Type   string        `json:"type"`
-	Record *event.Record `json:"record,omitempty"`
-	Error  *Error        `json:"error,omitempty"`
-}

@@ -320,7 +320,7 @@ func (c *Collector) setup(ctx context.Context) error {
 			}
 			return &UnknownResourceError{Spec: spec, Suggestions: cat.suggestions(spec)}
 		}
-		if r.isSecret() && !c.cfg.allowSecrets {
+		if isSecret(r) && !c.cfg.allowSecrets {
 			return fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
 		}
 		resources = append(resources, r)
@@ -412,7 +412,7 @@ func (c *Collector) rediscover(ctx context.Context) {
 		var still []string
 		for _, spec := range c.pending {
 			r, ok := cat.resolve(spec)
-			if !ok || (r.isSecret() && !c.cfg.allowSecrets) {
+			if !ok || (isSecret(r) && !c.cfg.allowSecrets) {
 				still = append(still, spec)
 				continue
 			}

@@ -45,7 +45,7 @@ func matchesSpec(spec string, r Resource) bool {
 // exclusionOf returns why the configuration leaves r out of
 // WithAllResources, or "" when it records r.
 func (c *config) exclusionOf(r Resource) string {
-	if r.isSecret() && c.allowSecrets {
+	if isSecret(r) && c.allowSecrets {
 		return ""
 	}
 	included := func(spec string) bool { return matchesSpec(spec, r) }
@@ -55,7 +55,7 @@ func (c *config) exclusionOf(r Resource) string {
 		}
 	}
 	for _, e := range DefaultExclusions() {
-		if e.Resource == r.String() && (r.isSecret() || !slices.ContainsFunc(c.include, included)) {
+		if e.Resource == r.String() && (isSecret(r) || !slices.ContainsFunc(c.include, included)) {
 			return e.Reason
 		}
 	}

@@ -10,31 +10,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/krply/krply/watch/status"
 )
 
-// Resource is a resolved API resource: what one or more streams record.
-type Resource struct {
-	Group      string `json:"group,omitempty"`
-	Version    string `json:"version"`
-	Resource   string `json:"resource"`
-	Kind       string `json:"kind"`
-	Namespaced bool   `json:"namespaced"`
-}
+// Resource is a resolved API resource: what one or more streams record
+// (declared in package watch/status, with its methods).
+type Resource = status.Resource
 
-// GVR returns the resource's group, version and resource.
-func (r Resource) GVR() schema.GroupVersionResource {
-	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
-}
-
-// GroupResource returns the resource's group and resource.
-func (r Resource) GroupResource() schema.GroupResource {
-	return schema.GroupResource{Group: r.Group, Resource: r.Resource}
-}
-
-// String returns "resource.group" ("configmaps" for the core group).
-func (r Resource) String() string { return r.GroupResource().String() }
-
-func (r Resource) isSecret() bool { return r.Group == "" && r.Resource == "secrets" }
+// isSecret reports whether r is the core group's secrets.
+func isSecret(r Resource) bool { return r.Group == "" && r.Resource == "secrets" }
 
 // aliases maps the short names kubectl users type to group/resource, so
 // they resolve even against a discovery (a fake) that has no short names.

@@ -1,77 +1,44 @@
 package watch
 
 import (
-	"time"
-
-	"github.com/krply/krply/event"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/krply/krply/watch/status"
 )
 
-// StreamState is what a stream is doing.
-type StreamState string
+// StreamState is what a stream is doing (see package watch/status, which
+// declares it so that a program reading statuses need not link the
+// Collector).
+type StreamState = status.StreamState
 
 // The states of a stream.
 const (
 	// StateStarting: reading the stream's durable state from the store.
-	StateStarting StreamState = "starting"
+	StateStarting = status.StateStarting
 	// StateListing: taking a baseline.
-	StateListing StreamState = "listing"
+	StateListing = status.StateListing
 	// StateWatching: a watch is open.
-	StateWatching StreamState = "watching"
+	StateWatching = status.StateWatching
 	// StateBackoff: waiting to retry after a failure.
-	StateBackoff StreamState = "backoff"
+	StateBackoff = status.StateBackoff
 	// StateUnavailable: the server denies or does not serve the resource
 	// (403, 404); retrying with backoff.
-	StateUnavailable StreamState = "unavailable"
+	StateUnavailable = status.StateUnavailable
 	// StatePending: a configured resource the server does not serve yet.
-	StatePending StreamState = "pending"
+	StatePending = status.StatePending
 	// StateStopped: the stream ended (Start returned).
-	StateStopped StreamState = "stopped"
+	StateStopped = status.StateStopped
 	// StateRemoved: the stream ended because the API server no longer
 	// serves its resource (WithAllResources: a CRD was deleted); its
 	// journal says so with a coverage change. It starts again if the
 	// resource comes back.
-	StateRemoved StreamState = "removed"
+	StateRemoved = status.StateRemoved
 )
 
-// StreamStatus is the state of one stream as the Collector sees it.
-type StreamStatus struct {
-	StreamID string       `json:"streamID"`
-	Stream   event.Stream `json:"stream"`
-	Resource Resource     `json:"resource"`
-	State    StreamState  `json:"state"`
-	// Synced is true once the stream had a complete baseline or resumed its
-	// watch from the durable checkpoint.
-	Synced bool `json:"synced"`
-	// Covered is true while the journal is continuous for the stream, and
-	// CoveredSince is the end of the baseline coverage rests on (zero when
-	// not covered). A time is covered (storage.Coverage) only once the
-	// stream also has evidence after it: see LastDurableAt.
-	Covered      bool      `json:"covered"`
-	CoveredSince time.Time `json:"coveredSince,omitzero"`
-	// LastResourceVersion is the last durable resourceVersion and
-	// LastDurableAt the ObservedAt of the record that carried it: how far
-	// the stream's durable evidence of continuity reaches (an event, a
-	// bookmark, a progress checkpoint or a baseline end; see
-	// storage.Coverage and WaitForProgress).
-	LastResourceVersion string    `json:"lastResourceVersion,omitempty"`
-	LastDurableAt       time.Time `json:"lastDurableAt,omitzero"`
-	// Gaps counts the stream's gap records in the journal.
-	Gaps int `json:"gaps"`
-	// Degraded is true when the stream is not recording right now
-	// (unavailable, failing, pending), with the reason.
-	Degraded       bool   `json:"degraded"`
-	DegradedReason string `json:"degradedReason,omitempty"`
-	// Events and Bytes count the object-change records and body bytes made
-	// durable since Start; Baselines the baselines completed since Start,
-	// and Relists those of them taken over an earlier history (after a
-	// gap, an outage, or a restart that could not resume).
-	Events    int64 `json:"events"`
-	Bytes     int64 `json:"bytes"`
-	Baselines int   `json:"baselines"`
-	Relists   int   `json:"relists"`
-}
+// StreamStatus is the state of one stream as the Collector sees it (see
+// package watch/status for its fields).
+type StreamStatus = status.StreamStatus
 
 func canonicalLabels(s string) string {
 	sel, err := labels.Parse(s)

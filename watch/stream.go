@@ -133,7 +133,7 @@ func newStream(c *Collector, r Resource, st event.Stream, discovered bool) *stre
 		stream:     st,
 		id:         st.ID(),
 		discovered: discovered,
-		redact:     r.isSecret() && !c.cfg.keepSecretValues,
+		redact:     isSecret(r) && !c.cfg.keepSecretValues,
 		clock:      c.cfg.clock,
 		backoff:    newBackoff(c.cfg.backoffMin, c.cfg.backoffMax, c.cfg.clock),
 		available:  true,

@@ -1,18 +1,3 @@
-// Package client is the Go client of krply's query API (package server):
-// it asks a server over HTTP and returns the library's own types — a
-// materialize.Snapshot, a materialize.History, a replay.Plan — as the
-// library would return them, coverage, gaps and warnings included.
-//
-//	c, err := client.New("https://krply.example:8443", client.WithToken(token))
-//	st, err := c.ObjectAt(ctx, krply.Object("c1", "configmaps", "shop", "settings"), time.Now().Add(-time.Hour))
-//
-// In a pod, WithTokenFile("/var/run/secrets/kubernetes.io/serviceaccount/token")
-// sends the pod's ServiceAccount token, read again as the kubelet rotates
-// it (a server built with delegated authentication reviews it).
-//
-// An error answer of the server is returned as a *server.Error (with its
-// status, code and the parameter at fault); test it with errors.As, or
-// with errors.Is(err, &server.Error{Code: server.CodeNotFound}).
 package client
 
 import (
@@ -36,7 +21,7 @@ import (
 	"github.com/krply/krply/internal/reread"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
-	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/apiv1"
 	"github.com/krply/krply/storage"
 )
 
@@ -190,9 +175,9 @@ func readToken(path string) (string, error) {
 // decodeError reads an error answer.
 func decodeError(resp *http.Response) error {
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var e server.Error
+	var e apiv1.Error
 	if err := json.Unmarshal(raw, &e); err != nil || e.Code == "" {
-		return &server.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
+		return &apiv1.Error{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(raw))}
 	}
 	e.Status = resp.StatusCode
 	return &e
@@ -213,12 +198,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 
 // Healthy asks /healthz.
 func (c *Client) Healthy(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, &server.Health{})
+	return c.do(ctx, http.MethodGet, "/healthz", nil, nil, &apiv1.Health{})
 }
 
 // Ready asks /readyz: nil when the server's recorder is synced.
 func (c *Client) Ready(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, &server.Health{})
+	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, &apiv1.Health{})
 }
 
 // resourceParam writes a group/resource as the server reads it.
@@ -262,18 +247,18 @@ func objectQuery(obj storage.ObjectID) url.Values {
 }
 
 // Clusters returns the clusters the journal records.
-func (c *Client) Clusters(ctx context.Context) ([]server.Cluster, error) {
-	var out server.ClusterList
+func (c *Client) Clusters(ctx context.Context) ([]apiv1.Cluster, error) {
+	var out apiv1.ClusterList
 	err := c.do(ctx, http.MethodGet, "/api/v1/clusters", nil, nil, &out)
 	return out.Items, err
 }
 
 // Streams returns the streams of scope (its cluster, namespaces and
 // resources) with their coverage at at, every page of them.
-func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.Time) ([]server.StreamInfo, error) {
+func (c *Client) Streams(ctx context.Context, scope materialize.Scope, at time.Time) ([]apiv1.StreamInfo, error) {
 	q := scopeQuery(scope)
 	q.Set("at", timeParam(at))
-	return allPages[server.StreamInfo](ctx, c, "/api/v1/streams", q)
+	return allPages[apiv1.StreamInfo](ctx, c, "/api/v1/streams", q)
 }
 
 // allPages returns the items of every page of a list route, asked with q
@@ -320,7 +305,7 @@ const objectsPageSize = "1000"
 func wholeSnapshot(ctx context.Context, c *Client, path string, q url.Values) (*materialize.Snapshot, error) {
 	q.Set("limit", objectsPageSize)
 	var whole *materialize.Snapshot
-	err := followPages(ctx, c, path, q, func(page *server.SnapshotPage) string {
+	err := followPages(ctx, c, path, q, func(page *apiv1.SnapshotPage) string {
 		if whole == nil {
 			whole = &page.Snapshot
 		} else {
@@ -333,7 +318,7 @@ func wholeSnapshot(ctx context.Context, c *Client, path string, q url.Values) (*
 
 // addPage adds a later page of a snapshot to whole: its objects, Complete
 // only when every page was, and its warnings.
-func addPage(whole *materialize.Snapshot, page *server.SnapshotPage) {
+func addPage(whole *materialize.Snapshot, page *apiv1.SnapshotPage) {
 	whole.Objects = append(whole.Objects, page.Objects...)
 	whole.Complete = whole.Complete && page.Complete
 	whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
@@ -403,7 +388,7 @@ func (q RecordQuery) values() url.Values {
 
 // Records returns one page of records; ask for the next with
 // q.Cursor = page.Next until it is empty.
-func (c *Client) Records(ctx context.Context, q RecordQuery) (*server.RecordList, error) {
+func (c *Client) Records(ctx context.Context, q RecordQuery) (*apiv1.RecordList, error) {
 	v := q.values()
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
@@ -411,7 +396,7 @@ func (c *Client) Records(ctx context.Context, q RecordQuery) (*server.RecordList
 	if q.Cursor != "" {
 		v.Set("cursor", q.Cursor)
 	}
-	var out server.RecordList
+	var out apiv1.RecordList
 	if err := c.do(ctx, http.MethodGet, "/api/v1/records", v, nil, &out); err != nil {
 		return nil, err
 	}
@@ -478,8 +463,8 @@ func (c *Client) Snapshot(ctx context.Context, scope materialize.Scope, at time.
 // answers its first page, and the others are read from the saved
 // snapshot.
 func (c *Client) SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error) {
-	var first server.SnapshotPage
-	req := server.SnapshotRequest{Name: name, At: timeParam(at), Scope: scope}
+	var first apiv1.SnapshotPage
+	req := apiv1.SnapshotRequest{Name: name, At: timeParam(at), Scope: scope}
 	if err := c.do(ctx, http.MethodPost, "/api/v1/snapshots", url.Values{"limit": {objectsPageSize}}, req, &first); err != nil {
 		return nil, err
 	}
@@ -490,7 +475,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, scope materialize.Scope, at t
 	// The answer was the saved snapshot's first page: the others are
 	// read where it was saved.
 	q := url.Values{"limit": {objectsPageSize}, "cursor": {first.Next}}
-	err := followPages(ctx, c, "/api/v1/snapshots/"+url.PathEscape(whole.ID), q, func(page *server.SnapshotPage) string {
+	err := followPages(ctx, c, "/api/v1/snapshots/"+url.PathEscape(whole.ID), q, func(page *apiv1.SnapshotPage) string {
 		addPage(whole, page)
 		return page.Next
 	})
@@ -522,7 +507,7 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 	}
 	q.Set("limit", objectsPageSize)
 	var whole *materialize.Diff
-	err := followPages(ctx, c, "/api/v1/diff", q, func(page *server.DiffPage) string {
+	err := followPages(ctx, c, "/api/v1/diff", q, func(page *apiv1.DiffPage) string {
 		if whole == nil {
 			whole = &page.Diff
 		} else {
@@ -536,16 +521,16 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 }
 
 // Plan plans a replay and saves the plan (the server must allow writes).
-func (c *Client) Plan(ctx context.Context, req server.PlanRequest) (*replay.Plan, error) {
+func (c *Client) Plan(ctx context.Context, req apiv1.PlanRequest) (*replay.Plan, error) {
 	return c.plan(ctx, req, nil)
 }
 
 // PreviewPlan plans a replay without saving it.
-func (c *Client) PreviewPlan(ctx context.Context, req server.PlanRequest) (*replay.Plan, error) {
+func (c *Client) PreviewPlan(ctx context.Context, req apiv1.PlanRequest) (*replay.Plan, error) {
 	return c.plan(ctx, req, url.Values{"preview": {"true"}})
 }
 
-func (c *Client) plan(ctx context.Context, req server.PlanRequest, q url.Values) (*replay.Plan, error) {
+func (c *Client) plan(ctx context.Context, req apiv1.PlanRequest, q url.Values) (*replay.Plan, error) {
 	var out replay.Plan
 	if err := c.do(ctx, http.MethodPost, "/api/v1/plans", q, req, &out); err != nil {
 		return nil, err
@@ -556,8 +541,8 @@ func (c *Client) plan(ctx context.Context, req server.PlanRequest, q url.Values)
 // ListPlans returns the saved plans of cluster ("": the journal's only
 // cluster), in the order they were saved, without their objects: every
 // page of GET /api/v1/plans.
-func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]server.PlanSummary, error) {
-	return allPages[server.PlanSummary](ctx, c, "/api/v1/plans", clusterQuery(clusterID))
+func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]apiv1.PlanSummary, error) {
+	return allPages[apiv1.PlanSummary](ctx, c, "/api/v1/plans", clusterQuery(clusterID))
 }
 
 // GetPlan returns a saved plan with its status and last dry run.
@@ -645,10 +630,10 @@ func (f *Feed) Cursor() string { return f.cursor }
 func (f *Feed) Close() error { return f.body.Close() }
 
 // Next returns the next record of the feed, waiting for one. An error
-// event of the server is returned as its *server.Error; a lost connection
+// event of the server is returned as its *apiv1.Error; a lost connection
 // as the read error (io.ErrUnexpectedEOF when the server ended the feed).
 func (f *Feed) Next() (event.Record, error) {
-	var ev server.FeedEvent
+	var ev apiv1.FeedEvent
 	var data []byte
 	for f.sc.Scan() {
 		line := f.sc.Text()
@@ -666,13 +651,13 @@ func (f *Feed) Next() (event.Record, error) {
 				f.cursor = ev.ID
 				return rec, nil
 			case "error":
-				var e server.Error
+				var e apiv1.Error
 				if err := json.Unmarshal(data, &e); err != nil {
 					return event.Record{}, fmt.Errorf("client: feed error event: %w", err)
 				}
 				return event.Record{}, &e
 			}
-			ev, data = server.FeedEvent{}, nil
+			ev, data = apiv1.FeedEvent{}, nil
 		case strings.HasPrefix(line, ":"):
 		case strings.HasPrefix(line, "id:"):
 			ev.ID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))

@@ -11,13 +11,13 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := runRelease(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "release:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func runRelease(args []string) error {
 	fs := flag.NewFlagSet("release", flag.ContinueOnError)
 	var c config
 	fs.StringVar(&c.version, "version", "", "the version to release, vX.Y.Z (VERSION= of make release)")

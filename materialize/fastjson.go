@@ -1,9 +1,9 @@
 package materialize
 
 import (
-	"bytes"
 	"encoding/json"
-	"unicode/utf8"
+
+	"github.com/krply/krply/internal/jsonscan"
 )
 
 // maxFastDepth is the nesting the fast decoder takes; a deeper body is
@@ -43,13 +43,14 @@ func fastDecodeInterning(raw []byte, intern map[string]string) (v any, rest []by
 	return v, raw[d.pos:], d.spaced, true
 }
 
+// fastDecoder decodes and walks a body with jsonscan, keeping its place.
 type fastDecoder struct {
 	data   []byte
 	pos    int
 	spaced bool
 	intern map[string]string
 	// checked says data is part of a value the decoder took before: skip
-	// then only finds where a value ends (see skipChecked).
+	// then only finds where a value ends (see jsonscan.SkipChecked).
 	checked bool
 }
 
@@ -64,15 +65,9 @@ func (d *fastDecoder) space() {
 	if d.pos >= len(d.data) || d.data[d.pos] > ' ' {
 		return // most often
 	}
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\r', '\n':
-			d.pos++
-			d.spaced = true
-		default:
-			return
-		}
-	}
+	end := jsonscan.Space(d.data, d.pos)
+	d.spaced = d.spaced || end != d.pos
+	d.pos = end
 }
 
 // value decodes the value at pos (white space skipped before it).
@@ -102,10 +97,16 @@ func (d *fastDecoder) value(depth int) (any, bool) {
 }
 
 func (d *fastDecoder) literal(word string) bool {
-	if len(d.data)-d.pos < len(word) || string(d.data[d.pos:d.pos+len(word)]) != word {
+	end, err := jsonscan.Literal(d.data, d.pos, word)
+	return d.moveTo(end, err)
+}
+
+// moveTo moves pos to end when err is nil, and reports whether it is.
+func (d *fastDecoder) moveTo(end int, err error) bool {
+	if err != nil {
 		return false
 	}
-	d.pos += len(word)
+	d.pos = end
 	return true
 }
 
@@ -197,11 +198,7 @@ func (d *fastDecoder) str() (string, bool) {
 // stringAt returns the string whose bytes between the quotes are at s.
 func (d *fastDecoder) stringAt(s span, plain bool) (string, bool) {
 	if !plain {
-		var out string
-		if err := json.Unmarshal(d.data[s.start-1:s.end+1], &out); err != nil {
-			return "", false
-		}
-		return out, true
+		return jsonscan.Unquote(d.data[s.start-1 : s.end+1]), true
 	}
 	return d.internBytes(s.in(d.data)), true
 }
@@ -251,73 +248,10 @@ func internString(intern map[string]string, b []byte) string {
 }
 
 // scanString moves past the string literal at pos, checking it as
-// encoding/json does (no control characters, only JSON's escapes). plain
-// reports that its bytes between the quotes are the string itself: no
-// escapes, and valid UTF-8 (encoding/json replaces invalid bytes).
+// encoding/json does; plain is jsonscan.String's.
 func (d *fastDecoder) scanString() (plain, ok bool) {
-	start, data := d.pos, d.data
-	pos := start + 1 // after the quote
-	escaped, ascii := false, true
-	for pos < len(data) {
-		c := data[pos]
-		if !stringSpecial[c] {
-			pos++
-			continue
-		}
-		switch {
-		case c == '"':
-			d.pos = pos + 1
-			return !escaped && (ascii || utf8.Valid(data[start:d.pos])), true
-		case c == '\\':
-			escaped = true
-			d.pos = pos
-			if !d.escape() {
-				return false, false
-			}
-			pos = d.pos
-			continue
-		case c < 0x20:
-			return false, false
-		default: // c >= utf8.RuneSelf
-			ascii = false
-		}
-		pos++
-	}
-	return false, false
-}
-
-// stringSpecial marks the bytes scanString looks at: the quote, the
-// backslash, control characters and bytes beyond ASCII.
-var stringSpecial = func() (t [256]bool) {
-	for c := range t {
-		t[c] = c == '"' || c == '\\' || c < 0x20 || c >= utf8.RuneSelf
-	}
-	return t
-}()
-
-// escape moves past the escape sequence at pos: a backslash, then one of
-// the quote, backslash, slash, b, f, n, r and t, or u and four hex digits.
-func (d *fastDecoder) escape() bool {
-	if d.pos+1 >= len(d.data) {
-		return false
-	}
-	switch d.data[d.pos+1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-		d.pos += 2
-		return true
-	case 'u':
-		if d.pos+6 > len(d.data) {
-			return false
-		}
-		for _, h := range d.data[d.pos+2 : d.pos+6] {
-			if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-				return false
-			}
-		}
-		d.pos += 6
-		return true
-	}
-	return false
+	end, plain, err := jsonscan.String(d.data, d.pos)
+	return plain, d.moveTo(end, err)
 }
 
 // number reads a number literal as JSON's grammar spells it.
@@ -331,73 +265,28 @@ func (d *fastDecoder) number() (any, bool) {
 
 // scanNumber moves past the number literal at pos.
 func (d *fastDecoder) scanNumber() bool {
-	digits := func() int {
-		n := 0
-		for d.pos < len(d.data) && d.data[d.pos] >= '0' && d.data[d.pos] <= '9' {
-			d.pos++
-			n++
-		}
-		return n
-	}
-	if d.data[d.pos] == '-' {
-		d.pos++
-	}
-	switch {
-	case d.pos >= len(d.data):
-		return false
-	case d.data[d.pos] == '0':
-		d.pos++
-	case digits() == 0:
-		return false
-	}
-	if d.pos < len(d.data) && d.data[d.pos] == '.' {
-		d.pos++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if d.pos < len(d.data) && (d.data[d.pos] == 'e' || d.data[d.pos] == 'E') {
-		d.pos++
-		if d.pos < len(d.data) && (d.data[d.pos] == '+' || d.data[d.pos] == '-') {
-			d.pos++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
+	end, err := jsonscan.Number(d.data, d.pos)
+	return d.moveTo(end, err)
 }
 
 // skip moves past the value at pos (white space skipped before it),
-// taking exactly the values value takes, without building them.
+// taking exactly the values value takes, without building them; when
+// checked, it only finds where the value ends.
 func (d *fastDecoder) skip(depth int) bool {
 	d.space()
 	if d.pos >= len(d.data) {
 		return false
 	}
 	if d.checked {
-		return d.skipChecked()
+		end, ok := jsonscan.SkipChecked(d.data, d.pos)
+		if ok {
+			d.pos = end
+		}
+		return ok
 	}
-	switch c := d.data[d.pos]; {
-	case c == '{':
-		_, ok := d.members(depth+1, nil, false)
-		return ok
-	case c == '[':
-		_, ok := d.items(depth+1, nil, false)
-		return ok
-	case c == '"':
-		_, ok := d.scanString()
-		return ok
-	case c == '-' || c >= '0' && c <= '9':
-		return d.scanNumber()
-	case c == 't':
-		return d.literal("true")
-	case c == 'f':
-		return d.literal("false")
-	case c == 'n':
-		return d.literal("null")
-	}
-	return false
+	end, spaced, err := jsonscan.SkipSpaced(d.data, d.pos, maxFastDepth-depth)
+	d.spaced = d.spaced || spaced
+	return d.moveTo(end, err)
 }
 
 // span is where a part of a JSON text is: data[start:end].
@@ -422,10 +311,7 @@ func (f *rawField) keyIn(data []byte) []byte {
 	if !f.escaped {
 		return k
 	}
-	var s string
-	// The scan checked the string: it unquotes.
-	_ = json.Unmarshal(data[f.key.start-1:f.key.end+1], &s)
-	return []byte(s)
+	return []byte(jsonscan.Unquote(data[f.key.start-1 : f.key.end+1]))
 }
 
 // members moves past the object at pos, as skip does, appending its
@@ -483,80 +369,6 @@ func (d *fastDecoder) items(depth int, dst []span, record bool) ([]span, bool) {
 		}
 		if more, ok := d.separator(']'); !ok || !more {
 			return dst, ok
-		}
-	}
-}
-
-// skipChecked is skip over a value known to be valid JSON: it matches
-// brackets and finds the ends of strings, and checks nothing else.
-func (d *fastDecoder) skipChecked() bool {
-	data, pos := d.data, d.pos
-	switch data[pos] {
-	case '"':
-		pos = stringEnd(data, pos)
-	case '{', '[':
-		depth := 0
-		for pos < len(data) {
-			c := data[pos]
-			if !structural[c] {
-				pos++
-				continue
-			}
-			switch c {
-			case '"':
-				if pos = stringEnd(data, pos); pos < 0 {
-					return false
-				}
-				continue
-			case '{', '[':
-				depth++
-			default: // '}', ']'
-				depth--
-			}
-			pos++
-			if depth == 0 {
-				break
-			}
-		}
-		if depth != 0 {
-			return false
-		}
-	default: // a number or a literal
-		for pos < len(data) && !structural[data[pos]] && data[pos] > ' ' && data[pos] != ',' {
-			pos++
-		}
-	}
-	if pos < 0 {
-		return false
-	}
-	d.pos = pos
-	return true
-}
-
-// structural marks the bytes skipChecked looks for in a list or object.
-var structural = func() (t [256]bool) {
-	for _, c := range `"{}[]` {
-		t[c] = true
-	}
-	return t
-}()
-
-// stringEnd returns the position after the string literal at pos, -1
-// when it does not end.
-func stringEnd(data []byte, pos int) int {
-	for i := pos + 1; ; {
-		q := bytes.IndexByte(data[i:], '"')
-		if q < 0 {
-			return -1
-		}
-		i += q
-		backslashes := 0
-		for j := i - 1; j > pos && data[j] == '\\'; j-- {
-			backslashes++
-		}
-		i++
-		if backslashes%2 == 0 {
-			return i
 		}
 	}
 }

@@ -6,284 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/krply/krply/internal/jsonscan"
 )
 
 // This file reads the few fields the Collector needs from JSON bodies as the
 // API server sent them, without decoding the rest: a list page's
 // resourceVersion, continue token and items, a watch event's type and
 // object, and an object's kind, apiVersion and identifying metadata. Every
-// byte is still checked, so a body that is not valid JSON (by the rules of
-// encoding/json.Valid) is an error, never a record.
-
-// maxJSONDepth bounds the nesting of a body, as encoding/json does.
-const maxJSONDepth = 10000
-
-var errJSONDepth = errors.New("exceeded max depth")
-
-// jsonSyntaxError says where a body stops being valid JSON.
-type jsonSyntaxError struct {
-	offset int
-	msg    string
-}
-
-func (e *jsonSyntaxError) Error() string {
-	return fmt.Sprintf("invalid JSON at offset %d: %s", e.offset, e.msg)
-}
-
-func syntaxErr(data []byte, i int, what string) error {
-	if i >= len(data) {
-		return &jsonSyntaxError{offset: i, msg: "unexpected end of input, want " + what}
-	}
-	return &jsonSyntaxError{offset: i, msg: fmt.Sprintf("unexpected %q, want %s", data[i], what)}
-}
-
-func skipSpace(data []byte, i int) int {
-	for i < len(data) {
-		switch data[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipValue checks the JSON value starting at data[i] (no leading space)
-// and returns the index just after it.
-func skipValue(data []byte, i, depth int) (int, error) {
-	if i >= len(data) {
-		return 0, syntaxErr(data, i, "a value")
-	}
-	switch c := data[i]; {
-	case c == '{':
-		return scanObject(data, i, depth+1, nil)
-	case c == '[':
-		return skipArray(data, i, depth+1)
-	case c == '"':
-		return skipString(data, i)
-	case c == '-' || (c >= '0' && c <= '9'):
-		return skipNumber(data, i)
-	case c == 't':
-		return skipLiteral(data, i, "true")
-	case c == 'f':
-		return skipLiteral(data, i, "false")
-	case c == 'n':
-		return skipLiteral(data, i, "null")
-	}
-	return 0, syntaxErr(data, i, "a value")
-}
-
-func skipLiteral(data []byte, i int, lit string) (int, error) {
-	if !bytes.HasPrefix(data[i:], []byte(lit)) {
-		if bytes.HasPrefix([]byte(lit), data[i:]) {
-			// Cut short: the error is at the end, like every other
-			// error of a truncated value (see rawFrameReader).
-			return 0, syntaxErr(data, len(data), lit)
-		}
-		return 0, syntaxErr(data, i, lit)
-	}
-	return i + len(lit), nil
-}
-
-// skipString checks the string starting at data[i] ('"') and returns the
-// index just after its closing quote.
-func skipString(data []byte, i int) (int, error) {
-	for j := i + 1; j < len(data); {
-		switch c := data[j]; {
-		case c == '"':
-			return j + 1, nil
-		case c == '\\':
-			if j+1 >= len(data) {
-				return 0, syntaxErr(data, j+1, "an escape")
-			}
-			switch data[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j += 2
-			case 'u':
-				for k := j + 2; k < j+6; k++ {
-					if k >= len(data) || !isHex(data[k]) {
-						return 0, syntaxErr(data, k, "a hex digit")
-					}
-				}
-				j += 6
-			default:
-				return 0, syntaxErr(data, j+1, "an escape")
-			}
-		case c < 0x20:
-			return 0, syntaxErr(data, j, "a string character")
-		default:
-			j++
-		}
-	}
-	return 0, syntaxErr(data, len(data), "the end of a string")
-}
-
-func isHex(c byte) bool {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
-}
-
-func isDigit(c byte) bool { return c >= '0' && c <= '9' }
-
-// skipNumber checks the number starting at data[i] and returns the index
-// just after it.
-func skipNumber(data []byte, i int) (int, error) {
-	j := i
-	if data[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(data) && data[j] == '0':
-		j++
-	case j < len(data) && data[j] >= '1' && data[j] <= '9':
-		for j < len(data) && isDigit(data[j]) {
-			j++
-		}
-	default:
-		return 0, syntaxErr(data, j, "a digit")
-	}
-	if j < len(data) && data[j] == '.' {
-		j++
-		if j >= len(data) || !isDigit(data[j]) {
-			return 0, syntaxErr(data, j, "a digit")
-		}
-		for j < len(data) && isDigit(data[j]) {
-			j++
-		}
-	}
-	if j < len(data) && (data[j] == 'e' || data[j] == 'E') {
-		j++
-		if j < len(data) && (data[j] == '+' || data[j] == '-') {
-			j++
-		}
-		if j >= len(data) || !isDigit(data[j]) {
-			return 0, syntaxErr(data, j, "a digit")
-		}
-		for j < len(data) && isDigit(data[j]) {
-			j++
-		}
-	}
-	return j, nil
-}
-
-func skipArray(data []byte, i, depth int) (int, error) {
-	_, end, err := scanArray(data, i, depth, false)
-	return end, err
-}
-
-// scanArray checks the array starting at data[i] ('[') and returns the
-// index just after it, and with spans the [start, end) of its elements.
-func scanArray(data []byte, i, depth int, spans bool) ([][2]int, int, error) {
-	if depth > maxJSONDepth {
-		return nil, 0, errJSONDepth
-	}
-	var elems [][2]int
-	j := skipSpace(data, i+1)
-	if j < len(data) && data[j] == ']' {
-		return elems, j + 1, nil
-	}
-	for {
-		end, err := skipValue(data, j, depth)
-		if err != nil {
-			return nil, 0, err
-		}
-		if spans {
-			elems = append(elems, [2]int{j, end})
-		}
-		j = skipSpace(data, end)
-		if j >= len(data) {
-			return nil, 0, syntaxErr(data, j, "',' or ']'")
-		}
-		switch data[j] {
-		case ',':
-			j = skipSpace(data, j+1)
-		case ']':
-			return elems, j + 1, nil
-		default:
-			return nil, 0, syntaxErr(data, j, "',' or ']'")
-		}
-	}
-}
-
-// memberFunc is called by scanObject for each member of an object with the
-// key (quotes included) and the start of its value at nesting depth; it
-// checks the value (skipValue when it has no use for it) and returns the
-// index just after it.
-type memberFunc func(key []byte, start, depth int) (end int, err error)
-
-// scanObject checks the object starting at data[i] ('{') and returns the
-// index just after it. member, when not nil, checks each member's value.
-func scanObject(data []byte, i, depth int, member memberFunc) (int, error) {
-	if depth > maxJSONDepth {
-		return 0, errJSONDepth
-	}
-	j := skipSpace(data, i+1)
-	if j < len(data) && data[j] == '}' {
-		return j + 1, nil
-	}
-	for {
-		if j >= len(data) || data[j] != '"' {
-			return 0, syntaxErr(data, j, "a key")
-		}
-		keyEnd, err := skipString(data, j)
-		if err != nil {
-			return 0, err
-		}
-		key := data[j:keyEnd]
-		j = skipSpace(data, keyEnd)
-		if j >= len(data) || data[j] != ':' {
-			return 0, syntaxErr(data, j, "':'")
-		}
-		j = skipSpace(data, j+1)
-		var end int
-		if member != nil {
-			end, err = member(key, j, depth)
-		} else {
-			end, err = skipValue(data, j, depth)
-		}
-		if err != nil {
-			return 0, err
-		}
-		j = skipSpace(data, end)
-		if j >= len(data) {
-			return 0, syntaxErr(data, j, "',' or '}'")
-		}
-		switch data[j] {
-		case ',':
-			j = skipSpace(data, j+1)
-		case '}':
-			return j + 1, nil
-		default:
-			return 0, syntaxErr(data, j, "',' or '}'")
-		}
-	}
-}
+// byte is still checked (by jsonscan), so a body that is not valid JSON (by
+// the rules of encoding/json.Valid) is an error, never a record.
 
 // stringMember checks the value at data[start] and, when it is a string,
 // stores it in *dst; a value of another type stores "".
-func stringMember(data []byte, start, depth int, dst *string) (int, error) {
-	end, err := skipValue(data, start, depth)
+func stringMember(data []byte, start, room int, dst *string) (int, error) {
+	end, err := jsonscan.Skip(data, start, room)
 	if err == nil {
 		*dst, _ = stringValue(data[start:end])
 	}
 	return end, err
-}
-
-// scanTopObject checks that data is one JSON object, with nothing but space
-// around it, and calls member for each of its members.
-func scanTopObject(data []byte, member memberFunc) error {
-	i := skipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return syntaxErr(data, i, "a JSON object")
-	}
-	end, err := scanObject(data, i, 1, member)
-	if err != nil {
-		return err
-	}
-	if j := skipSpace(data, end); j != len(data) {
-		return syntaxErr(data, j, "the end of the input")
-	}
-	return nil
 }
 
 // keyIs says whether key (a JSON string, quotes included) is name. Keys
@@ -292,8 +33,7 @@ func keyIs(key []byte, name string) bool {
 	if bytes.IndexByte(key, '\\') < 0 {
 		return string(key[1:len(key)-1]) == name
 	}
-	var s string
-	return json.Unmarshal(key, &s) == nil && s == name
+	return jsonscan.Unquote(key) == name
 }
 
 // stringValue returns the value of a JSON string (quotes included), and
@@ -302,14 +42,7 @@ func stringValue(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' {
 		return "", false
 	}
-	if bytes.IndexByte(v, '\\') < 0 {
-		return string(v[1 : len(v)-1]), true
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return "", false
-	}
-	return s, true
+	return jsonscan.Unquote(v), true
 }
 
 // objectMeta is what the Collector reads of an object's body.
@@ -328,39 +61,39 @@ type objectMeta struct {
 // through unstructured.Unstructured's getters.
 func readObjectMeta(data []byte) (objectMeta, error) {
 	var m objectMeta
-	err := scanTopObject(data, func(key []byte, start, depth int) (int, error) {
+	err := jsonscan.TopObject(data, func(key []byte, start, room int) (int, error) {
 		switch {
 		case keyIs(key, "kind"):
 			m.hasKind = true
-			return stringMember(data, start, depth, &m.kind)
+			return stringMember(data, start, room, &m.kind)
 		case keyIs(key, "apiVersion"):
 			m.hasAPIVersion = true
-			return stringMember(data, start, depth, &m.apiVersion)
+			return stringMember(data, start, room, &m.apiVersion)
 		case keyIs(key, "metadata") && at(data, start) == '{':
 			m.name, m.namespace, m.uid, m.resourceVersion, m.annotations = "", "", "", "", nil
-			return scanObject(data, start, depth+1, func(key []byte, start, depth int) (int, error) {
+			return jsonscan.Object(data, start, room, func(key []byte, start, room int) (int, error) {
 				switch {
 				case keyIs(key, "name"):
-					return stringMember(data, start, depth, &m.name)
+					return stringMember(data, start, room, &m.name)
 				case keyIs(key, "namespace"):
-					return stringMember(data, start, depth, &m.namespace)
+					return stringMember(data, start, room, &m.namespace)
 				case keyIs(key, "uid"):
-					return stringMember(data, start, depth, &m.uid)
+					return stringMember(data, start, room, &m.uid)
 				case keyIs(key, "resourceVersion"):
-					return stringMember(data, start, depth, &m.resourceVersion)
+					return stringMember(data, start, room, &m.resourceVersion)
 				case keyIs(key, "annotations"):
-					end, err := skipValue(data, start, depth)
+					end, err := jsonscan.Skip(data, start, room)
 					if err == nil {
 						m.annotations = data[start:end]
 					}
 					return end, err
 				}
-				return skipValue(data, start, depth)
+				return jsonscan.Skip(data, start, room)
 			})
 		case keyIs(key, "metadata"):
 			m.name, m.namespace, m.uid, m.resourceVersion, m.annotations = "", "", "", "", nil
 		}
-		return skipValue(data, start, depth)
+		return jsonscan.Skip(data, start, room)
 	})
 	return m, err
 }
@@ -391,38 +124,38 @@ type listPage struct {
 // body that cannot be appended to in place).
 func readListPage(body []byte) (listPage, error) {
 	var p listPage
-	err := scanTopObject(body, func(key []byte, start, depth int) (int, error) {
+	err := jsonscan.TopObject(body, func(key []byte, start, room int) (int, error) {
 		switch {
 		case keyIs(key, "metadata") && at(body, start) == '{':
 			p.resourceVersion, p.continueToken = "", ""
-			return scanObject(body, start, depth+1, func(key []byte, start, depth int) (int, error) {
+			return jsonscan.Object(body, start, room, func(key []byte, start, room int) (int, error) {
 				switch {
 				case keyIs(key, "resourceVersion"):
-					return stringMember(body, start, depth, &p.resourceVersion)
+					return stringMember(body, start, room, &p.resourceVersion)
 				case keyIs(key, "continue"):
-					return stringMember(body, start, depth, &p.continueToken)
+					return stringMember(body, start, room, &p.continueToken)
 				}
-				return skipValue(body, start, depth)
+				return jsonscan.Skip(body, start, room)
 			})
 		case keyIs(key, "metadata"):
 			p.resourceVersion, p.continueToken = "", ""
 		case keyIs(key, "items") && at(body, start) == '[':
-			spans, end, err := scanArray(body, start, depth+1, true)
-			if err != nil {
-				return 0, err
-			}
-			p.items = make([][]byte, len(spans))
-			for i, s := range spans {
-				if body[s[0]] != '{' {
-					return 0, fmt.Errorf("list item %d is not a JSON object", i)
+			p.items = nil
+			return jsonscan.Array(body, start, room, func(start, room int) (int, error) {
+				end, err := jsonscan.Skip(body, start, room)
+				if err != nil {
+					return 0, err
 				}
-				p.items[i] = body[s[0]:s[1]:s[1]]
-			}
-			return end, nil
+				if body[start] != '{' {
+					return 0, fmt.Errorf("list item %d is not a JSON object", len(p.items))
+				}
+				p.items = append(p.items, body[start:end:end])
+				return end, nil
+			})
 		case keyIs(key, "items"):
 			p.items = nil
 		}
-		return skipValue(body, start, depth)
+		return jsonscan.Skip(body, start, room)
 	})
 	return p, err
 }
@@ -430,18 +163,18 @@ func readListPage(body []byte) (listPage, error) {
 // readWatchEvent checks that frame is one JSON object and reads a watch
 // event's type and object (a slice of frame).
 func readWatchEvent(frame []byte) (typ string, object []byte, err error) {
-	err = scanTopObject(frame, func(key []byte, start, depth int) (int, error) {
+	err = jsonscan.TopObject(frame, func(key []byte, start, room int) (int, error) {
 		switch {
 		case keyIs(key, "type"):
-			return stringMember(frame, start, depth, &typ)
+			return stringMember(frame, start, room, &typ)
 		case keyIs(key, "object"):
-			end, err := skipValue(frame, start, depth)
+			end, err := jsonscan.Skip(frame, start, room)
 			if err == nil {
 				object = frame[start:end]
 			}
 			return end, err
 		}
-		return skipValue(frame, start, depth)
+		return jsonscan.Skip(frame, start, room)
 	})
 	return typ, object, err
 }
@@ -474,7 +207,7 @@ func withTypeMeta(obj []byte, m objectMeta, kind, apiVersion string) ([]byte, er
 		sep = ","
 	}
 	rest := obj[1:]
-	if j := skipSpace(rest, 0); j < len(rest) && rest[j] != '}' {
+	if j := jsonscan.Space(rest, 0); j < len(rest) && rest[j] != '}' {
 		head.WriteByte(',')
 	}
 	head.Write(rest)
@@ -516,7 +249,7 @@ type rawFrameReader struct {
 	readErr   error  // the error r returned, once buf holds no frame
 	remaining []byte // the rest of a frame the caller's buffer could not hold
 	// end follows the brackets of the frame at buf[start:] across reads,
-	// so that the frame is checked (skipValue) when they close, not after
+	// so that the frame is checked (jsonscan.Skip) when they close, not after
 	// every read: a long frame that arrives in many small reads is
 	// scanned a bounded number of times, not once a read.
 	end frameEnd
@@ -542,20 +275,20 @@ func (f *rawFrameReader) Read(data []byte) (int, error) {
 // next returns the next frame; it is valid until the next call.
 func (f *rawFrameReader) next() ([]byte, error) {
 	for {
-		i := skipSpace(f.buf, f.start)
+		i := jsonscan.Space(f.buf, f.start)
 		f.start = i
 		if i < len(f.buf) {
 			if f.buf[i] != '{' {
-				return nil, fmt.Errorf("watch stream: %w", syntaxErr(f.buf, i, "a JSON object"))
+				return nil, fmt.Errorf("watch stream: unexpected %q at offset %d, want a JSON object", f.buf[i], i)
 			}
 			if f.end.mayClose(f.buf[i:]) || f.readErr != nil {
-				end, err := skipValue(f.buf, i, 0)
+				end, err := jsonscan.Skip(f.buf, i, jsonscan.MaxDepth)
 				if err == nil {
 					f.start, f.end = end, frameEnd{}
 					return f.buf[i:end], nil
 				}
-				var se *jsonSyntaxError
-				if !errors.As(err, &se) || se.offset < len(f.buf) {
+				var se *jsonscan.SyntaxError
+				if !errors.As(err, &se) || se.Offset < len(f.buf) {
 					return nil, fmt.Errorf("watch stream: %w", err)
 				}
 				// The frame is cut short: read more, unless the stream ended.
@@ -590,7 +323,7 @@ func (f *rawFrameReader) next() ([]byte, error) {
 
 // frameEnd follows the brackets of a frame (a JSON object) as its bytes
 // arrive, outside strings, to tell when the frame may be complete. It does
-// not check the frame; skipValue does, when mayClose says so.
+// not check the frame; jsonscan.Skip does, when mayClose says so.
 type frameEnd struct {
 	scanned  int // bytes of the frame followed so far
 	depth    int // brackets open after them

@@ -1,77 +1,47 @@
 package sqlite
 
-import (
-	"container/list"
-	"sync"
-)
+import "k8s.io/utils/lru"
 
-// lru is a small least-recently-used cache; not safe for concurrent use.
-type lru[K comparable, V any] struct {
-	capacity int
-	order    *list.List // front = most recent; values are *lruEntry
-	items    map[K]*list.Element
+// cache is k8s.io/utils/lru's Cache with typed keys and values, safe for
+// concurrent use. A capacity of 0 caches nothing (lru.New(0) would keep
+// everything).
+type cache[K comparable, V any] struct {
+	lru *lru.Cache // nil when the capacity is 0
 }
 
-type lruEntry[K comparable, V any] struct {
-	key   K
-	value V
+func newCache[K comparable, V any](capacity int) cache[K, V] {
+	if capacity <= 0 {
+		return cache[K, V]{}
+	}
+	return cache[K, V]{lru: lru.New(capacity)}
 }
 
-func newLRU[K comparable, V any](capacity int) *lru[K, V] {
-	return &lru[K, V]{capacity: capacity, order: list.New(), items: map[K]*list.Element{}}
-}
-
-func (c *lru[K, V]) get(k K) (V, bool) {
-	if e, ok := c.items[k]; ok {
-		c.order.MoveToFront(e)
-		return e.Value.(*lruEntry[K, V]).value, true
+func (c cache[K, V]) get(k K) (V, bool) {
+	if c.lru != nil {
+		if v, ok := c.lru.Get(k); ok {
+			return v.(V), true
+		}
 	}
 	var zero V
 	return zero, false
 }
 
-func (c *lru[K, V]) put(k K, v V) {
-	if c.capacity <= 0 {
-		return
-	}
-	if e, ok := c.items[k]; ok {
-		e.Value.(*lruEntry[K, V]).value = v
-		c.order.MoveToFront(e)
-		return
-	}
-	c.items[k] = c.order.PushFront(&lruEntry[K, V]{key: k, value: v})
-	for c.order.Len() > c.capacity {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(*lruEntry[K, V]).key)
+func (c cache[K, V]) put(k K, v V) {
+	if c.lru != nil {
+		c.lru.Add(k, v)
 	}
 }
 
-func (c *lru[K, V]) clear() {
-	c.order.Init()
-	clear(c.items)
+func (c cache[K, V]) clear() {
+	if c.lru != nil {
+		c.lru.Clear()
+	}
 }
 
-// syncLRU is an lru guarded by a mutex, for the read path.
-type syncLRU[K comparable, V any] struct {
-	mu  sync.Mutex
-	lru *lru[K, V]
-}
-
-func (c *syncLRU[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lru.get(k)
-}
-
-func (c *syncLRU[K, V]) put(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.put(k, v)
-}
-
-func (c *syncLRU[K, V]) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.clear()
+// len returns the number of values cached.
+func (c cache[K, V]) len() int {
+	if c.lru == nil {
+		return 0
+	}
+	return c.lru.Len()
 }

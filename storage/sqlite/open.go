@@ -98,10 +98,10 @@ func newStore(path string, cfg config) *Store {
 		names:         newNames(),
 		streamObjects: map[[2]int64]bool{},
 		kindKeyframes: map[kindKey]keyframe{},
-		keyframes:     newLRU[int64, keyframe](cfg.keyframeCache),
-		keyframeRaw:   newLRU[int64, []byte](1024),
+		keyframes:     newCache[int64, keyframe](cfg.keyframeCache),
+		keyframeRaw:   newCache[int64, []byte](1024),
 		sized:         map[string]*sql.Stmt{},
-		bases:         &syncLRU[int64, []byte]{lru: newLRU[int64, []byte](1024)},
+		bases:         newCache[int64, []byte](1024),
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
 	return s

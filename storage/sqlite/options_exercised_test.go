@@ -178,7 +178,7 @@ func TestWithKeyframeCache(t *testing.T) {
 			if _, err := s.Append(ctx, versions(objects, v)); err != nil {
 				t.Fatalf("Append version %d: %v", v, err)
 			}
-			if got := s.keyframes.order.Len(); got != tc.want {
+			if got := s.keyframes.len(); got != tc.want {
 				t.Errorf("%v: after version %d the writer remembers %d objects, want %d", tc.opts, v, got, tc.want)
 			}
 		}

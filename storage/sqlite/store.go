@@ -70,10 +70,10 @@ type Store struct {
 	// insert them.
 	names     names
 	nameStmts nameStmts
-	keyframes *lru[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
+	keyframes cache[int64, keyframe] // object row id -> its keyframe and latest body (raw not set)
 	// keyframeRaw holds decoded keyframes by body id; many objects share
 	// one (see kindKeyframes).
-	keyframeRaw *lru[int64, []byte]
+	keyframeRaw cache[int64, []byte]
 	// kindKeyframes holds, per cluster/group/resource, the latest
 	// keyframe: the first version of a new object is delta-encoded
 	// against it when they are alike (pods of one ReplicaSet are).
@@ -81,7 +81,7 @@ type Store struct {
 	// streamObjects caches the rows known to be in stream_objects.
 	streamObjects map[[2]int64]bool
 
-	bases *syncLRU[int64, []byte] // keyframe body id -> raw body, for readers
+	bases cache[int64, []byte] // keyframe body id -> raw body, for readers
 	// Hot read statements, prepared once (database/sql keeps one prepared
 	// copy per read connection).
 	latestAtStmt, keyframeStmt *sql.Stmt

@@ -24,7 +24,7 @@ NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
 SLOW_FIRST ?= ./watch ./storage/sqlite ./krplytest/truth ./storage/transfer ./storage ./krplytest/testenv ./internal/testing/soak ./audit
 
-.PHONY: all test testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
+.PHONY: all test core-test check layering install-test release testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
 
 # Nested modules (own go.mod, so their heavy dependencies stay out of the core
 # module); tools/ holds build helpers, not code under test.
@@ -36,8 +36,15 @@ all: test
 testbin:
 	@hack/testbin.sh >/dev/null
 
-## test: everything CI checks: formatting, vet, unit and integration tests on a real control plane.
-test: fmt-check no-binaries vet api-check docs-check examples nested-test
+# The phases of make test, in order (hack/phases.sh prints each one's time at the end).
+TEST_PHASES ?= fmt-check no-binaries vet api-check docs-check layering examples nested-test core-test install-test
+
+## test: everything CI checks: formatting, vet, the API record, the docs, the module layout, unit and integration tests on a real control plane, and the install test; each phase's time printed at the end.
+test:
+	@MAKE="$(MAKE)" hack/phases.sh $(TEST_PHASES)
+
+## core-test: the core module's tests, on the local control plane (RACE_PKGS under the race detector, the others without it).
+core-test:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	echo "control plane binaries: $$assets"; \
 	race=$$($(GO) list $(RACE_PKGS) | sort); \
@@ -52,6 +59,25 @@ test: fmt-check no-binaries vet api-check docs-check examples nested-test
 
 vet:
 	$(GO) vet ./...
+
+## check: the fast loop, without the control plane: formatting, vet, the API record, the docs' links, the module layout, and the core module's tests in -short mode (those that need the control plane skip: make test runs them).
+check: fmt-check vet api-check layering
+	$(GO) run ./tools/docscheck
+	KUBEBUILDER_ASSETS= KRPLY_REQUIRE_TESTENV= $(GO) test -short -count=1 ./...
+
+## layering: fail when a module has a replace directive to a folder, a module imports another module's internal/ package, or a package imports one above it in the layer stack (tools/release/layout_test.go).
+layering:
+	cd tools/release && $(GO) test -count=1 -run '^TestLayout' .
+
+## install-test: release HEAD for a test version in a temporary clone and install it as a stranger would: go install, go get, krew, Helm (tools/release/install_test.go).
+install-test:
+	cd tools/release && $(GO) test -count=1 -timeout 30m -run '^TestInstall$$' -v .
+
+## release: make release VERSION=vX.Y.Z [DIST=dist]: check the tree, set every module's requirements to VERSION, tag every published module, and write the plugin's archives, checksums, krew manifest, packaged Helm chart, its index and the image's build arguments to DIST (tools/release); it never pushes.
+DIST ?= dist
+release:
+	@[[ -n "$(VERSION)" ]] || { echo "give the version: make release VERSION=vX.Y.Z"; exit 2; }
+	cd tools/release && $(GO) run . -repo "$(CURDIR)" -version "$(VERSION)" -dist "$(abspath $(DIST))"
 
 ## docs-check: fail when a relative link in a Markdown file points at a missing file or heading, or the generated reference (docs/reference/metrics.md, docs/reference/cli/) is stale.
 docs-check: ; @hack/docs-check.sh

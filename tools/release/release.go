@@ -320,10 +320,10 @@ func (r *release) writeProxy(dir string) error {
 			return fmt.Errorf("zip of %s: %w", path, err)
 		}
 		for name, data := range map[string][]byte{
-			"list":                 []byte(r.version + "\n"),
-			r.version + ".info":    info,
-			r.version + ".mod":     []byte(mod + "\n"),
-			r.version + ".zip":     zip.Bytes(),
+			"list":              []byte(r.version + "\n"),
+			r.version + ".info": info,
+			r.version + ".mod":  []byte(mod + "\n"),
+			r.version + ".zip":  zip.Bytes(),
 		} {
 			if err := os.WriteFile(filepath.Join(v, name), data, 0o644); err != nil {
 				return err

@@ -130,11 +130,14 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	env, err := StrangerEnv(filepath.Join(dist, "proxy"), filepath.Join(tmp, "modcache"))
+	modcache, err := Modcache()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cleanModcache(filepath.Join(tmp, "modcache")) })
+	env, err := StrangerEnv(filepath.Join(dist, "proxy"), modcache)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	t.Run("go install", func(t *testing.T) {
 		bin := filepath.Join(tmp, "bin")

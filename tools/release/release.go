@@ -349,11 +349,14 @@ func (r *release) buildPlugin(proxy string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	env, err := StrangerEnv(proxy, filepath.Join(tmp, "modcache"))
+	modcache, err := Modcache()
 	if err != nil {
 		return err
 	}
-	defer cleanModcache(filepath.Join(tmp, "modcache"))
+	env, err := StrangerEnv(proxy, modcache)
+	if err != nil {
+		return err
+	}
 	license, err := r.git("show", tagOf("cmd/kubectl-krply", r.version)+":cmd/kubectl-krply/LICENSE")
 	if err != nil {
 		return err
@@ -428,8 +431,29 @@ func StrangerEnv(proxy, modcache string) ([]string, error) {
 		"GOWORK=off", "GOFLAGS="+strings.TrimSpace(e.GOFLAGS+" -modcacherw")), nil
 }
 
-// cleanModcache removes a module cache go wrote with -modcacherw.
-func cleanModcache(dir string) { os.RemoveAll(dir) }
+// Modcache returns the module cache of the release's go commands, with
+// krply's modules removed from it: a folder of its own in the user's cache
+// (KRPLY_RELEASE_MODCACHE names another), so that the other modules stay
+// extracted, and built, from one release to the next at the same paths,
+// while krply's modules are always those of the release's proxy (a version
+// released again, as the install test's is, has other contents). Two
+// releases must not run at once.
+func Modcache() (string, error) {
+	dir := os.Getenv("KRPLY_RELEASE_MODCACHE")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache folder for the release's module cache (set KRPLY_RELEASE_MODCACHE): %w", err)
+		}
+		dir = filepath.Join(cache, "krply", "release-modcache")
+	}
+	for _, krply := range []string{filepath.Join(dir, "github.com", "krply"), filepath.Join(dir, "cache", "download", "github.com", "krply")} {
+		if err := os.RemoveAll(krply); err != nil {
+			return "", fmt.Errorf("remove krply's modules from the release's module cache: %w", err)
+		}
+	}
+	return dir, nil
+}
 
 type tarFile struct {
 	name string

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +116,22 @@ func TestInstall(t *testing.T) {
 		}
 	}
 	first := sums(t, dist)
+	readme, err := os.ReadFile(filepath.Join(clone, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets, installs, err := installLines(string(readme))
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
+	}
+	for _, want := range []string{modulePath, modulePath + "/storage/postgres", modulePath + "/krplytest/crtest"} {
+		if !slices.Contains(gets, want) {
+			t.Errorf("README.md's Install lines do not go get %s: %q", want, gets)
+		}
+	}
+	if !slices.Equal(installs, []string{modulePath + "/cmd/kubectl-krply"}) {
+		t.Errorf("README.md's Install lines go install %q, want the plugin", installs)
+	}
 
 	// Run twice, it changes nothing.
 	release()
@@ -142,7 +160,9 @@ func TestInstall(t *testing.T) {
 	t.Run("go install", func(t *testing.T) {
 		bin := filepath.Join(tmp, "bin")
 		home := t.TempDir()
-		run(t, home, append(env, "GOBIN="+bin), "go", "install", "github.com/krply/krply/cmd/kubectl-krply@"+testVersion)
+		for _, pkg := range installs {
+			run(t, home, append(env, "GOBIN="+bin), "go", "install", pkg+"@"+testVersion)
+		}
 		if out := run(t, home, nil, filepath.Join(bin, "kubectl-krply"), "version"); !strings.Contains(out, testVersion) {
 			t.Errorf("kubectl-krply version says %q, want %s in it", out, testVersion)
 		}
@@ -154,8 +174,9 @@ func TestInstall(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(strangerProgram), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		run(t, dir, env, "go", "get", "github.com/krply/krply@"+testVersion,
-			"github.com/krply/krply/storage/postgres@"+testVersion, "github.com/krply/krply/krplytest/crtest@"+testVersion)
+		for _, mod := range gets {
+			run(t, dir, env, "go", "get", mod+"@"+testVersion)
+		}
 		run(t, dir, env, "go", "mod", "tidy")
 		run(t, dir, env, "go", "build", "-o", "stranger", ".")
 		out := run(t, dir, nil, filepath.Join(dir, "stranger"))
@@ -203,6 +224,19 @@ func TestInstall(t *testing.T) {
 		}
 	})
 
+	t.Run("manifests", func(t *testing.T) {
+		raw, err := os.ReadFile(filepath.Join(dist, ManifestsName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), "image: krply:"+testVersion) || strings.Contains(string(raw), "krply:dev") {
+			t.Errorf("%s does not run the release's image krply:%s alone", ManifestsName, testVersion)
+		}
+		if !strings.Contains(string(raw), "kind: ClusterRole") || !strings.Contains(string(raw), "kind: Deployment") {
+			t.Errorf("%s lacks the RBAC or the Deployment", ManifestsName)
+		}
+	})
+
 	t.Run("helm", func(t *testing.T) {
 		archive := filepath.Join(dist, ChartName(testVersion))
 		ch, err := loader.Load(archive)
@@ -239,6 +273,37 @@ func TestInstall(t *testing.T) {
 			t.Errorf("index entry digest %s urls %v, want %s and the archive's URL", v.Digest, v.URLs, sum)
 		}
 	})
+}
+
+// installLines reads the README's Install section: the paths its go get
+// and go install lines name at @latest, in order.
+func installLines(readme string) (gets, installs []string, err error) {
+	_, section, ok := strings.Cut(readme, "\n## Install\n")
+	if !ok {
+		return nil, nil, fmt.Errorf("no Install section")
+	}
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		return nil, nil, fmt.Errorf("no sh block in the Install section")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	for _, line := range strings.Split(block, "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 3 || f[0] != "go" || (f[1] != "get" && f[1] != "install") || !strings.HasSuffix(f[2], "@latest") {
+			return nil, nil, fmt.Errorf("install line %q is not go get|install PATH@latest", strings.TrimSpace(line))
+		}
+		path := strings.TrimSuffix(f[2], "@latest")
+		if f[1] == "get" {
+			gets = append(gets, path)
+		} else {
+			installs = append(installs, path)
+		}
+	}
+	return gets, installs, nil
 }
 
 // run runs a command in dir with env added to this process's, failing the

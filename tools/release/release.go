@@ -127,6 +127,9 @@ func (r *release) make() error {
 	if err := r.writeKrewManifest(); err != nil {
 		return err
 	}
+	if err := r.writeManifests(); err != nil {
+		return err
+	}
 	build := fmt.Sprintf("VERSION=%s\nREVISION=%s\nCREATED=%s\n", r.version, r.commit, r.when.Format(time.RFC3339))
 	if err := r.write("image-build-args", []byte(build)); err != nil {
 		return err
@@ -634,4 +637,31 @@ replays into a sandbox. Every answer says how complete it is.
 		return err
 	}
 	return r.write("krply.yaml", out)
+}
+
+// devImage is the image the plain manifests under deploy/ run, built from
+// the working tree.
+var devImage = regexp.MustCompile(`(?m)^(\s*image:\s*)krply:dev\b.*$`)
+
+// ManifestsName is the file of the plain manifests of a release.
+const ManifestsName = "krply-recorder.yaml"
+
+// writeManifests writes the recorder's plain manifests (deploy/recorder)
+// as one file that runs the release's image.
+func (r *release) writeManifests() error {
+	var out bytes.Buffer
+	for _, f := range []string{"deploy/recorder/rbac.yaml", "deploy/recorder/recorder.yaml"} {
+		data, err := os.ReadFile(filepath.Join(r.repo, f))
+		if err != nil {
+			return err
+		}
+		if out.Len() > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(devImage.ReplaceAll(data, []byte("${1}krply:"+r.version)))
+	}
+	if !bytes.Contains(out.Bytes(), []byte("image: krply:"+r.version)) {
+		return errors.New("deploy/recorder/recorder.yaml names no image krply:dev to set to the release's")
+	}
+	return r.write(ManifestsName, out.Bytes())
 }

@@ -164,6 +164,9 @@ func (r *release) git(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// workReplace matches a go.work replacement of a krply module's version.
+var workReplace = regexp.MustCompile(`(?m)^(\s*(?:replace\s+)?github\.com/krply/krply(?:/\S+)?)\s+v\S+\s+=>`)
+
 // isKrply reports whether path is one of krply's modules.
 func isKrply(path string) bool {
 	return path == modulePath || strings.HasPrefix(path, modulePath+"/")
@@ -203,27 +206,20 @@ func (r *release) setRequirements() error {
 	if err != nil {
 		return err
 	}
+	// go.work: the replacements of the krply modules' required version by
+	// their folders follow the version.
 	work := filepath.Join(r.repo, "go.work")
 	raw, err := os.ReadFile(work)
 	if err != nil {
 		return err
 	}
-	w, err := modfile.ParseWork(work, raw, nil)
-	if err != nil {
+	if _, err := modfile.ParseWork(work, raw, nil); err != nil {
 		return err
 	}
-	for _, rep := range slices.Clone(w.Replace) {
-		if isKrply(rep.Old.Path) && rep.Old.Version != r.version {
-			if err := w.DropReplace(rep.Old.Path, rep.Old.Version); err != nil {
-				return err
-			}
-			if err := w.AddReplace(rep.Old.Path, r.version, rep.New.Path, rep.New.Version); err != nil {
-				return err
-			}
-		}
+	set := func() ([]byte, error) {
+		return workReplace.ReplaceAll(raw, []byte("${1} "+r.version+" =>")), nil
 	}
-	w.Cleanup()
-	if err := r.rewrite(work, raw, func() ([]byte, error) { return modfile.Format(w.Syntax), nil }, &changed); err != nil {
+	if err := r.rewrite(work, raw, set, &changed); err != nil {
 		return err
 	}
 	if len(changed) == 0 {

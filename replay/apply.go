@@ -14,60 +14,6 @@ import (
 	"github.com/krply/krply/event"
 )
 
-// Confirmation is the caller's explicit consent to write one plan: its ID
-// and its hash, as shown to whoever reviewed it. Apply refuses any other.
-type Confirmation struct {
-	PlanID   string `json:"planID"`
-	PlanHash string `json:"planHash"`
-}
-
-// Outcome is what Apply did with one object.
-type Outcome string
-
-// The outcomes of Apply.
-const (
-	// OutcomeCreated: the object did not exist and was created.
-	OutcomeCreated Outcome = "created"
-	// OutcomeUpdated: the object existed and the apply changed it.
-	OutcomeUpdated Outcome = "updated"
-	// OutcomeUnchanged: the object existed and the apply changed nothing.
-	OutcomeUnchanged Outcome = "unchanged"
-	// OutcomeFailed: the server refused the write; Apply stopped there.
-	OutcomeFailed Outcome = "failed"
-	// OutcomeNotAttempted: Apply stopped before this object.
-	OutcomeNotAttempted Outcome = "not-attempted"
-)
-
-// ApplyResult is what Apply did with one object.
-type ApplyResult struct {
-	Ref     event.ResourceRef `json:"ref"`
-	Outcome Outcome           `json:"outcome"`
-	// ResourceVersion is the object's resourceVersion after the write.
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// Failure describes a failed write.
-	Failure
-}
-
-// ApplyReport says what Apply wrote. It does not say the target converged:
-// controllers in the target act on the objects afterwards.
-// A report is saved as its JSON (docs/reference/wire-schema.md): a field is added,
-// omitted when zero, and never renamed.
-type ApplyReport struct {
-	ID           string    `json:"id"`
-	PlanID       string    `json:"planID"`
-	PlanHash     string    `json:"planHash"`
-	Cluster      Identity  `json:"cluster"`
-	FieldManager string    `json:"fieldManager"`
-	StartedAt    time.Time `json:"startedAt"`
-	FinishedAt   time.Time `json:"finishedAt"`
-	// Status is StatusApplied or StatusApplyFailed.
-	Status Status `json:"status"`
-	// DryRuns are the IDs of the dry runs Apply made before writing.
-	DryRuns []string `json:"dryRuns"`
-	// Results has one entry per object, in the plan's order.
-	Results []ApplyResult `json:"results"`
-}
-
 // Apply writes a saved plan into a cluster with server-side apply, never
 // forcing and never deleting anything. Before writing it refuses (errors
 // matching ErrRefused, of the types in errors.go):
@@ -107,7 +53,7 @@ func (p *Planner) Apply(ctx context.Context, plan *Plan, c *Cluster, confirm Con
 	if plan == nil || c == nil {
 		return nil, fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
 	}
-	if err := plan.verifyHash(); err != nil {
+	if err := verifyHash(plan); err != nil {
 		return nil, err
 	}
 	switch {

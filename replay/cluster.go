@@ -112,29 +112,6 @@ func (c *Cluster) FieldManagerFor(p *Plan) string {
 	return c.fieldManager
 }
 
-// Identity is who a cluster is.
-type Identity struct {
-	// UID is the UID of the cluster's kube-system namespace, which the
-	// Collector also uses as its default cluster ID. It changes only when
-	// the cluster is rebuilt.
-	UID string `json:"uid"`
-	// ClusterID is the name given with WithClusterID, if any.
-	ClusterID string `json:"clusterID,omitempty"`
-}
-
-// String returns the UID, with the configured name when there is one.
-func (i Identity) String() string {
-	if i.ClusterID != "" && i.ClusterID != i.UID {
-		return i.ClusterID + " (kube-system " + i.UID + ")"
-	}
-	return i.UID
-}
-
-// Is reports whether id names this cluster, by UID or configured name.
-func (i Identity) Is(id string) bool {
-	return id != "" && (id == i.UID || id == i.ClusterID)
-}
-
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // Identity reads the cluster's identity: its kube-system namespace UID.

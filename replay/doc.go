@@ -24,6 +24,16 @@
 // saves it as a TypePlan record, an explicit act; LoadPlan reads it back in
 // another process, with its hash checked.
 //
+// # Where the types live
+//
+// The data of a replay — Plan and what it holds, DryRunReport, ApplyReport,
+// Confirmation, Identity, their enums and ErrInvalidPlan — is declared in
+// the replay/replayapi package and re-exported here as aliases
+// (replay.Plan is replayapi.Plan), so this package's callers need only
+// replay. A program that only reads plans and reports, such as the
+// server's Go client, imports replayapi and does not link this package's
+// dry-run and apply path or the client-go clients it writes through.
+//
 // # Reads and acts
 //
 // Plan and LoadPlan are queries: they work on a journal opened read-only

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,67 +18,6 @@ import (
 	"github.com/krply/krply/materialize"
 )
 
-// Action is what a dry run found the server would do with one object.
-type Action string
-
-// The actions of a dry run. Only create, change and unchanged are clean, and
-// only when Validated.
-const (
-	// ActionCreate: the object does not exist; the server accepted it.
-	ActionCreate Action = "create"
-	// ActionChange: the object exists; the server accepted the apply and
-	// Changes lists what it would change.
-	ActionChange Action = "change"
-	// ActionUnchanged: the object exists and the apply would change nothing.
-	ActionUnchanged Action = "unchanged"
-	// ActionConflict: another field manager owns fields the plan sets to
-	// other values; Conflicts names them. Apply never forces.
-	ActionConflict Action = "conflict"
-	// ActionError: the server rejected the object (invalid, forbidden, an
-	// unknown kind, …) or could not be reached.
-	ActionError Action = "error"
-	// ActionNotValidated: the server could not validate the object because
-	// its namespace does not exist (MissingNamespace). It is never clean.
-	ActionNotValidated Action = "not-validated"
-)
-
-// Conflict is one field another manager owns, from the server's 409.
-type Conflict struct {
-	// Manager is the field manager that owns the field.
-	Manager string `json:"manager"`
-	// Field is the field's path in the server's notation, e.g. ".data.key".
-	Field string `json:"field"`
-	// Message is the server's text, e.g. `conflict with "helm" using v1`.
-	Message string `json:"message"`
-}
-
-// ObjectResult is what the dry run found for one object.
-type ObjectResult struct {
-	Ref    event.ResourceRef `json:"ref"`
-	Action Action            `json:"action"`
-	// Validated is true when the server ran the object through validation
-	// and admission (it answered the dry-run apply with an object).
-	Validated bool `json:"validated"`
-	// Changes lists what an existing object would change (ActionChange),
-	// ignoring server-owned metadata and status.
-	Changes []materialize.FieldChange `json:"changes,omitempty"`
-	// Conflicts lists the conflicting fields (ActionConflict).
-	Conflicts []Conflict `json:"conflicts,omitempty"`
-	// MissingNamespace is the namespace that does not exist
-	// (ActionNotValidated).
-	MissingNamespace string `json:"missingNamespace,omitempty"`
-	// Failure describes a failed request.
-	Failure
-}
-
-// Failure describes a request that failed: the API server's status code,
-// reason and message, or only a message when the server was not reached.
-type Failure struct {
-	Code    int32  `json:"code,omitempty"`
-	Reason  string `json:"reason,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
 // failureOf describes err, and returns the server's Status when err
 // carries one.
 func failureOf(err error) (Failure, *metav1.Status) {
@@ -89,50 +27,6 @@ func failureOf(err error) (Failure, *metav1.Status) {
 	}
 	st := status.Status()
 	return Failure{Code: st.Code, Reason: string(st.Reason), Message: st.Message}, &st
-}
-
-// Clean reports whether the server validated the object and found nothing
-// in the way.
-func (r ObjectResult) Clean() bool {
-	return r.Validated && (r.Action == ActionCreate || r.Action == ActionChange || r.Action == ActionUnchanged)
-}
-
-// DryRunReport is the result of a server-side dry run of a plan against one
-// cluster. Reports are saved in the journal; Apply relies on them.
-// A report is saved as its JSON (docs/reference/wire-schema.md): a field is added,
-// omitted when zero, and never renamed.
-type DryRunReport struct {
-	ID       string `json:"id"`
-	PlanID   string `json:"planID"`
-	PlanHash string `json:"planHash"`
-	// Cluster is the target's identity, FieldManager the manager used.
-	Cluster      Identity  `json:"cluster"`
-	FieldManager string    `json:"fieldManager"`
-	At           time.Time `json:"at"`
-	// Status is StatusDryRunOK, StatusDryRunNeedsNamespaces or
-	// StatusDryRunFailed.
-	Status Status `json:"status"`
-	// Results has one entry per object, in the plan's order.
-	Results []ObjectResult `json:"results"`
-}
-
-// Summary counts the results by action, e.g. "2 create, 1 conflict".
-func (r *DryRunReport) Summary() string {
-	if r == nil {
-		return ""
-	}
-	order := []Action{ActionCreate, ActionChange, ActionUnchanged, ActionConflict, ActionError, ActionNotValidated}
-	counts := map[Action]int{}
-	for _, res := range r.Results {
-		counts[res.Action]++
-	}
-	var parts []string
-	for _, a := range order {
-		if counts[a] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[a], a))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // DryRun sends every object of a saved plan to the cluster as a
@@ -168,7 +62,7 @@ func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Iden
 	if plan == nil || c == nil {
 		return Identity{}, "", fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
 	}
-	if err := plan.verifyHash(); err != nil {
+	if err := verifyHash(plan); err != nil {
 		return Identity{}, "", err
 	}
 	if err := p.requireSaved(ctx, plan); err != nil {

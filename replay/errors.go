@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/replay/replayapi"
 	"github.com/krply/krply/storage"
 )
 
@@ -18,8 +19,9 @@ var (
 	// ErrInvalidPolicy: a Policy field is malformed (a bad pattern or
 	// path). It is an ErrInvalidArgument too.
 	ErrInvalidPolicy = fmt.Errorf("replay: invalid policy: %w", ErrInvalidArgument)
-	// ErrInvalidPlan: a saved plan cannot be decoded.
-	ErrInvalidPlan = errors.New("replay: invalid plan")
+	// ErrInvalidPlan: a saved plan cannot be decoded. It is
+	// replayapi.ErrInvalidPlan.
+	ErrInvalidPlan = replayapi.ErrInvalidPlan
 	// ErrNotFound: no saved plan with that ID. It is storage.ErrNotFound.
 	ErrNotFound = storage.ErrNotFound
 	// ErrReadOnly: the store refuses writes (it was opened read-only), so

@@ -8,42 +8,6 @@ import (
 	"github.com/krply/krply/event"
 )
 
-// ExclusionRule names the rule that left an object out of a plan.
-type ExclusionRule string
-
-// The exclusion rules. Rules with an opt-in (see DefaultExclusions) apply
-// unless the Policy sets it; the others always apply.
-const (
-	RuleSecrets         ExclusionRule = "secrets"
-	RuleServiceAccounts ExclusionRule = "service-accounts"
-	RuleRBAC            ExclusionRule = "rbac"
-	RulePods            ExclusionRule = "pods"
-	RuleJobs            ExclusionRule = "jobs"
-	RuleStorage         ExclusionRule = "storage"
-	RuleLoadBalancers   ExclusionRule = "load-balancers"
-	RuleWebhooks        ExclusionRule = "webhooks"
-	RuleCRDs            ExclusionRule = "crds"
-	RuleEvents          ExclusionRule = "events"
-	RuleLeases          ExclusionRule = "leases"
-	RuleEndpoints       ExclusionRule = "endpoints"
-	// RuleControllerOwned leaves out ReplicaSets, ControllerRevisions, Pods
-	// and Jobs that a controller owns: their owner recreates them.
-	RuleControllerOwned ExclusionRule = "controller-owned"
-	// RuleClusterPublished leaves out objects the cluster itself publishes
-	// into every namespace (the kube-root-ca.crt ConfigMap): the target
-	// already has its own, owned by its controller, and replaying ours
-	// would conflict with it.
-	RuleClusterPublished ExclusionRule = "cluster-published"
-	// RuleOutsideSource leaves out cluster-scoped objects when the source
-	// names namespaces (except those Namespaces themselves).
-	RuleOutsideSource ExclusionRule = "outside-source"
-	// RuleNotSelected leaves out objects that Policy.Kinds or Policy.Names
-	// do not select.
-	RuleNotSelected ExclusionRule = "not-selected"
-	// RuleUnknownKind leaves out bodies without apiVersion and kind.
-	RuleUnknownKind ExclusionRule = "unknown-kind"
-)
-
 // ExclusionInfo describes one default exclusion rule.
 type ExclusionInfo struct {
 	Rule ExclusionRule `json:"rule"`
@@ -101,10 +65,10 @@ func (k objectKind) is(group, resource string) bool {
 	return k.Group == group && k.Resource == resource
 }
 
-// excluded decides whether an object is left out, and why. body is the
+// excludedBy decides whether an object is left out, and why. body is the
 // object as recorded.
-func (p Policy) excluded(k objectKind, body map[string]any) (ExclusionRule, string, bool) {
-	rule, detail, ok := p.excludedRule(k, body)
+func excludedBy(p Policy, k objectKind, body map[string]any) (ExclusionRule, string, bool) {
+	rule, detail, ok := excludedRuleOf(p, k, body)
 	if !ok {
 		return "", "", false
 	}
@@ -119,7 +83,7 @@ func (p Policy) excluded(k objectKind, body map[string]any) (ExclusionRule, stri
 	return rule, reason, true
 }
 
-func (p Policy) excludedRule(k objectKind, body map[string]any) (ExclusionRule, string, bool) {
+func excludedRuleOf(p Policy, k objectKind, body map[string]any) (ExclusionRule, string, bool) {
 	// Rules that always apply come first, so an opt-in never lets them by.
 	switch {
 	case k.is("", "events") || k.is("events.k8s.io", "events"):
@@ -181,8 +145,8 @@ func (p Policy) excludedRule(k objectKind, body map[string]any) (ExclusionRule, 
 	return "", "", false
 }
 
-// selects reports whether Policy.Kinds and Policy.Names select an object.
-func (p Policy) selects(k objectKind) (bool, string) {
+// selectedBy reports whether Policy.Kinds and Policy.Names select an object.
+func selectedBy(p Policy, k objectKind) (bool, string) {
 	if len(p.Kinds) > 0 {
 		found := false
 		for _, want := range p.Kinds {

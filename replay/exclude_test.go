@@ -57,7 +57,7 @@ func TestDefaultExclusions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := mustDecode(t, tt.body)
-			rule, reason, excluded := Policy{}.excluded(tt.k, body)
+			rule, reason, excluded := excludedBy(Policy{}, tt.k, body)
 			if tt.rule == "" {
 				if excluded {
 					t.Fatalf("excluded by default (%s: %s), want kept", rule, reason)
@@ -71,12 +71,12 @@ func TestDefaultExclusions(t *testing.T) {
 				t.Errorf("reason %q does not mention %q", reason, tt.reasonIn)
 			}
 			if tt.noOptIn {
-				if _, _, still := everything.excluded(tt.k, body); !still {
+				if _, _, still := excludedBy(everything, tt.k, body); !still {
 					t.Errorf("every opt-in let it in; it must always be excluded")
 				}
 				return
 			}
-			if r, why, still := tt.optIn.excluded(tt.k, body); still {
+			if r, why, still := excludedBy(tt.optIn, tt.k, body); still {
 				t.Errorf("opt-in %+v still excludes it: %s: %s", tt.optIn, r, why)
 			}
 		})
@@ -107,7 +107,7 @@ func TestPolicySelects(t *testing.T) {
 		{Policy{Kinds: []string{"ConfigMap"}, Names: []string{"web-*"}}, cm, false},
 	}
 	for _, tt := range tests {
-		if got, reason := tt.p.selects(tt.k); got != tt.wantSelect {
+		if got, reason := selectedBy(tt.p, tt.k); got != tt.wantSelect {
 			t.Errorf("%+v selects %s/%s = %v (%s), want %v", tt.p, tt.k.Kind, tt.k.Name, got, reason, tt.wantSelect)
 		}
 	}

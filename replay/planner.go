@@ -118,7 +118,7 @@ func NewPlanner(store storage.ReadWriter, opts ...Option) (*Planner, error) {
 		}
 	}
 	cfg.policy = clonePolicy(cfg.policy)
-	if err := cfg.policy.validate(); err != nil {
+	if err := validatePolicy(cfg.policy); err != nil {
 		return nil, err
 	}
 	switch {
@@ -218,7 +218,7 @@ func (p *Planner) SavePlan(ctx context.Context, plan *Plan) error {
 	if plan == nil {
 		return fmt.Errorf("replay: %w: nil plan", ErrInvalidArgument)
 	}
-	if err := plan.verifyHash(); err != nil {
+	if err := verifyHash(plan); err != nil {
 		return err
 	}
 	// Status and LastDryRun are not part of the saved content: LoadPlan
@@ -345,7 +345,7 @@ func (p *Planner) addNamespaces(ctx context.Context, b *builder) error {
 	}
 	slices.Sort(names)
 	for _, ns := range names {
-		if have[plan.Target.targetNamespace(ns)] {
+		if have[targetNamespace(plan.Target, ns)] {
 			continue
 		}
 		rec, err := p.store.LatestAt(ctx, storage.ObjectID{ClusterID: plan.Source.ClusterID, Resource: "namespaces", Name: ns}, plan.Source.At)
@@ -553,16 +553,16 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 		b.exclude(ref, RuleOutsideSource, "cluster-scoped, and the source names namespaces")
 		return
 	}
-	if rule, reason, ok := b.policy.excluded(k, body); ok {
+	if rule, reason, ok := excludedBy(b.policy, k, body); ok {
 		b.exclude(ref, rule, reason)
 		return
 	}
-	if ok, reason := b.policy.selects(k); !ok && !forced {
+	if ok, reason := selectedBy(b.policy, k); !ok && !forced {
 		b.exclude(ref, RuleNotSelected, reason)
 		return
 	}
 
-	removed := b.policy.sanitize(k, body)
+	removed := sanitize(b.policy, k, body)
 	body["apiVersion"], body["kind"] = apiVersion, k.Kind
 	md, _ := body["metadata"].(map[string]any)
 	if md == nil {
@@ -575,7 +575,7 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 		target.Name = to
 	}
 	if isNamespace {
-		target.Name = b.plan.Target.targetNamespace(ref.Name)
+		target.Name = targetNamespace(b.plan.Target, ref.Name)
 		// The API server keeps this label equal to the name; a renamed
 		// namespace must carry the new value or every replay would
 		// "change" it back.
@@ -586,7 +586,7 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 		}
 	}
 	if ref.Namespace != "" {
-		target.Namespace = b.plan.Target.targetNamespace(ref.Namespace)
+		target.Namespace = targetNamespace(b.plan.Target, ref.Namespace)
 		md["namespace"] = target.Namespace
 	}
 	md["name"] = target.Name
@@ -615,7 +615,7 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 // synthesizeNamespace adds a bare Namespace for a source namespace the
 // journal has no record of.
 func (b *builder) synthesizeNamespace(ns string) {
-	name := b.plan.Target.targetNamespace(ns)
+	name := targetNamespace(b.plan.Target, ns)
 	body := map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Namespace",

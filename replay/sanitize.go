@@ -52,7 +52,7 @@ func decodeObject(raw []byte) (map[string]any, error) {
 // returns the JSON pointers of what it removed, in a stable order. Nothing
 // else is touched: fields it does not know (of CRDs, of newer API versions)
 // survive.
-func (p Policy) sanitize(k objectKind, body map[string]any) []string {
+func sanitize(p Policy, k objectKind, body map[string]any) []string {
 	var removed []string
 	remove := func(m map[string]any, key string, ptr ...string) {
 		if _, ok := m[key]; ok {
@@ -68,7 +68,7 @@ func (p Policy) sanitize(k objectKind, body map[string]any) []string {
 		if !p.KeepOwnerReferences {
 			remove(md, "ownerReferences", "metadata", "ownerReferences")
 		}
-		removed = append(removed, p.filterFinalizers(md)...)
+		removed = append(removed, filterFinalizers(p, md)...)
 		if ann, ok := md["annotations"].(map[string]any); ok {
 			remove(ann, lastAppliedAnnotation, "metadata", "annotations", lastAppliedAnnotation)
 			for _, a := range controllerOwnedAnnotations {
@@ -80,14 +80,14 @@ func (p Policy) sanitize(k objectKind, body map[string]any) []string {
 
 	if k.is("", "services") {
 		if spec, ok := body["spec"].(map[string]any); ok {
-			removed = append(removed, p.sanitizeServiceSpec(spec)...)
+			removed = append(removed, sanitizeServiceSpec(p, spec)...)
 		}
 	}
 
 	for _, s := range p.StripPaths {
 		kind, tokens, err := parseStripPath(s)
 		if err != nil || (kind != "" && kind != k.Kind) {
-			continue // validate() rejected malformed paths already
+			continue // validatePolicy rejected malformed paths already
 		}
 		if removePath(body, tokens) {
 			removed = append(removed, pointer(tokens...))
@@ -97,7 +97,7 @@ func (p Policy) sanitize(k objectKind, body map[string]any) []string {
 }
 
 // filterFinalizers keeps only the allowlisted finalizers.
-func (p Policy) filterFinalizers(md map[string]any) []string {
+func filterFinalizers(p Policy, md map[string]any) []string {
 	list, ok := md["finalizers"].([]any)
 	if !ok {
 		return nil
@@ -124,7 +124,7 @@ func (p Policy) filterFinalizers(md map[string]any) []string {
 // sanitizeServiceSpec drops allocated IPs and node ports. A headless
 // Service's clusterIP "None" is not an allocation but its defining setting
 // (and immutable), so it stays.
-func (p Policy) sanitizeServiceSpec(spec map[string]any) []string {
+func sanitizeServiceSpec(p Policy, spec map[string]any) []string {
 	var removed []string
 	if !p.KeepClusterIPs {
 		if ip, _ := spec["clusterIP"].(string); ip != "None" {

@@ -157,11 +157,11 @@ func TestSanitizeRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := tt.policy.validate(); err != nil {
+			if err := validatePolicy(tt.policy); err != nil {
 				t.Fatal(err)
 			}
 			body := mustDecode(t, tt.in)
-			removed := tt.policy.sanitize(tt.kind, body)
+			removed := sanitize(tt.policy, tt.kind, body)
 			if got, want := mustJSON(t, body), canonical(t, tt.want); got != want {
 				t.Errorf("sanitized body\n got %s\nwant %s", got, want)
 			}
@@ -174,7 +174,7 @@ func TestSanitizeRules(t *testing.T) {
 
 func TestSanitizeKeepsNumbersExact(t *testing.T) {
 	body := mustDecode(t, `{"spec":{"big":12345678901234567890,"f":1.50,"e":1e3}}`)
-	Policy{}.sanitize(kindWidget, body)
+	sanitize(Policy{}, kindWidget, body)
 	got := mustJSON(t, body)
 	for _, lit := range []string{"12345678901234567890", "1.50", "1e3"} {
 		if !strings.Contains(got, lit) {
@@ -192,11 +192,11 @@ func TestPolicyValidate(t *testing.T) {
 		{Kinds: []string{" "}},
 	}
 	for _, p := range bad {
-		if err := p.validate(); err == nil {
+		if err := validatePolicy(p); err == nil {
 			t.Errorf("validate(%+v) = nil, want an error", p)
 		}
 	}
-	if err := (Policy{StripPaths: []string{"/spec/x", "Deployment:/spec/y"}, Names: []string{"web-*"}}).validate(); err != nil {
+	if err := validatePolicy((Policy{StripPaths: []string{"/spec/x", "Deployment:/spec/y"}, Names: []string{"web-*"}})); err != nil {
 		t.Errorf("valid policy: %v", err)
 	}
 }

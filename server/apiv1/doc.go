@@ -7,10 +7,10 @@
 // client imports nothing else of the server.
 //
 // Answers also carry the library's own result types (a
-// materialize.Snapshot in a SnapshotPage, replay types in a PlanSummary, a
-// status.StreamStatus of package watch/status in a StreamInfo), so the
-// package imports those packages, and no handler, Collector, audit webhook
-// or web UI.
+// materialize.Snapshot in a SnapshotPage, the replay/replayapi types in a
+// PlanSummary, a status.StreamStatus of package watch/status in a
+// StreamInfo), so the package imports those packages, and no handler,
+// Collector, audit webhook, web UI, nor replay's dry-run and apply path.
 //
 // The name follows Kubernetes' versioned API packages (k8s.io/api/core/v1,
 // imported as corev1; metav1): the package is the v1 wire schema, and a v2

@@ -5,7 +5,7 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
-	"github.com/krply/krply/replay"
+	"github.com/krply/krply/replay/replayapi"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/watch/status"
 )
@@ -94,16 +94,16 @@ type SnapshotRequest struct {
 // PlanSummary is a saved replay plan without its objects and exclusions,
 // an item of GET /api/v1/plans; GET /api/v1/plans/{id} answers the plan.
 type PlanSummary struct {
-	ID        string          `json:"id"`
-	CreatedAt time.Time       `json:"createdAt"`
-	Source    replay.Source   `json:"source"`
-	Target    replay.Target   `json:"target"`
-	Coverage  replay.Coverage `json:"coverage"`
+	ID        string             `json:"id"`
+	CreatedAt time.Time          `json:"createdAt"`
+	Source    replayapi.Source   `json:"source"`
+	Target    replayapi.Target   `json:"target"`
+	Coverage  replayapi.Coverage `json:"coverage"`
 	// Objects and Exclusions count the plan's objects and exclusions.
-	Objects    int           `json:"objects"`
-	Exclusions int           `json:"exclusions"`
-	Hash       string        `json:"hash"`
-	Status     replay.Status `json:"status"`
+	Objects    int              `json:"objects"`
+	Exclusions int              `json:"exclusions"`
+	Hash       string           `json:"hash"`
+	Status     replayapi.Status `json:"status"`
 }
 
 // PlanList is the answer of GET /api/v1/plans: the saved plans, in the
@@ -115,10 +115,10 @@ type PlanList struct {
 
 // PlanRequest is the body of POST /api/v1/plans.
 type PlanRequest struct {
-	Source replay.Source `json:"source"`
-	Target replay.Target `json:"target"`
+	Source replayapi.Source `json:"source"`
+	Target replayapi.Target `json:"target"`
 	// Policy is the replay policy; absent means the default one.
-	Policy *replay.Policy `json:"policy,omitempty"`
+	Policy *replayapi.Policy `json:"policy,omitempty"`
 	// At, in ParseTime's syntax, sets Source.At when given.
 	At string `json:"at,omitempty"`
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/internal/reread"
 	"github.com/krply/krply/materialize"
-	"github.com/krply/krply/replay"
+	"github.com/krply/krply/replay/replayapi"
 	"github.com/krply/krply/server/apiv1"
 	"github.com/krply/krply/storage"
 )
@@ -521,17 +521,17 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 }
 
 // Plan plans a replay and saves the plan (the server must allow writes).
-func (c *Client) Plan(ctx context.Context, req apiv1.PlanRequest) (*replay.Plan, error) {
+func (c *Client) Plan(ctx context.Context, req apiv1.PlanRequest) (*replayapi.Plan, error) {
 	return c.plan(ctx, req, nil)
 }
 
 // PreviewPlan plans a replay without saving it.
-func (c *Client) PreviewPlan(ctx context.Context, req apiv1.PlanRequest) (*replay.Plan, error) {
+func (c *Client) PreviewPlan(ctx context.Context, req apiv1.PlanRequest) (*replayapi.Plan, error) {
 	return c.plan(ctx, req, url.Values{"preview": {"true"}})
 }
 
-func (c *Client) plan(ctx context.Context, req apiv1.PlanRequest, q url.Values) (*replay.Plan, error) {
-	var out replay.Plan
+func (c *Client) plan(ctx context.Context, req apiv1.PlanRequest, q url.Values) (*replayapi.Plan, error) {
+	var out replayapi.Plan
 	if err := c.do(ctx, http.MethodPost, "/api/v1/plans", q, req, &out); err != nil {
 		return nil, err
 	}
@@ -546,8 +546,8 @@ func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]apiv1.PlanS
 }
 
 // GetPlan returns a saved plan with its status and last dry run.
-func (c *Client) GetPlan(ctx context.Context, id string) (*replay.Plan, error) {
-	var out replay.Plan
+func (c *Client) GetPlan(ctx context.Context, id string) (*replayapi.Plan, error) {
+	var out replayapi.Plan
 	if err := c.do(ctx, http.MethodGet, "/api/v1/plans/"+url.PathEscape(id), nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -570,8 +570,8 @@ func (c *Client) PlanYAML(ctx context.Context, id string) ([]byte, error) {
 }
 
 // DryRun dry-runs a saved plan against the server's target cluster.
-func (c *Client) DryRun(ctx context.Context, id string) (*replay.DryRunReport, error) {
-	var out replay.DryRunReport
+func (c *Client) DryRun(ctx context.Context, id string) (*replayapi.DryRunReport, error) {
+	var out replayapi.DryRunReport
 	if err := c.do(ctx, http.MethodPost, "/api/v1/plans/"+url.PathEscape(id)+"/dryrun", nil, nil, &out); err != nil {
 		return nil, err
 	}
@@ -579,8 +579,8 @@ func (c *Client) DryRun(ctx context.Context, id string) (*replay.DryRunReport, e
 }
 
 // Apply applies the saved plan confirm names, with its hash confirmed.
-func (c *Client) Apply(ctx context.Context, confirm replay.Confirmation) (*replay.ApplyReport, error) {
-	var out replay.ApplyReport
+func (c *Client) Apply(ctx context.Context, confirm replayapi.Confirmation) (*replayapi.ApplyReport, error) {
+	var out replayapi.ApplyReport
 	if err := c.do(ctx, http.MethodPost, "/api/v1/plans/"+url.PathEscape(confirm.PlanID)+"/apply", nil, confirm, &out); err != nil {
 		return nil, err
 	}

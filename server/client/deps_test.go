@@ -9,7 +9,9 @@ import (
 
 // TestImportsNoServer fails when a program that imports the client would
 // link the server: the handler, the embedded web UI, the Collector or the
-// audit webhook. The client shares only the wire types (server/apiv1).
+// audit webhook; or replay's dry-run and apply path with the client-go
+// packages it writes through. The client shares only the wire types
+// (server/apiv1) and the data types they hold (replay/replayapi).
 func TestImportsNoServer(t *testing.T) {
 	const client = "github.com/krply/krply/server/client"
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", client).Output()
@@ -29,6 +31,9 @@ func TestImportsNoServer(t *testing.T) {
 		"github.com/krply/krply/server/ui",
 		"github.com/krply/krply/watch",
 		"github.com/krply/krply/audit",
+		"github.com/krply/krply/replay",
+		"k8s.io/client-go/dynamic",
+		"k8s.io/client-go/rest",
 	} {
 		if slices.Contains(deps, forbidden) {
 			t.Errorf("the client imports %s (go list -deps %s)", forbidden, client)

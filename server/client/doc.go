@@ -1,6 +1,6 @@
 // Package client is the Go client of krply's query API (package server):
 // it asks a server over HTTP and returns the library's own types — a
-// materialize.Snapshot, a materialize.History, a replay.Plan — as the
+// materialize.Snapshot, a materialize.History, a replayapi.Plan — as the
 // library would return them, coverage, gaps and warnings included.
 //
 //	c, err := client.New("https://krply.example:8443", client.WithToken(token))
@@ -23,8 +23,12 @@
 // program that only asks a server links neither the handler, the
 // Collector (package watch), the audit webhook nor the embedded web UI.
 // It links the library's result types (packages event, storage,
-// materialize, replay), since it returns them. A test of this package
-// fails when its imports reach server, server/ui, watch or audit.
+// materialize, replay/replayapi), since it returns them, but not package
+// replay: a plan and its reports are replayapi's data types (replay.Plan is
+// the same type), so neither replay's dry-run and apply path nor
+// client-go's dynamic and rest clients come along. A test of this package
+// fails when its imports reach server, server/ui, watch, audit, replay,
+// or client-go's dynamic or rest package.
 //
 // # Concurrency
 //

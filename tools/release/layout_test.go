@@ -28,7 +28,7 @@ var layers = [][]string{
 	// The backends and the conformance suite.
 	{"storage/memory", "storage/sqlite", "storage/transfer", "storage/storagetest", "storage/postgres"},
 	{"internal/readonly"},
-	{"watch/status", "materialize", "audit", "retention"},
+	{"watch/status", "materialize", "replay/replayapi", "audit", "retention"},
 	{"watch", "replay", "metrics"},
 	{"server/apiv1"},
 	{"server", "server/client"},

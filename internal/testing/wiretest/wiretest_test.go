@@ -139,7 +139,7 @@ func TestSchemaPackagesTagged(t *testing.T) {
 		"storage.HistoryQuery": "an input of Reader.ObjectHistory",
 		"storage.AliveQuery":   "an input of Reader.AliveAt",
 	}
-	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "storage/transfer", "watch", "watch/status", "materialize", "replay", "audit", "server", "server/apiv1")
+	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "storage/transfer", "watch", "watch/status", "materialize", "replay", "replay/replayapi", "audit", "server", "server/apiv1")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Runs the phases of make test (make targets, given as arguments) one after
-# another, stops at the first that fails, and prints each phase's time at
-# the end, also when one failed.
+# another, all of them even when one fails (so that one run shows every
+# failure), prints each phase's time at the end, and fails when any phase
+# failed.
 set -uo pipefail
 make=${MAKE:-make}
 times=()
+failed=()
 total=$SECONDS
 report() {
   echo
   echo "make test phases:"
   for t in "${times[@]}"; do echo "  $t"; done
   echo "  total $(( (SECONDS - total) / 60 ))m$(( (SECONDS - total) % 60 ))s"
+  if [[ ${#failed[@]} -gt 0 ]]; then echo "FAILED: ${failed[*]}"; fi
 }
 trap report EXIT
 for phase in "$@"; do
@@ -18,7 +21,9 @@ for phase in "$@"; do
   echo "=== make $phase"
   if ! "$make" --no-print-directory "$phase"; then
     times+=("$(printf '%-14s %4ds  FAILED' "$phase" $((SECONDS - start)))")
-    exit 1
+    failed+=("$phase")
+    continue
   fi
   times+=("$(printf '%-14s %4ds' "$phase" $((SECONDS - start)))")
 done
+[[ ${#failed[@]} -eq 0 ]]

@@ -423,11 +423,22 @@ func StrangerEnv(proxy, modcache string) ([]string, error) {
 		k, _, _ := strings.Cut(kv, "=")
 		return slices.Contains([]string{"GOPROXY", "GOMODCACHE", "GONOSUMDB", "GOWORK", "GOFLAGS", "GOBIN", "GOOS", "GOARCH"}, k)
 	})
+	godebug := "goindex=0"
+	if v := os.Getenv("GODEBUG"); v != "" {
+		godebug = v + "," + godebug
+	}
+	env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
 	return append(env,
 		// The release's modules are not in the checksum database: their
 		// sums come from the proxy, as those of a private module's do.
 		"GOPROXY="+strings.Join(proxies, ","), "GONOSUMDB="+nosum, "GOMODCACHE="+modcache,
-		"GOWORK=off", "GOFLAGS="+strings.TrimSpace(e.GOFLAGS+" -modcacherw")), nil
+		"GOWORK=off", "GOFLAGS="+strings.TrimSpace(e.GOFLAGS+" -modcacherw"),
+		// The go command's index of a module in the module cache holds
+		// for the module's version as long as the cache: a version that
+		// Modcache removed and the proxy serves again with other contents
+		// (the install test's, from one commit to the next) would be
+		// built from the stale index, without the packages it gained.
+		"GODEBUG="+godebug), nil
 }
 
 // Modcache returns the module cache of the release's go commands, with

@@ -2,7 +2,9 @@
 # Runs the phases of make test (make targets, given as arguments) one after
 # another, all of them even when one fails (so that one run shows every
 # failure), prints each phase's time at the end, and fails when any phase
-# failed.
+# failed. A phase written a+b runs the targets a and b at the same time,
+# each one's output printed when it ends: the test phases leave a core idle
+# much of the time, each waiting on its control plane or PostgreSQL.
 set -uo pipefail
 make=${MAKE:-make}
 times=()
@@ -16,14 +18,39 @@ report() {
   if [[ ${#failed[@]} -gt 0 ]]; then echo "FAILED: ${failed[*]}"; fi
 }
 trap report EXIT
+note() { # phase start status
+  local mark=""
+  [[ $3 -ne 0 ]] && { mark="  FAILED"; failed+=("$1"); }
+  times+=("$(printf '%-14s %4ds%s' "$1" $((SECONDS - $2)) "$mark")")
+}
 for phase in "$@"; do
   start=$SECONDS
-  echo "=== make $phase"
-  if ! "$make" --no-print-directory "$phase"; then
-    times+=("$(printf '%-14s %4ds  FAILED' "$phase" $((SECONDS - start)))")
-    failed+=("$phase")
+  if [[ $phase != *+* ]]; then
+    echo "=== make $phase"
+    "$make" --no-print-directory "$phase"
+    note "$phase" "$start" $?
     continue
   fi
-  times+=("$(printf '%-14s %4ds' "$phase" $((SECONDS - start)))")
+  IFS=+ read -r -a group <<<"$phase"
+  echo "=== make ${group[*]} (at the same time)"
+  dir=$(mktemp -d)
+  declare -A pids=()
+  for p in "${group[@]}"; do
+    "$make" --no-print-directory "$p" >"$dir/$p.log" 2>&1 &
+    pids[$p]=$!
+  done
+  while [[ ${#pids[@]} -gt 0 ]]; do
+    wait -n -p done "${pids[@]}"
+    status=$?
+    for p in "${!pids[@]}"; do
+      [[ ${pids[$p]} == "$done" ]] || continue
+      echo "=== make $p (ended)"
+      cat "$dir/$p.log"
+      note "$p" "$start" "$status"
+      unset "pids[$p]"
+    done
+  done
+  unset pids
+  rm -rf "$dir"
 done
 [[ ${#failed[@]} -eq 0 ]]

@@ -37,7 +37,7 @@ testbin:
 	@hack/testbin.sh >/dev/null
 
 # The phases of make test, in order (hack/phases.sh prints each one's time at the end); a+b runs a and b at the same time.
-TEST_PHASES ?= fmt-check no-binaries vet api-check docs-check layering examples nested-test+core-test install-test
+TEST_PHASES ?= fmt-check no-binaries vet api-check docs-check layering examples+nested-test+core-test+install-test
 
 ## test: everything CI checks: formatting, vet, the API record, the docs, the module layout, unit and integration tests on a real control plane, and the install test; each phase's time printed at the end.
 test:

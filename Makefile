@@ -18,8 +18,10 @@ RACE_PKGS ?= ./storage/... ./watch/... ./krplytest/testenv/... ./internal/reread
 # (see their race_on_test.go), where the race detector's slowness hides what they check.
 PLAIN_TOO ?= -run '^TestLogStartsOver$$' ./storage/sqlite
 # Packages of nested modules that make test runs without the race detector: the truth test on PostgreSQL, as krplytest/truth
-# in the core module (the race detector makes its long run much longer; the store's own packages run under -race).
-NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth
+# in the core module (the race detector makes its long run much longer; the store's own packages run under -race); and the
+# chart's tests, whose code runs in one goroutine and drives Helm (a library) and the recorder's binary (a process of its own,
+# not instrumented in any case): there the race detector has nothing of krply's to watch.
+NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth github.com/krply/krply/deploy/helm/charttest
 # The core module's slowest test packages, slowest first: make test starts them first (go test runs
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
 SLOW_FIRST ?= ./watch ./storage/sqlite ./krplytest/truth ./storage/transfer ./storage ./krplytest/testenv ./internal/testing/soak ./audit

@@ -71,14 +71,22 @@
 //
 //	truth (sqlite): seed 712378543, operations 4169, faults 12 {…}, oracle versions 4169, recorded 3454, inside gaps 703, …, mismatches 0 map[]
 //
-// The short form (at least 2,000 operations and 12 faults, about two
-// minutes on a busy two-core machine; on PostgreSQL under the race
-// detector, as `make test` runs it, about seven, half of them the check)
-// runs with every `go test ./...`; the long form (at least 10,000
-// operations and 24 faults) runs with -truth.long or KRPLY_TRUTH_LONG=1,
-// or `make truth-soak` (SQLite). -truth.seed=N or
-// KRPLY_TRUTH_SEED=N repeats a run's workload and fault schedule; timing
-// on a real control plane still varies between runs.
+// The short form (at least 2,000 operations and 12 faults) runs with every
+// `go test ./...`; the long form (at least 10,000 operations and 24
+// faults) runs with -truth.long or KRPLY_TRUTH_LONG=1, or `make
+// truth-soak` (SQLite). -truth.seed=N or KRPLY_TRUTH_SEED=N repeats a
+// run's workload and fault schedule; timing on a real control plane still
+// varies between runs.
+//
+// The harness's waits (the journal catching up with the server, a sync, a
+// baseline, the audit log) last as long as what they wait for makes
+// progress: a wait gives up only after a minute without progress, or ten
+// minutes in all, and then says what it waited for and how far it got, so
+// that a busy machine slows a run without failing it.
+// KRPLY_TRUTH_PATIENCE=<factor> scales both bounds for slower machines
+// still. A failed run prints its seed, its mismatches (the first five of
+// each kind, with the count of the others), where its journal and oracle
+// were kept and the command that checks them again.
 //
 // # The rules
 //

@@ -153,9 +153,10 @@ func startInProcess(ctx context.Context, b Backend, cfg *rest.Config, journal st
 		r.err = c.Start(runCtx)
 		close(r.exited)
 	}()
-	syncCtx, cancelSync := context.WithTimeout(ctx, time.Minute)
+	syncCtx, cancelSync := watchdog(ctx, "the Collector to sync", func() string { return collectorState(c) })
 	defer cancelSync()
 	if err := c.WaitForSync(syncCtx); err != nil {
+		err = causeOf(syncCtx, err)
 		var states []string
 		for _, s := range c.Status() {
 			states = append(states, fmt.Sprintf("%s: %s %s", s.StreamID, s.State, s.DegradedReason))
@@ -218,8 +219,8 @@ func reexec(ctx context.Context, env string, cfg any, path string, logs io.Write
 	}()
 	select {
 	case err = <-printed:
-	case <-time.After(time.Minute):
-		err = fmt.Errorf("did not print %q within a minute", ready)
+	case <-time.After(scaled(stallTimeout)):
+		err = fmt.Errorf("did not print %q within %v (%s=<factor> scales the waits)", ready, scaled(stallTimeout), patienceEnv)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}

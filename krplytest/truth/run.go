@@ -57,7 +57,6 @@ const (
 	faultCollectorSIGKILL  = "collector-sigkill"
 	namesPerKindNamespace  = 6
 	workloadNamespaces     = 3
-	convergeTimeout        = time.Minute
 	quiescentPointsPerForm = 8
 )
 
@@ -185,6 +184,9 @@ func ChildMain(b Backend) (int, bool) {
 // returns what the check saw.
 func Run(t *testing.T, b Backend) *Result {
 	seed, ops, faults := settings(t)
+	if _, err := patience(); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("seed %d (rerun with -truth.seed=%d or %s=%d)", seed, seed, seedEnv, seed)
 	// The primary apiserver, which the workload writes to, keeps an audit
 	// log of every write with its response.
@@ -548,12 +550,12 @@ func (r *run) quiesce() {
 }
 
 // catchUp waits until the journal has caught up with every write and every
-// stream is covered; it reports false (and fails the test) when that takes
-// longer than convergeTimeout.
+// stream is covered; it reports false (and fails the test) when the wait
+// gives up (see poll: no progress of the Collector or of what is behind).
 func (r *run) catchUp() bool {
 	r.waitPending()
-	deadline := time.Now().Add(convergeTimeout)
-	for {
+	what := fmt.Sprintf("the journal to catch up with the server at operation %d", r.ops)
+	err := poll(r.ctx, what, 50*time.Millisecond, func() (bool, string, error) {
 		if err := r.rec.failed(); err != nil {
 			r.t.Fatalf("the recorder failed at operation %d (seed %d): %v", r.ops, r.seed, err)
 		}
@@ -561,15 +563,13 @@ func (r *run) catchUp() bool {
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		if why == "" {
-			return true
-		}
-		if time.Now().After(deadline) {
-			r.t.Errorf("the journal did not catch up with the server within %v at operation %d (seed %d): %s", convergeTimeout, r.ops, r.seed, why)
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
+		return why == "", why + "; " + collectorState(r.rec.collector), nil
+	})
+	if err != nil {
+		r.t.Errorf("%v (seed %d)", err, r.seed)
+		return false
 	}
+	return true
 }
 
 // behind says how the journal is behind the server now ("" when it is not):

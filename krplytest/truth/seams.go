@@ -61,22 +61,15 @@ func (r *run) killDuringInitialBaseline() {
 	}
 	defer st.Close()
 	stream := event.Stream{ClusterID: clusterID, Version: "v1", Resource: "configmaps", Namespace: r.bulk}.ID()
-	deadline := time.Now().Add(convergeTimeout)
-	for {
+	// No writes meanwhile: a version written while its stream's first
+	// baseline is taken proves nothing (Check counts it as written
+	// before recording). The child's requests through the proxy are its
+	// progress.
+	if err := poll(r.ctx, "the first recorder to write an item of the bulk namespace's baseline", 20*time.Millisecond, func() (bool, string, error) {
 		items, err := openBaselineItems(r.ctx, st, stream)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		if items > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the first recorder wrote no item of the bulk namespace's baseline within %v", convergeTimeout)
-		}
-		// No writes meanwhile: a version written while its stream's
-		// first baseline is taken proves nothing (Check counts it as
-		// written before recording).
-		time.Sleep(20 * time.Millisecond)
+		return items > 0, fmt.Sprintf("%d requests through the proxy, %d lists of the bulk namespace", r.proxy.Count(faultproxy.Match{}), r.proxy.Count(slow)), err
+	}); err != nil {
+		r.t.Fatalf("%v (seed %d)", err, r.seed)
 	}
 	killed := time.Now()
 	if err := child.kill(); err != nil {
@@ -176,10 +169,10 @@ func (r *run) probe(label string, lastAlive time.Time) {
 // must then be Complete.
 func (r *run) snapshotOfNow() {
 	now := time.Now()
-	ctx, cancel := context.WithTimeout(r.ctx, convergeTimeout)
+	ctx, cancel := watchdog(r.ctx, fmt.Sprintf("the journal's evidence to pass %s", stamp(now)), func() string { return collectorState(r.rec.collector) })
 	defer cancel()
 	if err := r.rec.collector.WaitForProgress(ctx, now); err != nil {
-		r.t.Errorf("wait until the journal's evidence passes %s: %v", stamp(now), err)
+		r.t.Errorf("wait until the journal's evidence passes %s: %v", stamp(now), causeOf(ctx, err))
 		return
 	}
 	waited := time.Since(now)
@@ -219,19 +212,11 @@ func (r *run) ingestAudit() []audit.Summary {
 	for _, v := range r.oracle.Versions() {
 		want[v.AuditID] = true
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if err := poll(r.ctx, fmt.Sprintf("the audit log %s to hold the workload's %d writes", path, len(want)), 100*time.Millisecond, func() (bool, string, error) {
 		missing, err := missingAuditIDs(path, want)
-		if err != nil {
-			r.t.Fatal(err)
-		}
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("the audit log %s lacks %d of the workload's %d writes", path, missing, len(want))
-		}
-		time.Sleep(100 * time.Millisecond)
+		return missing == 0, fmt.Sprintf("%d writes missing", missing), err
+	}); err != nil {
+		r.t.Fatalf("%v (seed %d)", err, r.seed)
 	}
 	st, err := r.backend.Open(r.ctx, r.journal)
 	if err != nil {

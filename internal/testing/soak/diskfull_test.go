@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,23 +27,42 @@ import (
 	"github.com/krply/krply/storage"
 )
 
-// buildRecorder builds the recorder operators run, kubectl-krply (a
-// nested module), into dir and returns its path.
-func buildRecorder(t *testing.T, dir string) string {
+// recorderBin is the recorder operators run, kubectl-krply (a nested
+// module), built once for the package's tests into binDir (TestMain
+// removes it).
+var (
+	binDir      string
+	recorderBin struct {
+		once sync.Once
+		path string
+		err  error
+	}
+)
+
+// buildRecorder returns the path of the recorder, building it on first use.
+func buildRecorder(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "kubectl-krply")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = "../../../cmd/kubectl-krply"
-	// The plugin's module resolves the core module through the repository's go.work.
-	work, err := filepath.Abs("../../../go.work")
-	if err != nil {
-		t.Fatal(err)
+	recorderBin.once.Do(func() {
+		bin := filepath.Join(binDir, "kubectl-krply")
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Dir = "../../../cmd/kubectl-krply"
+		// The plugin's module resolves the core module through the repository's go.work.
+		work, err := filepath.Abs("../../../go.work")
+		if err != nil {
+			recorderBin.err = err
+			return
+		}
+		build.Env = append(os.Environ(), "GOWORK="+work)
+		if out, err := build.CombinedOutput(); err != nil {
+			recorderBin.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		recorderBin.path = bin
+	})
+	if recorderBin.err != nil {
+		t.Fatal(recorderBin.err)
 	}
-	build.Env = append(os.Environ(), "GOWORK="+work)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return recorderBin.path
 }
 
 // startLimited starts cmd with its files limited to fileBytes each
@@ -73,7 +93,7 @@ func startLimited(t *testing.T, cmd *exec.Cmd, fileBytes uint64) {
 func TestDiskFull(t *testing.T) {
 	env := testenv.Shared(t)
 	dir := t.TempDir()
-	bin := buildRecorder(t, dir)
+	bin := buildRecorder(t)
 	ns := env.CreateNamespace(t)
 	store := filepath.Join(dir, "krply.db")
 	var out testenv.Buffer

@@ -38,7 +38,17 @@ const (
 	walBound = 20 << 20
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "krply-soak-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := testenv.RunMain(m)
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // duration is how long the workload runs: KRPLY_SOAK_DURATION, 30s by
 // default.
@@ -66,7 +76,7 @@ func TestSoak(t *testing.T) {
 	d := duration(t)
 	env := testenv.Start(t)
 	dir := t.TempDir()
-	bin := buildRecorder(t, dir)
+	bin := buildRecorder(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

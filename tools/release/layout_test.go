@@ -29,7 +29,7 @@ var layers = [][]string{
 	{"storage/memory", "storage/sqlite", "storage/transfer", "storage/storagetest", "storage/postgres"},
 	{"internal/readonly"},
 	{"watch/status", "materialize", "replay/replayapi", "audit", "retention"},
-	{"watch", "replay", "metrics"},
+	{"watch", "replay", "metrics", "why"},
 	{"server/apiv1"},
 	{"server", "server/client"},
 	{"", "recorder"},

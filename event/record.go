@@ -5,6 +5,13 @@ import (
 	"time"
 )
 
+// RedactedValue is what a Collector records in place of a Secret's
+// values unless it is told to keep them (watch.AllowSecrets,
+// watch.KeepSecretValues): the values of stringData and the kubectl
+// last-applied-configuration annotation are replaced by it, those of data
+// by its base64 encoding, so the body stays a valid Secret.
+const RedactedValue = "krply-redacted"
+
 // RecordType says what a journal record means.
 type RecordType string
 

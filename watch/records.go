@@ -14,7 +14,7 @@ import (
 // RedactedValue replaces the values of a recorded Secret's stringData and
 // the kubectl last-applied-configuration annotation; the values of data are
 // replaced by its base64 encoding, so the body stays a valid Secret.
-const RedactedValue = "krply-redacted"
+const RedactedValue = event.RedactedValue
 
 var redactedData = base64.StdEncoding.EncodeToString([]byte(RedactedValue))
 

@@ -14,7 +14,6 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/watch"
 )
 
 // changesOf returns the changes of one node in [from, to], in journal order.
@@ -93,7 +92,7 @@ func hideSecretValues(changes []materialize.FieldChange) []materialize.FieldChan
 }
 
 // redactedData is how a value the Collector redacted reads in data.
-var redactedData = base64.StdEncoding.EncodeToString([]byte(watch.RedactedValue))
+var redactedData = base64.StdEncoding.EncodeToString([]byte(event.RedactedValue))
 
 // hashed returns a value with every string replaced by its hash.
 func hashed(v any) any {
@@ -101,7 +100,7 @@ func hashed(v any) any {
 	case nil:
 		return nil
 	case string:
-		if v == watch.RedactedValue || v == redactedData {
+		if v == event.RedactedValue || v == redactedData {
 			return "redacted"
 		}
 		sum := sha256.Sum256([]byte(v))

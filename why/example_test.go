@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/krply/krply/krplytest/incident"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/why"
@@ -17,9 +18,9 @@ func ExampleExplainer_Explain() {
 	ctx := context.Background()
 	store := memory.New()
 	defer store.Close()
-	// A journal recorded from 10:00 to 10:30 (see journal_test.go).
-	s := &shop{cluster: "prod", ns: "shop", pods: 2, events: true}
-	if err := s.write(ctx, store); err != nil {
+	// A journal recorded from 10:00 to 10:30.
+	s := &incident.Journal{Cluster: "prod", Namespace: "shop", Pods: 2, Events: true}
+	if err := s.Write(ctx, store); err != nil {
 		panic(err)
 	}
 	ex, err := why.New(store)
@@ -28,7 +29,7 @@ func ExampleExplainer_Explain() {
 	}
 	a, err := ex.Explain(ctx, why.Query{
 		Object: storage.ObjectID{ClusterID: "prod", Resource: "pods", Namespace: "shop", Name: "web-1-0"},
-		From:   T0, // the window starts when recording began
+		From:   incident.T0, // the window starts when recording began
 	})
 	if err != nil {
 		panic(err)

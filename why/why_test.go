@@ -7,16 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krply/krply/krplytest/incident"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/why"
 )
 
-func shopExplainer(t *testing.T, s *shop) *why.Explainer {
+func shopExplainer(t *testing.T, s *incident.Journal) *why.Explainer {
 	t.Helper()
 	store := memory.New()
 	t.Cleanup(func() { store.Close() })
-	if err := s.write(context.Background(), store); err != nil {
+	if err := s.Write(context.Background(), store); err != nil {
 		t.Fatal(err)
 	}
 	ex, err := why.New(store)
@@ -27,14 +28,14 @@ func shopExplainer(t *testing.T, s *shop) *why.Explainer {
 }
 
 func TestExplainShop(t *testing.T) {
-	ex := shopExplainer(t, &shop{cluster: "c1", ns: "shop", pods: 3, events: true})
+	ex := shopExplainer(t, &incident.Journal{Cluster: "c1", Namespace: "shop", Pods: 3, Events: true})
 	pod := storage.ObjectID{ClusterID: "c1", Resource: "pods", Namespace: "shop", Name: "web-1-0"}
-	a, err := ex.Explain(context.Background(), why.Query{Object: pod, From: T0})
+	a, err := ex.Explain(context.Background(), why.Query{Object: pod, From: incident.T0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.AtSource != why.AtFirstBad || !a.At.Equal(T0.Add(12*time.Minute)) || a.Bad.What != "container app" || a.Bad.Reason != "CrashLoopBackOff" {
-		t.Fatalf("T %s from %s, bad %+v; want the crash at T0+12m", a.At, a.AtSource, a.Bad)
+	if a.AtSource != why.AtFirstBad || !a.At.Equal(incident.T0.Add(12*time.Minute)) || a.Bad.What != "container app" || a.Bad.Reason != "CrashLoopBackOff" {
+		t.Fatalf("T %s from %s, bad %+v; want the crash at incident.T0+12m", a.At, a.AtSource, a.Bad)
 	}
 	if !a.Complete || !a.EventsRecorded || len(a.Events) != 1 || a.Events[0].Reason != "BackOff" {
 		t.Fatalf("complete %v, events %+v; want complete with the BackOff event\ncoverage %+v\nwarnings %q", a.Complete, a.Events, a.Coverage, a.Warnings)
@@ -73,7 +74,7 @@ func TestExplainShop(t *testing.T) {
 
 func TestExplainBadInput(t *testing.T) {
 	ctx := context.Background()
-	ex := shopExplainer(t, &shop{cluster: "c1", ns: "shop", pods: 3})
+	ex := shopExplainer(t, &incident.Journal{Cluster: "c1", Namespace: "shop", Pods: 3})
 	pod := storage.ObjectID{ClusterID: "c1", Resource: "pods", Namespace: "shop", Name: "web-1-0"}
 	for _, tc := range []struct {
 		name string
@@ -83,14 +84,14 @@ func TestExplainBadInput(t *testing.T) {
 	}{
 		{"no name", why.Query{Object: storage.ObjectID{ClusterID: "c1", Resource: "pods"}}, why.ErrInvalidArgument, "needs a clusterID, a resource and a name"},
 		{"negative window", why.Query{Object: pod, Before: -time.Minute}, why.ErrInvalidArgument, "Query.Before is -1m0s"},
-		{"before and from", why.Query{Object: pod, Before: time.Minute, From: T0}, why.ErrInvalidArgument, "give one of them"},
-		{"from after T", why.Query{Object: pod, At: T0.Add(5 * time.Minute), From: T0.Add(6 * time.Minute)}, why.ErrInvalidArgument, "is after T"},
+		{"before and from", why.Query{Object: pod, Before: time.Minute, From: incident.T0}, why.ErrInvalidArgument, "give one of them"},
+		{"from after T", why.Query{Object: pod, At: incident.T0.Add(5 * time.Minute), From: incident.T0.Add(6 * time.Minute)}, why.ErrInvalidArgument, "is after T"},
 		{"never recorded", why.Query{Object: storage.ObjectID{ClusterID: "c1", Resource: "pods", Namespace: "shop", Name: "nope"}}, why.ErrNotFound,
 			"the journal has no record of pods shop/nope; it records configmaps (shop);"},
 		{"resource not recorded", why.Query{Object: storage.ObjectID{ClusterID: "c1", Group: "batch", Resource: "jobs", Namespace: "shop", Name: "x"}}, why.ErrNotFound,
 			"no stream records jobs.batch in namespace shop"},
-		{"before the journal", why.Query{Object: pod, At: T0.Add(-time.Hour)}, why.ErrOutOfRange, "before the journal began recording the object's resource: its evidence covers 2026-03-01T10:00:00Z to 2026-03-01T10:30:00Z"},
-		{"after the evidence", why.Query{Object: pod, At: T0.Add(time.Hour)}, why.ErrOutOfRange, "after the journal's last evidence"},
+		{"before the journal", why.Query{Object: pod, At: incident.T0.Add(-time.Hour)}, why.ErrOutOfRange, "before the journal began recording the object's resource: its evidence covers 2026-03-01T10:00:00Z to 2026-03-01T10:30:00Z"},
+		{"after the evidence", why.Query{Object: pod, At: incident.T0.Add(time.Hour)}, why.ErrOutOfRange, "after the journal's last evidence"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ex.Explain(ctx, tc.q)
@@ -123,7 +124,7 @@ func TestExplainBadInput(t *testing.T) {
 	})
 	t.Run("graph too large", func(t *testing.T) {
 		a, err := ex.Explain(ctx, why.Query{Object: storage.ObjectID{ClusterID: "c1", Group: "apps", Resource: "deployments", Namespace: "shop", Name: "web"},
-			At: T0.Add(12 * time.Minute), MaxObjects: 3})
+			At: incident.T0.Add(12 * time.Minute), MaxObjects: 3})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,7 +29,9 @@ var layers = [][]string{
 	{"storage/memory", "storage/sqlite", "storage/transfer", "storage/storagetest", "storage/postgres"},
 	{"internal/readonly"},
 	{"watch/status", "materialize", "replay/replayapi", "audit", "retention"},
-	{"watch", "replay", "metrics", "why"},
+	// why reads what materialize answers; the query API's client links it.
+	{"why"},
+	{"watch", "replay", "metrics"},
 	{"server/apiv1"},
 	{"server", "server/client"},
 	{"", "recorder"},

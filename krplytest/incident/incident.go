@@ -1,4 +1,10 @@
-package why_test
+// Package incident builds the journal of one incident, as a Collector
+// would have recorded it, for the tests, examples and benchmarks of
+// package why and of what serves it (the query API, the kubectl plugin):
+// a Deployment "web" whose Pods read the key "color" of the ConfigMap
+// "settings"; a person changes that key, a controller scales the
+// Deployment, and Pod web-1-0 crashes.
+package incident
 
 import (
 	"context"
@@ -12,33 +18,48 @@ import (
 	"github.com/krply/krply/storage/storagetest"
 )
 
-// shop is a journal of one Deployment "web" in a namespace whose Pods read
-// the key "color" of the ConfigMap "settings", recorded with complete
-// coverage from T0 to T0+30m: at T0+10m a person (field manager
-// kubectl-edit) changes that key, at T0+11m a controller scales the
-// Deployment, at T0+12m Pod web-1-0 crashes (CrashLoopBackOff) and an
-// Event says so.
-type shop struct {
-	cluster, ns string
-	pods        int
-	events      bool // whether an Event stream is recorded
-	rv          int
-	recs        []event.Record
+// Journal is the journal of the incident in one namespace of a cluster,
+// recorded with complete coverage from T0 to T0+30m: at T0+1m the
+// objects are created, at T0+10m a person (field manager kubectl-edit)
+// changes the key the Pods read, at T0+11m a controller
+// (kube-controller-manager) scales the Deployment, at T0+12m Pod web-1-0
+// crashes (CrashLoopBackOff) and, when Events are recorded, an Event says
+// so. Its streams record Deployments, ReplicaSets, Pods, ConfigMaps,
+// Secrets, ServiceAccounts, Services, NetworkPolicies,
+// PodDisruptionBudgets and HorizontalPodAutoscalers in the namespace, and
+// Nodes.
+type Journal struct {
+	Cluster, Namespace string
+	// Pods is the number of the Deployment's Pods (web-1-0, web-1-1, …).
+	Pods int
+	// Events records an Event stream too.
+	Events bool
+
+	rv   int
+	recs []event.Record
 }
 
-// T0 is when the shop journal's baselines end.
+// T0 is when the journal's baselines end.
 var T0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
-func (s *shop) stream(group, resource string, namespaced bool) event.Stream {
-	st := event.Stream{ClusterID: s.cluster, Group: group, Version: "v1", Resource: resource}
+// The times of the incident.
+var (
+	Changed = T0.Add(10 * time.Minute) // the key changed
+	Scaled  = T0.Add(11 * time.Minute) // the Deployment scaled
+	Crashed = T0.Add(12 * time.Minute) // Pod web-1-0 crashed
+	End     = T0.Add(30 * time.Minute) // the streams' last evidence
+)
+
+func (s *Journal) stream(group, resource string, namespaced bool) event.Stream {
+	st := event.Stream{ClusterID: s.Cluster, Group: group, Version: "v1", Resource: resource}
 	if namespaced {
-		st.Namespace = s.ns
+		st.Namespace = s.Namespace
 	}
 	return st
 }
 
-// streams are the shop's streams.
-func (s *shop) streams() []event.Stream {
+// streams are the journal's streams.
+func (s *Journal) streams() []event.Stream {
 	out := []event.Stream{
 		s.stream("apps", "deployments", true), s.stream("apps", "replicasets", true), s.stream("", "pods", true),
 		s.stream("", "configmaps", true), s.stream("", "secrets", true), s.stream("", "serviceaccounts", true),
@@ -46,19 +67,19 @@ func (s *shop) streams() []event.Stream {
 		s.stream("policy", "poddisruptionbudgets", true), s.stream("autoscaling", "horizontalpodautoscalers", true),
 		s.stream("", "nodes", false),
 	}
-	if s.events {
+	if s.Events {
 		out = append(out, s.stream("", "events", true))
 	}
 	return out
 }
 
 // object adds an event of an object observed at at.
-func (s *shop) object(group, resource, kind string, wt event.WatchType, obj map[string]any, at time.Time) event.Record {
+func (s *Journal) object(group, resource, kind string, wt event.WatchType, obj map[string]any, at time.Time) event.Record {
 	s.rv++
 	md := obj["metadata"].(map[string]any)
 	md["resourceVersion"] = strconv.Itoa(s.rv)
 	name := md["name"].(string)
-	ns := s.ns
+	ns := s.Namespace
 	if resource == "nodes" {
 		ns = ""
 	} else {
@@ -79,25 +100,25 @@ func managed(manager string, at time.Time, fields map[string]any) []any {
 		"fieldsType": "FieldsV1", "fieldsV1": fields}}
 }
 
-func (s *shop) deployment(replicas int, at time.Time, manager string) map[string]any {
+func (s *Journal) deployment(replicas int, at time.Time, manager string) map[string]any {
 	return map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "managedFields": managed(manager, at, map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}}})},
 		"spec":     map[string]any{"replicas": replicas, "template": s.template()}}
 }
 
-func (s *shop) template() map[string]any {
+func (s *Journal) template() map[string]any {
 	return map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
 		"spec": map[string]any{"containers": []any{map[string]any{"name": "app", "image": "shop:1.0",
 			"env": []any{map[string]any{"name": "COLOR", "valueFrom": map[string]any{"configMapKeyRef": map[string]any{"name": "settings", "key": "color"}}}}}}}}
 }
 
-func (s *shop) settings(color string, at time.Time, manager string) map[string]any {
+func (s *Journal) settings(color string, at time.Time, manager string) map[string]any {
 	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "settings", "managedFields": managed(manager, at, map[string]any{"f:data": map[string]any{"f:color": map[string]any{}}})},
 		"data":     map[string]any{"color": color, "size": "L"}}
 }
 
-func (s *shop) pod(i int, waiting string) map[string]any {
+func (s *Journal) pod(i int, waiting string) map[string]any {
 	state := map[string]any{"running": map[string]any{}}
 	if waiting != "" {
 		state = map[string]any{"waiting": map[string]any{"reason": waiting}}
@@ -109,8 +130,8 @@ func (s *shop) pod(i int, waiting string) map[string]any {
 		"status": map[string]any{"phase": "Running", "containerStatuses": []any{map[string]any{"name": "app", "restartCount": 0, "state": state}}}}
 }
 
-// records returns the shop's journal.
-func (s *shop) records() []event.Record {
+// Records returns the journal's records, in order. Call it once.
+func (s *Journal) Records() []event.Record {
 	var out []event.Record
 	for i, st := range s.streams() {
 		out = append(out, storagetest.Baseline(st, "b-"+strconv.Itoa(i), T0, "1", nil)...)
@@ -119,34 +140,34 @@ func (s *shop) records() []event.Record {
 	s.object("", "nodes", "Node", event.Added, map[string]any{"apiVersion": "v1", "kind": "Node", "metadata": map[string]any{"name": "node-1"}}, t)
 	s.object("", "serviceaccounts", "ServiceAccount", event.Added, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}}, t)
 	s.object("", "configmaps", "ConfigMap", event.Added, s.settings("blue", t, "kubectl-create"), t)
-	s.object("apps", "deployments", "Deployment", event.Added, s.deployment(s.pods, t, "kubectl-create"), t)
+	s.object("apps", "deployments", "Deployment", event.Added, s.deployment(s.Pods, t, "kubectl-create"), t)
 	s.object("apps", "replicasets", "ReplicaSet", event.Added, map[string]any{"apiVersion": "apps/v1", "kind": "ReplicaSet",
 		"metadata": map[string]any{"name": "web-1", "ownerReferences": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-deployments-web", "controller": true}}},
-		"spec":     map[string]any{"replicas": s.pods, "template": s.template()}}, t)
-	for i := range s.pods {
+		"spec":     map[string]any{"replicas": s.Pods, "template": s.template()}}, t)
+	for i := range s.Pods {
 		s.object("", "pods", "Pod", event.Added, s.pod(i, ""), t)
 	}
-	t = T0.Add(10 * time.Minute)
+	t = Changed
 	s.object("", "configmaps", "ConfigMap", event.Modified, s.settings("chartreuse", t, "kubectl-edit"), t)
-	t = T0.Add(11 * time.Minute)
-	s.object("apps", "deployments", "Deployment", event.Modified, s.deployment(s.pods+1, t, "kube-controller-manager"), t)
-	t = T0.Add(12 * time.Minute)
+	t = Scaled
+	s.object("apps", "deployments", "Deployment", event.Modified, s.deployment(s.Pods+1, t, "kube-controller-manager"), t)
+	t = Crashed
 	s.object("", "pods", "Pod", event.Modified, s.pod(0, "CrashLoopBackOff"), t)
-	if s.events {
+	if s.Events {
 		s.object("", "events", "Event", event.Added, map[string]any{"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "web-1-0.1"},
-			"involvedObject": map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": s.ns, "name": "web-1-0"},
+			"involvedObject": map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": s.Namespace, "name": "web-1-0"},
 			"reason":         "BackOff", "message": "Back-off restarting failed container app", "type": "Warning", "count": 3,
 			"firstTimestamp": t.Format(time.RFC3339), "lastTimestamp": t.Format(time.RFC3339)}, t)
 	}
 	out = append(out, s.recs...)
 	for _, st := range s.streams() {
-		out = append(out, storagetest.Checkpoint(st, strconv.Itoa(s.rv), true, T0.Add(30*time.Minute)))
+		out = append(out, storagetest.Checkpoint(st, strconv.Itoa(s.rv), true, End))
 	}
 	return out
 }
 
-// write appends the shop's journal to a store.
-func (s *shop) write(ctx context.Context, w storage.Writer) error {
-	_, err := w.Append(ctx, s.records())
+// Write appends the journal's records to a store.
+func (s *Journal) Write(ctx context.Context, w storage.Writer) error {
+	_, err := w.Append(ctx, s.Records())
 	return err
 }

@@ -31,6 +31,7 @@
 //	GET  /api/v1/snapshot                  a scope at ?at, computed (paged by ?cursor)
 //	GET  /api/v1/snapshots[/{id}]          saved snapshots; POST saves one
 //	GET  /api/v1/diff                      a scope from ?from to ?to (paged by ?cursor)
+//	GET  /api/v1/why                       what changed before an object broke (why.Answer)
 //	GET  /api/v1/plans                     saved replay plans, oldest first (summaries)
 //	POST /api/v1/plans                     plan a replay (saved; ?preview=true: not)
 //	GET  /api/v1/plans/{id}                a saved plan, JSON or YAML

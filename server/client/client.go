@@ -23,6 +23,7 @@ import (
 	"github.com/krply/krply/replay/replayapi"
 	"github.com/krply/krply/server/apiv1"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/why"
 )
 
 // ErrInvalidArgument is krply's one sentinel for an argument or an option
@@ -444,6 +445,33 @@ func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQu
 	}
 	var out materialize.History
 	if err := c.do(ctx, http.MethodGet, "/api/v1/history", q, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Why returns what changed before q.Object broke, as why.Explainer.Explain
+// does. The server never serves Secret values (q.SecretValues is not sent)
+// and leaves out the cluster-scoped dependencies the caller may not read.
+func (c *Client) Why(ctx context.Context, q why.Query) (*why.Answer, error) {
+	v := objectQuery(q.Object)
+	if !q.At.IsZero() {
+		v.Set("at", timeParam(q.At))
+	}
+	if !q.From.IsZero() {
+		v.Set("from", timeParam(q.From))
+	}
+	if q.Before != 0 {
+		v.Set("before", q.Before.String())
+	}
+	if q.After != 0 {
+		v.Set("after", q.After.String())
+	}
+	if q.MaxObjects != 0 {
+		v.Set("maxObjects", strconv.Itoa(q.MaxObjects))
+	}
+	var out why.Answer
+	if err := c.do(ctx, http.MethodGet, "/api/v1/why", v, nil, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

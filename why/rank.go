@@ -29,10 +29,8 @@ func rank(a *Answer, w *walker) []Candidate {
 	var caveat string
 	if !a.Complete {
 		var why []string
-		for _, sc := range a.Coverage {
-			if !sc.Covered {
-				why = append(why, sc.StreamID+": "+sc.Reason)
-			}
+		if n := uncovered(a.Coverage); n > 0 {
+			why = append(why, fmt.Sprintf("%d of %d streams not covered", n, len(a.Coverage)))
 		}
 		if len(a.NotRecorded) > 0 {
 			why = append(why, "not recorded: "+strings.Join(a.NotRecorded, ", "))
@@ -40,7 +38,7 @@ func rank(a *Answer, w *walker) []Candidate {
 		if !a.EventsRecorded {
 			why = append(why, "Events not recorded")
 		}
-		caveat = "the journal is not complete over the window (" + strings.Join(why, "; ") + "): a change it does not hold could rank above this one"
+		caveat = "the journal is not complete over the window (" + strings.Join(why, "; ") + ": see coverage): a change it does not hold could rank above this one"
 	}
 	var out []Candidate
 	for i := range a.Changes {
@@ -74,6 +72,17 @@ func rank(a *Answer, w *walker) []Candidate {
 		out = out[:maxCandidates]
 	}
 	return out
+}
+
+// uncovered counts the streams not covered over the window.
+func uncovered(cov []StreamCoverage) int {
+	n := 0
+	for _, sc := range cov {
+		if !sc.Covered {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Candidate) add(points int, reason string) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -33,6 +34,10 @@ const (
 	DefaultAfter      = 5 * time.Minute
 	DefaultMaxObjects = 300
 )
+
+// endOfTime is after every time a journal holds (and one a store can
+// encode: nanoseconds since 1970 in an int64).
+var endOfTime = time.Unix(0, math.MaxInt64)
 
 // maxCandidates bounds Answer.Candidates.
 const maxCandidates = 50
@@ -79,7 +84,7 @@ func (e *Explainer) Explain(ctx context.Context, q Query) (*Answer, error) {
 	if len(own) == 0 {
 		return nil, fmt.Errorf("why: %w: no stream records %s; the journal records %s", ErrNotFound, resourceIn(id), recordedList(streams))
 	}
-	latest, err := e.store.LatestAt(ctx, id, time.Unix(1<<40, 0))
+	latest, err := e.store.LatestAt(ctx, id, endOfTime)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, fmt.Errorf("why: %w: the journal has no record of %s; it records %s", ErrNotFound, describe(id), recordedList(streams))
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/why"
 )
 
 // serverSource answers from a recorder's query API (--server), with the
@@ -200,6 +201,10 @@ func neverRecorded(err error) error {
 		return errNeverRecorded
 	}
 	return err
+}
+
+func (s *serverSource) Why(ctx context.Context, q why.Query) (*why.Answer, error) {
+	return s.c.Why(ctx, q)
 }
 
 func (s *serverSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {

@@ -17,6 +17,7 @@ import (
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/why"
 )
 
 // source is what the commands ask of a journal: answered by a journal file
@@ -37,6 +38,8 @@ type source interface {
 	// Snapshot computes the state of a scope at a time; a name saves it.
 	Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error)
 	Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error)
+	// Why answers what changed before an object broke (package why).
+	Why(ctx context.Context, q why.Query) (*why.Answer, error)
 	// Plan makes a replay plan and saves it: only a saved plan is
 	// dry-run and applied.
 	Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error)
@@ -163,6 +166,14 @@ func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, ignor
 		return nil, errNeverRecorded
 	}
 	return h, err
+}
+
+func (s *journalSource) Why(ctx context.Context, q why.Query) (*why.Answer, error) {
+	ex, err := why.New(s.j.Store())
+	if err != nil {
+		return nil, err
+	}
+	return ex.Explain(ctx, q)
 }
 
 func (s *journalSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {

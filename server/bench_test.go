@@ -43,67 +43,12 @@ var (
 	benchObject = benchjournal.Object
 )
 
-// benchJournal returns the path of the benchmark journal, built once and
-// kept in the temporary folder between runs (the name carries the schema
-// version).
-func benchJournal(b *testing.B) string {
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-queryapi-v%d-%dx%d.db", sqlite.SchemaVersion, benchObjects, benchVersions))
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	ctx := context.Background()
-	tmp := path + ".building"
-	os.Remove(tmp)
-	s, err := sqlite.Open(ctx, tmp, sqlite.WithCacheSize(256<<10))
-	if err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	for ns := range benchNamespaces {
-		if _, err := s.Append(ctx, storagetest.Baseline(benchStream(ns), "b-"+strconv.Itoa(ns), benchStart, "1000", nil)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	const batch = 20_000
-	recs := make([]event.Record, 0, batch)
-	for i := range benchObjects * benchVersions {
-		recs = append(recs, benchObject(i%benchObjects, i/benchObjects, benchStart.Add(time.Duration(i+1)*time.Millisecond)))
-		if len(recs) == batch {
-			if _, err := s.Append(ctx, recs); err != nil {
-				b.Fatal(err)
-			}
-			recs = recs[:0]
-		}
-	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		b.Fatal(err)
-	}
-	b.Logf("built a %d-event journal in %v", benchObjects*benchVersions, time.Since(start))
-	return path
-}
+// benchJournal returns the path of the benchmark journal, built once.
+func benchJournal(b *testing.B) string { return benchjournal.SQLite(b) }
 
 // copyFile copies the cached journal, so that the run's appends leave it
 // as it was.
-func copyFile(b *testing.B, from, to string) {
-	in, err := os.Open(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
-}
+func copyFile(b *testing.B, from, to string) { benchjournal.CopyFile(b, from, to) }
 
 // BenchmarkQueryAPI: 32 concurrent clients ask object-at-T and history of
 // random objects for 30 s (KRPLY_BENCH_SECONDS to change it) through the

@@ -133,3 +133,38 @@ func TestExplainBadInput(t *testing.T) {
 		}
 	})
 }
+
+// A gap over the culprit's stream: the answer names the gap, is not
+// complete, and presents no candidate as certain; the culprit, seen only
+// by the relist, carries the interval it happened in.
+func TestExplainGap(t *testing.T) {
+	ex := shopExplainer(t, &incident.Journal{Cluster: "c1", Namespace: "shop", Pods: 2, Events: true, GapOverChange: true})
+	a, err := ex.Explain(context.Background(), why.Query{Object: storage.ObjectID{ClusterID: "c1", Resource: "pods", Namespace: "shop", Name: "web-1-0"}, From: incident.T0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Complete {
+		t.Fatal("complete across a gap")
+	}
+	var gap *why.StreamCoverage
+	for i, sc := range a.Coverage {
+		if sc.Resource == "configmaps" {
+			gap = &a.Coverage[i]
+		}
+	}
+	if gap == nil || gap.Covered || len(gap.Gaps) != 1 || !gap.Gaps[0].From.Equal(incident.GapFrom) || !gap.Gaps[0].To.Equal(incident.Relisted) ||
+		gap.Reason != "gap: 410 Gone: too old resource version 2026-03-01T10:09:00Z–2026-03-01T10:10:30Z: a change in it may be missing" {
+		t.Fatalf("configmaps coverage %+v", gap)
+	}
+	first := a.Candidates[0]
+	c := a.Changes[first.Change]
+	if c.Object.Name != "settings" || c.Between == nil || !c.Between.To.Equal(incident.Relisted) || len(first.Caveats) != 2 ||
+		!strings.HasPrefix(first.Caveats[0], "seen only by a relist after a loss of continuity: it happened between 2026-03-01T10:01:00Z and 2026-03-01T10:10:30Z") {
+		t.Errorf("first candidate %q between %+v, caveats %q", first.Summary, c.Between, first.Caveats)
+	}
+	for _, cand := range a.Candidates {
+		if len(cand.Caveats) == 0 {
+			t.Errorf("candidate %q without caveat", cand.Summary)
+		}
+	}
+}

@@ -34,6 +34,10 @@ type Journal struct {
 	Pods int
 	// Events records an Event stream too.
 	Events bool
+	// GapOverChange makes the ConfigMaps stream lose continuity from
+	// GapFrom to GapTo, around the key's change: the journal then sees the
+	// change only through the relist that ends at Relisted.
+	GapOverChange bool
 
 	rv   int
 	recs []event.Record
@@ -48,6 +52,12 @@ var (
 	Scaled  = T0.Add(11 * time.Minute) // the Deployment scaled
 	Crashed = T0.Add(12 * time.Minute) // Pod web-1-0 crashed
 	End     = T0.Add(30 * time.Minute) // the streams' last evidence
+
+	// With GapOverChange: the ConfigMaps stream's last evidence before the
+	// gap, the gap's detection, and the end of the relist after it.
+	GapFrom  = T0.Add(9 * time.Minute)
+	GapTo    = T0.Add(10*time.Minute + 20*time.Second)
+	Relisted = T0.Add(10*time.Minute + 30*time.Second)
 )
 
 func (s *Journal) stream(group, resource string, namespaced bool) event.Stream {
@@ -148,7 +158,11 @@ func (s *Journal) Records() []event.Record {
 		s.object("", "pods", "Pod", event.Added, s.pod(i, ""), t)
 	}
 	t = Changed
-	s.object("", "configmaps", "ConfigMap", event.Modified, s.settings("chartreuse", t, "kubectl-edit"), t)
+	if s.GapOverChange {
+		s.relistedChange()
+	} else {
+		s.object("", "configmaps", "ConfigMap", event.Modified, s.settings("chartreuse", t, "kubectl-edit"), t)
+	}
 	t = Scaled
 	s.object("apps", "deployments", "Deployment", event.Modified, s.deployment(s.Pods+1, t, "kube-controller-manager"), t)
 	t = Crashed
@@ -164,6 +178,25 @@ func (s *Journal) Records() []event.Record {
 		out = append(out, storagetest.Checkpoint(st, strconv.Itoa(s.rv), true, End))
 	}
 	return out
+}
+
+// relistedChange writes the gap of the ConfigMaps stream and the relist
+// that shows the changed key.
+func (s *Journal) relistedChange() {
+	st := s.stream("", "configmaps", true)
+	s.rv++
+	s.recs = append(s.recs, storagetest.Checkpoint(st, strconv.Itoa(s.rv), true, GapFrom),
+		storagetest.Gap(st, GapFrom, GapTo, "410 Gone: too old resource version", strconv.Itoa(s.rv)))
+	s.rv++
+	obj := s.settings("chartreuse", Changed, "kubectl-edit")
+	md := obj["metadata"].(map[string]any)
+	md["namespace"], md["uid"], md["resourceVersion"] = s.Namespace, "uid-configmaps-settings", strconv.Itoa(s.rv)
+	body, _ := json.Marshal(obj)
+	item := storagetest.Item{Ref: storagetest.Ref(st, "ConfigMap", s.Namespace, "settings", "uid-configmaps-settings", strconv.Itoa(s.rv)), Object: body}
+	relist := storagetest.Baseline(st, "b-relist", Relisted, strconv.Itoa(s.rv), []storagetest.Item{item})
+	relist[len(relist)-1].Baseline.Reason = "relist after gap"
+	relist[len(relist)-1].Baseline.ClosesGap = s.recs[len(s.recs)-1].EventID
+	s.recs = append(s.recs, relist...)
 }
 
 // Write appends the journal's records to a store.

@@ -5,11 +5,17 @@
 package benchjournal
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strconv"
+	"testing"
 	"time"
 
 	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/storage/storagetest"
 )
 
@@ -37,4 +43,67 @@ func Object(obj, version int, at time.Time) event.Record {
 	ref := storagetest.Ref(s, "ConfigMap", s.Namespace, name, uid, rv)
 	body := storagetest.ConfigMap(s.Namespace, name, uid, rv, map[string]string{"version": strconv.Itoa(version), "owner": "team-" + strconv.Itoa(obj%7)})
 	return storagetest.Event(s, event.Modified, ref, body, at)
+}
+
+// SQLite returns the path of the benchmark journal in a SQLite file, built
+// once and kept in the temporary folder between runs (the name carries the
+// schema version): Objects × Versions events, a baseline per namespace at
+// Start, the events a millisecond apart after it.
+func SQLite(b testing.TB) string {
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-bench-queryapi-v%d-%dx%d.db", sqlite.SchemaVersion, Objects, Versions))
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	ctx := context.Background()
+	tmp := path + ".building"
+	os.Remove(tmp)
+	s, err := sqlite.Open(ctx, tmp, sqlite.WithCacheSize(256<<10))
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for ns := range Namespaces {
+		if _, err := s.Append(ctx, storagetest.Baseline(Stream(ns), "b-"+strconv.Itoa(ns), Start, "1000", nil)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batch = 20_000
+	recs := make([]event.Record, 0, batch)
+	for i := range Objects * Versions {
+		recs = append(recs, Object(i%Objects, i/Objects, Start.Add(time.Duration(i+1)*time.Millisecond)))
+		if len(recs) == batch {
+			if _, err := s.Append(ctx, recs); err != nil {
+				b.Fatal(err)
+			}
+			recs = recs[:0]
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built a %d-event journal in %v", Objects*Versions, time.Since(start))
+	return path
+}
+
+// CopyFile copies the cached journal, so that the run's appends leave it
+// as it was.
+func CopyFile(b testing.TB, from, to string) {
+	in, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		b.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -23,6 +23,7 @@ func TestHandlerServesTheAssets(t *testing.T) {
 		"/":               "text/html",
 		"/app.js":         "text/javascript",
 		"/views/plan.js":  "text/javascript",
+		"/views/why.js":   "text/javascript",
 		"/style.css":      "text/css",
 		"/icon.svg":       "image/svg+xml",
 		"/no/such/view":   "text/html", // a deep link gets the page

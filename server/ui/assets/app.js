@@ -9,8 +9,9 @@ import * as object from './views/object.js';
 import * as namespace from './views/namespace.js';
 import * as diff from './views/diff.js';
 import * as plan from './views/plan.js';
+import * as why from './views/why.js';
 
-const views = { overview, timeline, object, namespace, diff, plan };
+const views = { overview, timeline, object, namespace, diff, plan, why };
 
 let cleanup = null;
 let generation = 0;

@@ -2,7 +2,7 @@
 // whether the picture is complete and, if not, which streams and why.
 
 import { whole, all } from '../api.js';
-import { h, ms, timeEl, hashFor, notice, plural, objectLink, localInputValue, fromLocalInput, toRFC3339, streamLabel, currentZone } from '../util.js';
+import { h, ms, timeEl, hashFor, notice, plural, objectLink, objectParams, localInputValue, fromLocalInput, toRFC3339, streamLabel, currentZone } from '../util.js';
 
 export const title = 'Namespace at T';
 
@@ -68,7 +68,8 @@ function objectsTable(snap, params) {
     const uncertain = missing.has(o.streamID);
     tb.append(h('tr', { class: uncertain ? 'uncertain' : null, title: uncertain ? `its stream ${o.streamID} is not covered at this time: it may have changed or gone unseen` : null, dataset: { kind: o.ref.kind, name: o.ref.name, uncertain: uncertain ? 'true' : 'false' } },
       h('td', {}, o.ref.kind),
-      h('td', {}, objectLink(o.ref, snap.scope.clusterID, { at: snap.at, tz: params.tz }, `${o.ref.namespace ? o.ref.namespace + '/' : ''}${o.ref.name}`)),
+      h('td', {}, objectLink(o.ref, snap.scope.clusterID, { at: snap.at, tz: params.tz }, `${o.ref.namespace ? o.ref.namespace + '/' : ''}${o.ref.name}`),
+        ' ', h('a', { class: 'why-link small', href: hashFor('why', { ...objectParams(o.ref, snap.scope.clusterID), tz: params.tz }), title: 'What changed before this object went bad' }, 'why?')),
       h('td', {}, timeEl(o.observedAt)),
       h('td', {}, o.synthetic ? 'relist (list item)' : 'watch event', uncertain ? h('div', { class: 'small warn-text' }, 'last known; may have changed since') : null),
       h('td', { class: 'muted small' }, o.ref.resourceVersion || '')));

@@ -26,7 +26,8 @@ export async function render(root, params, ctx) {
   root.append(h('div', { class: 'view-head' },
     h('h1', {}, `${kind} `, h('code', {}, `${params.namespace ? params.namespace + '/' : ''}${params.name}`)),
     h('p', { class: 'muted' }, `${resourceParam(params.group, params.resource)} in cluster ${hist.object.clusterID}. `,
-      params.namespace ? h('a', { href: hashFor('namespace', { cluster: hist.object.clusterID, namespace: params.namespace, at: params.at, tz: params.tz }) }, `Namespace ${params.namespace} at this time`) : null)));
+      params.namespace ? h('a', { href: hashFor('namespace', { cluster: hist.object.clusterID, namespace: params.namespace, at: params.at, tz: params.tz }) }, `Namespace ${params.namespace} at this time`) : null,
+      ' ', h('a', { class: 'why-link', href: hashFor('why', { cluster: hist.object.clusterID, group: params.group, resource: params.resource, namespace: params.namespace, name: params.name, tz: params.tz }) }, 'Why did it break?'))));
   root.append(stateBox(state, params));
   for (const w of hist.warnings || []) root.append(notice('warn', w));
   root.append(strip(hist, events, params));

@@ -45,6 +45,7 @@ run relist -bench 'RelistVersusList' -benchtime 3x -timeout 60m ./watch/
 run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
 run objectat -bench 'ObjectAt/sqlite' -benchtime 2000x -timeout 30m ./materialize
 run materialize -bench '(Snapshot|Diff)/sqlite' -benchtime 3x -timeout 30m ./materialize
+run why -bench 'BenchmarkWhy' -benchtime 20x -timeout 30m ./why/
 run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
 run queryapi -bench 'QueryAPI|SnapshotPages' -benchtime 1x -timeout 30m ./server/
 
@@ -91,6 +92,7 @@ END {
   row("query API benchmark's floor: the same clients, recorder and HTTP stack against canned answers of the same sizes, p99 of both kinds", metric(q, "floor-p99-ms") " ms; " metric(q, "floor-req/s") " req/s", "—", "queryapi")
   row("query API, a snapshot of 10,000 objects in pages of 1,000: first page / the nine after", metric("BenchmarkSnapshotPages", "first-page-ms") " / " metric("BenchmarkSnapshotPages", "later-pages-ms") " ms", "—", "queryapi")
   row("query API, a diff of the same 10,000 objects, all changed, in pages of 1,000: first page / the nine after", metric("BenchmarkSnapshotPages", "diff-first-page-ms") " / " metric("BenchmarkSnapshotPages", "diff-later-pages-ms") " ms", "—", "queryapi")
+  row("why: a Deployment with 50 Pods, 1,000,000 events", metric("BenchmarkWhy", "ms/op") " ms (" metric("BenchmarkWhy", "objects") " objects in the graph)", "≤ 200 ms", "why")
   for (i = 1; i <= 4; i++) {
     split("ExportSQLite Verify ImportSQLite ImportMemory", step, " ")
     split("export, SQLite → NDJSON|verify, NDJSON read and checked|import, NDJSON → SQLite|import, NDJSON → memory", what, "|")

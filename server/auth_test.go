@@ -3,6 +3,7 @@ package server_test
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,11 +17,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/krply/krply/krplytest/incident"
 	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/memory"
+	"github.com/krply/krply/why"
 )
 
 func TestTokenFile(t *testing.T) {
@@ -171,6 +175,42 @@ func TestDelegatedAuth(t *testing.T) {
 	// The admin (system:masters) reads everything.
 	if _, err := as(testenv.UserAdmin).Snapshot(ctx, materialize.Scope{ClusterID: "c1"}, at(2)); err != nil {
 		t.Fatalf("admin snapshots every namespace: %v", err)
+	}
+	// why: alice, who may read shop but not cluster scope, gets the answer
+	// without the Node, and is told so; the admin gets the Node.
+	incidentStore := memory.New()
+	t.Cleanup(func() { incidentStore.Close() })
+	if err := (&incident.Journal{Cluster: "c1", Namespace: "shop", Pods: 1, Events: true}).Write(ctx, incidentStore); err != nil {
+		t.Fatal(err)
+	}
+	whySrv := httptest.NewServer(server.NewHandler(incidentStore, server.WithDelegatedAuth(admin.AuthenticationV1().TokenReviews(), admin.AuthorizationV1().SubjectAccessReviews())))
+	t.Cleanup(whySrv.Close)
+	whyQuery := why.Query{Object: storage.ObjectID{ClusterID: "c1", Resource: "pods", Namespace: "shop", Name: "web-1-0"}, From: incident.T0}
+	hasNode := func(a *why.Answer) bool {
+		for _, n := range a.Nodes {
+			if n.ID.Resource == "nodes" {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		user     string
+		node     bool
+		complete bool
+	}{{testenv.UserAlice, false, false}, {testenv.UserAdmin, true, true}} {
+		c, err := client.New(whySrv.URL, client.WithToken(env.ConfigFor(tc.user).BearerToken))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := c.Why(ctx, whyQuery)
+		if err != nil {
+			t.Fatalf("%s asks why: %v", tc.user, err)
+		}
+		left := strings.Contains(strings.Join(a.Warnings, "\n"), "left out the cluster-scoped dependencies you may not read (nodes node-1)")
+		if hasNode(a) != tc.node || a.Complete != tc.complete || left == tc.node || len(a.Candidates) == 0 || a.Changes[a.Candidates[0].Change].Object.Name != "settings" {
+			t.Errorf("%s asks why: node %v, complete %v, warnings %q, candidates %+v", tc.user, hasNode(a), a.Complete, a.Warnings, a.Candidates)
+		}
 	}
 	// Unauthenticated and unknown tokens are refused.
 	wantError(t, http.MethodGet, base+"/api/v1/clusters", "", http.StatusUnauthorized, server.CodeUnauthenticated, "")

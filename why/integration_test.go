@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -19,6 +20,8 @@ import (
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/watch"
@@ -317,6 +320,28 @@ func TestIncidents(t *testing.T) {
 			}
 		})
 	}
+
+	// The query API and its Go client give the same answers.
+	t.Run("through the query API", func(t *testing.T) {
+		srv := httptest.NewServer(server.NewHandler(store))
+		t.Cleanup(srv.Close)
+		c, err := client.New(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pod := range []string{pod1, pod2, pod3, pod4} {
+			got, err := c.Why(ctx, why.Query{Object: podID(pod), From: synced})
+			if err != nil {
+				t.Fatalf("%s: %v", pod, err)
+			}
+			want := explain(pod)
+			gotJSON, _ := json.Marshal(got)
+			wantJSON, _ := json.Marshal(want)
+			if string(gotJSON) != string(wantJSON) {
+				t.Errorf("%s: the query API answers\n%s\nthe library\n%s", pod, gotJSON, wantJSON)
+			}
+		}
+	})
 
 	t.Run("graph and events", func(t *testing.T) {
 		a := explain(pod1)

@@ -10,7 +10,21 @@ make=${MAKE:-make}
 times=()
 failed=()
 total=$SECONDS
+if [[ -n ${TEST_CPU:-} ]]; then
+  command -v /usr/bin/time >/dev/null || { echo "TEST_CPU needs /usr/bin/time (Debian: apt-get install time)" >&2; exit 1; }
+  export KRPLY_CPU_LOG
+  KRPLY_CPU_LOG=$(mktemp)
+  export GOFLAGS="${GOFLAGS:-} -exec=$(cd "$(dirname "$0")" && pwd)/cpu-exec.sh"
+fi
+cpu_report() {
+  [[ -n ${TEST_CPU:-} && -s $KRPLY_CPU_LOG ]] || return 0
+  echo
+  echo "test binaries by CPU time (seconds: CPU, wall; package):"
+  awk '$1 ~ /^[0-9.]+$/ { printf "  %7.1f %7.1f  %s\n", $2 + $3, $1, $4; cpu += $2 + $3 } END { printf "  %7.1f         all test binaries\n", cpu }' "$KRPLY_CPU_LOG" | sort -rn | head -25
+  rm -f "$KRPLY_CPU_LOG"
+}
 report() {
+  cpu_report
   echo
   echo "make test phases:"
   for t in "${times[@]}"; do echo "  $t"; done

@@ -107,8 +107,8 @@ type mcpKit struct {
 
 // mcpToolDef is one tool of the registry. Adding a tool is one entry in
 // mcpTools: its input and output types, a description and a function from
-// input to answer; addTool does the rest (the source, the cluster,
-// coverage in the text's first line, errors as tool errors).
+// input to answer; addTool does the rest (the source, the coverage
+// description, coverage in the text's first line, errors as tool errors).
 type mcpToolDef struct {
 	name string
 	// enabled, when set, says whether the server's options offer the tool.
@@ -192,14 +192,13 @@ type mcpGap struct {
 	Reason    string `json:"reason"`
 }
 
-// complete, incomplete and notYetObserved make coverage values.
+// complete is the coverage of an answer until a reason to doubt it is
+// added.
 func complete() *mcpCoverage { return &mcpCoverage{Complete: true, State: stateComplete} }
 
+// add records a reason the answer is not complete.
 func (c *mcpCoverage) add(reason string) {
 	c.Complete = false
-	if c.State != stateIncomplete && c.State != stateNotYetObserved {
-		c.State = stateIncomplete
-	}
 	if reason != "" && !contains(c.Reasons, reason) {
 		c.Reasons = append(c.Reasons, reason)
 	}
@@ -317,7 +316,8 @@ type page struct {
 
 // paging reads the cursor and limit of a list tool's query whose
 // arguments are in.
-func paging(cursor string, limit int, in any) (page, int, error) {
+func paging(args pageArgs, in any) (page, int, error) {
+	cursor, limit := args.Cursor, args.Limit
 	switch {
 	case limit == 0:
 		limit = mcpDefaultLimit
@@ -355,17 +355,18 @@ func queryHash(in any) uint64 {
 	return h.Sum64()
 }
 
-// window returns the items of a page of n items from p, and the cursor of
-// the next page ("" after the last).
-func window(p page, limit, n int) (from, to int, next string) {
+// window returns the bounds of the page of n items that p starts, and
+// its paging part (the cursor of the next page, none after the last).
+func window(p page, limit, n int) (from, to int, pg mcpPage) {
 	from = min(p.Offset, n)
 	to = min(from+limit, n)
+	pg = mcpPage{Total: n, Offset: from}
 	if to < n {
 		p.Offset = to
 		raw, _ := json.Marshal(p)
-		next = base64.RawURLEncoding.EncodeToString(raw)
+		pg.NextCursor = base64.RawURLEncoding.EncodeToString(raw)
 	}
-	return from, to, next
+	return from, to, pg
 }
 
 // mcpPage is the paging part of a list answer.

@@ -234,7 +234,7 @@ func (k *mcpKit) addResources(s *mcp.Server) {
 		Description: "The journal's streams with their coverage now: the status tool's first page of at most 200 streams (the tool pages on and takes a namespace).", MIMEType: "application/json"},
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return k.readJSON(ctx, req, func(ctx context.Context, c *mcpCall) (any, error) {
-				return statusTool(ctx, c, statusArgs{Limit: mcpMaxLimit})
+				return statusTool(ctx, c, statusArgs{pageArgs: pageArgs{Limit: mcpMaxLimit}})
 			})
 		})
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "krply://namespaces/{namespace}/streams", Name: "namespace-streams", Title: "A namespace's streams and their coverage now",
@@ -242,7 +242,7 @@ func (k *mcpKit) addResources(s *mcp.Server) {
 		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			ns := strings.TrimSuffix(strings.TrimPrefix(req.Params.URI, "krply://namespaces/"), "/streams")
 			return k.readJSON(ctx, req, func(ctx context.Context, c *mcpCall) (any, error) {
-				return statusTool(ctx, c, statusArgs{Namespace: ns, Limit: mcpMaxLimit})
+				return statusTool(ctx, c, statusArgs{Namespace: ns, pageArgs: pageArgs{Limit: mcpMaxLimit}})
 			})
 		})
 	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "krply://plans/{id}", Name: "plan", Title: "A saved replay plan",

@@ -134,6 +134,12 @@ func TestMCP(t *testing.T) {
 		var transcript bytes.Buffer
 		cs := connectStdio(t, &transcript, "--journal", o.path)
 		exercise(t, cs, o)
+		// The recorder has stopped: now is after the journal's last
+		// evidence, not yet observed (ask again later), not a gap.
+		now := callTool(t, cs, "get", map[string]any{"resource": "cm", "name": "settings", "namespace": o.Namespace, "at": "now"})
+		if now.coverage()["state"] != stateNotYetObserved || !strings.HasPrefix(now.text, "NOT YET OBSERVED: ") {
+			t.Errorf("get at now, after the recorder stopped: %v\n%s", now.coverage(), now.text)
+		}
 		if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "replay_apply", Arguments: map[string]any{"planId": "x", "hash": "y"}}); err == nil || !strings.Contains(err.Error(), "replay_apply") {
 			t.Errorf("replay_apply without --allow-apply: %v, want an unknown tool", err)
 		}

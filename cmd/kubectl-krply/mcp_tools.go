@@ -78,9 +78,8 @@ func ptr[T any](v T) *T { return &v }
 
 type statusArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"only the streams of this namespace (and the cluster-scoped ones); leave out for every stream"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+	clusterArg
+	pageArgs
 }
 
 type mcpStream struct {
@@ -120,7 +119,7 @@ func (a *statusAnswer) text() string {
 }
 
 func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +142,7 @@ func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, 
 			a.Coverage.incomplete(fmt.Sprintf("stream %s is not covered: %s", st.StreamID, cov.Reason))
 		}
 	}
-	from, to, next := window(p, limit, len(streams))
+	from, to, pg := window(p, limit, len(streams))
 	for _, info := range streams[from:to] {
 		st, cov := info.Status, info.Coverage
 		s := mcpStream{Stream: st.StreamID, Resource: groupResource(st.Stream.Group, st.Stream.Resource), Namespace: st.Stream.Namespace,
@@ -156,17 +155,29 @@ func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, 
 		}
 		a.Streams = append(a.Streams, s)
 	}
-	a.mcpPage = mcpPage{Total: len(streams), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
 // ---- get
 
+// clusterArg names the cluster of a journal that records several.
+type clusterArg struct {
+	Cluster string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
+}
+
+// pageArgs are the paging arguments of every list tool.
+type pageArgs struct {
+	Cursor string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
+	Limit  int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+}
+
+// objectArgs name one object.
 type objectArgs struct {
 	Resource  string `json:"resource" jsonschema:"the object's type: plural, singular or short name (deploy, cm, svc), optionally with its group (deployments.apps)"`
 	Name      string `json:"name" jsonschema:"the object's name"`
 	Namespace string `json:"namespace,omitempty" jsonschema:"the object's namespace; leave out for a cluster-scoped object"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
+	clusterArg
 }
 
 // object resolves the object an argument names.
@@ -207,11 +218,8 @@ func (o mcpObject) String() string {
 }
 
 type getArgs struct {
-	Resource  string `json:"resource" jsonschema:"the object's type: plural, singular or short name (deploy, cm, svc), optionally with its group (deployments.apps)"`
-	Name      string `json:"name" jsonschema:"the object's name"`
-	Namespace string `json:"namespace,omitempty" jsonschema:"the object's namespace; leave out for a cluster-scoped object"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	At        string `json:"at,omitempty" jsonschema:"the time: RFC 3339, now or a duration ago (10m ago); default now"`
+	objectArgs
+	At string `json:"at,omitempty" jsonschema:"the time: RFC 3339, now or a duration ago (10m ago); default now"`
 }
 
 type getAnswer struct {
@@ -253,7 +261,7 @@ func getTool(ctx context.Context, c *mcpCall, in getArgs) (*getAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
-	obj, err := c.object(ctx, objectArgs{Resource: in.Resource, Name: in.Name, Namespace: in.Namespace, Cluster: in.Cluster})
+	obj, err := c.object(ctx, in.objectArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -293,12 +301,8 @@ func getTool(ctx context.Context, c *mcpCall, in getArgs) (*getAnswer, error) {
 // ---- history
 
 type historyArgs struct {
-	Resource  string `json:"resource" jsonschema:"the object's type: plural, singular or short name (deploy, cm, svc), optionally with its group (deployments.apps)"`
-	Name      string `json:"name" jsonschema:"the object's name"`
-	Namespace string `json:"namespace,omitempty" jsonschema:"the object's namespace; leave out for a cluster-scoped object"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+	objectArgs
+	pageArgs
 }
 
 type mcpChange struct {
@@ -390,16 +394,16 @@ func (c *mcpCall) historyOf(ctx context.Context, in objectArgs) (*materialize.Hi
 }
 
 func historyTool(ctx context.Context, c *mcpCall, in historyArgs) (*historyAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
-	h, cov, err := c.historyOf(ctx, objectArgs{Resource: in.Resource, Name: in.Name, Namespace: in.Namespace, Cluster: in.Cluster})
+	h, cov, err := c.historyOf(ctx, in.objectArgs)
 	if err != nil {
 		return nil, err
 	}
 	a := &historyAnswer{Object: objectOf(h.Object), Coverage: *cov, Entries: []mcpEntry{}}
-	from, to, next := window(p, limit, len(h.Entries))
+	from, to, pg := window(p, limit, len(h.Entries))
 	for _, en := range h.Entries[from:to] {
 		e := mcpEntry{Kind: string(en.Kind), ObservedAt: mcpTime(en.ObservedAt)}
 		switch {
@@ -420,7 +424,7 @@ func historyTool(ctx context.Context, c *mcpCall, in historyArgs) (*historyAnswe
 		}
 		a.Entries = append(a.Entries, e)
 	}
-	a.mcpPage = mcpPage{Total: len(h.Entries), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
@@ -457,22 +461,22 @@ func (a *blameAnswer) text() string {
 }
 
 func blameTool(ctx context.Context, c *mcpCall, in blameArgs) (*blameAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
-	h, cov, err := c.historyOf(ctx, objectArgs{Resource: in.Resource, Name: in.Name, Namespace: in.Namespace, Cluster: in.Cluster})
+	h, cov, err := c.historyOf(ctx, in.objectArgs)
 	if err != nil {
 		return nil, err
 	}
 	bl := blameOf(h)
 	a := &blameAnswer{Object: objectOf(h.Object), Coverage: *cov, Fields: []mcpBlameLine{}}
-	from, to, next := window(p, limit, len(bl.Fields))
+	from, to, pg := window(p, limit, len(bl.Fields))
 	for _, l := range bl.Fields[from:to] {
 		a.Fields = append(a.Fields, mcpBlameLine{Path: l.Path, Op: string(l.Op), Value: l.Value, ObservedAt: mcpTime(l.ObservedAt),
 			ResourceVersion: l.ResourceVersion, Event: string(l.WatchType), Who: strings.TrimPrefix(l.who, "-")})
 	}
-	a.mcpPage = mcpPage{Total: len(bl.Fields), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
@@ -481,9 +485,8 @@ func blameTool(ctx context.Context, c *mcpCall, in blameArgs) (*blameAnswer, err
 type snapshotArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"the namespace; leave out for the whole cluster"`
 	At        string `json:"at,omitempty" jsonschema:"the time: RFC 3339, now or a duration ago (10m ago); default now"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+	clusterArg
+	pageArgs
 }
 
 type mcpSnapshotObject struct {
@@ -531,14 +534,7 @@ func (c *mcpCall) scope(ctx context.Context, cluster, namespace string) (materia
 // missingCoverage adds the streams an answer lacks and its warnings.
 func missingCoverage(cov *mcpCoverage, missing []materialize.MissingStream, warnings []string, gaps bool) {
 	for _, m := range missing {
-		what := m.StreamID
-		if what == "" {
-			what = m.Resource.String()
-			if m.Namespace != "" {
-				what += " in " + m.Namespace
-			}
-		}
-		cov.incomplete(what + ": " + m.Reason)
+		cov.incomplete(missingName(m) + ": " + m.Reason)
 	}
 	if gaps {
 		for _, w := range warnings {
@@ -548,7 +544,7 @@ func missingCoverage(cov *mcpCoverage, missing []materialize.MissingStream, warn
 }
 
 func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +566,7 @@ func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAn
 	if !snap.Complete && a.Coverage.Complete {
 		a.Coverage.incomplete("not every stream of the scope is covered at that time")
 	}
-	from, to, next := window(p, limit, len(snap.Objects))
+	from, to, pg := window(p, limit, len(snap.Objects))
 	for _, o := range snap.Objects[from:to] {
 		origin := "watch"
 		if o.Synthetic {
@@ -579,7 +575,7 @@ func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAn
 		a.Objects = append(a.Objects, mcpSnapshotObject{Resource: groupResource(o.Ref.Group, o.Ref.Resource), Kind: o.Ref.Kind, Namespace: o.Ref.Namespace,
 			Name: o.Ref.Name, ResourceVersion: o.Ref.ResourceVersion, ObservedAt: mcpTime(o.ObservedAt), Origin: origin})
 	}
-	a.mcpPage = mcpPage{Total: len(snap.Objects), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
@@ -590,9 +586,8 @@ type diffArgs struct {
 	From          string `json:"from" jsonschema:"start of the window: RFC 3339, now or a duration ago (1h ago)"`
 	To            string `json:"to,omitempty" jsonschema:"end of the window; default now"`
 	IncludeStatus bool   `json:"includeStatus,omitempty" jsonschema:"compare status too"`
-	Cluster       string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	Cursor        string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
-	Limit         int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+	clusterArg
+	pageArgs
 }
 
 type mcpObjectDiff struct {
@@ -634,7 +629,7 @@ func (a *diffAnswer) text() string {
 }
 
 func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
@@ -665,7 +660,7 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 			a.Coverage.incomplete(fmt.Sprintf("%s %s: %s: %s", od.Kind, od.ID.Name, unknownAt(od.UnknownAt), od.Reason))
 		}
 	}
-	from, to, next := window(p, limit, len(d.Objects))
+	from, to, pg := window(p, limit, len(d.Objects))
 	for _, od := range d.Objects[from:to] {
 		o := mcpObjectDiff{Resource: groupResource(od.ID.Group, od.ID.Resource), Kind: od.Kind, Namespace: od.ID.Namespace, Name: od.ID.Name,
 			Change: string(od.Type), Recreated: od.Recreated, Changes: changesOf(od.Changes)}
@@ -674,7 +669,7 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 		}
 		a.Objects = append(a.Objects, o)
 	}
-	a.mcpPage = mcpPage{Total: len(d.Objects), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
@@ -684,9 +679,8 @@ type gapsArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"only the losses of this namespace's streams (and the cluster-scoped ones)"`
 	Since     string `json:"since,omitempty" jsonschema:"only losses observed at or after this time: RFC 3339, now or a duration ago"`
 	Until     string `json:"until,omitempty" jsonschema:"only losses observed at or before this time"`
-	Cluster   string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"nextCursor of the previous page, to continue; leave out for the first page"`
-	Limit     int    `json:"limit,omitempty" jsonschema:"items per page (default 50, at most 200)"`
+	clusterArg
+	pageArgs
 }
 
 type gapsAnswer struct {
@@ -709,7 +703,7 @@ func (a *gapsAnswer) text() string {
 }
 
 func gapsTool(ctx context.Context, c *mcpCall, in gapsArgs) (*gapsAnswer, error) {
-	p, limit, err := paging(in.Cursor, in.Limit, in)
+	p, limit, err := paging(in.pageArgs, in)
 	if err != nil {
 		return nil, err
 	}
@@ -737,11 +731,11 @@ func gapsTool(ctx context.Context, c *mcpCall, in gapsArgs) (*gapsAnswer, error)
 	// The coverage of the window: every loss in it, not only this page's.
 	a.Coverage.addLosses(losses)
 	a.Coverage.Gaps = nil
-	from, to, next := window(p, limit, len(losses))
+	from, to, pg := window(p, limit, len(losses))
 	for _, r := range losses[from:to] {
 		a.Losses = append(a.Losses, lossOf(r))
 	}
-	a.mcpPage = mcpPage{Total: len(losses), Offset: from, NextCursor: next}
+	a.mcpPage = pg
 	return a, nil
 }
 
@@ -752,7 +746,7 @@ type replayPlanArgs struct {
 	At          string `json:"at,omitempty" jsonschema:"the time whose state to rebuild: RFC 3339, now or a duration ago; default now"`
 	ToNamespace string `json:"toNamespace,omitempty" jsonschema:"the target namespace (default the same name)"`
 	AllowGaps   bool   `json:"allowGaps,omitempty" jsonschema:"plan even when the journal is not complete at that time; objects changed or deleted in a gap may then be missing or stale"`
-	Cluster     string `json:"cluster,omitempty" jsonschema:"the journal's cluster ID, when it records several"`
+	clusterArg
 }
 
 type mcpPlanObject struct {

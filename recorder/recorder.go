@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -81,6 +82,12 @@ type Config struct {
 	// (--ui; package server/ui), with the API's authentication.
 	Listen, TLSCertFile, TLSKeyFile, TokenFile string
 	DelegatedAuth, AllowWrites, UI             bool
+	// Serve, when set, returns the handler served on Listen in place of
+	// the query API's own, given that handler (which still does all the
+	// authentication and authorization): the plugin serves MCP beside the
+	// API this way (kubectl krply record --listen), without the core
+	// module depending on an MCP library.
+	Serve func(api http.Handler) (http.Handler, error)
 	// ServeOnly serves the journal read-only without recording
 	// (--serve-only).
 	ServeOnly bool

@@ -82,7 +82,14 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 		opts = append(opts, server.WithMetrics(metrics))
 	}
 
-	srv := &http.Server{Handler: server.NewHandler(j.Store(), opts...), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	handler := server.NewHandler(j.Store(), opts...)
+	if c.Serve != nil {
+		var err error
+		if handler, err = c.Serve(handler); err != nil {
+			return nil, fmt.Errorf("--listen: %w", err)
+		}
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	scheme := "http"
 	if c.TLSCertFile != "" {
 		getCert, err := certificates(c.TLSCertFile, c.TLSKeyFile)

@@ -429,6 +429,40 @@ func TestServeUI(t *testing.T) {
 	}
 }
 
+// Config.Serve serves what it makes of the query API's handler on
+// --listen (the plugin adds MCP this way), the API still behind it; an
+// error of Serve stops the recorder, naming --listen.
+func TestServeWraps(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	store := filepath.Join(t.TempDir(), "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close()
+	wrap := func(api http.Handler) (http.Handler, error) {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/extra", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "beside the API") })
+		mux.Handle("/", api)
+		return mux, nil
+	}
+	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true, Serve: wrap})
+	base := served.Serving(ctx)
+	if code, body := get(base + "/extra"); code != http.StatusOK || body != "beside the API" {
+		t.Errorf("GET /extra = %d %q", code, body)
+	}
+	if code, body := get(base + server.Prefix + "clusters"); code != http.StatusOK || !strings.Contains(body, `"items"`) {
+		t.Errorf("GET clusters beside /extra = %d %s", code, body)
+	}
+	served.Stop(ctx)
+	err = recorder.Run(ctx, io.Discard, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true,
+		Serve: func(http.Handler) (http.Handler, error) { return nil, errors.New("no MCP today") }})
+	if err == nil || !strings.Contains(err.Error(), "--listen: no MCP today") {
+		t.Errorf("Serve failing: %v, want the recorder to stop naming --listen", err)
+	}
+}
+
 // --serve-only on a journal of an older schema version refuses it
 // without touching it, and says how to migrate it, in flags and commands.
 func TestServeOnlyOlderJournal(t *testing.T) {

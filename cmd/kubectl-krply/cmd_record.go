@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -50,7 +51,7 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.Var(&c.RetentionEvery, "retention-every", "how often retention runs (e.g. 5m)")
 	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz alone on this address, without authentication: keep it on an internal address (e.g. 127.0.0.1:9090 for in-pod scrapes; --listen serves them too, /metrics behind its authentication)")
 
-	f.StringVar(&c.Listen, "listen", "", "serve the query API, /metrics (with the API's authentication), /healthz and /readyz on this address (host:port), for kubectl krply --server")
+	f.StringVar(&c.Listen, "listen", "", "serve the query API, MCP at /mcp and /metrics (with the API's authentication), /healthz and /readyz on this address (host:port), for kubectl krply --server and AI assistants")
 	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve --listen over HTTPS with this certificate (PEM; with --tls-key-file)")
 	f.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
 	f.StringVar(&c.TokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line, reread when the file changes")
@@ -84,7 +85,10 @@ authentication: keep it on an internal address.
 
 --listen ADDR serves the query API (docs/query-api.md) from this recorder's
 journal, with /metrics, /healthz and /readyz, so that kubectl krply
---server URL answers without access to the file. Unless ADDR is a loopback
+--server URL answers without access to the file, and the Model Context
+Protocol over Streamable HTTP at /mcp for AI assistants (the tools of
+kubectl krply mcp, each call authorized as the same question to the query
+API; replay_plan saves plans only with --listen-allow-writes). Unless ADDR is a loopback
 address, give --listen-token-file (one bearer token per line, reread when
 it changes) or --delegated-auth (the cluster's TokenReview and
 SubjectAccessReview decide, per namespace). /metrics there takes the same
@@ -132,6 +136,8 @@ serves an existing journal without recording.`,
 				}
 			}
 		}
+		// MCP over Streamable HTTP beside the query API, answered by it.
+		c.Serve = func(api http.Handler) (http.Handler, error) { return mcpHandler(api, mcpOptions{now: e.now}), nil }
 		return recorder.Run(cmd.Context(), e.Out, c)
 	}
 	return cmd

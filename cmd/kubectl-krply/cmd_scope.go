@@ -29,18 +29,23 @@ func scopeName(s materialize.Scope) string {
 	return "namespace " + strings.Join(s.Namespaces, ", ")
 }
 
+// missingName names a stream an answer lacks: its ID, or the resource
+// and namespace no stream records.
+func missingName(m materialize.MissingStream) string {
+	if m.StreamID != "" {
+		return m.StreamID
+	}
+	if m.Namespace != "" {
+		return m.Resource.String() + " in " + m.Namespace
+	}
+	return m.Resource.String()
+}
+
 // warnMissing warns about the streams an answer lacks, and prints its
 // warnings: as incomplete when gaps intersect the answer.
 func (e *env) warnMissing(missing []materialize.MissingStream, warnings []string, gaps bool) {
 	for _, m := range missing {
-		what := m.StreamID
-		if what == "" {
-			what = m.Resource.String()
-			if m.Namespace != "" {
-				what += " in " + m.Namespace
-			}
-		}
-		e.warnIncomplete("%s: %s", what, m.Reason)
+		e.warnIncomplete("%s: %s", missingName(m), m.Reason)
 	}
 	for _, w := range warnings {
 		if gaps {

@@ -52,13 +52,13 @@ Streams of every namespace are shown unless -n is given.`,
 		}
 		defer src.Close()
 		now := e.now()
-		streams, err := src.Streams(ctx, cluster, now)
-		if err != nil {
-			return err
-		}
 		ns := ""
 		if cmd.Flags().Changed("namespace") {
 			ns = e.namespace()
+		}
+		streams, err := src.Streams(ctx, cluster, ns, now)
+		if err != nil {
+			return err
 		}
 		var reports []streamReport
 		for _, info := range streams {
@@ -150,7 +150,7 @@ may be missing from every answer; answers that touch one say so.`,
 			return err
 		}
 		defer src.Close()
-		losses, err := src.Losses(ctx, cluster, from, to)
+		losses, err := src.Losses(ctx, cluster, "", from, to)
 		if err != nil {
 			return err
 		}

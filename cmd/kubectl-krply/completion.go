@@ -32,7 +32,7 @@ func (e *env) completeObjects(cmd *cobra.Command, args []string, toComplete stri
 	}
 	typ, _, typed := strings.Cut(toComplete, "/")
 	if !typed {
-		streams, err := src.Streams(ctx, cluster, e.now())
+		streams, err := src.Streams(ctx, cluster, "", e.now())
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -49,7 +49,7 @@ func (e *env) completeObjects(cmd *cobra.Command, args []string, toComplete stri
 		sort.Strings(out)
 		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	}
-	gr, err := resolveType(ctx, src, cluster, typ, e.now())
+	gr, err := resolveType(ctx, src, cluster, "", typ, e.now())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -77,20 +77,21 @@ func (e *env) objectRef(ctx context.Context, src source, clusterID, arg string) 
 	if !ok || typ == "" || name == "" || strings.Contains(name, "/") {
 		return storage.ObjectID{}, usagef("%q: want TYPE/NAME, e.g. deploy/web or configmaps/settings", arg)
 	}
-	gr, err := resolveType(ctx, src, clusterID, typ, e.now())
+	ns := e.namespace()
+	gr, err := resolveType(ctx, src, clusterID, ns, typ, e.now())
 	if err != nil {
 		return storage.ObjectID{}, err
 	}
-	ns := e.namespace()
 	if clusterScoped[gr] {
 		ns = ""
 	}
 	return storage.ObjectID{ClusterID: clusterID, Group: gr.Group, Resource: gr.Resource, Namespace: ns, Name: name}, nil
 }
 
-// resolveType finds the recorded resource a TYPE names.
-func resolveType(ctx context.Context, src source, clusterID, typ string, now time.Time) (schema.GroupResource, error) {
-	streams, err := src.Streams(ctx, clusterID, now)
+// resolveType finds the recorded resource a TYPE names, among the
+// streams of namespace (and the cluster-scoped ones; "": every stream).
+func resolveType(ctx context.Context, src source, clusterID, namespace, typ string, now time.Time) (schema.GroupResource, error) {
+	streams, err := src.Streams(ctx, clusterID, namespace, now)
 	if err != nil {
 		return schema.GroupResource{}, err
 	}

@@ -197,6 +197,7 @@ warning on stderr).`,
 		e.exportCommand(),
 		e.importCommand(),
 		e.migrateCommand(),
+		e.mcpCommand(),
 		e.versionCommand(),
 	)
 	return root

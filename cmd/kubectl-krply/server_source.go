@@ -133,8 +133,12 @@ func (s *serverSource) Clusters(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func (s *serverSource) Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error) {
-	infos, err := s.c.Streams(ctx, materialize.Scope{ClusterID: clusterID}, at)
+func (s *serverSource) Streams(ctx context.Context, clusterID, namespace string, at time.Time) ([]streamInfo, error) {
+	scope := materialize.Scope{ClusterID: clusterID}
+	if namespace != "" {
+		scope.Namespaces = []string{namespace}
+	}
+	infos, err := s.c.Streams(ctx, scope, at)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +149,12 @@ func (s *serverSource) Streams(ctx context.Context, clusterID string, at time.Ti
 	return out, nil
 }
 
-func (s *serverSource) Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error) {
-	q := client.RecordQuery{Scope: materialize.Scope{ClusterID: clusterID}, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange},
+func (s *serverSource) Losses(ctx context.Context, clusterID, namespace string, since, until time.Time) ([]event.Record, error) {
+	scope := materialize.Scope{ClusterID: clusterID}
+	if namespace != "" {
+		scope.Namespaces = []string{namespace}
+	}
+	q := client.RecordQuery{Scope: scope, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange},
 		Since: since, Until: until, WithoutBodies: true}
 	var out []event.Record
 	for {

@@ -26,11 +26,15 @@ import (
 type source interface {
 	// Clusters lists the IDs of the clusters the journal records.
 	Clusters(ctx context.Context) ([]string, error)
-	// Streams lists the streams of a cluster with their coverage at a time.
-	Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error)
+	// Streams lists the streams of a cluster with their coverage at a
+	// time: every stream, or with a namespace those of that namespace and
+	// the cluster-scoped ones (which a reader of only that namespace may
+	// ask the query API for).
+	Streams(ctx context.Context, clusterID, namespace string, at time.Time) ([]streamInfo, error)
 	// Losses lists the gap and coverage-change records of a cluster
-	// observed in [since, until] (zero: unbounded).
-	Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error)
+	// observed in [since, until] (zero: unbounded): of every stream, or
+	// with a namespace of its streams and the cluster-scoped ones.
+	Losses(ctx context.Context, clusterID, namespace string, since, until time.Time) ([]event.Record, error)
 	// ObjectAt and History return errNeverRecorded for an object the
 	// journal holds no version of.
 	ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error)
@@ -110,13 +114,16 @@ func (s *journalSource) Clusters(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func (s *journalSource) Streams(ctx context.Context, clusterID string, at time.Time) ([]streamInfo, error) {
+func (s *journalSource) Streams(ctx context.Context, clusterID, namespace string, at time.Time) ([]streamInfo, error) {
 	streams, err := s.j.Store().Streams(ctx, clusterID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]streamInfo, 0, len(streams))
 	for _, st := range streams {
+		if namespace != "" && st.Stream.Namespace != "" && st.Stream.Namespace != namespace {
+			continue
+		}
 		cov, err := storage.CoverageAt(ctx, s.j.Store(), st.StreamID, at)
 		if err != nil {
 			return nil, err
@@ -126,7 +133,7 @@ func (s *journalSource) Streams(ctx context.Context, clusterID string, at time.T
 	return out, nil
 }
 
-func (s *journalSource) Losses(ctx context.Context, clusterID string, since, until time.Time) ([]event.Record, error) {
+func (s *journalSource) Losses(ctx context.Context, clusterID, namespace string, since, until time.Time) ([]event.Record, error) {
 	q := storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeGap, event.TypeCoverageChange}, Since: since, Until: until, WithoutBodies: true}
 	var out []event.Record
 	for {
@@ -134,7 +141,11 @@ func (s *journalSource) Losses(ctx context.Context, clusterID string, since, unt
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page.Records...)
+		for _, rec := range page.Records {
+			if st, err := event.ParseStreamID(rec.StreamID); namespace == "" || err != nil || st.Namespace == "" || st.Namespace == namespace {
+				out = append(out, rec)
+			}
+		}
 		if page.Next == "" {
 			return out, nil
 		}

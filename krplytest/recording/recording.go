@@ -96,6 +96,27 @@ func (r *recorder) await(ctx context.Context, gvr schema.GroupVersionResource, n
 // "synthetic" too).
 func Outage(t *testing.T, store storage.ReadWriter) map[string]int {
 	t.Helper()
+	return Record(t, store).Counts
+}
+
+// Recorded is what Record recorded and where.
+type Recorded struct {
+	// Env is the control plane recorded from; it runs until t ends, for
+	// tests that ask it more (e.g. TokenReviews and SubjectAccessReviews
+	// of its users).
+	Env *testenv.Env
+	// Namespace is the namespace recorded, ClusterID the journal's
+	// cluster.
+	Namespace, ClusterID string
+	// Counts are the counts of record types ("inferred" and "synthetic"
+	// too).
+	Counts map[string]int
+}
+
+// Record records the scenario of Outage into store and returns what and
+// where it recorded.
+func Record(t *testing.T, store storage.ReadWriter) *Recorded {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	env := testenv.Start(t, testenv.WithAudit(""))
@@ -226,7 +247,7 @@ func Outage(t *testing.T, store storage.ReadWriter) map[string]int {
 	if !snap.Complete || sum.Exact == 0 {
 		t.Errorf("snapshot at the end complete=%v, %d exact audit matches: want a complete snapshot and exact matches", snap.Complete, sum.Exact)
 	}
-	return counts
+	return &Recorded{Env: env, Namespace: ns, ClusterID: clusterID, Counts: counts}
 }
 
 // CompactAfterRelist compacts a journal that Outage recorded just after its

@@ -25,7 +25,9 @@ type streamJournal struct {
 	// items holds the items of every baseline by baseline ID, complete or
 	// not.
 	items map[string][]event.Record
-	// byObject holds each object's change records, oldest first.
+	// byObject holds each object's change records, oldest first, as the
+	// journal's answers see them: without the items of baselines that
+	// never ended, which stay invisible (storage.Reader: Open baselines).
 	byObject map[storage.ObjectID][]event.Record
 }
 
@@ -92,9 +94,16 @@ func (sj *streamJournal) segment() {
 	var prevObserved, lastProgressAt time.Time
 	var cur *segment
 	inferred := map[string][]event.Record{}
+	ended := map[string]bool{}
+	for _, rec := range sj.recs {
+		if rec.Type == event.TypeBaseline && rec.Baseline != nil && rec.Baseline.Phase == event.BaselineEnd {
+			ended[rec.BaselineID] = true
+		}
+	}
 	for i := range sj.recs {
 		rec := sj.recs[i]
-		if rec.IsObjectChange() {
+		openItem := rec.Synthetic && rec.Inferred == nil && rec.BaselineID != "" && !ended[rec.BaselineID]
+		if rec.IsObjectChange() && !openItem {
 			obj := storage.ObjectIDOf(rec)
 			sj.byObject[obj] = append(sj.byObject[obj], rec)
 		}

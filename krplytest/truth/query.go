@@ -106,18 +106,29 @@ func runQuery(b Backend, configPath string) int {
 	}
 	fmt.Println("opened")
 	lastAudit := time.Now()
+	// The acts come in rounds of four in a random order (a plan, ObjectAt
+	// answers, two snapshots), so that a run slowed down by a busy machine
+	// still makes each of them.
+	var round []int
 	for ctx.Err() == nil {
 		var l queryLine
 		var err error
-		switch n := q.rnd.Intn(4); {
+		if len(round) == 0 {
+			round = q.rnd.Perm(4)
+		}
+		n := round[0]
+		switch {
 		case time.Since(lastAudit) > queryAuditPeriod:
 			lastAudit = time.Now()
 			l.Audit, err = q.ingest(ctx)
 		case n == 0:
+			round = round[1:]
 			l.Saved, err = q.plan(ctx)
 		case n == 1:
+			round = round[1:]
 			l.Answers, err = q.answers(ctx)
 		default:
+			round = round[1:]
 			l.Saved, err = q.snapshot(ctx)
 		}
 		if ctx.Err() != nil {
@@ -176,29 +187,34 @@ func (q *querier) snapshot(ctx context.Context) (*Saved, error) {
 
 // answers asks ObjectAt about objects of the latest changes the journal
 // holds (those a change appended meanwhile likeliest concerns), half the
-// time at now, else a moment before.
+// time at now, else at or a moment before the change: a time its stream's
+// evidence covers however far the recording trails the server (on a busy
+// machine, further than a fixed look-back from now).
 func (q *querier) answers(ctx context.Context) ([]Answer, error) {
 	page, err := q.st.Records(ctx, storage.Query{ClusterID: clusterID, Types: []event.RecordType{event.TypeEvent}, Descending: true, Limit: 50, WithoutBodies: true})
 	if err != nil {
 		return nil, fmt.Errorf("the latest changes: %w", err)
 	}
-	var objs []storage.ObjectID
+	var changes []event.Record
 	for _, rec := range page.Records {
 		if rec.Resource.Name != "" {
-			objs = append(objs, storage.ObjectIDOf(rec))
+			changes = append(changes, rec)
 		}
 	}
-	if len(objs) == 0 {
+	if len(changes) == 0 {
 		return nil, nil
 	}
 	out := make([]Answer, 0, queryAnswers)
 	for range queryAnswers {
-		obj := objs[q.rnd.Intn(len(objs))]
+		change := changes[q.rnd.Intn(len(changes))]
+		obj := storage.ObjectIDOf(change)
 		at := time.Now()
 		if q.rnd.Intn(2) == 0 {
-			// A moment before now, never now itself (which q.when
-			// gives one time in three): a time the evidence may cover.
-			at = at.Add(-time.Duration(1 + q.rnd.Int63n(int64(queryLookBack))))
+			// At the change, or a moment before it.
+			at = change.ObservedAt
+			if q.rnd.Intn(2) == 0 {
+				at = at.Add(-time.Duration(1 + q.rnd.Int63n(int64(queryLookBack))))
+			}
 		}
 		st, err := q.mat.ObjectAt(ctx, obj, at)
 		if err != nil {

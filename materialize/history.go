@@ -121,6 +121,9 @@ type Version struct {
 	// compactObject is Object when History found it compact JSON, so that
 	// MarshalJSON copies it as it is.
 	compactObject json.RawMessage
+	// eventID is the EventID of the version's record, where Find needs
+	// it for the audit provenance.
+	eventID string
 }
 
 // History returns obj's versions in journal order with the field changes

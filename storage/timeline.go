@@ -216,3 +216,41 @@ func (t Timeline) InOpenBaseline(rec *event.Record) bool {
 	_, open := t.OpenBaselines()[rec.BaselineID]
 	return open
 }
+
+// ContinuousAt reports whether the stream's journal is continuous at t:
+// a complete baseline ended at or before t and no loss of continuity
+// recorded after that baseline began starts at or before t. It is
+// coverage at t without the evidence after t (Coverage.Continuous), so
+// it answers the same for a time before the stream's last evidence as
+// CoverageAt does. reason says why t is not continuous, empty when it is.
+func (t Timeline) ContinuousAt(at time.Time) (continuous bool, reason string) {
+	c := t.continuity(at, time.Time{})
+	if c.Continuous() {
+		return true, ""
+	}
+	return false, c.Reason
+}
+
+// ContinuityChanges returns, in order and once each, the times at which
+// ContinuousAt may change its answer: the ObservedAt of the timeline's
+// records and the starts of its losses of continuity (a gap starts at its
+// From, before it is recorded). Between two consecutive times, and before
+// the first, ContinuousAt answers the same as at the earlier one
+// (before the first: not continuous).
+func (t Timeline) ContinuityChanges() []time.Time {
+	out := make([]time.Time, 0, len(t.Records)+1)
+	for i := range t.Records {
+		out = append(out, t.Records[i].ObservedAt)
+		if start, ok := LossStart(t.Records[i]); ok {
+			out = append(out, start)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Before(out[j]) })
+	uniq := out[:0]
+	for _, at := range out {
+		if len(uniq) == 0 || !at.Equal(uniq[len(uniq)-1]) {
+			uniq = append(uniq, at)
+		}
+	}
+	return uniq
+}

@@ -1,0 +1,521 @@
+package materialize
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+)
+
+// Predicate decides whether a condition holds for one version of an
+// object. Find asks it about the body of each version as received (JSON);
+// a deleted object matches nothing, so Find never asks about a deletion.
+// The predicate of a request may keep state across calls (a cost budget),
+// so Find calls it from one goroutine. krply's CEL expressions
+// (module github.com/krply/krply/cel) are Predicates; any other
+// condition can be given as a PredicateFunc.
+type Predicate interface {
+	Match(ctx context.Context, object json.RawMessage) (bool, error)
+}
+
+// PredicateFunc is a function that is a Predicate.
+type PredicateFunc func(ctx context.Context, object json.RawMessage) (bool, error)
+
+// Match calls f.
+func (f PredicateFunc) Match(ctx context.Context, object json.RawMessage) (bool, error) {
+	return f(ctx, object)
+}
+
+// ErrEvaluation is returned by a Predicate (wrapped, with the cause) when
+// its condition cannot be evaluated on one version — a CEL expression that
+// reads a field the version lacks. Find counts such a version as not
+// matching and says so in a warning; any other error of a Predicate ends
+// the Find with that error.
+var ErrEvaluation = errors.New("materialize: condition cannot be evaluated on this version")
+
+// FindQuery says which objects Find looks at and which of its answers it
+// returns. Its JSON form is what the query API and other tools take.
+type FindQuery struct {
+	// Scope chooses the streams and objects (cluster, resources,
+	// namespaces).
+	Scope Scope `json:"scope"`
+	// LabelSelector restricts the objects to the versions whose labels
+	// match (Kubernetes label selector syntax): a version whose labels do
+	// not match counts as not matching.
+	LabelSelector string `json:"labelSelector,omitempty"`
+	// Since and Until keep only the intervals that overlap [Since, Until];
+	// zero does not restrict. The intervals kept are whole: their bounds
+	// may lie outside the window.
+	Since time.Time `json:"since,omitzero"`
+	Until time.Time `json:"until,omitzero"`
+	// First keeps, for each object, only its first interval in the window:
+	// the first moment the condition became true.
+	First bool `json:"first,omitempty"`
+	// Now keeps only the intervals still open: the condition is true at
+	// the stream's last evidence.
+	Now bool `json:"now,omitempty"`
+}
+
+// Found is Find's answer: for each object, the intervals of time during
+// which the condition was true, and for each stream looked at, the times
+// its journal cannot tell.
+type Found struct {
+	Query FindQuery `json:"query"`
+	// Objects are the objects with at least one interval, sorted by group,
+	// resource, namespace, name and stream.
+	Objects []FoundObject `json:"objects,omitempty"`
+	// Streams are the streams looked at, ordered by ID, with their unknown
+	// spans.
+	Streams []FindStream `json:"streams,omitempty"`
+	// Missing lists the requested parts of the scope no stream records.
+	Missing []MissingStream `json:"missing,omitempty"`
+	// Versions counts the versions read; Evaluated those the condition was
+	// evaluated on (a version whose body repeats the one before it reuses
+	// that one's answer).
+	Versions  int `json:"versions"`
+	Evaluated int `json:"evaluated"`
+	// Warnings are human-readable notes about the answer.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// FoundObject is one object and the intervals during which the condition
+// held for it, as one stream recorded it (an object recorded by two streams
+// appears once for each).
+type FoundObject struct {
+	Object    storage.ObjectID `json:"object"`
+	StreamID  string           `json:"streamID"`
+	Intervals []Interval       `json:"intervals"`
+}
+
+// Interval is a span of time during which the condition was true of an
+// object: at every moment from From up to (not including) To the stream
+// was continuous and the object's version matched.
+//
+// Each end is either known — a version made the condition true (Opened) or
+// false (Closed) — or unknown, because the stream's journal cannot tell
+// what happened next to it (a gap, a loss of availability) or before it
+// (time before the stream's first complete baseline, or after a gap):
+// StartUnknown and EndUnknown then say why. An interval is never extended
+// into time the journal cannot tell about, nor cut without saying so.
+// Times are ObservedAt: when the collector saw the change.
+type Interval struct {
+	// From is when the condition became true, or, when StartUnknown is
+	// set, when the journal began to show it true.
+	From time.Time `json:"from"`
+	// Opened is the version that made it true or, with StartUnknown, the
+	// version that showed it true when the stream became continuous (a
+	// baseline item, say): who appears there made that version, which is
+	// not necessarily what made the condition true.
+	Opened *Version `json:"opened"`
+	// StartUnknown says why the condition may have been true before From.
+	StartUnknown string `json:"startUnknown,omitempty"`
+	// To is when the condition stopped being true, or, with EndUnknown,
+	// since when the journal cannot tell. Zero while the interval is open:
+	// still true at the stream's last evidence (FindStream.EvidenceUntil).
+	To time.Time `json:"to,omitzero"`
+	// Closed is the version that made the condition false (a DELETED one
+	// when the object went away); nil when the interval is open or its end
+	// is unknown.
+	Closed *Version `json:"closed,omitempty"`
+	// EndUnknown says why the condition may have stayed true after To.
+	EndUnknown string `json:"endUnknown,omitempty"`
+}
+
+// Open reports whether the condition is still true at the stream's last
+// evidence.
+func (iv Interval) Open() bool { return iv.To.IsZero() }
+
+// FindStream is a stream Find looked at and the spans of time in which
+// its journal cannot tell what its objects were.
+type FindStream struct {
+	StreamID string `json:"streamID"`
+	// Unknown are those spans in order; the last has no To when the
+	// stream is still not continuous. Time before the first span's From,
+	// when it is not the zero time, is unknown too (before any baseline).
+	Unknown []UnknownSpan `json:"unknown,omitempty"`
+	// EvidenceUntil is how far the stream's evidence of continuity
+	// reaches: later time is not yet observed.
+	EvidenceUntil time.Time `json:"evidenceUntil,omitzero"`
+}
+
+// UnknownSpan is a span of time a stream's journal cannot tell about.
+type UnknownSpan struct {
+	From   time.Time `json:"from,omitzero"`
+	To     time.Time `json:"to,omitzero"`
+	Reason string    `json:"reason"`
+}
+
+// Find returns, for the objects of q.Scope, the intervals of time during
+// which cond was true of them (see Interval), with the versions that
+// opened and closed each interval and who made them where audit
+// correlations tell. Each stream of the scope is read once, in journal
+// order, and cond is evaluated once per distinct body of an object
+// (a version that repeats its predecessor's body reuses the answer), so
+// the cost grows with the versions recorded, not with the window.
+//
+// Find only reads. An error of cond other than ErrEvaluation ends it.
+func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {
+	if err := validateScope(q.Scope); err != nil {
+		return nil, err
+	}
+	if cond == nil {
+		return nil, fmt.Errorf("materialize: %w: Find without a condition", ErrInvalidArgument)
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Until.Before(q.Since) {
+		return nil, fmt.Errorf("materialize: %w: until %s is before since %s", ErrInvalidArgument, q.Until, q.Since)
+	}
+	var sel labels.Selector
+	if q.LabelSelector != "" {
+		s, err := labels.Parse(q.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("materialize: %w: label selector %q: %v", ErrInvalidArgument, q.LabelSelector, err)
+		}
+		sel = s
+	}
+	streams, missing, err := m.contributingStreams(ctx, q.Scope)
+	if err != nil {
+		return nil, err
+	}
+	f := &finder{ctx: ctx, cond: cond, selector: sel, found: &Found{Query: q, Missing: missing}}
+	for _, st := range streams {
+		if err := f.stream(m.store, q.Scope, st); err != nil {
+			return nil, err
+		}
+	}
+	f.found.Objects = keepIntervals(q, f.objects)
+	if err := m.findProvenance(ctx, f.found.Objects); err != nil {
+		return nil, err
+	}
+	if f.evalErrors > 0 {
+		f.found.Warnings = append(f.found.Warnings, fmt.Sprintf("the condition could not be evaluated on %d versions, counted as not true; the first: %v", f.evalErrors, f.firstEvalError))
+	}
+	return f.found, nil
+}
+
+// finder is the state of one Find.
+type finder struct {
+	ctx            context.Context
+	cond           Predicate
+	selector       labels.Selector
+	found          *Found
+	objects        []*findObject
+	evalErrors     int
+	firstEvalError error
+}
+
+// findObject is one object of a stream during the sweep.
+type findObject struct {
+	id       storage.ObjectID
+	streamID string
+	// last is the object's last version so far, without its body.
+	last event.Record
+	// matched says whether the condition holds for last.
+	matched bool
+	// open is the interval being built; intervals those closed.
+	open      *Interval
+	intervals []Interval
+	touched   bool
+}
+
+// continuityChange is a time at which a stream's continuity changes.
+type continuityChange struct {
+	at         time.Time
+	continuous bool
+	reason     string
+}
+
+// continuityChanges returns the times at which tl's continuity changes
+// and the reason it is not continuous before the first.
+func continuityChanges(tl storage.Timeline) (changes []continuityChange, initial string) {
+	_, initial = tl.ContinuousAt(time.Time{})
+	continuous, reason := false, initial
+	for _, at := range tl.ContinuityChanges() {
+		c, r := tl.ContinuousAt(at)
+		if c != continuous || r != reason {
+			changes = append(changes, continuityChange{at: at, continuous: c, reason: r})
+			continuous, reason = c, r
+		}
+	}
+	return changes, initial
+}
+
+// unknownSpans turns a stream's continuity changes into its unknown spans.
+func unknownSpans(changes []continuityChange, initial string) []UnknownSpan {
+	spans := []UnknownSpan{{Reason: initial}}
+	for _, c := range changes {
+		last := &spans[len(spans)-1]
+		switch {
+		case c.continuous && last.To.IsZero():
+			last.To = c.at
+		case !c.continuous && !last.To.IsZero():
+			spans = append(spans, UnknownSpan{From: c.at, Reason: c.reason})
+		case !c.continuous && c.reason != last.Reason:
+			// Still unknown, for another reason from here.
+			last.To = c.at
+			spans = append(spans, UnknownSpan{From: c.at, Reason: c.reason})
+		}
+	}
+	return spans
+}
+
+// sweep is the walk through one stream's time: the points at which its
+// objects' versions or its continuity change, in order.
+type sweep struct {
+	f       *finder
+	objects map[storage.ObjectID]*findObject
+	order   []*findObject
+	changes []continuityChange
+	next    int // the next change
+	// continuous and reason are the stream's continuity at the current
+	// point, before it is settled; point is that point.
+	continuous bool
+	reason     string
+	point      time.Time
+	pending    bool
+	touched    []*findObject
+}
+
+// stream sweeps one stream: every object change in journal order.
+func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) error {
+	tl, err := storage.StreamTimeline(f.ctx, r, st.StreamID)
+	if err != nil {
+		return fmt.Errorf("find: timeline of %s: %w", st.StreamID, err)
+	}
+	changes, initial := continuityChanges(tl)
+	f.found.Streams = append(f.found.Streams, FindStream{StreamID: st.StreamID, Unknown: unknownSpans(changes, initial), EvidenceUntil: st.CheckpointAt})
+	open := tl.OpenBaselines()
+	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, reason: initial}
+	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
+	for {
+		page, err := r.Records(f.ctx, q)
+		if err != nil {
+			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+		}
+		for i := range page.Records {
+			rec := &page.Records[i]
+			if !rec.IsObjectChange() || storage.IsBaselineItem(rec) && inOpen(open, rec.BaselineID) {
+				continue
+			}
+			if id := storage.ObjectIDOf(*rec); inScope(scope, id.Namespace) {
+				if err := s.version(rec, id); err != nil {
+					return err
+				}
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	s.settle()
+	for s.next < len(s.changes) {
+		s.point, s.pending = s.changes[s.next].at, true
+		s.settle()
+	}
+	f.objects = append(f.objects, s.order...)
+	return nil
+}
+
+// version applies one version of an object at its time.
+func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
+	at := rec.ObservedAt
+	if s.pending && at.Before(s.point) {
+		// Append keeps ObservedAt in order within a stream; a record
+		// out of order counts at the point the sweep has reached.
+		at = s.point
+	}
+	if !s.pending || at.After(s.point) {
+		s.settle()
+		// The continuity changes before this version's time.
+		for s.next < len(s.changes) && s.changes[s.next].at.Before(at) {
+			s.point, s.pending = s.changes[s.next].at, true
+			s.settle()
+		}
+		s.point, s.pending = at, true
+	}
+	s.f.found.Versions++
+	o := s.objects[id]
+	if o == nil {
+		o = &findObject{id: id, streamID: rec.StreamID}
+		s.objects[id] = o
+		s.order = append(s.order, o)
+	}
+	matched, err := s.f.match(o, rec)
+	if err != nil {
+		return err
+	}
+	o.matched = matched
+	o.last = *rec
+	o.last.Object = nil
+	if !o.touched {
+		o.touched = true
+		s.touched = append(s.touched, o)
+	}
+	return nil
+}
+
+// settle decides the current point: the continuity change at it, if any,
+// then the truth of every object it may change.
+func (s *sweep) settle() {
+	if !s.pending {
+		return
+	}
+	s.pending = false
+	before, beforeReason := s.continuous, s.reason
+	objects := s.touched
+	if s.next < len(s.changes) && s.changes[s.next].at.Equal(s.point) {
+		c := s.changes[s.next]
+		s.next++
+		s.continuous, s.reason = c.continuous, c.reason
+		objects = s.order
+	}
+	for _, o := range objects {
+		o.settle(s.point, s.continuous, s.reason, before, beforeReason)
+	}
+	for _, o := range s.touched {
+		o.touched = false
+	}
+	s.touched = s.touched[:0]
+}
+
+// settle opens or closes o's interval at a point, given the stream's
+// continuity at it and just before it.
+func (o *findObject) settle(at time.Time, continuous bool, reason string, before bool, beforeReason string) {
+	truth := continuous && o.matched
+	switch {
+	case truth && o.open == nil:
+		o.open = &Interval{From: at, Opened: versionOf(o.last)}
+		if !before {
+			o.open.StartUnknown = beforeReason
+		}
+	case !truth && o.open != nil:
+		o.open.To = at
+		if continuous {
+			o.open.Closed = versionOf(o.last)
+		} else {
+			o.open.EndUnknown = reason
+		}
+		o.intervals = append(o.intervals, *o.open)
+		o.open = nil
+	}
+}
+
+// match evaluates the condition on a version of o, reusing the answer of
+// the version before when the body is the same.
+func (f *finder) match(o *findObject, rec *event.Record) (bool, error) {
+	if rec.WatchType == event.Deleted {
+		return false, nil
+	}
+	if o.last.EventID != "" && o.last.WatchType != event.Deleted && rec.ObjectHash != "" && rec.ObjectHash == o.last.ObjectHash {
+		return o.matched, nil
+	}
+	if f.selector != nil {
+		var meta struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(rec.Object, &meta); err != nil {
+			return false, fmt.Errorf("find: version %s of %s: %w", rec.Resource.ResourceVersion, describeObject(o.id), err)
+		}
+		if !f.selector.Matches(labels.Set(meta.Metadata.Labels)) {
+			return false, nil
+		}
+	}
+	f.found.Evaluated++
+	ok, err := f.cond.Match(f.ctx, rec.Object)
+	if errors.Is(err, ErrEvaluation) {
+		if f.evalErrors == 0 {
+			f.firstEvalError = fmt.Errorf("%s version %s: %w", describeObject(o.id), rec.Resource.ResourceVersion, err)
+		}
+		f.evalErrors++
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find: %s version %s: %w", describeObject(o.id), rec.Resource.ResourceVersion, err)
+	}
+	return ok, nil
+}
+
+// versionOf returns the version a record is, without its body.
+func versionOf(rec event.Record) *Version {
+	v := &Version{}
+	setVersion(v, rec)
+	v.eventID = rec.EventID
+	return v
+}
+
+func inOpen(open map[string]int64, baselineID string) bool {
+	_, ok := open[baselineID]
+	return ok
+}
+
+// keepIntervals returns the objects with the intervals q keeps, sorted.
+func keepIntervals(q FindQuery, objects []*findObject) []FoundObject {
+	var out []FoundObject
+	for _, o := range objects {
+		all := o.intervals
+		if o.open != nil {
+			all = append(all, *o.open)
+		}
+		var kept []Interval
+		for _, iv := range all {
+			if !q.Until.IsZero() && iv.From.After(q.Until) || !q.Since.IsZero() && !iv.Open() && !iv.To.After(q.Since) {
+				continue
+			}
+			if q.Now && !iv.Open() {
+				continue
+			}
+			kept = append(kept, iv)
+		}
+		if q.First && len(kept) > 1 {
+			kept = kept[:1]
+		}
+		if len(kept) > 0 {
+			out = append(out, FoundObject{Object: o.id, StreamID: o.streamID, Intervals: kept})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].Object, out[j].Object
+		if a != b {
+			return lessObjectID(a, b)
+		}
+		return out[i].StreamID < out[j].StreamID
+	})
+	return out
+}
+
+// findProvenance sets who made the versions that bound the intervals.
+func (m *Materializer) findProvenance(ctx context.Context, objects []FoundObject) error {
+	var versions []*Version
+	var ids []string
+	for i := range objects {
+		for j := range objects[i].Intervals {
+			for _, v := range []*Version{objects[i].Intervals[j].Opened, objects[i].Intervals[j].Closed} {
+				if v != nil {
+					versions = append(versions, v)
+					ids = append(ids, v.eventID)
+				}
+			}
+		}
+	}
+	const batch = 500
+	for start := 0; start < len(ids); start += batch {
+		end := min(start+batch, len(ids))
+		corr, err := m.store.Correlations(ctx, ids[start:end])
+		if err != nil {
+			return fmt.Errorf("find: audit correlations: %w", err)
+		}
+		for k := start; k < end; k++ {
+			versions[k].Provenance = provenanceOf(versions[k], corr[ids[k]])
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package materialize_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"time"
@@ -190,4 +191,37 @@ func ExampleDiff_WriteTable() {
 	// has gaps: false
 	// Deployment  shop/web  spec.replicas                                  2 → 5
 	// Deployment  shop/web  spec.template.spec.containers[name=app].image  shop:1.0 → shop:1.1
+}
+
+// Find answers when a condition held: here, when web ran with fewer than
+// three replicas. The journal begins with a baseline, so the journal
+// cannot tell since when before it the condition held.
+func ExampleMaterializer_Find() {
+	store, _ := exampleJournal()
+	defer store.Close()
+	m, err := materialize.New(store)
+	if err != nil {
+		panic(err)
+	}
+	fewReplicas := materialize.PredicateFunc(func(_ context.Context, object json.RawMessage) (bool, error) {
+		var d struct {
+			Spec struct{ Replicas int } `json:"spec"`
+		}
+		err := json.Unmarshal(object, &d)
+		return d.Spec.Replicas < 3, err
+	})
+	found, err := m.Find(context.Background(), materialize.FindQuery{Scope: materialize.Scope{ClusterID: "prod"}}, fewReplicas)
+	if err != nil {
+		panic(err)
+	}
+	for _, o := range found.Objects {
+		for _, iv := range o.Intervals {
+			fmt.Printf("%s: from %s (rv %s) to %s (rv %s)\n", o.Object.Name, iv.From.Format("15:04"), iv.Opened.ResourceVersion,
+				iv.To.Format("15:04"), iv.Closed.ResourceVersion)
+			fmt.Println("true before that?", iv.StartUnknown)
+		}
+	}
+	// Output:
+	// web: from 10:00 (rv 100) to 10:30 (rv 120)
+	// true before that? no complete baseline at or before this time
 }

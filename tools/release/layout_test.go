@@ -31,7 +31,7 @@ var layers = [][]string{
 	{"watch/status", "materialize", "replay/replayapi", "audit", "retention"},
 	// why reads what materialize answers; the query API's client links it.
 	{"why"},
-	{"watch", "replay", "metrics"},
+	{"watch", "replay", "metrics", "cel"},
 	{"server/apiv1"},
 	{"server", "server/client"},
 	{"", "recorder"},

@@ -1,0 +1,314 @@
+package cel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	celgo "cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/ext"
+
+	"github.com/krply/krply/materialize"
+)
+
+// Defaults of the cost limits, in CEL's cost units (about one per
+// elementary operation; Kubernetes allows 1,000,000 for one evaluation of
+// a validation rule).
+const (
+	// DefaultCostLimit is the default limit of one evaluation (one
+	// version).
+	DefaultCostLimit uint64 = 1_000_000
+	// DefaultBudget is the default limit of all the evaluations of one
+	// request together.
+	DefaultBudget uint64 = 1_000_000_000
+	// DefaultMaxEstimatedCost is the default bound of the compiler's
+	// worst-case estimate of one evaluation. The estimate assumes every
+	// list, map and string an expression reads is as large as an object
+	// can be, so it is far above what real objects cost: the bound
+	// admits a comprehension over an object's lists or maps with string
+	// functions on each item and refuses comprehensions nested in
+	// comprehensions, whose estimate grows with the square of that size.
+	DefaultMaxEstimatedCost uint64 = 1 << 50
+)
+
+// maxObjectBytes bounds the size of a Kubernetes object (etcd's default
+// request limit is 1.5 MiB; twice that leaves room): the cost estimate
+// assumes no list, map or string of a version is larger.
+const maxObjectBytes = 3 << 20
+
+// ErrBudgetExceeded is returned (wrapped) by a Predicate whose request
+// exhausted its cost budget, or by one evaluation that exceeded the
+// per-version limit; the request ends with it.
+var ErrBudgetExceeded = errors.New("cel: cost budget exceeded")
+
+// Option adjusts Compile.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	costLimit, budget, maxEstimated uint64
+}
+
+// WithCostLimit sets the cost limit of one evaluation (one version);
+// DefaultCostLimit when not given. It must be positive.
+func WithCostLimit(limit uint64) Option {
+	return optionFunc(func(c *config) { c.costLimit = limit })
+}
+
+// WithBudget sets the cost budget of one request (all its evaluations
+// together); DefaultBudget when not given. It must be positive.
+func WithBudget(budget uint64) Option {
+	return optionFunc(func(c *config) { c.budget = budget })
+}
+
+// WithMaxEstimatedCost sets the bound of the compiler's worst-case cost
+// estimate of one evaluation, above which Compile refuses an expression;
+// DefaultMaxEstimatedCost when not given. It must be positive.
+func WithMaxEstimatedCost(limit uint64) Option {
+	return optionFunc(func(c *config) { c.maxEstimated = limit })
+}
+
+// Expression is a compiled condition over `object`, an object's version.
+// It is safe for concurrent use.
+type Expression struct {
+	source  string
+	program celgo.Program
+	cfg     config
+	// EstimatedCost is the worst-case cost of one evaluation that the
+	// compiler estimated, with lists, maps and strings no larger than an
+	// object can be.
+	estimated cost.CostEstimate
+}
+
+// CompileError is a CEL expression that does not compile: where and why,
+// and a hint at the fix. It wraps materialize.ErrInvalidArgument.
+type CompileError struct {
+	Expression string `json:"expression"`
+	// Line and Column locate the first error, from 1; 0 when the error
+	// is about the whole expression (its type, its cost).
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	Reason string `json:"reason"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+func (e *CompileError) Error() string {
+	var b strings.Builder
+	b.WriteString("cel: ")
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d, column %d: ", e.Line, e.Column)
+	}
+	b.WriteString(e.Reason)
+	if e.Hint != "" {
+		b.WriteString(" (" + e.Hint + ")")
+	}
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, materialize.ErrInvalidArgument) hold.
+func (e *CompileError) Unwrap() error { return materialize.ErrInvalidArgument }
+
+// objectEnv is the environment of conditions over objects.
+func objectEnv() (*celgo.Env, error) {
+	return celgo.NewEnv(append(libraries(), celgo.Variable("object", celgo.DynType))...)
+}
+
+// libraries are the CEL libraries every expression may use.
+func libraries() []celgo.EnvOption {
+	return []celgo.EnvOption{
+		celgo.OptionalTypes(),
+		ext.Strings(), ext.Lists(), ext.Sets(), ext.Math(), ext.Regex(), ext.Encoders(),
+		ext.TwoVarComprehensions(), ext.Network(),
+		celgo.CrossTypeNumericComparisons(true),
+	}
+}
+
+// Compile compiles a condition over `object`, an object's version as
+// received (its JSON: integers are int, other numbers double), e.g.
+// `object.spec.replicas < 2` or
+// `object.spec.template.spec.containers.exists(c, c.image == "x:1.2")`.
+func Compile(expression string, opts ...Option) (*Expression, error) {
+	cfg := config{costLimit: DefaultCostLimit, budget: DefaultBudget, maxEstimated: DefaultMaxEstimatedCost}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.costLimit == 0 || cfg.budget == 0 || cfg.maxEstimated == 0 {
+		return nil, fmt.Errorf("cel: %w: WithCostLimit, WithBudget and WithMaxEstimatedCost need a positive value", materialize.ErrInvalidArgument)
+	}
+	env, err := objectEnv()
+	if err != nil {
+		return nil, fmt.Errorf("cel: environment: %w", err)
+	}
+	return compileIn(env, "object", expression, cfg)
+}
+
+func compileIn(env *celgo.Env, variables, expression string, cfg config) (*Expression, error) {
+	if strings.TrimSpace(expression) == "" {
+		return nil, &CompileError{Expression: expression, Reason: "empty expression", Hint: "write a condition over " + variables + ", e.g. " + exampleFor(variables)}
+	}
+	ast, iss := env.Compile(expression)
+	if iss.Err() != nil {
+		return nil, compileError(expression, variables, iss)
+	}
+	if t := ast.OutputType(); !t.IsExactType(types.BoolType) && !t.IsExactType(types.DynType) {
+		return nil, &CompileError{Expression: expression, Reason: fmt.Sprintf("the expression is of type %s, not a condition", t),
+			Hint: "a condition is true or false: compare the value, e.g. " + exampleFor(variables)}
+	}
+	estimate, err := env.EstimateCost(ast, sizeEstimator{})
+	if err != nil {
+		return nil, &CompileError{Expression: expression, Reason: "cost estimate: " + err.Error()}
+	}
+	if estimate.Max > cfg.maxEstimated {
+		return nil, &CompileError{Expression: expression,
+			Reason: fmt.Sprintf("the estimated worst-case cost of one evaluation exceeds %d", cfg.maxEstimated),
+			Hint:   "avoid comprehensions nested in comprehensions over the same lists, or narrow them with a filter first"}
+	}
+	program, err := env.Program(ast, celgo.CostLimit(cfg.costLimit), celgo.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, &CompileError{Expression: expression, Reason: err.Error()}
+	}
+	return &Expression{source: expression, program: program, cfg: cfg, estimated: estimate}, nil
+}
+
+func exampleFor(variables string) string {
+	if strings.HasPrefix(variables, "object") {
+		return `object.spec.replicas < 2`
+	}
+	return `change.paths.exists(p, p.startsWith("spec.template"))`
+}
+
+// compileError turns CEL's issues into a CompileError about the first.
+func compileError(expression, variables string, iss *celgo.Issues) error {
+	errs := iss.Errors()
+	if len(errs) == 0 {
+		return &CompileError{Expression: expression, Reason: iss.Err().Error()}
+	}
+	first := errs[0]
+	ce := &CompileError{Expression: expression, Reason: first.Message}
+	if loc := first.Location; loc != nil && loc.Line() > 0 {
+		ce.Line, ce.Column = loc.Line(), loc.Column()+1
+	}
+	switch msg := first.Message; {
+	case strings.Contains(msg, "undeclared reference"):
+		ce.Hint = "the variables are " + variables + "; fields are read with a dot, e.g. " + exampleFor(variables)
+	case strings.Contains(msg, "found no matching overload"):
+		ce.Hint = "the operands are of different types: convert one (int(), string(), double()) or compare with a value of the field's type"
+	case strings.HasPrefix(msg, "Syntax error"):
+		ce.Hint = "check the brackets, quotes and operators at the column; strings are quoted with \" or '"
+	}
+	return ce
+}
+
+// String returns the expression as given.
+func (e *Expression) String() string { return e.source }
+
+// EstimatedCost returns the compiler's estimate of the worst-case cost of
+// one evaluation.
+func (e *Expression) EstimatedCost() uint64 { return e.estimated.Max }
+
+// Predicate returns a condition for one request, with its own budget.
+func (e *Expression) Predicate() *Predicate {
+	return &Predicate{expr: e, left: e.cfg.budget}
+}
+
+// Predicate is an Expression's condition for one request: a
+// materialize.Predicate that counts the cost of its evaluations against
+// the request's budget. It is not safe for concurrent use.
+type Predicate struct {
+	expr        *Expression
+	left        uint64
+	evaluations int
+}
+
+var _ materialize.Predicate = (*Predicate)(nil)
+
+// Match evaluates the expression with `object` set to the version's body.
+func (p *Predicate) Match(ctx context.Context, object json.RawMessage) (bool, error) {
+	value, err := decode(object)
+	if err != nil {
+		return false, fmt.Errorf("cel: decode the version: %w", err)
+	}
+	return p.eval(ctx, map[string]any{"object": value})
+}
+
+func (p *Predicate) eval(ctx context.Context, vars map[string]any) (bool, error) {
+	if p.left == 0 {
+		return false, fmt.Errorf("%w: the budget of %d was spent after %d evaluations", ErrBudgetExceeded, p.expr.cfg.budget, p.evaluations)
+	}
+	p.evaluations++
+	out, details, err := p.expr.program.ContextEval(ctx, vars)
+	if details != nil && details.ActualCost() != nil {
+		spent := *details.ActualCost()
+		p.left -= min(spent, p.left)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case err != nil && strings.Contains(err.Error(), "cost limit exceeded"):
+		return false, fmt.Errorf("%w: one evaluation exceeded the limit of %d (%v)", ErrBudgetExceeded, p.expr.cfg.costLimit, err)
+	case err != nil:
+		return false, fmt.Errorf("%w: %v", materialize.ErrEvaluation, err)
+	}
+	b, ok := out.Value().(bool)
+	if !ok {
+		return false, fmt.Errorf("%w: the expression gave %v (%s), not true or false", materialize.ErrEvaluation, out.Value(), out.Type())
+	}
+	return b, nil
+}
+
+// decode decodes JSON as Kubernetes' unstructured objects hold it:
+// integers as int64, other numbers as float64.
+func decode(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return numbers(v), nil
+}
+
+func numbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, item := range x {
+			x[k] = numbers(item)
+		}
+	case []any:
+		for i, item := range x {
+			x[i] = numbers(item)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	}
+	return v
+}
+
+// sizeEstimator bounds the size of every list, map and string an
+// expression reads from its variables by the size of an object.
+type sizeEstimator struct{}
+
+func (sizeEstimator) EstimateSize(element cost.AstNode) *cost.SizeEstimate {
+	if element.Path() == nil {
+		return nil
+	}
+	return &cost.SizeEstimate{Min: 0, Max: maxObjectBytes}
+}
+
+func (sizeEstimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
+}

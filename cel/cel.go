@@ -312,3 +312,19 @@ func (sizeEstimator) EstimateSize(element cost.AstNode) *cost.SizeEstimate {
 func (sizeEstimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
 	return nil
 }
+
+// Conditions returns the compiler of conditions over `object` that the
+// query server, the kubectl plugin and other front ends take
+// (materialize.Conditions): each Compile compiles with opts and returns a
+// Predicate with a fresh budget.
+func Conditions(opts ...Option) materialize.Conditions { return conditions(opts) }
+
+type conditions []Option
+
+func (c conditions) Compile(expression string) (materialize.Predicate, error) {
+	e, err := Compile(expression, c...)
+	if err != nil {
+		return nil, err
+	}
+	return e.Predicate(), nil
+}

@@ -133,3 +133,23 @@ func TestCostLimits(t *testing.T) {
 		t.Errorf("a zero cost limit: %v", err)
 	}
 }
+
+// Conditions is the compiler the server and the plugin take: each
+// Compile gives a Predicate with a fresh budget, and compile errors as
+// CompileErrors.
+func TestConditions(t *testing.T) {
+	c := cel.Conditions(cel.WithBudget(10))
+	for range 2 {
+		p, err := c.Compile(`object.spec.replicas < 2`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := p.Match(context.Background(), json.RawMessage(deployment)); !ok || err != nil {
+			t.Errorf("Match: %v, %v", ok, err)
+		}
+	}
+	var ce *cel.CompileError
+	if _, err := c.Compile(`object.spec.replicas <`); !errors.As(err, &ce) || ce.Column != 23 {
+		t.Errorf("a syntax error: %v", err)
+	}
+}

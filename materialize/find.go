@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
@@ -33,6 +35,17 @@ func (f PredicateFunc) Match(ctx context.Context, object json.RawMessage) (bool,
 	return f(ctx, object)
 }
 
+// Conditions compiles the text of a condition into a Predicate for one
+// request. The query server, the kubectl plugin and other front ends take
+// one to answer Find with expressions; github.com/krply/krply/cel's
+// Conditions is one, for CEL.
+type Conditions interface {
+	// Compile returns the condition the expression says, or an error
+	// wrapping ErrInvalidArgument that says where and why it does not
+	// compile.
+	Compile(expression string) (Predicate, error)
+}
+
 // ErrEvaluation is returned by a Predicate (wrapped, with the cause) when
 // its condition cannot be evaluated on one version — a CEL expression that
 // reads a field the version lacks. Find counts such a version as not
@@ -46,6 +59,10 @@ type FindQuery struct {
 	// Scope chooses the streams and objects (cluster, resources,
 	// namespaces).
 	Scope Scope `json:"scope"`
+	// ExcludeResources leaves these group/resources out of Scope, whatever
+	// Scope says (the query API leaves Secrets out: a condition over a
+	// Secret would reveal its data).
+	ExcludeResources []schema.GroupResource `json:"excludeResources,omitempty"`
 	// LabelSelector restricts the objects to the versions whose labels
 	// match (Kubernetes label selector syntax): a version whose labels do
 	// not match counts as not matching.
@@ -185,6 +202,9 @@ func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*
 	}
 	f := &finder{ctx: ctx, cond: cond, selector: sel, found: &Found{Query: q, Missing: missing}}
 	for _, st := range streams {
+		if slices.Contains(q.ExcludeResources, schema.GroupResource{Group: st.Stream.Group, Resource: st.Stream.Resource}) {
+			continue
+		}
 		if err := f.stream(m.store, q.Scope, st); err != nil {
 			return nil, err
 		}

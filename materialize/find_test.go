@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -130,6 +132,7 @@ func TestFindOutageJournal(t *testing.T) {
 			"configmaps:shop/c": {{from: at(3), to: at(5), opened: "103", endUnk: gap}},
 		}},
 		{name: "label selector", value: "1", query: materialize.FindQuery{Scope: scope, LabelSelector: "app=none"}, want: map[string][]interval{}},
+		{name: "excluded", value: "1", query: materialize.FindQuery{Scope: scope, ExcludeResources: []schema.GroupResource{{Resource: "configmaps"}}}, want: map[string][]interval{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -107,9 +107,24 @@ func TestWireHistory(t *testing.T) {
 	}, Warnings: []string{"no stream records apps/deployments in namespace other"}, Next: "7a1b2c3d4e5f60718293a4b5c6d7e8f9"}
 	// History's own MarshalJSON writes what encoding/json writes of it.
 	sameAsEncodingJSON(t, "the wire example", &history)
+	unknown := materialize.UnknownSpan{From: wiretest.At(5), To: wiretest.At(8), Reason: "gap from 2025-01-02T03:04:10.123456789Z: 410 Gone: too old resource version"}
+	found := materialize.Found{
+		Query: materialize.FindQuery{Scope: w.scope, ExcludeResources: []schema.GroupResource{{Resource: "secrets"}}, LabelSelector: "tier=front",
+			Since: wiretest.At(1), Until: wiretest.At(10), First: true, Now: true},
+		Objects: []materialize.FoundObject{{Object: w.id, StreamID: w.stream.ID(), Intervals: []materialize.Interval{
+			{From: wiretest.At(1), Opened: first, StartUnknown: "no complete baseline at or before this time", To: wiretest.At(2), Closed: second},
+			{From: wiretest.At(8), Opened: gone, StartUnknown: unknown.Reason, To: wiretest.At(9), EndUnknown: "stream unavailable since 2025-01-02T03:04:14.123456789Z: 403 Forbidden"},
+		}}},
+		Streams:  []materialize.FindStream{{StreamID: w.stream.ID(), Unknown: []materialize.UnknownSpan{{To: wiretest.At(1), Reason: "no complete baseline at or before this time"}, unknown}, EvidenceUntil: wiretest.At(10)}},
+		Missing:  []materialize.MissingStream{w.missing},
+		Versions: 12, Evaluated: 10,
+		Warnings: []string{"the condition could not be evaluated on 2 versions, counted as not true; the first: deployments.apps shop/web version 41: no such key: paused"},
+	}
 	wiretest.Check(t, "history", map[string]any{
 		"history": history,
-		"enums":   wiretest.Enums(t, materialize.EntryKind(""), materialize.Origin(""), materialize.ChangeOp("")),
+		// Find's answer: its intervals are bounded by versions.
+		"found": found,
+		"enums": wiretest.Enums(t, materialize.EntryKind(""), materialize.Origin(""), materialize.ChangeOp("")),
 	})
 }
 

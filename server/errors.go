@@ -39,6 +39,7 @@ const (
 	CodeTimeout              = apiv1.CodeTimeout
 	CodeUnavailable          = apiv1.CodeUnavailable
 	CodeTooManyRequests      = apiv1.CodeTooManyRequests
+	CodeNotImplemented       = apiv1.CodeNotImplemented
 )
 
 // Error is the JSON body of every error answer, and the error the client

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/krply/krply/audit"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 )
 
@@ -82,6 +83,7 @@ type config struct {
 	ui             bool         // WithUI (ui.go)
 	metrics        http.Handler // WithMetrics (metrics.go)
 	metricsSet     bool
+	conditions     materialize.Conditions // WithConditions (find.go)
 }
 
 func newConfig(opts []Option) (*config, error) {

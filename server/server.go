@@ -102,6 +102,7 @@ func (h *handler) routes() {
 	h.handle("snapshots/{id}", route{http.MethodGet: h.jsonRoute(h.getSnapshot)})
 	h.handle("diff", route{http.MethodGet: h.jsonRoute(h.diff)})
 	h.handle("why", route{http.MethodGet: h.jsonRoute(h.why)})
+	h.handle("find", route{http.MethodGet: h.jsonRoute(h.find)})
 	h.handle("plans", route{http.MethodGet: h.jsonRoute(h.listPlans), http.MethodPost: h.jsonRoute(h.createPlan)})
 	h.handle("plans/{id}", route{http.MethodGet: h.getPlan})
 	h.handle("plans/{id}/dryrun", route{http.MethodPost: h.jsonRoute(h.dryRun)})

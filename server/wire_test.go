@@ -59,6 +59,6 @@ func TestWireServer(t *testing.T) {
 		"codes": []string{server.CodeInvalidParameter, server.CodeInvalidCursor, server.CodeRangeTooLarge, server.CodeInvalidBody,
 			server.CodeConfirmationRequired, server.CodeUnauthenticated, server.CodeForbidden, server.CodeReadOnly, server.CodeSecret,
 			server.CodeNotFound, server.CodeMethodNotAllowed, server.CodeConflict, server.CodeCoverageIncomplete, server.CodeRefused,
-			server.CodeBodyTooLarge, server.CodeInternal, server.CodeNotReady, server.CodeTimeout, server.CodeUnavailable, server.CodeTooManyRequests},
+			server.CodeBodyTooLarge, server.CodeInternal, server.CodeNotReady, server.CodeTimeout, server.CodeUnavailable, server.CodeTooManyRequests, server.CodeNotImplemented},
 	})
 }

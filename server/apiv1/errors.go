@@ -25,6 +25,7 @@ const (
 	CodeTimeout              = "timeout"
 	CodeUnavailable          = "unavailable"
 	CodeTooManyRequests      = "too_many_requests"
+	CodeNotImplemented       = "not_implemented"
 )
 
 // Error is the JSON body of every error answer, and the error the client

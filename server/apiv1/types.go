@@ -72,6 +72,11 @@ type SnapshotPage struct {
 	Next string `json:"next,omitempty"`
 }
 
+// Found is the answer of GET /api/v1/find: for each object of the scope,
+// the intervals during which the condition held, with each stream's
+// unknown spans. It is not paged.
+type Found = materialize.Found
+
 // DiffPage is the answer of GET /api/v1/diff: the diff with one page of
 // its objects, and the cursor of the next page. Every page carries the
 // diff's HasGaps, Gaps, Missing and Warnings.

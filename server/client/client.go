@@ -548,6 +548,35 @@ func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to tim
 	return whole, err
 }
 
+// Find asks when the condition expr (CEL over object, for a server
+// started with server.WithConditions) held for the objects of q.Scope:
+// the intervals, with their unknown ends (materialize.Found). The server
+// leaves Secrets out (q.ExcludeResources is its own).
+func (c *Client) Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error) {
+	v := scopeQuery(q.Scope)
+	v.Set("expr", expr)
+	if q.LabelSelector != "" {
+		v.Set("labelSelector", q.LabelSelector)
+	}
+	if !q.Since.IsZero() {
+		v.Set("since", timeParam(q.Since))
+	}
+	if !q.Until.IsZero() {
+		v.Set("until", timeParam(q.Until))
+	}
+	if q.First {
+		v.Set("first", "true")
+	}
+	if q.Now {
+		v.Set("now", "true")
+	}
+	var out apiv1.Found
+	if err := c.do(ctx, http.MethodGet, "/api/v1/find", v, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Plan plans a replay and saves the plan (the server must allow writes).
 func (c *Client) Plan(ctx context.Context, req apiv1.PlanRequest) (*replayapi.Plan, error) {
 	return c.plan(ctx, req, nil)

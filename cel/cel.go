@@ -257,14 +257,21 @@ func (p *Predicate) eval(ctx context.Context, vars map[string]any) (bool, error)
 	case err != nil && strings.Contains(err.Error(), "cost limit exceeded"):
 		return false, fmt.Errorf("%w: one evaluation exceeded the limit of %d (%v)", ErrBudgetExceeded, p.expr.cfg.costLimit, err)
 	case err != nil:
-		return false, fmt.Errorf("%w: %v", materialize.ErrEvaluation, err)
+		return false, evalError{err}
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
-		return false, fmt.Errorf("%w: the expression gave %v (%s), not true or false", materialize.ErrEvaluation, out.Value(), out.Type())
+		return false, evalError{fmt.Errorf("the expression gave %v (%s), not true or false", out.Value(), out.Type())}
 	}
 	return b, nil
 }
+
+// evalError is an expression's failure on one version: CEL's message,
+// and materialize.ErrEvaluation for errors.Is.
+type evalError struct{ err error }
+
+func (e evalError) Error() string   { return e.err.Error() }
+func (e evalError) Unwrap() []error { return []error{e.err, materialize.ErrEvaluation} }
 
 // decode decodes JSON as Kubernetes' unstructured objects hold it:
 // integers as int64, other numbers as float64.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
@@ -91,6 +92,10 @@ type Config struct {
 	// ServeOnly serves the journal read-only without recording
 	// (--serve-only).
 	ServeOnly bool
+	// Conditions compiles the conditions of the query API's find route
+	// (server.WithConditions); the plugin gives CEL's (module
+	// github.com/krply/krply/cel). Without it the route answers 501.
+	Conditions materialize.Conditions
 }
 
 // Run records until ctx ends, printing its progress and status lines on

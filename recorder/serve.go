@@ -65,6 +65,9 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 	if c.UI {
 		opts = append(opts, server.WithUI())
 	}
+	if c.Conditions != nil {
+		opts = append(opts, server.WithConditions(c.Conditions))
+	}
 	if c.DelegatedAuth {
 		authn, err := authenticationv1.NewForConfig(cfg)
 		if err != nil {

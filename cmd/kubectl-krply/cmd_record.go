@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 
+	"github.com/krply/krply/cel"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
 	"github.com/krply/krply/watch"
@@ -125,6 +126,7 @@ serves an existing journal without recording.`,
 			return usagef("--disk-reserve watches the disk of a journal file; a PostgreSQL --journal lives on the database's disk: leave it out")
 		}
 		c.ClusterID = e.clusterID
+		c.Conditions = cel.Conditions()
 		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
 		c.Log = funcr.New(func(prefix, args string) {
 			fmt.Fprintln(e.ErrOut, e.now().Format(time.RFC3339Nano), prefix, args)

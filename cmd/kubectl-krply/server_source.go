@@ -226,6 +226,10 @@ func (s *serverSource) Diff(ctx context.Context, scope materialize.Scope, from, 
 	return s.c.Diff(ctx, scope, from, to, includeStatus)
 }
 
+func (s *serverSource) Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error) {
+	return s.c.Find(ctx, q, expr)
+}
+
 func (s *serverSource) Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error) {
 	return s.c.Plan(ctx, server.PlanRequest{Source: src, Target: tgt, Policy: &policy})
 }

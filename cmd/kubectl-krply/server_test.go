@@ -17,6 +17,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/krply/krply/cel"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/storage/sqlite"
 )
@@ -26,7 +27,7 @@ import (
 func serve(t *testing.T, path string, opts ...server.Option) string {
 	t.Helper()
 	copyPath, _ := copyJournal(t, path, "served.db")
-	return serveFile(t, copyPath, append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now))}, opts...)...)
+	return serveFile(t, copyPath, append([]server.Option{server.WithClock(clocktesting.NewFakePassiveClock(now)), server.WithConditions(cel.Conditions())}, opts...)...)
 }
 
 // serveFile serves the journal at path through the query API.
@@ -75,6 +76,9 @@ func TestServerSameAsJournal(t *testing.T) {
 		{"snapshot", "-n", "shop", "--at", stamp(35), "-o", "yaml"},
 		{"snapshot", "-A", "--at", stamp(60), "--require-complete"},
 		{"replay", "plan", "-n", "shop", "--at", stamp(60)},
+		{"find", `object.data.color != "white"`, "-A", "--first"},
+		{"find", "object.spec.replicas > 1", "-n", "shop", "--resource", "deploy", "-o", "yaml"},
+		{"find", "object.spec.replicas >", "-n", "shop"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			url := serve(t, j)

@@ -8,10 +8,12 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
+	"github.com/krply/krply/cel"
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/recorder"
@@ -44,6 +46,9 @@ type source interface {
 	Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error)
 	// Why answers what changed before an object broke (package why).
 	Why(ctx context.Context, q why.Query) (*why.Answer, error)
+	// Find answers when the CEL condition expr held for the objects of
+	// q.Scope; Secrets are never searched.
+	Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error)
 	// Plan makes a replay plan and saves it: only a saved plan is
 	// dry-run and applied.
 	Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error)
@@ -198,6 +203,19 @@ func (s *journalSource) Snapshot(ctx context.Context, scope materialize.Scope, a
 func (s *journalSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
 	return s.mat.Diff(ctx, scope, from, to, materialize.IncludeStatus(includeStatus))
 }
+
+func (s *journalSource) Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error) {
+	cond, err := cel.Conditions().Compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	// As the query API: a condition over a Secret would reveal its data.
+	q.ExcludeResources = append(q.ExcludeResources, secretsResource)
+	return s.mat.Find(ctx, q, cond)
+}
+
+// secretsResource is what find never searches.
+var secretsResource = schema.GroupResource{Resource: "secrets"}
 
 func (s *journalSource) Plan(ctx context.Context, src replay.Source, tgt replay.Target, policy replay.Policy) (*replay.Plan, error) {
 	planner, err := replay.NewPlanner(s.j.Store(), append([]replay.Option{replay.WithPolicy(policy)}, s.planOptions...)...)

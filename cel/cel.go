@@ -136,6 +136,19 @@ func libraries() []celgo.EnvOption {
 // `object.spec.replicas < 2` or
 // `object.spec.template.spec.containers.exists(c, c.image == "x:1.2")`.
 func Compile(expression string, opts ...Option) (*Expression, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	env, err := objectEnv()
+	if err != nil {
+		return nil, fmt.Errorf("cel: environment: %w", err)
+	}
+	return compileIn(env, "object", expression, cfg)
+}
+
+// newConfig applies opts over the defaults and checks them.
+func newConfig(opts []Option) (config, error) {
 	cfg := config{costLimit: DefaultCostLimit, budget: DefaultBudget, maxEstimated: DefaultMaxEstimatedCost}
 	for _, o := range opts {
 		if o != nil {
@@ -143,13 +156,9 @@ func Compile(expression string, opts ...Option) (*Expression, error) {
 		}
 	}
 	if cfg.costLimit == 0 || cfg.budget == 0 || cfg.maxEstimated == 0 {
-		return nil, fmt.Errorf("cel: %w: WithCostLimit, WithBudget and WithMaxEstimatedCost need a positive value", materialize.ErrInvalidArgument)
+		return cfg, fmt.Errorf("cel: %w: WithCostLimit, WithBudget and WithMaxEstimatedCost need a positive value", materialize.ErrInvalidArgument)
 	}
-	env, err := objectEnv()
-	if err != nil {
-		return nil, fmt.Errorf("cel: environment: %w", err)
-	}
-	return compileIn(env, "object", expression, cfg)
+	return cfg, nil
 }
 
 func compileIn(env *celgo.Env, variables, expression string, cfg config) (*Expression, error) {
@@ -181,7 +190,7 @@ func compileIn(env *celgo.Env, variables, expression string, cfg config) (*Expre
 }
 
 func exampleFor(variables string) string {
-	if strings.HasPrefix(variables, "object") {
+	if variables == "object" {
 		return `object.spec.replicas < 2`
 	}
 	return `change.paths.exists(p, p.startsWith("spec.template"))`
@@ -327,6 +336,16 @@ func (sizeEstimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstN
 func Conditions(opts ...Option) materialize.Conditions { return conditions(opts) }
 
 type conditions []Option
+
+// CompileChange compiles a change filter (CompileChange): the query
+// server's history route filters with it (materialize.ChangeConditions).
+func (c conditions) CompileChange(expression string) (materialize.ChangeFilter, error) {
+	e, err := CompileChange(expression, c...)
+	if err != nil {
+		return nil, err
+	}
+	return e.Filter(), nil
+}
 
 func (c conditions) Compile(expression string) (materialize.Predicate, error) {
 	e, err := Compile(expression, c...)

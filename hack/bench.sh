@@ -44,7 +44,7 @@ run latest -bench 'LatestAt' ./storage/sqlite
 run relist -bench 'RelistVersusList' -benchtime 3x -timeout 60m ./watch/
 run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
 run objectat -bench 'ObjectAt/sqlite' -benchtime 2000x -timeout 30m ./materialize
-run materialize -bench '(Snapshot|Diff)/sqlite' -benchtime 3x -timeout 30m ./materialize
+run materialize -bench '(Snapshot|Diff|Find)/sqlite' -benchtime 3x -timeout 30m ./materialize
 run why -bench 'BenchmarkWhy' -benchtime 20x -timeout 30m ./why/
 run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
 run queryapi -bench 'QueryAPI|SnapshotPages' -benchtime 1x -timeout 30m ./server/
@@ -85,6 +85,7 @@ END {
   row("snapshot of 20,000 objects, library (Open, Snapshot, Close)", sprintf("%.2f s wall, %.2f s CPU", metric("BenchmarkSnapshot20k/library", "ns/op") / 1e9, metric("BenchmarkSnapshot20k/library", "cpu-s/op")), "—", "snapshot20k")
   row("ObjectAt p50 / p99, 1,000,000 events", metric("BenchmarkObjectAt/sqlite", "p50-µs") " / " metric("BenchmarkObjectAt/sqlite", "p99-µs") " µs (" metric("BenchmarkObjectAt/sqlite", "cpu-ms/op") " ms CPU per call)", "p99 ≤ 250 µs", "objectat")
   row("Snapshot of 10,000 objects at T, 1M events", sprintf("%.0f ms wall, %s ms CPU", metric("BenchmarkSnapshot/sqlite", "ns/op") / 1e6, metric("BenchmarkSnapshot/sqlite", "cpu-ms/op")), "≤ 100 ms", "materialize")
+  row("Find over 10,000 objects × 100 versions, 1M events (the condition a substring test)", sprintf("%.2f s wall, %.2f s CPU", metric("BenchmarkFind/sqlite", "ns/op") / 1e9, metric("BenchmarkFind/sqlite", "cpu-ms/op") / 1000), "≤ 2 s", "materialize")
   row("Diff over 1 h, 50,000 changes", sprintf("%.2f s wall, %.2f s CPU", metric("BenchmarkDiff/sqlite", "ns/op") / 1e9, metric("BenchmarkDiff/sqlite", "cpu-ms/op") / 1000), "≤ 0.5 s", "materialize")
   row("LatestAt p50 / p99, 1,000,000 events (storage only)", metric("BenchmarkLatestAt", "p50-µs") " / " metric("BenchmarkLatestAt", "p99-µs") " µs", "—", "latest")
   q = "BenchmarkQueryAPI"

@@ -166,6 +166,11 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 	if err := m.addProvenance(ctx, entries); err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
+	if qc.changeFilter != nil {
+		if entries, err = filterChanges(ctx, qc.changeFilter, prev, entries, h); err != nil {
+			return nil, fmt.Errorf("history of %s: %w", what, err)
+		}
+	}
 	var bounds seqBounds
 	if after != nil {
 		bounds.after = after.IngestSeq

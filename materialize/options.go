@@ -41,6 +41,7 @@ type queryConfig struct {
 	streamID       string
 	limit          int
 	after          string
+	changeFilter   ChangeFilter
 }
 
 // IncludeStatus says whether comparisons include the status field. The
@@ -81,6 +82,13 @@ func Until(t time.Time) HistoryOption {
 // FromStream restricts History to the versions recorded by one stream.
 func FromStream(streamID string) HistoryOption {
 	return historyOption(func(c *queryConfig) { c.streamID = streamID })
+}
+
+// WithChangeFilter keeps, of History's versions, those whose change f
+// matches; gaps and availability changes stay. Limit and After count the
+// versions read, before the filter: a page may hold fewer than Limit.
+func WithChangeFilter(f ChangeFilter) HistoryOption {
+	return historyOption(func(c *queryConfig) { c.changeFilter = f })
 }
 
 // Limit caps the number of versions History returns (the oldest first);

@@ -54,7 +54,7 @@ func filterChanges(ctx context.Context, f ChangeFilter, prev *event.Record, entr
 	if prev != nil && prev.WatchType != event.Deleted {
 		old = prev.Object
 	}
-	kept := entries[:0]
+	kept := make([]entryAt, 0, len(entries))
 	failed := 0
 	var firstErr error
 	for _, e := range entries {

@@ -44,6 +44,12 @@ func TestHistoryChangeFilter(t *testing.T) {
 		t.Errorf("entries %q, want %q", kinds, want)
 	}
 
+	// Nothing kept: the gap stays.
+	h, err = m.History(ctx, idOf(j.cms, "c", "shop"), materialize.WithChangeFilter(materialize.ChangeFilterFunc(
+		func(context.Context, materialize.Change) (bool, error) { return false, nil })))
+	if err != nil || len(h.Entries) != 1 || h.Entries[0].Kind != materialize.EntryGap {
+		t.Errorf("a filter that keeps nothing: %+v, %v; want the gap alone", h, err)
+	}
 	h, err = m.History(ctx, idOf(j.cms, "c", "shop"), materialize.WithChangeFilter(materialize.ChangeFilterFunc(
 		func(_ context.Context, c materialize.Change) (bool, error) {
 			if c.Version.WatchType == event.Deleted {

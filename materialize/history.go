@@ -166,6 +166,8 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 	if err := m.addProvenance(ctx, entries); err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
+	// The losses are those of every version read, filtered or not.
+	read := entries
 	if qc.changeFilter != nil {
 		if entries, err = filterChanges(ctx, qc.changeFilter, prev, entries, h); err != nil {
 			return nil, fmt.Errorf("history of %s: %w", what, err)
@@ -181,7 +183,7 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 		h.Next = recs[len(recs)-1].EventID
 		bounds.upTo = recs[len(recs)-1].IngestSeq
 	}
-	losses, err := m.historyLosses(ctx, obj, qc, bounds, entries)
+	losses, err := m.historyLosses(ctx, obj, qc, bounds, read)
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}

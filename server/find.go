@@ -74,3 +74,19 @@ func (h *handler) find(r *http.Request, u *user) (int, any, error) {
 	}
 	return http.StatusOK, found, nil
 }
+
+// changeFilter compiles the history route's filter with the handler's
+// Conditions, when they compile change filters too
+// (materialize.ChangeConditions).
+func (h *handler) changeFilter(expr string) (materialize.ChangeFilter, error) {
+	cc, ok := h.cfg.conditions.(materialize.ChangeConditions)
+	if !ok {
+		return nil, newError(http.StatusNotImplemented, CodeNotImplemented, "filter",
+			"this server compiles no change filters: start it with server.WithConditions(cel.Conditions()) (the recorder and kubectl krply serve do)")
+	}
+	f, err := cc.CompileChange(expr)
+	if err != nil {
+		return nil, badParam("filter", "%v", err)
+	}
+	return f, nil
+}

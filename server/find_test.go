@@ -10,6 +10,8 @@ import (
 
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/client"
+	"github.com/krply/krply/storage"
 )
 
 // containsConditions compiles "contains:TEXT" into the condition "the
@@ -69,4 +71,36 @@ func TestFind(t *testing.T) {
 
 	_, plain := j.serve()
 	wantError(t, http.MethodGet, plain+"/api/v1/find?expr=contains:x", "", http.StatusNotImplemented, server.CodeNotImplemented, "expr")
+}
+
+// changeConditions adds change filters to containsConditions: "type:T"
+// keeps the versions of watch type T.
+type changeConditions struct{ containsConditions }
+
+func (changeConditions) CompileChange(expr string) (materialize.ChangeFilter, error) {
+	typ, ok := strings.CutPrefix(expr, "type:")
+	if !ok {
+		return nil, fmt.Errorf("test: %w: want type:T", materialize.ErrInvalidArgument)
+	}
+	return materialize.ChangeFilterFunc(func(_ context.Context, c materialize.Change) (bool, error) {
+		return string(c.Version.WatchType) == typ, nil
+	}), nil
+}
+
+// TestHistoryFilter: GET /api/v1/history?filter= keeps the versions the
+// change filter matches, when the handler's Conditions compile them.
+func TestHistoryFilter(t *testing.T) {
+	j := newRecorded(t)
+	c, base := j.serve(server.WithConditions(changeConditions{}))
+	obj := storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "settings"}
+	h, err := c.History(ctx, obj, client.HistoryQuery{Filter: "type:MODIFIED"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := h.Versions(); len(v) != 3 || v[0].ResourceVersion != j.changes[0].Resource.ResourceVersion {
+		t.Errorf("history of settings, MODIFIED only: %d versions; want its three changes", len(v))
+	}
+	wantError(t, http.MethodGet, base+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&filter=bogus", "", http.StatusBadRequest, server.CodeInvalidParameter, "filter")
+	_, plain := j.serve(server.WithConditions(containsConditions{}))
+	wantError(t, http.MethodGet, plain+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&filter=type:ADDED", "", http.StatusNotImplemented, server.CodeNotImplemented, "filter")
 }

@@ -95,6 +95,13 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 		}
 		opts = append(opts, materialize.Until(until))
 	}
+	if expr := p.q.Get("filter"); expr != "" {
+		f, err := h.changeFilter(expr)
+		if err != nil {
+			return 0, nil, err
+		}
+		opts = append(opts, materialize.WithChangeFilter(f))
+	}
 	limit, cur, err := p.pageOf(h.cfg.maxPage)
 	if err != nil {
 		return 0, nil, err

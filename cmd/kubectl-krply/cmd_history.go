@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/krply/krply/cel"
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/storage"
@@ -17,6 +18,7 @@ import (
 
 func (e *env) historyCommand() *cobra.Command {
 	var ignoreStatus bool
+	var filter string
 	cmd := &cobra.Command{
 		Use:   "history TYPE/NAME",
 		Short: "List every version of an object: when, resourceVersion, who, what changed",
@@ -31,19 +33,30 @@ record the object are listed where they fall: changes inside them may be
 missing.`,
 		Example: `  kubectl krply history deploy/web -n shop
   kubectl krply history deployments.apps/web -n shop -o yaml
-  kubectl krply history cm/settings -n shop -o jsonpath='{.entries[*].version.resourceVersion}'`,
+  kubectl krply history cm/settings -n shop -o jsonpath='{.entries[*].version.resourceVersion}'
+  kubectl krply history deploy/web -n shop --filter 'change.paths.exists(p, p.startsWith("spec.template"))'
+  kubectl krply history deploy/web -n shop --filter 'actor.user == "bob"'`,
 		Args:              exactArgs(1, "one TYPE/NAME"),
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd, "wide")
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status (with --journal only)")
+	cmd.Flags().StringVar(&filter, "filter", "", "keep the versions whose change this CEL expression over old, new, change and actor matches (gaps stay)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
+		if filter != "" {
+			if _, err := cel.CompileChange(filter); err != nil {
+				return usagef("--filter: %v", err)
+			}
+		}
+		h, err := e.history(cmd.Context(), args[0], ignoreStatus, filter)
 		if err != nil {
 			return err
 		}
-		versions := h.Versions()
-		return p.print(e.Out, view{value: h, names: []event.ResourceRef{versions[len(versions)-1].Ref}, table: func(w io.Writer, format string) error {
+		var names []event.ResourceRef
+		if versions := h.Versions(); len(versions) > 0 {
+			names = append(names, versions[len(versions)-1].Ref)
+		}
+		return p.print(e.Out, view{value: h, names: names, table: func(w io.Writer, format string) error {
 			return historyTable(w, h, format == "wide")
 		}})
 	}
@@ -52,13 +65,13 @@ missing.`,
 
 // history returns the history of the object TYPE/NAME names, and warns
 // about what it may miss.
-func (e *env) history(ctx context.Context, arg string, ignoreStatus bool) (*materialize.History, error) {
+func (e *env) history(ctx context.Context, arg string, ignoreStatus bool, filter string) (*materialize.History, error) {
 	src, obj, err := e.objectArgs(ctx, arg)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	h, err := src.History(ctx, obj, ignoreStatus)
+	h, err := src.History(ctx, obj, ignoreStatus, filter)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", objectName(obj), err)
 	}
@@ -205,7 +218,7 @@ manager from managedFields, which names a client, not a user). The row
 	p := addPrintFlags(cmd)
 	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields (with --journal only)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
+		h, err := e.history(cmd.Context(), args[0], ignoreStatus, "")
 		if err != nil {
 			return err
 		}

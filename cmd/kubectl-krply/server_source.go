@@ -175,17 +175,17 @@ func (s *serverSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 	return st, neverRecorded(err)
 }
 
-func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error) {
+func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error) {
 	if ignoreStatus {
 		return nil, s.journalOnly("--ignore-status")
 	}
-	h, err := s.c.History(ctx, obj, client.HistoryQuery{})
+	h, err := s.c.History(ctx, obj, client.HistoryQuery{Filter: filter})
 	if err != nil {
 		return nil, neverRecorded(err)
 	}
 	// Every page of it: a history longer than the server's page continues
 	// after the last record of the one before.
-	for q := (client.HistoryQuery{Cursor: h.Next}); q.Cursor != ""; q.Cursor = h.Next {
+	for q := (client.HistoryQuery{Cursor: h.Next, Filter: filter}); q.Cursor != ""; q.Cursor = h.Next {
 		page, err := s.c.History(ctx, obj, q)
 		if err != nil {
 			return nil, err

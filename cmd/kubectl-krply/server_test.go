@@ -79,6 +79,8 @@ func TestServerSameAsJournal(t *testing.T) {
 		{"find", `object.data.color != "white"`, "-A", "--first"},
 		{"find", "object.spec.replicas > 1", "-n", "shop", "--resource", "deploy", "-o", "yaml"},
 		{"find", "object.spec.replicas >", "-n", "shop"},
+		{"history", "deploy/web", "-n", "shop", "--filter", `actor.user == "alice"`},
+		{"history", "cm/settings", "-n", "shop", "--filter", `change.type == "DELETED"`},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			url := serve(t, j)

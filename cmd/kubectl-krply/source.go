@@ -40,7 +40,8 @@ type source interface {
 	// ObjectAt and History return errNeverRecorded for an object the
 	// journal holds no version of.
 	ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error)
-	History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error)
+	// filter, when not empty, is a CEL change filter.
+	History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error)
 	// Snapshot computes the state of a scope at a time; a name saves it.
 	Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error)
 	Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error)
@@ -172,14 +173,24 @@ func (s *journalSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at t
 	return st, err
 }
 
-func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool) (*materialize.History, error) {
+func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error) {
 	var opts []materialize.HistoryOption
 	if ignoreStatus {
 		opts = append(opts, materialize.IncludeStatus(false))
 	}
+	if filter != "" {
+		f, err := cel.CompileChange(filter)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, materialize.WithChangeFilter(f.Filter()))
+	}
 	h, err := s.mat.History(ctx, obj, opts...)
 	if err == nil && len(h.Versions()) == 0 {
-		return nil, errNeverRecorded
+		// Filtered out, or never recorded?
+		if all, err := s.mat.History(ctx, obj, materialize.Limit(1)); err != nil || len(all.Versions()) == 0 {
+			return nil, errNeverRecorded
+		}
 	}
 	return h, err
 }

@@ -423,6 +423,10 @@ type HistoryQuery struct {
 	// Cursor continues a previous page (its History.Next); the other
 	// fields must not change.
 	Cursor string
+	// Filter keeps the versions whose change it matches (a CEL change
+	// filter, for a server started with server.WithConditions); a page
+	// may then hold fewer versions than Limit.
+	Filter string
 }
 
 // History returns obj's history, as materialize.Materializer.History
@@ -442,6 +446,9 @@ func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQu
 	}
 	if hq.Limit > 0 {
 		q.Set("limit", strconv.Itoa(hq.Limit))
+	}
+	if hq.Filter != "" {
+		q.Set("filter", hq.Filter)
 	}
 	var out materialize.History
 	if err := c.do(ctx, http.MethodGet, "/api/v1/history", q, nil, &out); err != nil {

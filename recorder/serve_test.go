@@ -247,12 +247,26 @@ func TestRecordAndServe(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("reader-token\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true})
+	served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", TokenFile: tokens, ServeOnly: true, Conditions: substringConditions{}})
 	reader, _ := client.New(served.Serving(ctx), client.WithToken("reader-token"))
 	if st, err := reader.ObjectAt(ctx, settings, atTime); err != nil || !strings.Contains(string(st.Object), `"c5"`) {
 		t.Errorf("serve-only: %+v, %v", st, err)
 	}
+	// Config.Conditions serves find.
+	found, err := reader.Find(ctx, materialize.FindQuery{Scope: materialize.Scope{ClusterID: settings.ClusterID, Namespaces: []string{settings.Namespace}}}, `"c5"`)
+	if err != nil || len(found.Objects) != 1 || found.Objects[0].Object != settings {
+		t.Errorf("serve-only find: %+v, %v; want settings", found, err)
+	}
 	served.Stop(ctx)
+}
+
+// substringConditions compiles an expression into "the body contains it".
+type substringConditions struct{}
+
+func (substringConditions) Compile(expr string) (materialize.Predicate, error) {
+	return materialize.PredicateFunc(func(_ context.Context, object json.RawMessage) (bool, error) {
+		return strings.Contains(string(object), expr), nil
+	}), nil
 }
 
 // readRVs reads n records from a feed and returns their resourceVersions.

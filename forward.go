@@ -71,6 +71,13 @@ func (j *Journal) DiffPage(ctx context.Context, scope Scope, from, to time.Time,
 	return j.mat.DiffPage(ctx, scope, from, to, page, opts...)
 }
 
+// Find returns, for the objects of a scope, the intervals during which
+// cond held, with unknown ends where the journal cannot tell (see
+// materialize.Materializer.Find).
+func (j *Journal) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {
+	return j.mat.Find(ctx, q, cond)
+}
+
 // Plan makes a replay plan of a source into a target under the Journal's
 // Policy; it saves nothing (see replay.Planner.Plan).
 func (j *Journal) Plan(ctx context.Context, src Source, tgt Target) (*Plan, error) {

@@ -104,6 +104,14 @@ type (
 	// CompareOption says how History and Diff compare versions; every
 	// CompareOption is a HistoryOption (materialize.CompareOption).
 	CompareOption = materialize.CompareOption
+	// FindQuery says which objects Find looks at (materialize.FindQuery).
+	FindQuery = materialize.FindQuery
+	// Found is Find's answer: the intervals during which a condition held
+	// (materialize.Found).
+	Found = materialize.Found
+	// Predicate is Find's condition (materialize.Predicate); CEL's comes
+	// from module github.com/krply/krply/cel.
+	Predicate = materialize.Predicate
 	// Materializer answers the queries (materialize.Materializer).
 	Materializer = materialize.Materializer
 	// Plan is a reviewed-before-applied replay.

@@ -15,13 +15,13 @@ import (
 type Change struct {
 	// Old is the body of the version before, nil for the first version
 	// and the first after a deletion.
-	Old json.RawMessage
+	Old json.RawMessage `json:"old,omitempty"`
 	// New is the body of this version, nil for a deletion (whose last
 	// known body is Old), as Kubernetes admission sees a DELETE.
-	New json.RawMessage
+	New json.RawMessage `json:"new,omitempty"`
 	// Version is the version: WatchType, Origin, Changes (the field paths),
 	// Provenance and FieldManagers (who).
-	Version *Version
+	Version *Version `json:"version"`
 }
 
 // ChangeFilter decides whether a change is kept. A filter of a request

@@ -63,7 +63,11 @@ observed the changes. Secrets are never searched.`,
 		if q.Until, err = optionalTime("until", until, e.now()); err != nil {
 			return err
 		}
-		if q.Scope.Resources, err = e.resolveTypes(ctx, src, cluster, resources); err != nil {
+		namespace := ""
+		if !all {
+			namespace = e.namespace()
+		}
+		if q.Scope.Resources, err = e.resolveTypes(ctx, src, cluster, namespace, resources); err != nil {
 			return err
 		}
 		found, err := src.Find(ctx, q, args[0])
@@ -91,11 +95,11 @@ func optionalTime(name, value string, now time.Time) (time.Time, error) {
 }
 
 // resolveTypes resolves --resource's types against what the journal
-// records.
-func (e *env) resolveTypes(ctx context.Context, src source, cluster string, types []string) ([]schema.GroupResource, error) {
+// records in namespace ("": anywhere).
+func (e *env) resolveTypes(ctx context.Context, src source, cluster, namespace string, types []string) ([]schema.GroupResource, error) {
 	var out []schema.GroupResource
 	for _, typ := range types {
-		gr, err := resolveType(ctx, src, cluster, typ, e.now())
+		gr, err := resolveType(ctx, src, cluster, namespace, typ, e.now())
 		if err != nil {
 			return nil, err
 		}

@@ -370,7 +370,7 @@ func (c *mcpCall) historyOf(ctx context.Context, in objectArgs) (*materialize.Hi
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := c.src.History(ctx, obj, false)
+	h, err := c.src.History(ctx, obj, false, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", objectOf(obj), err)
 	}

@@ -173,10 +173,15 @@ func TestCorrelationAfterRelists(t *testing.T) {
 				"watch 1001 alice/" + RuleExactResourceVersion,
 				"watch 1003 bob/" + RuleExactResourceVersion,
 				"baseline 1004 carol/" + RuleSeenThroughRelist,
-				"baseline 1004",
 			}
 			if !reflect.DeepEqual(got, wantVersions) {
 				t.Fatalf("History of settings:\n got %q\nwant %q", got, wantVersions)
+			}
+			// The second relist found settings unchanged: a confirmation
+			// of the version at 1004, not a version.
+			if last := h.Entries[len(h.Entries)-1]; last.Kind != materialize.EntryConfirmed || last.EventID != again[1].EventID ||
+				last.Confirmation.VersionEventID != item.EventID || last.Confirmation.ResourceVersion != "1004" {
+				t.Fatalf("History of settings ends with %+v, want the second relist's confirmation of %s", last, item.EventID)
 			}
 			h, err = m.History(ctx, storage.ObjectIDOf(j.oldAdded))
 			if err != nil {

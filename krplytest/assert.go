@@ -148,6 +148,9 @@ func FormatHistory(h *materialize.History) string {
 			fmt.Fprintf(&b, "     gap in %s from %s: %s\n", e.StreamID, e.Gap.From.UTC().Format("2006-01-02T15:04:05.000Z"), e.Gap.Reason)
 		case e.Coverage != nil:
 			fmt.Fprintf(&b, "     %s: %s\n", e.Kind, e.Coverage.Reason)
+		case e.Confirmation != nil:
+			fmt.Fprintf(&b, "     confirmed by relist %s %s (resourceVersion %s)\n", e.Confirmation.BaselineID,
+				e.ObservedAt.UTC().Format("2006-01-02T15:04:05.000Z"), e.Confirmation.ResourceVersion)
 		}
 	}
 	return b.String()

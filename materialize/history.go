@@ -26,6 +26,12 @@ const (
 	// (e.g. 403) and available again (Entry.Coverage).
 	EntryUnavailable EntryKind = "unavailable"
 	EntryAvailable   EntryKind = "available"
+	// EntryConfirmed is an item of a relist (a baseline) that found the
+	// object at the resourceVersion of its version before: no new version,
+	// a confirmation that the object was still as that version left it
+	// when the list was taken (Entry.Confirmation). The journal keeps the
+	// item; a history shows it as what it is.
+	EntryConfirmed EntryKind = "confirmed"
 )
 
 // Origin says where a version came from.
@@ -81,6 +87,21 @@ type Entry struct {
 	Gap *event.Gap `json:"gap,omitempty"`
 	// Coverage is set for EntryUnavailable and EntryAvailable.
 	Coverage *event.CoverageChange `json:"coverage,omitempty"`
+	// Confirmation is set for EntryConfirmed.
+	Confirmation *Confirmation `json:"confirmation,omitempty"`
+}
+
+// Confirmation is a relist item that found an object at the
+// resourceVersion (and UID) of the version before it in the journal.
+type Confirmation struct {
+	// ResourceVersion is the version confirmed: the item's and the
+	// version's.
+	ResourceVersion string `json:"resourceVersion"`
+	// VersionEventID is the journal record of the version it confirms
+	// (the version's Entry.EventID).
+	VersionEventID string `json:"versionEventID"`
+	// BaselineID names the relist (baseline) the item belongs to.
+	BaselineID string `json:"baselineID,omitempty"`
 }
 
 // Version is one version of an object.
@@ -133,7 +154,9 @@ type Version struct {
 // given. Since, Until, FromStream and Limit restrict the versions.
 //
 // When two streams record the same version (the same UID, resourceVersion
-// and watch type), it appears once.
+// and watch type), it appears once. A relist item at the UID and
+// resourceVersion of the version before it is no new version: it is an
+// EntryConfirmed entry, not in Versions.
 func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts ...HistoryOption) (*History, error) {
 	if obj.ClusterID == "" || obj.Resource == "" || obj.Name == "" {
 		return nil, fmt.Errorf("materialize: %w: object %+v needs a cluster, a resource and a name", ErrInvalidArgument, obj)
@@ -161,8 +184,12 @@ func (m *Materializer) History(ctx context.Context, obj storage.ObjectID, opts .
 			return nil, fmt.Errorf("history of %s: %w", what, err)
 		}
 	}
+	prevVersion, err := m.versionEventOf(ctx, obj, prev)
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", what, err)
+	}
 	h := &History{Object: obj}
-	entries := h.versions(recs, prev, after, &cc)
+	entries := h.versions(recs, prev, prevVersion, after, &cc)
 	if err := m.addProvenance(ctx, entries); err != nil {
 		return nil, fmt.Errorf("history of %s: %w", what, err)
 	}
@@ -218,6 +245,26 @@ func (m *Materializer) versionBefore(ctx context.Context, obj storage.ObjectID, 
 	return &rec, nil
 }
 
+// versionEventOf returns the EventID of the version rec shows (rec the
+// record before a history's first, "" for none): rec's own, unless it is a
+// relist item, which may repeat a version recorded before it.
+func (m *Materializer) versionEventOf(ctx context.Context, obj storage.ObjectID, rec *event.Record) (string, error) {
+	switch {
+	case rec == nil:
+		return "", nil
+	case !rec.Synthetic || rec.Inferred != nil || rec.Resource.ResourceVersion == "":
+		return rec.EventID, nil
+	}
+	first, err := m.store.EventByResourceVersion(ctx, obj, rec.Resource.UID, rec.Resource.ResourceVersion)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return rec.EventID, nil
+	case err != nil:
+		return "", fmt.Errorf("version %s: %w", rec.Resource.ResourceVersion, err)
+	}
+	return first.EventID, nil
+}
+
 // recordAfter returns the record of After (nil without it): a record of
 // obj the journal still holds.
 func (m *Materializer) recordAfter(ctx context.Context, obj storage.ObjectID, qc queryConfig) (*event.Record, error) {
@@ -244,10 +291,12 @@ type versionKey struct {
 }
 
 // versions returns the version entries of recs, each compared with the
-// version before it (prev for the first), leaving out a version another
-// stream already recorded (or recorded as after, the last record of the
-// previous page). Bodies that cannot be compared are warnings of h.
-func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *compareConfig) []entryAt {
+// version before it (prev for the first, the record of the version whose
+// EventID is prevVersion), leaving out a version another stream already
+// recorded (or recorded as after, the last record of the previous page). A
+// relist item that confirms the version before it is an EntryConfirmed
+// entry. Bodies that cannot be compared are warnings of h.
+func (h *History) versions(recs []event.Record, prev *event.Record, prevVersion string, after *event.Record, cc *compareConfig) []entryAt {
 	// A version is left out when another stream recorded it: with one
 	// stream there is nothing to remember.
 	oneStream := true
@@ -274,6 +323,12 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 	}
 	for i := range recs {
 		rec := recs[i]
+		if confirms(prev, rec) {
+			entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryConfirmed, StreamID: rec.StreamID,
+				EventID: rec.EventID, ObservedAt: rec.ObservedAt, Confirmation: &Confirmation{
+					ResourceVersion: rec.Resource.ResourceVersion, VersionEventID: prevVersion, BaselineID: rec.BaselineID}}})
+			continue
+		}
 		v := &slab[i]
 		setVersion(v, rec)
 		if !oneStream {
@@ -296,11 +351,21 @@ func (h *History) versions(recs []event.Record, prev, after *event.Record, cc *c
 			v.compactObject = v.Object
 		}
 		cache.release(prevBody)
-		prev, prevBody = &recs[i], cur
+		prev, prevBody, prevVersion = &recs[i], cur, rec.EventID
 		entries = append(entries, entryAt{seq: rec.IngestSeq, Entry: Entry{Kind: EntryVersion, StreamID: rec.StreamID,
 			EventID: rec.EventID, ObservedAt: rec.ObservedAt, Version: v}})
 	}
 	return entries
+}
+
+// confirms reports whether rec, a relist item, found the object as the
+// version prev left it: the same UID and resourceVersion, and neither is a
+// deletion.
+func confirms(prev *event.Record, rec event.Record) bool {
+	return prev != nil && rec.Synthetic && rec.Inferred == nil && rec.WatchType != event.Deleted &&
+		prev.Inferred == nil && prev.WatchType != event.Deleted &&
+		rec.Resource.ResourceVersion != "" && rec.Resource.ResourceVersion == prev.Resource.ResourceVersion &&
+		rec.Resource.UID == prev.Resource.UID
 }
 
 // setVersion sets v to the version a record is, without its comparison
@@ -341,16 +406,20 @@ func (m *Materializer) addProvenance(ctx context.Context, entries []entryAt) err
 	if len(entries) == 0 {
 		return nil
 	}
-	ids := make([]string, len(entries))
-	for i, e := range entries {
-		ids[i] = e.EventID
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Version != nil {
+			ids = append(ids, e.EventID)
+		}
 	}
 	corr, err := m.store.Correlations(ctx, ids)
 	if err != nil {
 		return fmt.Errorf("audit correlations: %w", err)
 	}
 	for i := range entries {
-		entries[i].Version.Provenance = provenanceOf(entries[i].Version, corr[entries[i].EventID])
+		if v := entries[i].Version; v != nil {
+			v.Provenance = provenanceOf(v, corr[entries[i].EventID])
+		}
 	}
 	return nil
 }

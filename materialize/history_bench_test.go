@@ -145,7 +145,7 @@ func BenchmarkHistoryVersions(b *testing.B) {
 			start := cputime.Process()
 			for b.Loop() {
 				h := &History{}
-				entries := h.versions(c.recs, nil, nil, &cc)
+				entries := h.versions(c.recs, nil, "", nil, &cc)
 				h.Entries = make([]Entry, len(entries))
 				for i, e := range entries {
 					h.Entries[i] = e.Entry

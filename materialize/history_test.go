@@ -2,6 +2,7 @@ package materialize_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -198,6 +199,98 @@ func TestHistoryAcrossStreams(t *testing.T) {
 // a clock that went back), holds every version and every loss exactly
 // once, with the same changes as the history read at once; each page's
 // first version is compared with the previous page's last.
+// TestHistoryRelistConfirms: relist items that find an object at the
+// resourceVersion of its version before are confirmations of that version,
+// not versions, whether the history is read whole, by pages or from a
+// time; an item at another resourceVersion stays a version.
+func TestHistoryRelistConfirms(t *testing.T) {
+	j := newJournal(t)
+	cms := j.stream("", "v1", "configmaps", "shop")
+	a := cm("shop", "a", "ua", map[string]any{"v": "1"})
+	j.baseline(cms, "b1", at(1), a)
+	a.body["data"] = map[string]any{"v": "2"}
+	modified := j.watch(cms, event.Modified, a, at(2))
+	// relist lists a at the resourceVersion of the watch event.
+	relist := func(id string, when time.Time, rv string) event.Record {
+		recs := j.baselineRecords(cms, id, when, true, a)
+		item := &recs[1]
+		item.Resource.ResourceVersion = rv
+		item.Object = raw(cms, a, rv)
+		item.ObjectHash = event.ObjectHash(item.Object)
+		item.EventID = event.EventID(cms.ID(), event.TypeEvent, item.Resource, event.Added, id)
+		j.append(recs...)
+		return *item
+	}
+	j.gap(cms, at(3), at(4))
+	first := relist("b2", at(5), modified.Resource.ResourceVersion)
+	j.gap(cms, at(6), at(6.5))
+	second := relist("b3", at(7), modified.Resource.ResourceVersion)
+	a.body["data"] = map[string]any{"v": "3"}
+	j.gap(cms, at(8), at(8.5))
+	changed := relist("b4", at(9), "200")
+	m := j.materializer()
+	id := idOf(cms, "a", "shop")
+
+	confirmation := func(e materialize.Entry, item event.Record) string {
+		if e.Kind != materialize.EntryConfirmed || e.Version != nil || e.Confirmation == nil {
+			return fmt.Sprintf("%s entry %+v", e.Kind, e)
+		}
+		c := e.Confirmation
+		if e.EventID != item.EventID || c.ResourceVersion != modified.Resource.ResourceVersion || c.VersionEventID != modified.EventID || c.BaselineID != item.BaselineID {
+			return fmt.Sprintf("confirmation %s %+v, want %s of %s (rv %s) by %s", e.EventID, c, item.EventID, modified.EventID, modified.Resource.ResourceVersion, item.BaselineID)
+		}
+		return ""
+	}
+	h, err := m.History(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := describe(h), []string{"ADDED baseline/a", "MODIFIED watch/a data.v:1→2", "gap from 3m0s", "confirmed",
+		"gap from 6m0s", "confirmed", "gap from 8m0s", "ADDED baseline/a data.v:2→3"}; !slices.Equal(got, want) {
+		t.Fatalf("history\n got %q\nwant %q", got, want)
+	}
+	for i, item := range map[int]event.Record{3: first, 5: second} {
+		if problem := confirmation(h.Entries[i], item); problem != "" {
+			t.Errorf("entry %d: %s", i, problem)
+		}
+	}
+	if vs := h.Versions(); len(vs) != 3 || vs[2].ResourceVersion != changed.Resource.ResourceVersion {
+		t.Errorf("versions %q, want the baseline, the watch event and the changed relist item", describe(h))
+	}
+
+	// A page that starts at a confirmation, and a history from a time
+	// after the version it confirms.
+	page, err := m.History(context.Background(), id, materialize.After(modified.EventID), materialize.Limit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Entries) == 0 {
+		t.Fatalf("the page after the watch event is empty")
+	}
+	if problem := confirmation(page.Entries[len(page.Entries)-1], first); problem != "" {
+		t.Errorf("page after the watch event: %s (%q)", problem, describe(page))
+	}
+	since, err := m.History(context.Background(), id, materialize.Since(at(6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := describe(since); len(got) < 2 || got[1] != "confirmed" {
+		t.Fatalf("history since 6m: %q, want the gap and then the second relist's confirmation", got)
+	} else if problem := confirmation(since.Entries[1], second); problem != "" {
+		t.Errorf("history since 6m: %s", problem)
+	}
+
+	// The query answer's JSON says the same.
+	raw, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"kind":"confirmed","streamID":"` + cms.ID() + `","eventID":"` + first.EventID + `","observedAt":"` + at(5).UTC().Format(time.RFC3339Nano) +
+		`","confirmation":{"resourceVersion":"` + modified.Resource.ResourceVersion + `","versionEventID":"` + modified.EventID + `","baselineID":"b2"}}`; !strings.Contains(string(raw), want) {
+		t.Errorf("history JSON lacks\n%s\nin\n%s", want, raw)
+	}
+}
+
 func TestHistoryPagesAfter(t *testing.T) {
 	for _, store := range []string{"memory", "sqlite"} {
 		t.Run(store, func(t *testing.T) {

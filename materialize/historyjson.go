@@ -39,7 +39,7 @@ func historySize(h *History) int {
 	for i := range h.Entries {
 		en := &h.Entries[i]
 		n += 100 + len(en.StreamID) + len(en.EventID)
-		if en.Gap != nil || en.Coverage != nil {
+		if en.Gap != nil || en.Coverage != nil || en.Confirmation != nil {
 			n += 300
 		}
 		v := en.Version
@@ -128,6 +128,14 @@ func (e *historyEncoder) entry(b []byte, en *Entry) []byte {
 	if en.Coverage != nil {
 		b = append(b, `,"coverage":`...)
 		b = e.reflected(b, en.Coverage)
+	}
+	if c := en.Confirmation; c != nil {
+		b = append(b, `,"confirmation":{"resourceVersion":`...)
+		b = e.str(b, c.ResourceVersion)
+		b = append(b, `,"versionEventID":`...)
+		b = e.str(b, c.VersionEventID)
+		b = e.optStr(b, `,"baselineID":`, c.BaselineID)
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }

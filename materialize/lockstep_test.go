@@ -446,7 +446,7 @@ func checkHistoryLockstep(t *testing.T, cc compareConfig, bodies [][]byte) {
 	trees.trees = true
 	run := func(cc compareConfig) (*History, []byte) {
 		h := &History{}
-		for _, e := range h.versions(recs, nil, nil, &cc) {
+		for _, e := range h.versions(recs, nil, "", nil, &cc) {
 			h.Entries = append(h.Entries, e.Entry)
 		}
 		out, err := h.MarshalJSON()

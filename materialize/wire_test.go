@@ -100,6 +100,8 @@ func TestWireHistory(t *testing.T) {
 	history := materialize.History{Object: w.id, Entries: []materialize.Entry{
 		entry(first, "0a1b2c3d4e5f60718293a4b5c6d7e8f9"),
 		entry(second, "0b1b2c3d4e5f60718293a4b5c6d7e8f9"),
+		{Kind: materialize.EntryConfirmed, StreamID: w.stream.ID(), EventID: "2a1b2c3d4e5f60718293a4b5c6d7e8f9", ObservedAt: wiretest.At(3),
+			Confirmation: &materialize.Confirmation{ResourceVersion: "42", VersionEventID: "0b1b2c3d4e5f60718293a4b5c6d7e8f9", BaselineID: "bl-1b"}},
 		{Kind: materialize.EntryUnavailable, StreamID: w.stream.ID(), EventID: "4a1b2c3d4e5f60718293a4b5c6d7e8f9", ObservedAt: wiretest.At(4),
 			Coverage: &event.CoverageChange{Reason: "403 Forbidden: deployments is forbidden", Code: 403}},
 		{Kind: materialize.EntryGap, StreamID: w.stream.ID(), EventID: w.gap.EventID, ObservedAt: w.gap.ObservedAt, Gap: w.gap.Gap},

@@ -63,7 +63,7 @@ func (p *Planner) Apply(ctx context.Context, plan *Plan, c *Cluster, confirm Con
 		return nil, &ConfirmationRequiredError{PlanID: plan.ID, PlanHash: plan.Hash,
 			Reason: fmt.Sprintf("the confirmation names plan %s with hash %s", confirm.PlanID, confirm.PlanHash)}
 	}
-	id, manager, err := p.checkTarget(ctx, plan, c)
+	id, manager, err := p.checkTarget(ctx, plan, c, false)
 	if err != nil {
 		return nil, err
 	}

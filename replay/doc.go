@@ -60,7 +60,11 @@
 // and spec.healthCheckNodePort (unless Policy.KeepNodePorts); and the
 // caller's Policy.StripPaths. Object.Removed lists what was removed.
 // Mapping then sets the target namespace (and, for a renamed Namespace, its
-// kubernetes.io/metadata.name label) and names, and AnnotationPlanID.
+// kubernetes.io/metadata.name label) and names, and AnnotationSource: the
+// recorded version the object comes from. Nothing of the plan's own (its
+// ID, its time) goes into an object, so a later plan of state the target
+// already holds dry-runs as "unchanged" and its apply writes nothing: the
+// server keeps every resourceVersion.
 //
 // Replaying a controller's annotation would make krply co-own a field the
 // target's controller keeps rewriting, and the next replay would conflict
@@ -87,7 +91,7 @@
 // having written only the namespaces — unless that second dry run is clean.
 // Mapping into a namespace that already exists applies the plan's Namespace
 // to it too: krply then co-owns the labels and annotations that Namespace
-// carries (and the plan annotation).
+// carries (and AnnotationSource).
 //
 // Apply refuses without a Confirmation naming the plan's ID and hash; a plan
 // the journal does not hold with that ID and hash; unless the newest dry

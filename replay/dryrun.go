@@ -49,16 +49,17 @@ func failureOf(err error) (Failure, *metav1.Status) {
 // Policy.AllowSourceCluster. Failures of single objects are results,
 // not errors.
 func (p *Planner) DryRun(ctx context.Context, plan *Plan, c *Cluster) (*DryRunReport, error) {
-	id, manager, err := p.checkTarget(ctx, plan, c)
+	id, manager, err := p.checkTarget(ctx, plan, c, true)
 	if err != nil {
 		return nil, err
 	}
 	return p.dryRun(ctx, plan, c, id, manager, plan.Objects)
 }
 
-// checkTarget runs the refusals DryRun and Apply share and returns the
-// cluster's identity and the field manager to use.
-func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Identity, string, error) {
+// checkTarget runs the refusals DryRun and Apply share (dryRun says which
+// of the two asks) and returns the cluster's identity and the field manager
+// to use.
+func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster, dryRun bool) (Identity, string, error) {
 	if plan == nil || c == nil {
 		return Identity{}, "", fmt.Errorf("replay: %w: nil plan or cluster", ErrInvalidArgument)
 	}
@@ -79,7 +80,7 @@ func (p *Planner) checkTarget(ctx context.Context, plan *Plan, c *Cluster) (Iden
 		return id, "", &WrongTargetError{PlanID: plan.ID, Want: plan.Target.ClusterID, Got: id}
 	}
 	if (id.Is(plan.Source.ClusterID) || id.Is(plan.SourceClusterUID)) && !plan.Policy.AllowSourceCluster {
-		return id, "", &SourceClusterError{PlanID: plan.ID, ClusterID: id.String()}
+		return id, "", &SourceClusterError{PlanID: plan.ID, ClusterID: id.String(), DryRun: dryRun}
 	}
 	return id, c.FieldManagerFor(plan), nil
 }

@@ -103,10 +103,17 @@ func (e *DryRunNotCleanError) Unwrap() error { return ErrRefused }
 type SourceClusterError struct {
 	PlanID    string
 	ClusterID string
+	// DryRun is true when the refused act was a dry run (DryRun), false
+	// when it was an apply (Apply).
+	DryRun bool
 }
 
 func (e *SourceClusterError) Error() string {
-	return fmt.Sprintf("replay: plan %s: target cluster %s is the plan's source cluster (set Policy.AllowSourceCluster to write there)", e.PlanID, e.ClusterID)
+	act := "apply"
+	if e.DryRun {
+		act = "dry run"
+	}
+	return fmt.Sprintf("replay: plan %s: %s refused: target cluster %s is the plan's source cluster (set Policy.AllowSourceCluster to dry-run and apply there)", e.PlanID, act, e.ClusterID)
 }
 
 // Unwrap returns ErrRefused.

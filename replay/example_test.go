@@ -85,7 +85,7 @@ func Example() {
 	// kind: ConfigMap
 	// metadata:
 	//   annotations:
-	//     krply.io/replay-plan: plan-1
+	//     krply.io/replay-source: prod configmaps shop/settings at resourceVersion 1
 	//   name: settings
 	//   namespace: shop-sandbox
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,7 +284,7 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 	}
 
 	cm := get(t, ctx, dstDyn, cmKind, target, "settings")
-	if cm.GetAnnotations()[replay.AnnotationPlanID] != plan.ID || cm.GetAnnotations()["team"] != "shop" {
+	if !strings.HasPrefix(cm.GetAnnotations()[replay.AnnotationSource], j.cluster+" configmaps "+ns+"/settings at resourceVersion ") || cm.GetAnnotations()["team"] != "shop" {
 		t.Errorf("configmap annotations = %v", cm.GetAnnotations())
 	}
 	if _, ok := cm.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; ok {
@@ -346,7 +347,8 @@ func TestReplayIntoIndependentCluster(t *testing.T) {
 	}
 	cm = get(t, ctx, dstDyn, cmKind, target, "settings")
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-	if data["color"] != "green" || data["size"] != "L" || cm.GetAnnotations()[replay.AnnotationPlanID] != later.ID {
+	if data["color"] != "green" || data["size"] != "L" ||
+		cm.GetAnnotations()[replay.AnnotationSource] != j.cluster+" configmaps "+ns+"/settings at resourceVersion "+get(t, ctx, srcDyn, cmKind, ns, "settings").GetResourceVersion() {
 		t.Errorf("target configmap after the later replay: data %v, annotations %v", data, cm.GetAnnotations())
 	}
 	if replicas, _, _ := unstructured.NestedInt64(get(t, ctx, dstDyn, deployKind, target, "web").Object, "spec", "replicas"); replicas != 3 {
@@ -505,6 +507,81 @@ func TestReplayIntoMissingNamespaceSameCluster(t *testing.T) {
 	cm := get(t, ctx, dyn, cmKind, target, "settings")
 	if got, want := managers(cm), []string{replay.PlanFieldManagerPrefix + plan.ID + "/Apply"}; !slices.Equal(got, want) {
 		t.Errorf("managers = %q, want %q", got, want)
+	}
+}
+
+// TestReplayOfHeldStateWritesNothing plans the same recorded state twice
+// and applies both plans into one target: the second plan's dry run finds
+// every object unchanged, and its apply reports every object unchanged and
+// leaves every resourceVersion as the first apply left it.
+func TestReplayOfHeldStateWritesNothing(t *testing.T) {
+	env := testenv.Shared(t)
+	ctx := testCtx(t)
+	j, dyn, ns := sourceJournal(t, ctx, env)
+	target := ns + "-again"
+	p, err := replay.NewPlanner(j.store, replay.WithPolicy(replay.Policy{AllowSourceCluster: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clusterOf(t, env.Config())
+	apply := func(plan *replay.Plan) (*replay.DryRunReport, *replay.ApplyReport) {
+		t.Helper()
+		dry, err := p.DryRun(ctx, plan, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied, err := p.Apply(ctx, plan, c, replay.Confirmation{PlanID: plan.ID, PlanHash: plan.Hash})
+		if err != nil {
+			t.Fatalf("Apply of plan %s: %v", plan.ID, err)
+		}
+		return dry, applied
+	}
+	liveVersions := func(plan *replay.Plan) map[string]string {
+		t.Helper()
+		out := map[string]string{}
+		for _, o := range plan.Objects {
+			ri := dyn.Resource(o.Ref.GVR())
+			var u *unstructured.Unstructured
+			if o.Ref.Namespace != "" {
+				u, err = ri.Namespace(o.Ref.Namespace).Get(ctx, o.Ref.Name, metav1.GetOptions{})
+			} else {
+				u, err = ri.Get(ctx, o.Ref.Name, metav1.GetOptions{})
+			}
+			if err != nil {
+				t.Fatalf("get %s: %v", o.Ref, err)
+			}
+			out[o.Ref.String()] = u.GetResourceVersion()
+		}
+		return out
+	}
+
+	first := planNow(t, ctx, p, j, ns, target)
+	apply(first)
+	before := liveVersions(first)
+
+	second := planNow(t, ctx, p, j, ns, target)
+	if second.ID == first.ID || len(second.Objects) != len(first.Objects) {
+		t.Fatalf("second plan %s with %d objects, want a new plan of the first's %d objects", second.ID, len(second.Objects), len(first.Objects))
+	}
+	dry, applied := apply(second)
+	for _, r := range dry.Results {
+		if r.Action != replay.ActionUnchanged || !r.Validated {
+			t.Errorf("dry run of the second plan: %s is %s (validated %v) %+v, want unchanged", r.Ref, r.Action, r.Validated, r.Changes)
+		}
+	}
+	for _, r := range applied.Results {
+		if r.Outcome != replay.OutcomeUnchanged {
+			t.Errorf("apply of the second plan: %s %s, want unchanged", r.Ref, r.Outcome)
+		}
+	}
+	if after := liveVersions(second); !maps.Equal(after, before) {
+		t.Errorf("resourceVersions after the second apply = %v, want those of the first %v", after, before)
+	}
+
+	cm := get(t, ctx, dyn, cmKind, target, "settings")
+	srcCM := get(t, ctx, dyn, cmKind, ns, "settings")
+	if got, want := cm.GetAnnotations()[replay.AnnotationSource], j.cluster+" configmaps "+ns+"/settings at resourceVersion "+srcCM.GetResourceVersion(); got != want {
+		t.Errorf("%s = %q, want %q", replay.AnnotationSource, got, want)
 	}
 }
 

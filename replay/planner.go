@@ -595,7 +595,7 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 		ann = map[string]any{}
 		md["annotations"] = ann
 	}
-	ann[AnnotationPlanID] = b.plan.ID
+	ann[AnnotationSource] = sourceAnnotation(b.plan.Source.ClusterID, ref, false)
 
 	raw, err := json.Marshal(body)
 	if err != nil {
@@ -616,18 +616,19 @@ func (b *builder) add(so materialize.SnapshotObject, forced bool) {
 // journal has no record of.
 func (b *builder) synthesizeNamespace(ns string) {
 	name := targetNamespace(b.plan.Target, ns)
+	source := event.ResourceRef{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns}
 	body := map[string]any{
 		"apiVersion": "v1",
 		"kind":       "Namespace",
 		"metadata": map[string]any{
 			"name":        name,
-			"annotations": map[string]any{AnnotationPlanID: b.plan.ID},
+			"annotations": map[string]any{AnnotationSource: sourceAnnotation(b.plan.Source.ClusterID, source, true)},
 		},
 	}
 	raw, _ := json.Marshal(body) // a map of strings always encodes
 	b.plan.Objects = append(b.plan.Objects, Object{
 		Ref:         event.ResourceRef{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: name},
-		Source:      event.ResourceRef{Version: "v1", Kind: "Namespace", Resource: "namespaces", Name: ns},
+		Source:      source,
 		Synthesized: true,
 		Warnings:    []string{fmt.Sprintf("the journal has no record of namespace %s at the source time; the plan creates a bare namespace %s", ns, name)},
 		Object:      raw,

@@ -136,14 +136,14 @@ func TestPlanSanitizesMapsOrdersAndExcludes(t *testing.T) {
 	ns := decode(t, plan.Objects[0].Object)
 	wantNS := map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "sandbox", "labels": map[string]any{"kubernetes.io/metadata.name": "sandbox", "team": "a"},
-			"annotations": map[string]any{replay.AnnotationPlanID: plan.ID}},
+			"annotations": map[string]any{replay.AnnotationSource: "src namespaces shop at resourceVersion 10"}},
 		"spec": map[string]any{"finalizers": []any{"kubernetes"}}}
 	if !reflect.DeepEqual(ns, wantNS) {
 		t.Errorf("namespace = %v\nwant %v", ns, wantNS)
 	}
 	cm := decode(t, plan.Objects[1].Object)
 	wantCM := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"color": "green"},
-		"metadata": map[string]any{"name": "settings", "namespace": "sandbox", "annotations": map[string]any{replay.AnnotationPlanID: plan.ID}}}
+		"metadata": map[string]any{"name": "settings", "namespace": "sandbox", "annotations": map[string]any{replay.AnnotationSource: "src configmaps shop/settings at resourceVersion 30"}}}
 	if !reflect.DeepEqual(cm, wantCM) {
 		t.Errorf("configmap = %v\nwant %v", cm, wantCM)
 	}
@@ -275,6 +275,9 @@ func TestPlanFiltersRenamesAndSynthesizesNamespaces(t *testing.T) {
 	if !plan.Objects[0].Synthesized || len(plan.Objects[0].Warnings) == 0 {
 		t.Errorf("namespace b should be synthesized with a warning: %+v", plan.Objects[0])
 	}
+	if got := decode(t, plan.Objects[0].Object)["metadata"].(map[string]any)["annotations"]; !reflect.DeepEqual(got, map[string]any{replay.AnnotationSource: "src namespaces a not recorded"}) {
+		t.Errorf("synthesized namespace annotations = %v", got)
+	}
 	if name := decode(t, plan.Objects[1].Object)["metadata"].(map[string]any)["name"]; name != "uno" {
 		t.Errorf("renamed config map has name %v", name)
 	}
@@ -398,11 +401,11 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("Apply without a dry run = %v", err)
 	}
 	var srcErr *replay.SourceClusterError
-	if _, err := p.DryRun(ctx, plan, source); !errors.As(err, &srcErr) {
-		t.Errorf("DryRun into the source cluster = %v", err)
+	if _, err := p.DryRun(ctx, plan, source); !errors.As(err, &srcErr) || !srcErr.DryRun || !strings.Contains(err.Error(), "dry run refused") {
+		t.Errorf("DryRun into the source cluster = %v, want a refused dry run", err)
 	}
-	if _, err := p.Apply(ctx, plan, source, ok); !errors.As(err, &srcErr) {
-		t.Errorf("Apply into the source cluster = %v", err)
+	if _, err := p.Apply(ctx, plan, source, ok); !errors.As(err, &srcErr) || srcErr.DryRun || !strings.Contains(err.Error(), "apply refused") {
+		t.Errorf("Apply into the source cluster = %v, want a refused apply", err)
 	}
 	named, err := replay.NewCluster(dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), replay.WithClusterID("src"))
 	if err != nil {

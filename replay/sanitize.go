@@ -6,11 +6,32 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+
+	"github.com/krply/krply/event"
 )
 
-// AnnotationPlanID is the annotation a plan puts on each of its objects: the
-// ID of the plan that last wrote the object.
-const AnnotationPlanID = "krply.io/replay-plan"
+// AnnotationSource is the annotation a plan puts on each of its objects:
+// the recorded version the object was rebuilt from, as "<source cluster ID>
+// <resource> <namespace/name> at resourceVersion <rv>" (without the
+// resourceVersion when the recording had none; "… not recorded" for a
+// Namespace the plan made up because the journal has no record of it). It
+// depends only on what is replayed, never on the plan: replaying state the
+// target already holds, from any number of plans, leaves the object
+// unchanged on the server. Which plan wrote an object is in the journal's
+// apply reports.
+const AnnotationSource = "krply.io/replay-source"
+
+// sourceAnnotation is the value of AnnotationSource for cluster's object
+// ref: a recorded version, or a Namespace the plan synthesized.
+func sourceAnnotation(clusterID string, ref event.ResourceRef, synthesized bool) string {
+	switch {
+	case synthesized:
+		return clusterID + " " + ref.String() + " not recorded"
+	case ref.ResourceVersion == "":
+		return clusterID + " " + ref.String()
+	}
+	return clusterID + " " + ref.String() + " at resourceVersion " + ref.ResourceVersion
+}
 
 // lastAppliedAnnotation is kubectl's client-side apply record; it describes
 // the source's last kubectl apply, not the replayed object.

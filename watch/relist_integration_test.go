@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,4 +59,57 @@ func TestIntegrationReplacedDuringGap(t *testing.T) {
 		t.Fatalf("ObjectAt after the relist: exists=%v covered=%v record=%+v; want the new UID %s", state.Exists, state.Covered, state.Record, fresh.GetUID())
 	}
 	assertVersions(t, m, key, false, "ADDED "+string(old.GetUID()), "DELETED "+string(old.GetUID()), "ADDED "+string(fresh.GetUID()))
+}
+
+// TestIntegrationRelistConfirmsUnchanged: a ConfigMap changed and seen by
+// the watch, then a forced 410 and a relist while it stays as it was: the
+// journal keeps the relist's item, and the object's history shows it as a
+// confirmation of the watched version, not as a new version. It runs in
+// parallel with the other tests.
+func TestIntegrationRelistConfirmsUnchanged(t *testing.T) {
+	t.Parallel()
+	n := newNSTest(t, "steady")
+	p := faultproxy.Start(t, n.env.Config())
+	n.record(t, p.Config())
+	updated := mustUpdateCM(t, n.dyn, n.ns, "steady", "1")
+	key := storage.ObjectID{ClusterID: "it", Resource: "configmaps", Namespace: n.ns, Name: "steady"}
+	var watched event.Record
+	eventually(t, 30*time.Second, "the update in the journal", func() bool {
+		rec, err := n.st.LatestAt(context.Background(), key, time.Now())
+		watched = rec
+		return err == nil && rec.Resource.ResourceVersion == updated.GetResourceVersion()
+	})
+
+	watchCM := faultproxy.Match{Verb: "watch", Resource: "configmaps", Namespace: n.ns}
+	p.FailNext(1, watchCM, faultproxy.WatchError(410))
+	p.CutWatches(watchCM)
+	eventually(t, 30*time.Second, "the relist", func() bool { return len(ofType(streamRecords(t, n.st, n.id), event.TypeBaseline)) == 4 })
+	item, err := n.st.LatestAt(context.Background(), key, time.Now())
+	if err != nil || !item.Synthetic || item.Resource.ResourceVersion != updated.GetResourceVersion() {
+		t.Fatalf("the journal's latest record of steady: %+v, %v; want the relist's item at resourceVersion %s", item, err, updated.GetResourceVersion())
+	}
+
+	m, err := materialize.New(n.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.History(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range h.Entries {
+		kinds = append(kinds, string(e.Kind))
+	}
+	if want := []string{"version", "version", "gap", "confirmed"}; !slices.Equal(kinds, want) {
+		t.Fatalf("history entries %q, want %q", kinds, want)
+	}
+	if v := h.Entries[1].Version; v.Origin != materialize.OriginWatch || v.ResourceVersion != updated.GetResourceVersion() {
+		t.Errorf("second version %s %s at %s, want the watched update at %s", v.WatchType, v.Origin, v.ResourceVersion, updated.GetResourceVersion())
+	}
+	last := h.Entries[3]
+	if c := last.Confirmation; last.EventID != item.EventID || c.ResourceVersion != updated.GetResourceVersion() ||
+		c.VersionEventID != watched.EventID || c.BaselineID != item.BaselineID {
+		t.Errorf("confirmation %s %+v, want item %s confirming %s", last.EventID, c, item.EventID, watched.EventID)
+	}
 }

@@ -26,11 +26,13 @@ func (e *env) historyCommand() *cobra.Command {
 krply observed it (OBSERVED is when krply saw the change, not when it was
 made), the event (ADDED, MODIFIED, DELETED), its resourceVersion, where it
 came from (watch; list: a baseline, the object was like this by then;
-inferred: a deletion found by a relist), who made it (the user from the
-audit log, after kubectl krply audit ingest, or else the field managers of
-the changed fields), and the fields that changed. Gaps of the streams that
-record the object are listed where they fall: changes inside them may be
-missing.`,
+inferred: a deletion found by a relist, not a DELETED event), who made it
+(the user from the audit log, after kubectl krply audit ingest, or else the
+field managers of the changed fields), and the fields that changed. A relist
+that found the object at the resourceVersion it already had is one
+CONFIRMED line ("confirmed by relist"), not a new version. Gaps of the
+streams that record the object are listed where they fall: changes inside
+them may be missing.`,
 		Example: `  kubectl krply history deploy/web -n shop
   kubectl krply history deployments.apps/web -n shop -o yaml
   kubectl krply history cm/settings -n shop -o jsonpath='{.entries[*].version.resourceVersion}'
@@ -108,6 +110,9 @@ func historyTable(w io.Writer, h *materialize.History, wide bool) error {
 			line = fmt.Sprintf("%s\tGAP\t%s\t-\t-\tchanges from %s to %s may be missing: %s", ts(en.ObservedAt), orNone(en.Gap.LastResourceVersion), ts(en.Gap.From), ts(en.Gap.To), en.Gap.Reason)
 		case en.Coverage != nil:
 			line = fmt.Sprintf("%s\t%s\t-\t-\t-\t%s", ts(en.ObservedAt), strings.ToUpper(string(en.Kind)), en.Coverage.Reason)
+		case en.Confirmation != nil:
+			line = fmt.Sprintf("%s\tCONFIRMED\t%s\tlist\t-\tconfirmed by relist: unchanged since resourceVersion %s, not a new version",
+				ts(en.ObservedAt), en.Confirmation.ResourceVersion, en.Confirmation.ResourceVersion)
 		case en.Version != nil:
 			v := en.Version
 			line = fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", ts(v.ObservedAt), v.WatchType, v.ResourceVersion, versionOrigin(v), who(v, nil), changes(v))
@@ -169,12 +174,18 @@ func who(v *materialize.Version, change *materialize.FieldChange) string {
 
 func changes(v *materialize.Version) string {
 	if v.Inferred != nil {
-		return fmt.Sprintf("deleted between %s and %s (%s)", ts(v.Inferred.From), ts(v.Inferred.To), v.Inferred.Reason)
+		return inferredDeletion(v.Inferred)
 	}
 	if v.Recreated {
 		return "recreated; " + formatChanges(v.Changes)
 	}
 	return formatChanges(v.Changes)
+}
+
+// inferredDeletion describes a deletion a relist inferred, which no watch
+// DELETED event showed.
+func inferredDeletion(inf *event.InferredDeletion) string {
+	return fmt.Sprintf("deleted between %s and %s (inferred by a relist: %s; no watch DELETED event)", ts(inf.From), ts(inf.To), inf.Reason)
 }
 
 // blameLine is the last change of one field.

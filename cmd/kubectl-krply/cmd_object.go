@@ -50,7 +50,9 @@ func (e *env) getCommand() *cobra.Command {
 observed at or before that time. -o yaml and -o json print the object itself,
 as kubectl get does; the table says which version it is and whether the
 journal covers that time. An object that did not exist then is an error
-(exit code 1).`,
+(exit code 1); for a deleted one it says whether a watch DELETED event was
+observed or the deletion was inferred by a relist after a gap (and between
+which times).`,
 		Example: `  kubectl krply get deploy/web -n shop --at "10m ago" -o yaml
   kubectl krply get cm/settings -n shop --at 2026-12-01T10:04:05.123456789Z`,
 		Args:              exactArgs(1, "one TYPE/NAME"),
@@ -80,7 +82,10 @@ journal covers that time. An object that did not exist then is an error
 			if st.Record == nil {
 				return fmt.Errorf("%s: not found at %s: the journal's first version of it is later", objectName(obj), ts(when))
 			}
-			return fmt.Errorf("%s: not found at %s: deleted (observed %s)", objectName(obj), ts(when), ts(st.Record.ObservedAt))
+			if st.Inferred != nil {
+				return fmt.Errorf("%s: not found at %s: %s", objectName(obj), ts(when), inferredDeletion(st.Inferred))
+			}
+			return fmt.Errorf("%s: not found at %s: deleted (a watch DELETED event, observed %s)", objectName(obj), ts(when), ts(st.Record.ObservedAt))
 		}
 		body := &unstructured.Unstructured{}
 		if err := body.UnmarshalJSON(st.Object); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -134,9 +135,11 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = unstructured.SetNestedField(settings.Object, "green", "data", "color")
-	if _, err := alice.Resource(configMaps).Namespace(ns).Update(ctx, settings, metav1.UpdateOptions{}); err != nil {
+	green, err := alice.Resource(configMaps).Namespace(ns).Update(ctx, settings, metav1.UpdateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	changedRV := green.GetResourceVersion()
 	// Once the journal holds both changes (ObservedAt is when krply saw
 	// them), a time after them; events after that time vouch for it in
 	// both streams.
@@ -195,11 +198,21 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("blame: exit %d, want spec.replicas 3 by bob:\n%s%s", b.code, b.stdout, b.stderr)
 	}
 
-	// Replay into a sandbox namespace of the same cluster.
+	// Replay into a sandbox namespace of the same cluster: refused unless
+	// the plan allows the source cluster, and a refused dry run says so.
 	sandbox := ns + "-restore"
 	at := changed.Format(time.RFC3339Nano)
-	p := runLive(t, append(kube, "replay", "plan", "-n", ns, "--at", at, "--to-namespace", sandbox, "--allow-source-cluster", "--kind", "ConfigMap,Deployment,Namespace", "--name", "settings,web,"+ns)...)
+	p := runLive(t, append(kube, "replay", "plan", "-n", ns, "--at", at, "--to-namespace", sandbox)...)
 	m := regexp.MustCompile(`saved plan (\S+) with hash (\S+)`).FindStringSubmatch(p.stdout)
+	if p.code != exitOK || m == nil {
+		t.Fatalf("replay plan: exit %d:\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	if d := runLive(t, append(kube, "replay", "dry-run", m[1])...); d.code != exitError ||
+		!strings.Contains(d.stderr, "dry run of plan "+m[1]+" refused: the target cluster") || strings.Contains(d.stderr, "applied") {
+		t.Errorf("replay dry-run on the source cluster: exit %d, want a refused dry run:\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	p = runLive(t, append(kube, "replay", "plan", "-n", ns, "--at", at, "--to-namespace", sandbox, "--allow-source-cluster", "--kind", "ConfigMap,Deployment,Namespace", "--name", "settings,web,"+ns)...)
+	m = regexp.MustCompile(`saved plan (\S+) with hash (\S+)`).FindStringSubmatch(p.stdout)
 	if p.code != exitOK || m == nil {
 		t.Fatalf("replay plan: exit %d:\n%s%s", p.code, p.stdout, p.stderr)
 	}
@@ -224,8 +237,32 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" || cm.GetAnnotations()[replay.AnnotationPlanID] != planID {
-		t.Errorf("the applied ConfigMap has color %q and plan %q, want green from plan %s", color, cm.GetAnnotations()[replay.AnnotationPlanID], planID)
+	if color, _, _ := unstructured.NestedString(cm.Object, "data", "color"); color != "green" ||
+		!strings.HasSuffix(cm.GetAnnotations()[replay.AnnotationSource], " configmaps "+ns+"/settings at resourceVersion "+changedRV) {
+		t.Errorf("the applied ConfigMap has color %q and source %q, want green from resourceVersion %s", color, cm.GetAnnotations()[replay.AnnotationSource], changedRV)
+	}
+
+	// The same state planned again is a new plan, but its dry run and its
+	// apply find every object unchanged, and the server keeps every
+	// resourceVersion the first apply left.
+	again := runLive(t, append(kube, "replay", "plan", "-n", ns, "--at", at, "--to-namespace", sandbox, "--allow-source-cluster", "--kind", "ConfigMap,Deployment,Namespace", "--name", "settings,web,"+ns)...)
+	m = regexp.MustCompile(`saved plan (\S+) with hash (\S+)`).FindStringSubmatch(again.stdout)
+	if again.code != exitOK || m == nil || m[1] == planID {
+		t.Fatalf("replay plan again: exit %d, want a new plan:\n%s%s", again.code, again.stdout, again.stderr)
+	}
+	d = runLive(t, append(kube, "replay", "dry-run", m[1])...)
+	if rows := tableRows(d.stdout); d.code != exitOK || len(rows) != 3 || slices.ContainsFunc(rows, func(r []string) bool { return r[2] != "unchanged" }) {
+		t.Errorf("replay dry-run of the same state again: exit %d, want 3 objects unchanged:\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	a2 := runLive(t, append(kube, "replay", "apply", m[1], "--confirm", m[2])...)
+	first, second := tableRows(a.stdout), tableRows(a2.stdout)
+	if a2.code != exitOK || len(second) != len(first) || len(first) != 3 {
+		t.Fatalf("replay apply of the same state again: exit %d:\n%s%s", a2.code, a2.stdout, a2.stderr)
+	}
+	for i, r := range second {
+		if r[2] != "unchanged" || r[3] != first[i][3] {
+			t.Errorf("second apply: %s %s at resourceVersion %s, want unchanged at the first apply's %s", r[1], r[2], r[3], first[i][3])
+		}
 	}
 	dep, err := dynClient(t, env.Config()).Resource(deployments).Namespace(sandbox).Get(ctx, "web", metav1.GetOptions{})
 	if err != nil {
@@ -263,4 +300,20 @@ func TestEndToEnd(t *testing.T) {
 	if r := stopEarly(); r.code != exitOK {
 		t.Errorf("record stopped before its first sync: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// tableRows splits the rows of the first table in out (after its header,
+// up to the first empty line) into their columns.
+func tableRows(out string) [][]string {
+	var rows [][]string
+	for i, line := range strings.Split(out, "\n") {
+		if i == 0 {
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
+			break
+		}
+		rows = append(rows, strings.Fields(line))
+	}
+	return rows
 }

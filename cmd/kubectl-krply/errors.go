@@ -71,8 +71,12 @@ func message(err error) string {
 		return fmt.Sprintf("plan %s was not applied: %s; apply exactly the plan you reviewed with: kubectl krply replay apply %s --confirm %s",
 			confirm.PlanID, confirm.Reason, confirm.PlanID, confirm.PlanHash)
 	case errors.As(err, &source):
-		return fmt.Sprintf("plan %s was not applied: the target cluster %s is the cluster the history was recorded from; choose a sandbox with --context or --kubeconfig, or plan again with --allow-source-cluster",
-			source.PlanID, source.ClusterID)
+		refused := fmt.Sprintf("plan %s was not applied", source.PlanID)
+		if source.DryRun {
+			refused = fmt.Sprintf("dry run of plan %s refused", source.PlanID)
+		}
+		return fmt.Sprintf("%s: the target cluster %s is the cluster the history was recorded from; choose a sandbox with --context or --kubeconfig, or plan again with --allow-source-cluster",
+			refused, source.ClusterID)
 	case errors.As(err, &cover):
 		return flagWords(strings.TrimPrefix(cover.Error(), "replay: ")) + coverHint
 	case errors.As(err, &serr):

@@ -17,6 +17,7 @@ func TestMessagesNameFlags(t *testing.T) {
 		want []string
 	}{
 		{&replay.SourceClusterError{PlanID: "p1", ClusterID: "c1"}, []string{"plan p1 was not applied", "--allow-source-cluster", "--context"}},
+		{&replay.SourceClusterError{PlanID: "p1", ClusterID: "c1", DryRun: true}, []string{"dry run of plan p1 refused: the target cluster c1", "--allow-source-cluster", "--context"}},
 		{fmt.Errorf("apply: %w", &replay.ConfirmationRequiredError{PlanID: "p1", PlanHash: "sha256:ab", Reason: "the hash differs"}),
 			[]string{"plan p1 was not applied: the hash differs", "kubectl krply replay apply p1 --confirm sha256:ab"}},
 		{errors.New("replay: replay: plan p1 is stale: set Policy.AllowGaps"), []string{"replay: plan p1 is stale: give --allow-gaps"}},
@@ -32,6 +33,9 @@ func TestMessagesNameFlags(t *testing.T) {
 		}
 		if strings.Contains(got, "Policy.") || strings.Contains(got, "replay: replay:") {
 			t.Errorf("message(%v) = %q names a Go field or repeats its prefix", tc.err, got)
+		}
+		if source := (*replay.SourceClusterError)(nil); errors.As(tc.err, &source) && source.DryRun && strings.Contains(got, "applied") {
+			t.Errorf("message(%v) = %q words a refused dry run as an apply", tc.err, got)
 		}
 	}
 	if got := flagWords("Secrets hold credentials (opt in with Policy.AllowSecrets)"); got != "Secrets hold credentials (opt in with --allow-secrets)" {

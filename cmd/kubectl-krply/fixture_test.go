@@ -73,7 +73,39 @@ func shopJournal(t testing.TB) string {
 	for _, s := range []event.Stream{ns, dep, cm} {
 		recs = append(recs, storagetest.Checkpoint(s, "45", false, at(100)))
 	}
+	return writeJournal(t, recs)
+}
 
+// relistJournal writes a journal with fixed times and IDs: cluster c1,
+// ConfigMaps of namespace shop, steady (white, yellow at 25 s) and gone
+// (deleted at 30 s, a watch DELETED); a gap from 40 s to 80 s, then a
+// relist that finds steady as the watch left it. The stream has evidence
+// up to 100 s.
+func relistJournal(t testing.TB) string {
+	t.Helper()
+	cm := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	item := func(name, uid, rv, color string) storagetest.Item {
+		return storagetest.Item{Ref: storagetest.Ref(cm, "ConfigMap", "shop", name, uid, rv), Object: storagetest.ConfigMap("shop", name, uid, rv, map[string]string{"color": color})}
+	}
+	watched := func(wt event.WatchType, it storagetest.Item, when time.Time) event.Record {
+		return storagetest.Event(cm, wt, it.Ref, it.Object, when)
+	}
+	recs := storagetest.Baseline(cm, "bl-cm-1", at(1), "12", []storagetest.Item{item("gone", "u-gone", "8", "white"), item("steady", "u-steady", "7", "white")})
+	recs = append(recs, watched(event.Modified, item("steady", "u-steady", "15", "yellow"), at(25)),
+		watched(event.Deleted, item("gone", "u-gone", "16", "white"), at(30)),
+		storagetest.Checkpoint(cm, "18", false, at(39)))
+	gap := storagetest.Gap(cm, at(40), at(80), "410 Gone: too old resource version", "18")
+	relist := storagetest.Baseline(cm, "bl-cm-2", at(81), "42", []storagetest.Item{item("steady", "u-steady", "15", "yellow")})
+	relist[0].Baseline.Reason, relist[len(relist)-1].Baseline.Reason = "relist after gap", "relist after gap"
+	relist[len(relist)-1].Baseline.ClosesGap = gap.EventID
+	recs = append(append(recs, gap), relist...)
+	return writeJournal(t, append(recs, storagetest.Checkpoint(cm, "45", false, at(100))))
+}
+
+// writeJournal writes recs, one append each, into a new SQLite journal and
+// returns its path.
+func writeJournal(t testing.TB, recs []event.Record) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "krply.db")
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, path)

@@ -158,6 +158,25 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestGoldenRelist pins how a relist shows: an object it found unchanged
+// (one CONFIRMED line, no new version), and a deletion a watch observed,
+// beside the shop journal's deletion inferred by a relist (get-deleted).
+func TestGoldenRelist(t *testing.T) {
+	j := relistJournal(t)
+	for _, tc := range []struct {
+		name string
+		code int
+		args []string
+	}{
+		{"history-confirmed", 0, []string{"history", "cm/steady", "-n", "shop"}},
+		{"history-confirmed-json", 0, []string{"history", "cm/steady", "-n", "shop", "-o", "jsonpath={range .entries[*]}{.kind} {.confirmation}{\"\\n\"}{end}"}},
+		{"get-deleted-watch", 1, []string{"get", "cm/gone", "-n", "shop", "--at", stamp(90)}},
+		{"history-deleted-watch", 0, []string{"history", "cm/gone", "-n", "shop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkGolden(t, j, tc.name, tc.code, tc.args...) })
+	}
+}
+
 // A journal that does not exist is an error naming the flag, and no file
 // is created.
 func TestMissingJournal(t *testing.T) {

@@ -500,6 +500,8 @@ func (d *demo) timeline(ctx context.Context, res *result) error {
 		switch {
 		case e.Gap != nil:
 			fmt.Fprintf(tw, "   %s\tGAP\t\t\tchanges between %s and the relist may be missing (%s)\n", d.rel(e.ObservedAt), d.rel(e.Gap.From), truncate(e.Gap.Reason, 50))
+		case e.Confirmation != nil:
+			fmt.Fprintf(tw, "   %s\tCONFIRMED\tbaseline\t\tconfirmed by relist: unchanged since resourceVersion %s\n", d.rel(e.ObservedAt), e.Confirmation.ResourceVersion)
 		case e.Version != nil:
 			v := e.Version
 			who := "?"

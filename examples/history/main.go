@@ -57,12 +57,15 @@ func run(out io.Writer, path, namespace, object string) error {
 		return fmt.Errorf("the journal holds no version of %s", object)
 	}
 	// Entries are versions (with the fields that changed and, after an
-	// audit log was ingested, who changed them), gaps and coverage changes.
+	// audit log was ingested, who changed them), gaps, coverage changes and
+	// relists that found the object unchanged (confirmations).
 	for _, e := range h.Entries {
 		at := e.ObservedAt.Format(time.RFC3339Nano) // when krply saw it
 		switch {
 		case e.Gap != nil:
 			fmt.Fprintf(out, "%s GAP: changes since %s may be missing (%s)\n", at, e.Gap.From.Format(time.RFC3339Nano), e.Gap.Reason)
+		case e.Confirmation != nil:
+			fmt.Fprintf(out, "%s confirmed by relist: still at resourceVersion %s\n", at, e.Confirmation.ResourceVersion)
 		case e.Version != nil:
 			v, who := e.Version, "unknown"
 			if len(v.Provenance) > 0 {

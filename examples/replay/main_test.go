@@ -81,8 +81,8 @@ func TestReplaySaveThenApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.GetAnnotations()[replay.AnnotationPlanID] != m[1] {
-		t.Errorf("the applied ConfigMap carries plan %q, want the confirmed %s", cm.GetAnnotations()[replay.AnnotationPlanID], m[1])
+	if src := cm.GetAnnotations()[replay.AnnotationSource]; src != "test-cluster configmaps shop/settings" {
+		t.Errorf("the applied ConfigMap says it comes from %q, want shop's settings", src)
 	}
 }
 

@@ -80,7 +80,9 @@ type Object struct {
 	// stream was not covered at the source time.
 	Warnings []string `json:"warnings,omitempty"`
 	// Object is the body to apply: sanitized, mapped, and annotated with
-	// the plan ID.
+	// the recorded version it comes from (krply.io/replay-source), never
+	// with anything of the plan's own, so replaying state the target
+	// already holds changes nothing.
 	Object json.RawMessage `json:"object"`
 }
 

@@ -118,7 +118,7 @@ func TestUI(t *testing.T) {
 			b.do("arrow down", chromedp.KeyEvent(kb.ArrowDown))
 		}
 		b.wait("cache's changes listed", `document.querySelector('.tl-details h2') && document.querySelector('.tl-details h2').innerText.includes('cache')`)
-		if s := b.text(".tl-details"); !strings.Contains(s, "inferred deletion") || !strings.Contains(s, "deleted at the end") {
+		if s := b.text(".tl-details"); !strings.Contains(s, "inferred deletion") || !strings.Contains(s, "deleted at the end (inferred by a relist") {
 			t.Errorf("cache's changes do not show its inferred deletion: %q", s)
 		}
 		b.wait("the selection in the URL", `location.hash.includes('sel=')`)
@@ -198,13 +198,31 @@ func TestUI(t *testing.T) {
 		b.fitsWidth("object")
 		b.screenshot("object")
 
-		// The deleted object is gone at "now": its deletion inferred by the relist.
+		// settings, unchanged through the outage: the relist after it is a
+		// confirmation of bob's version, not a version of its own.
+		b.open("/object?" + q("cluster", r.clusterID, "resource", "configmaps", "namespace", shop, "name", "settings"))
+		if n, s := b.count("tr.entry-confirmed"), b.text("tr.entry-confirmed"); n != 1 || !strings.Contains(s, "Confirmed by relist") || !strings.Contains(s, "as version 2 left it") {
+			t.Errorf("%d confirmations in settings' history (%q), want the relist's, of version 2", n, s)
+		}
+		if n := b.count(`tr.version[data-origin="baseline"]`); n != 0 {
+			t.Errorf("%d versions of settings seen by a relist, want none: it did not change in the outage", n)
+		}
+
+		// The deleted objects are gone at "now": cache's deletion inferred by
+		// the relist, legacy's a watch DELETED event.
 		b.open("/object?" + q("cluster", r.clusterID, "resource", "configmaps", "namespace", shop, "name", "cache"))
-		if s := b.text(".state-box"); !strings.Contains(s, "gone") || !strings.Contains(s, "inferred") {
-			t.Errorf("cache at now: %q, want gone, its deletion inferred", s)
+		if s := b.text(".state-box"); !strings.Contains(s, "gone") || !strings.Contains(s, "inferred by a relist") || !strings.Contains(s, "no watch DELETED event") {
+			t.Errorf("cache at now: %q, want gone, its deletion inferred by a relist", s)
+		}
+		if s := b.text(`tr.version[data-origin="inferred"]`); !strings.Contains(s, "inferred by a relist") {
+			t.Errorf("cache's inferred deletion in its history: %q, want it said inferred by a relist", s)
 		}
 		if n := b.count(`tr.version[data-origin="inferred"]`); n != 1 {
 			t.Errorf("%d inferred deletions in cache's history, want 1", n)
+		}
+		b.open("/object?" + q("cluster", r.clusterID, "resource", "configmaps", "namespace", shop, "name", "legacy"))
+		if s := b.text(".state-box"); !strings.Contains(s, "gone") || !strings.Contains(s, "a watch DELETED event") || strings.Contains(s, "inferred") {
+			t.Errorf("legacy at now: %q, want gone by a watch DELETED event", s)
 		}
 		b.checkClean()
 	})

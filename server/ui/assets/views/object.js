@@ -46,8 +46,8 @@ function stateBox(state, params) {
   const atLabel = params.at ? 'At ' : 'Now, ';
   const parts = [h('strong', {}, atLabel), timeEl(state.at), ': '];
   if (state.exists) parts.push(h('span', { class: 'ok', dataset: { exists: 'true' } }, 'exists'));
-  else if (state.inferred) parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, `gone — deleted (inferred: ${state.inferred.reason}) between `, timeEl(state.inferred.from), ' and ', timeEl(state.inferred.to)));
-  else if (state.record && state.record.watchType === 'DELETED') parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, 'gone — deleted, observed ', timeEl(state.record.observedAt)));
+  else if (state.inferred) parts.push(h('span', { class: 'bad', dataset: { exists: 'false', deletion: 'inferred' } }, `gone — deleted between `, timeEl(state.inferred.from), ' and ', timeEl(state.inferred.to), ` (inferred by a relist: ${state.inferred.reason}; no watch DELETED event)`));
+  else if (state.record && state.record.watchType === 'DELETED') parts.push(h('span', { class: 'bad', dataset: { exists: 'false', deletion: 'watch' } }, 'gone — deleted (a watch DELETED event), observed ', timeEl(state.record.observedAt)));
   else parts.push(h('span', { class: 'bad', dataset: { exists: 'false' } }, 'does not exist'));
   const unobserved = !state.covered && (state.coverage || []).every((c) => c.covered || /not yet observed/.test(c.reason || ''));
   parts.push('. ', state.covered ? h('span', { class: 'ok' }, 'This answer is covered.')
@@ -84,6 +84,9 @@ function strip(hist, events, params) {
     if (e.gap) {
       g.append(svg('rect', { x: x(ms(e.gap.from)), y: 4, width: Math.max(2, x(ms(e.gap.to)) - x(ms(e.gap.from))), height: 24, class: 'seg seg-gap', dataset: { kind: 'gap' } },
         svg('title', {}, `gap ${fmtTime(e.gap.from)} → ${fmtTime(e.gap.to)}: ${e.gap.reason}`)));
+    } else if (e.confirmation) {
+      g.append(svg('line', { x1: x(ms(e.observedAt)), x2: x(ms(e.observedAt)), y1: 9, y2: 23, class: 'mk-confirmed', dataset: { kind: 'confirmed' } },
+        svg('title', {}, `confirmed by relist ${fmtTime(e.observedAt)}: still at resourceVersion ${e.confirmation.resourceVersion}, not a new version`)));
     } else if (e.kind === 'unavailable') {
       g.append(svg('rect', { x: x(ms(e.observedAt)), y: 4, width: 3, height: 24, class: 'seg seg-unavailable' }, svg('title', {}, `unavailable: ${e.coverage && e.coverage.reason}`)));
     } else if (e.version) {
@@ -99,7 +102,7 @@ function strip(hist, events, params) {
     const t = x(ms(ev.at));
     g.append(svg('path', { d: `M${t} 32 L${t - 5} 44 L${t + 5} 44 Z`, class: `ev ev-${(ev.type || 'normal').toLowerCase()}` }, svg('title', {}, `Event ${ev.reason}: ${ev.message} (${fmtTime(ev.at)})`)));
   }
-  return h('figure', { class: 'strip-fig' }, g, h('figcaption', { class: 'muted small' }, fmtTime(start), ' — ', fmtTime(end), '. Circles are versions (hollow: seen by a relist; dashed: inferred deletion), hatched bands are gaps, triangles are Events.'));
+  return h('figure', { class: 'strip-fig' }, g, h('figcaption', { class: 'muted small' }, fmtTime(start), ' — ', fmtTime(end), '. Circles are versions (hollow: seen by a relist; dashed: inferred deletion), ticks are relists that found the object unchanged, hatched bands are gaps, triangles are Events.'));
 }
 
 function versionsTable(hist, params) {
@@ -112,18 +115,15 @@ function versionsTable(hist, params) {
   hist.entries.forEach((e, i) => { if (e.version && !Number.isNaN(atMs) && ms(e.observedAt) <= atMs) atIndex = i; });
   hist.entries.forEach((e, i) => {
     if (e.kind !== 'version') {
-      const what = e.gap ? [h('strong', {}, 'Gap'), ' from ', timeEl(e.gap.from), ' to ', timeEl(e.gap.to), ` — ${e.gap.reason}. Changes in it may be missing; the relist after it says what survived.`]
-        : e.kind === 'unavailable' ? [h('strong', {}, 'Unavailable'), ` — ${e.coverage ? e.coverage.reason : ''}`]
-          : [h('strong', {}, 'Available again'), ` — ${e.coverage ? e.coverage.reason : ''}`];
-      tb.append(h('tr', { class: `entry-${e.kind}` }, h('td', {}), h('td', {}, timeEl(e.observedAt)), h('td', { colspan: 7 }, ...what)));
+      tb.append(h('tr', { class: `entry-${e.kind}` }, h('td', {}), h('td', {}, timeEl(e.observedAt)), h('td', { colspan: 7 }, ...entryText(e, hist.entries))));
       return;
     }
     const v = e.version;
     const w = who(v);
-    const origin = v.origin === 'watch' ? 'watch event' : v.origin === 'baseline' ? 'relist (list item)' : 'inferred';
+    const origin = v.origin === 'watch' ? 'watch event' : v.origin === 'baseline' ? 'relist (list item)' : 'inferred by a relist';
     const changes = h('ul', { class: 'changes' }, (v.changes || []).slice(0, 12).map((c) => h('li', {}, h('code', {}, c.path), ` ${c.op}`, c.op !== 'add' ? h('span', { class: 'before' }, ` ${fmtValue(c.before)}`) : null, c.op !== 'remove' ? [' → ', h('span', { class: 'after' }, fmtValue(c.after))] : null)));
     if ((v.changes || []).length > 12) changes.append(h('li', { class: 'muted' }, `… ${v.changes.length - 12} more`));
-    if (v.inferred) changes.append(h('li', {}, `deleted between `, timeEl(v.inferred.from), ' and ', timeEl(v.inferred.to), ` (${v.inferred.reason})`));
+    if (v.inferred) changes.append(h('li', {}, `deleted between `, timeEl(v.inferred.from), ' and ', timeEl(v.inferred.to), ` (inferred by a relist: ${v.inferred.reason}; no watch DELETED event)`));
     if (v.recreated) changes.append(h('li', { class: 'warn-text' }, 'recreated: a new object with the same name (new uid)'));
     const sel = params.v === String(i);
     tb.append(h('tr', { class: `version origin-${v.origin}${i === atIndex ? ' at-row' : ''}${sel ? ' selected' : ''}`, dataset: { index: String(i), origin: v.origin, watchType: v.watchType } },
@@ -139,6 +139,19 @@ function versionsTable(hist, params) {
   });
   table.append(tb);
   return h('div', { class: 'table-wrap' }, table);
+}
+
+// entryText describes an entry of a history that is not a version: a gap,
+// a change of availability, or a relist that found the object unchanged.
+function entryText(e, entries) {
+  if (e.gap) return [h('strong', {}, 'Gap'), ' from ', timeEl(e.gap.from), ' to ', timeEl(e.gap.to), ` — ${e.gap.reason}. Changes in it may be missing; the relist after it says what survived.`];
+  if (e.confirmation) {
+    const n = entries.findIndex((x) => x.eventID === e.confirmation.versionEventID);
+    return [h('strong', {}, 'Confirmed by relist'), ` — the object was still at resourceVersion ${e.confirmation.resourceVersion}${n >= 0 ? `, as version ${n + 1} left it` : ''}: not a new version.`];
+  }
+  if (e.kind === 'unavailable') return [h('strong', {}, 'Unavailable'), ` — ${e.coverage ? e.coverage.reason : ''}`];
+  if (e.kind === 'available') return [h('strong', {}, 'Available again'), ` — ${e.coverage ? e.coverage.reason : ''}`];
+  return [h('strong', {}, e.kind)];
 }
 
 function pick(which, i) {

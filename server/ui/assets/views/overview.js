@@ -40,7 +40,8 @@ function legend() {
   return h('ul', { class: 'legend', 'aria-label': 'Legend of the coverage bars' },
     item(SEG.COVERED, 'covered'), item(SEG.GAP, 'gap'), item(SEG.UNAVAILABLE, 'unavailable (403, resource removed)'),
     item(SEG.UNOBSERVED, 'not yet observed'), item(SEG.BEFORE, 'before recording'),
-    h('li', {}, svg('svg', { width: 12, height: 12, 'aria-hidden': 'true' }, svg('path', { d: 'M6 0 L6 12', class: 'baseline-mark' })), ' complete baseline (a list)'));
+    h('li', {}, svg('svg', { width: 12, height: 12, 'aria-hidden': 'true' }, svg('path', { d: 'M6 0 L6 12', class: 'baseline-mark' })), ' complete baseline (a list)'),
+    h('li', {}, h('span', { class: 'legend-mark seg-mark-gap', 'aria-hidden': 'true' }), ' marks a gap, an unavailable period or a not-yet-observed stretch, however short'));
 }
 
 function clusterSection(c, streams, timeline, params) {
@@ -126,23 +127,42 @@ function dedupe() {
   };
 }
 
-// bar draws the coverage of a stream as an SVG bar 1000 units wide.
+// MARKED are the kinds of segment that are never too short to see: each
+// also gets a mark (.seg-mark) over the bar, a few pixels wide, centred on
+// it in percent of the bar's width and kept inside the bar, so that a
+// 0.3-second gap in a bar of an hour shows whatever the span and the width
+// of the page. (The bar itself is stretched to its width, which would
+// stretch a mark drawn in it.)
+const MARKED = new Set([SEG.GAP, SEG.UNAVAILABLE, SEG.UNOBSERVED]);
+const MARK_PX = 4; // the width of a mark (.seg-mark in style.css)
+
+// bar draws the coverage of a stream as an SVG bar 1000 units wide,
+// stretched to the width of its column, with the marks over it.
 function bar(id, segments, baselines, start, end) {
   const W = 1000;
   const x = (t) => Math.max(0, Math.min(W, ((t - start) / (end - start)) * W));
   const g = svg('svg', { class: 'coverage-bar', viewBox: `0 0 ${W} 20`, preserveAspectRatio: 'none', role: 'img', 'aria-label': describe(segments) });
+  const marks = [];
   for (const s of segments) {
     const w = x(s.to) - x(s.from);
-    if (w <= 0) continue;
-    g.append(svg('rect', { x: x(s.from), y: 2, width: Math.max(w, s.kind === SEG.GAP ? 2 : 0), height: 16, class: `seg seg-${s.kind}`, dataset: { kind: s.kind, from: fin(s.from), to: fin(s.to) } },
-      svg('title', {}, `${SEG_LABEL[s.kind]}${s.reason ? ' — ' + s.reason : ''}\n${fmtBound(s.from)} → ${fmtBound(s.to)}`)));
+    if (w <= 0 && !(MARKED.has(s.kind) && s.to > s.from && s.to > start && s.from < end)) continue;
+    const title = `${SEG_LABEL[s.kind]}${s.reason ? ' — ' + s.reason : ''}\n${fmtBound(s.from)} → ${fmtBound(s.to)}`;
+    g.append(svg('rect', { x: x(s.from), y: 2, width: Math.max(w, 0), height: 16, class: `seg seg-${s.kind}`, dataset: { kind: s.kind, from: fin(s.from), to: fin(s.to) } },
+      svg('title', {}, title)));
+    if (MARKED.has(s.kind)) {
+      const at = (x(s.from) + x(s.to)) / 2;
+      const left = `clamp(0px, calc(${(at / W) * 100}% - ${MARK_PX / 2}px), calc(100% - ${MARK_PX}px))`;
+      marks.push(h('span', { class: `seg-mark seg-mark-${s.kind}`, title, style: { left }, dataset: { mark: s.kind, from: fin(s.from), to: fin(s.to) } }));
+    }
   }
+  // The marks go over every segment, so that a neighbour never hides one.
+  const over = h('div', { class: 'coverage-marks', 'aria-hidden': 'true' }, ...marks);
   for (const b of baselines) {
     if (b.at < start || b.at > end) continue;
     g.append(svg('path', { d: `M${x(b.at)} 0 L${x(b.at)} 20`, class: 'baseline-mark', dataset: { baseline: b.id } },
       svg('title', {}, `complete baseline ${b.id} (${b.reason || 'list'}, ${plural(b.items, 'item')}) at ${fmtTime(b.at)}, ${relTime(b.at)}`)));
   }
-  return g;
+  return h('div', { class: 'coverage' }, g, over);
 }
 
 function fin(t) { return Number.isFinite(t) ? new Date(t).toISOString() : ''; }

@@ -253,7 +253,7 @@ class Timeline {
       const x = 8 + row.depth * 16;
       if (row.type === 'object') {
         ctx.fillStyle = row.object.alive ? '#1b1f24' : '#8a8f98';
-        ctx.fillText(clip(ctx, row.label + (row.object.alive ? '' : '  (deleted)'), LABEL - x - 8), x, y + ROW / 2);
+        ctx.fillText(clip(ctx, row.label + (row.object.alive ? '' : row.object.m[row.object.m.length - 1] === MARK.INFERRED ? '  (deleted, inferred)' : '  (deleted)'), LABEL - x - 8), x, y + ROW / 2);
       } else {
         ctx.fillStyle = '#1b1f24';
         ctx.font = 'bold 12px system-ui, sans-serif';
@@ -491,7 +491,7 @@ class Timeline {
     }
     this.details.replaceChildren(
       h('h2', {}, `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`, ' ', h('a', { href: hashFor('object', { ...objectParams(o, o.clusterID), tz: this.params.tz }) }, 'open history')),
-      h('p', { class: 'muted' }, `${plural(o.n, 'change')}${o.alive ? '' : '; deleted at the end'}${o.gaps.length ? `; ${plural(o.gaps.length, 'gap')} in its streams` : ''}${o.n > 50 ? '; the latest 50:' : ':'}`),
+      h('p', { class: 'muted' }, `${plural(o.n, 'change')}${o.alive ? '' : o.m[o.m.length - 1] === MARK.INFERRED ? '; deleted at the end (inferred by a relist, no watch DELETED event)' : '; deleted at the end (a watch DELETED event)'}${o.gaps.length ? `; ${plural(o.gaps.length, 'gap')} in its streams` : ''}${o.n > 50 ? '; the latest 50:' : ':'}`),
       h('ol', { class: 'marks', reversed: true }, items));
   }
 

@@ -123,7 +123,8 @@ func TestRecordAndServe(t *testing.T) {
 	// user allowed get on the non-resource URL /metrics (the admin), not
 	// to bob (403) nor without a token (401): they name the namespaces.
 	code, text := get(base+"/metrics", "Authorization", "Bearer "+env.ConfigFor(testenv.UserAdmin).BearerToken)
-	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `cluster="` + clusterID + `"`} {
+	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `source_cluster="` + clusterID + `"`,
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/clusters"} 1` + "\n"} {
 		if code != http.StatusOK || !strings.Contains(text, want) {
 			t.Fatalf("GET /metrics as the admin: %d, want %q in\n%s", code, want, text)
 		}

@@ -127,8 +127,12 @@ func (h *handler) handle(path string, methods route) {
 		allow = append(allow, m)
 	}
 	feed := path == "watch"
+	timers := h.requestTimers(Prefix+path, methods)
 	h.mux.HandleFunc(Prefix+path, func(w http.ResponseWriter, r *http.Request) {
 		fn, ok := methods[r.Method]
+		if timer := timers[r.Method]; timer != nil {
+			defer h.observeSince(timer, h.cfg.clock.Now())
+		}
 		if !ok {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeJSON(w, http.StatusMethodNotAllowed, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))

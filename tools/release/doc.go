@@ -7,8 +7,9 @@
 //     go.work replacements that resolve them here, to the version, and
 //     commits that when anything changed;
 //  3. it tags every published module at that commit: vX.Y.Z for the core
-//     module, cmd/kubectl-krply/vX.Y.Z, storage/postgres/vX.Y.Z and
-//     krplytest/crtest/vX.Y.Z (a tag that exists must name that commit);
+//     module, cmd/kubectl-krply/vX.Y.Z, storage/postgres/vX.Y.Z,
+//     krplytest/crtest/vX.Y.Z and crutil/vX.Y.Z (a tag that exists must
+//     name that commit);
 //  4. it writes the modules' zips (golang.org/x/mod/zip, from the tags) as a
 //     file-based Go module proxy, dist/proxy;
 //  5. it builds the plugin for each platform with go install

@@ -71,6 +71,9 @@ type (
 	CompareOption = materialize.CompareOption
 	// Materializer answers the queries (materialize.Materializer).
 	Materializer = materialize.Materializer
+	// Querier is what a Journal and the query API's Go client
+	// (server/client) both answer, alike (materialize.Querier).
+	Querier = materialize.Querier
 	// Plan is a reviewed-before-applied replay.
 	Plan = replay.Plan
 	// Policy decides what a replay plan may contain.

@@ -200,7 +200,7 @@ func TestRecordAndServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotHist, err := c.History(ctx, settings, client.HistoryQuery{})
+		gotHist, err := c.History(ctx, settings)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,11 +220,11 @@ func TestRecordAndServe(t *testing.T) {
 	}
 
 	// RBAC decides: alice reads ns, bob does not, nobody anonymous.
-	if _, err := as(testenv.UserAlice).History(ctx, settings, client.HistoryQuery{}); err != nil {
+	if _, err := as(testenv.UserAlice).History(ctx, settings); err != nil {
 		t.Errorf("alice reads %s: %v", ns, err)
 	}
 	var e *server.Error
-	if _, err := as(testenv.UserBob).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+	if _, err := as(testenv.UserBob).History(ctx, settings); !errors.As(err, &e) || e.Status != http.StatusForbidden {
 		t.Errorf("bob reads %s: %v; want 403", ns, err)
 	}
 	if _, err := as(testenv.UserAlice).Snapshot(ctx, materialize.Scope{ClusterID: clusterID}, time.Now()); !errors.As(err, &e) || e.Status != http.StatusForbidden {

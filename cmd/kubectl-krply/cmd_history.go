@@ -36,7 +36,7 @@ missing.`,
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd, "wide")
-	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status (with --journal only)")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
 		if err != nil {
@@ -58,7 +58,11 @@ func (e *env) history(ctx context.Context, arg string, ignoreStatus bool) (*mate
 		return nil, err
 	}
 	defer src.Close()
-	h, err := src.History(ctx, obj, ignoreStatus)
+	var opts []materialize.HistoryOption
+	if ignoreStatus {
+		opts = append(opts, materialize.IncludeStatus(false))
+	}
+	h, err := src.History(ctx, obj, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", objectName(obj), err)
 	}
@@ -203,7 +207,7 @@ manager from managedFields, which names a client, not a user). The row
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd)
-	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields (with --journal only)")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		h, err := e.history(cmd.Context(), args[0], ignoreStatus)
 		if err != nil {

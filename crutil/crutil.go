@@ -172,4 +172,3 @@ func (s *stepDownSink) WithValues(kv ...any) logr.LogSink {
 func (s *stepDownSink) WithName(name string) logr.LogSink {
 	return &stepDownSink{LogSink: s.LogSink.WithName(name), stopping: s.stopping}
 }
-

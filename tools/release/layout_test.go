@@ -38,7 +38,7 @@ var layers = [][]string{
 	// Test harnesses, tests, tools, examples and commands: nothing imports
 	// them but their own kind.
 	{"krplytest", "internal/testing", "storage/transfer/transfertest", "storage/postgres/internal", "tools",
-		"examples", "deploy", "cmd", "recorder/recordertest", "server/ui/browsertest"},
+		"examples", "deploy", "cmd", "recorder/recordertest", "server/ui/browsertest", "server/openapitest"},
 }
 
 // layerOf is the layer of a package path relative to the core module, or

@@ -5,6 +5,8 @@ import (
 	"time"
 )
 
+var _ Querier = (*Journal)(nil)
+
 // The Journal's queries and writes forward to its Materializer and Planner;
 // TestJournalForwardsEveryMethod fails when either gains an exported method
 // the Journal neither forwards nor deliberately leaves out.

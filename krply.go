@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
+	"github.com/krply/krply/internal/buildinfo"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -25,42 +25,7 @@ import (
 // module@version), or "(devel)" when built from a working tree, where no
 // version applies. It is read from the build information, so no constant
 // can disagree with the tag a release was built from.
-func Version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return develVersion
-	}
-	return moduleVersion(info)
-}
-
-// develVersion is what Version returns without a module version.
-const develVersion = "(devel)"
-
-// modulePath is this module's path.
-const modulePath = "github.com/krply/krply"
-
-// moduleVersion is this module's version in info: the main module's when
-// this module is the main module, else the dependency's (its replacement's
-// when it is replaced by a version).
-func moduleVersion(info *debug.BuildInfo) string {
-	m := &info.Main
-	if m.Path != modulePath {
-		m = nil
-		for _, d := range info.Deps {
-			if d.Path == modulePath {
-				m = d
-				if d.Replace != nil {
-					m = d.Replace
-				}
-				break
-			}
-		}
-	}
-	if m == nil || m.Version == "" {
-		return develVersion
-	}
-	return m.Version
-}
+func Version() string { return buildinfo.Version() }
 
 // Sentinel errors, the same values as storage's: errors.Is(err,
 // ErrInvalidArgument), errors.Is(err, ErrNotFound) and errors.Is(err,
@@ -114,6 +79,9 @@ type (
 	Predicate = materialize.Predicate
 	// Materializer answers the queries (materialize.Materializer).
 	Materializer = materialize.Materializer
+	// Querier is what a Journal and the query API's Go client
+	// (server/client) both answer, alike (materialize.Querier).
+	Querier = materialize.Querier
 	// Plan is a reviewed-before-applied replay.
 	Plan = replay.Plan
 	// Policy decides what a replay plan may contain.

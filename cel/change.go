@@ -57,12 +57,21 @@ func CompileChange(expression string, opts ...Option) (*ChangeExpression, error)
 func (c *ChangeExpression) String() string { return c.e.source }
 
 // Filter returns the change filter of one request, with its own budget.
-func (c *ChangeExpression) Filter() *ChangeFilter { return &ChangeFilter{p: c.e.Predicate()} }
+func (c *ChangeExpression) Filter() *ChangeFilter {
+	return &ChangeFilter{p: c.e.Predicate(), text: c.e.source}
+}
 
 // ChangeFilter is a ChangeExpression's filter for one request: a
 // materialize.ChangeFilter with the request's budget. It is not safe for
 // concurrent use.
-type ChangeFilter struct{ p *Predicate }
+type ChangeFilter struct {
+	p    *Predicate
+	text string
+}
+
+// Expression is the filter's expression as it was compiled: what a Go
+// client of the query API sends for it.
+func (f *ChangeFilter) Expression() string { return f.text }
 
 var _ materialize.ChangeFilter = (*ChangeFilter)(nil)
 

@@ -85,19 +85,19 @@ func TestQueryAPIWithTheRecordersRole(t *testing.T) {
 	}
 	clusterID := rec.WaitFor(ctx, regexp.MustCompile(`\(cluster (\S+)\)`))
 	settings := storage.ObjectID{ClusterID: clusterID[1], Resource: "configmaps", Namespace: ns, Name: "settings"}
-	h, err := alice.History(ctx, settings, client.HistoryQuery{})
+	h, err := alice.History(ctx, settings)
 	if err != nil || len(h.Versions()) != 1 {
 		t.Fatalf("alice, a history reader in %s: %v; want the ConfigMap's one version", ns, err)
 	}
 	var e *server.Error
-	if _, err := as(testenv.UserBob).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+	if _, err := as(testenv.UserBob).History(ctx, settings); !errors.As(err, &e) || e.Status != http.StatusForbidden {
 		t.Errorf("bob, bound to nothing: %v; want 403", err)
 	}
-	if _, err := as(testenv.UserNobody).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+	if _, err := as(testenv.UserNobody).History(ctx, settings); !errors.As(err, &e) || e.Status != http.StatusForbidden {
 		t.Errorf("nobody: %v; want 403", err)
 	}
 	stranger, _ := client.New(base, client.WithToken("not-a-token"))
-	if _, err := stranger.History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
+	if _, err := stranger.History(ctx, settings); !errors.As(err, &e) || e.Status != http.StatusUnauthorized {
 		t.Errorf("an unknown token: %v; want 401", err)
 	}
 }

@@ -42,6 +42,8 @@ type queryConfig struct {
 	limit          int
 	after          string
 	changeFilter   ChangeFilter
+	// custom names the comparison options given other than IncludeStatus.
+	custom []string
 }
 
 // IncludeStatus says whether comparisons include the status field. The
@@ -52,13 +54,19 @@ func IncludeStatus(include bool) CompareOption {
 
 // WithIgnoreRules adds ignore rules to comparisons.
 func WithIgnoreRules(rules ...IgnoreRule) CompareOption {
-	return compareOption(func(c *queryConfig) { c.rules = append(c.rules, rules...) })
+	return compareOption(func(c *queryConfig) {
+		c.rules = append(c.rules, rules...)
+		c.custom = append(c.custom, "WithIgnoreRules")
+	})
 }
 
 // WithoutDefaultIgnores compares the server-owned fields too (see
 // DefaultIgnorePointers).
 func WithoutDefaultIgnores() CompareOption {
-	return compareOption(func(c *queryConfig) { c.defaultIgnores = false })
+	return compareOption(func(c *queryConfig) {
+		c.defaultIgnores = false
+		c.custom = append(c.custom, "WithoutDefaultIgnores")
+	})
 }
 
 // WithMergeKeys matches the items of lists held in fields named field by the
@@ -66,6 +74,7 @@ func WithoutDefaultIgnores() CompareOption {
 func WithMergeKeys(field string, keys ...string) CompareOption {
 	return compareOption(func(c *queryConfig) {
 		c.mergeKeys[field] = append(slices.Clone(keys), c.mergeKeys[field]...)
+		c.custom = append(c.custom, "WithMergeKeys")
 	})
 }
 
@@ -129,13 +138,19 @@ func newHistoryConfig(opts []HistoryOption) (queryConfig, compareConfig, error) 
 // over the defaults; they leave status out unless IncludeStatus says
 // otherwise.
 func newCompareConfig(opts []CompareOption) (compareConfig, error) {
+	return compareQuery(opts).compareConfig(false)
+}
+
+// compareQuery applies the options of a Diff or CompareObjects call over
+// the defaults.
+func compareQuery(opts []CompareOption) queryConfig {
 	qc := defaultQueryConfig()
 	for _, o := range opts {
 		if o != nil {
 			o.applyCompare(&qc)
 		}
 	}
-	return qc.compareConfig(false)
+	return qc
 }
 
 func defaultQueryConfig() queryConfig {
@@ -154,4 +169,51 @@ func (qc queryConfig) compareConfig(statusDefault bool) (compareConfig, error) {
 		cc.includeStatus = *qc.includeStatus
 	}
 	return cc, nil
+}
+
+// Params are what the options of a History or Diff call ask for, resolved
+// for a client that sends the question to krply's query API
+// (server/client) instead of answering it here.
+type Params struct {
+	// Since, Until, StreamID, Limit and After are the arguments of the
+	// options of those names (zero when not given).
+	Since, Until time.Time
+	StreamID     string
+	Limit        int
+	After        string
+	// IncludeStatus is IncludeStatus's argument, nil when not given.
+	IncludeStatus *bool
+	// Custom names the comparison options given other than IncludeStatus
+	// (WithIgnoreRules, WithoutDefaultIgnores, WithMergeKeys), in order.
+	Custom []string
+	// ChangeFilter is WithChangeFilter's argument, nil when not given. A
+	// filter that can say its expression (an Expression() string method,
+	// as the CEL filters of github.com/krply/krply/cel do) can be sent to
+	// a query API, which compiles it again.
+	ChangeFilter ChangeFilter
+}
+
+// HistoryParams returns what the options of a History call ask for, or
+// the error History returns for them.
+func HistoryParams(opts ...HistoryOption) (Params, error) {
+	qc, _, err := newHistoryConfig(opts)
+	if err != nil {
+		return Params{}, err
+	}
+	return qc.params(), nil
+}
+
+// CompareParams returns what the options of a Diff call ask for, or the
+// error Diff returns for them.
+func CompareParams(opts ...CompareOption) (Params, error) {
+	qc := compareQuery(opts)
+	if _, err := qc.compareConfig(false); err != nil {
+		return Params{}, err
+	}
+	return qc.params(), nil
+}
+
+func (qc queryConfig) params() Params {
+	return Params{Since: qc.since, Until: qc.until, StreamID: qc.streamID, Limit: qc.limit, After: qc.after,
+		IncludeStatus: qc.includeStatus, Custom: slices.Clone(qc.custom), ChangeFilter: qc.changeFilter}
 }

@@ -3,8 +3,9 @@
 // reads the Collector's Status, the retention Keeper's Status and the
 // journal's Stats, and writes them. Mount NewHandler at /metrics.
 //
-// Per-stream metrics carry the labels cluster, group, version, resource
-// and namespace ("" for the core group, and for a cluster-scoped resource
+// Per-stream metrics carry the labels source_cluster (the recorded
+// cluster's ID; not "cluster", which many Prometheus set-ups add to every
+// target), group, version, resource and namespace ("" for the core group, and for a cluster-scoped resource
 // or one recorded across all namespaces), so that a query can select and
 // aggregate by each:
 //
@@ -29,4 +30,19 @@
 //	krply_retention_cut_timestamp_seconds where the history kept begins (0 before the first compaction)
 //	krply_retention_pressure              1 while the journal is over its size with nothing left to cut, or the disk is short
 //	krply_disk_free_bytes                 space left on the journal's file system (when a reserve is set)
+//	krply_build_info                      1, labelled with krply's version and Go's
+//
+// Latency histograms, measured where the work happens by Histograms (give
+// one to the Collector with watch.WithMetrics, to the query API with
+// server.WithRequestMetrics, and to the Handler with WithHistograms):
+//
+//	krply_append_duration_seconds         each append of a batch of records, until durable
+//	krply_relist_duration_seconds         each complete baseline (initial list or relist)
+//	krply_api_request_duration_seconds    each request of /api/v1 by method and route (not the change feed)
+//
+// Gather returns the same families for a Prometheus client library:
+// package github.com/krply/krply/crutil/prom (its own module) registers
+// them with a prometheus.Registerer, with the same names and labels.
+//
+// A Handler and Histograms are safe for concurrent use.
 package metrics

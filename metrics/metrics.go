@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/krply/krply/internal/buildinfo"
 	"github.com/krply/krply/retention"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/watch"
@@ -30,15 +33,23 @@ func WithCollector(c *watch.Collector) Option {
 // WithRetention reports the runs of k.
 func WithRetention(k *retention.Keeper) Option { return optionFunc(func(h *Handler) { h.keeper = k }) }
 
+// WithHistograms reports the latency distributions hs measures (give hs
+// to the Collector, watch.WithMetrics, and to the query API,
+// server.WithRequestMetrics, too).
+func WithHistograms(hs *Histograms) Option {
+	return optionFunc(func(h *Handler) { h.histograms = hs })
+}
+
 // WithStore reports the size of the journal r (a Stats query per scrape).
 func WithStore(r storage.Reader) Option { return optionFunc(func(h *Handler) { h.store = r }) }
 
 // Handler serves the metrics at every path and method GET or HEAD.
 type Handler struct {
-	collector *watch.Collector
-	keeper    *retention.Keeper
-	store     storage.Reader
-	now       func() time.Time
+	collector  *watch.Collector
+	keeper     *retention.Keeper
+	store      storage.Reader
+	histograms *Histograms
+	now        func() time.Time
 }
 
 // NewHandler returns a Handler reporting what the options name.
@@ -68,18 +79,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-// Family is one metric: its name, type ("counter" or "gauge"), help text
-// and samples. Gather returns them for a Prometheus client library's
+// Family is one metric: its name, type ("counter", "gauge" or
+// "histogram"), help text and samples. Gather returns them for a Prometheus client library's
 // collector; ServeHTTP writes them as text.
 type Family struct {
 	Name, Type, Help string
 	Samples          []Sample
 }
 
-// Sample is one value of a Family, with its labels in order.
+// Sample is one value of a Family, with its labels in order: Value for a
+// counter or a gauge, Histogram for a histogram.
 type Sample struct {
-	Labels []Label
-	Value  float64
+	Labels    []Label
+	Value     float64
+	Histogram *HistogramValue
 }
 
 // Label is a label's name and value.
@@ -88,7 +101,7 @@ type Label struct{ Name, Value string }
 // Gather returns the metrics now. It fails only when the journal's Stats
 // fail.
 func (h *Handler) Gather(ctx context.Context) ([]Family, error) {
-	var out []Family
+	out := []Family{buildInfo()}
 	if h.collector != nil {
 		out = append(out, h.streams()...)
 	}
@@ -105,6 +118,9 @@ func (h *Handler) Gather(ctx context.Context) ([]Family, error) {
 	if h.keeper != nil {
 		out = append(out, h.retention()...)
 	}
+	if h.histograms != nil {
+		out = append(out, h.histograms.families()...)
+	}
 	return out, nil
 }
 
@@ -119,21 +135,43 @@ func (h *Handler) Write(ctx context.Context, out *strings.Builder) error {
 	for _, f := range families {
 		fmt.Fprintf(out, "# HELP %s %s\n# TYPE %s %s\n", f.Name, help.Replace(f.Help), f.Name, f.Type)
 		for _, smp := range f.Samples {
-			out.WriteString(f.Name)
-			if len(smp.Labels) > 0 {
-				out.WriteByte('{')
-				for i, l := range smp.Labels {
-					if i > 0 {
-						out.WriteByte(',')
-					}
-					fmt.Fprintf(out, `%s="%s"`, l.Name, labelEscaper.Replace(l.Value))
-				}
-				out.WriteByte('}')
+			if smp.Histogram == nil {
+				writeSample(out, f.Name, smp.Labels, smp.Value)
+				continue
 			}
-			fmt.Fprintf(out, " %g\n", smp.Value)
+			for _, b := range smp.Histogram.Buckets {
+				writeSample(out, f.Name+"_bucket", append(smp.Labels[:len(smp.Labels):len(smp.Labels)], Label{"le", strconv.FormatFloat(b.UpperBound, 'g', -1, 64)}), float64(b.Count))
+			}
+			writeSample(out, f.Name+"_bucket", append(smp.Labels[:len(smp.Labels):len(smp.Labels)], Label{"le", "+Inf"}), float64(smp.Histogram.Count))
+			writeSample(out, f.Name+"_sum", smp.Labels, smp.Histogram.Sum)
+			writeSample(out, f.Name+"_count", smp.Labels, float64(smp.Histogram.Count))
 		}
 	}
 	return nil
+}
+
+// writeSample writes one sample line.
+func writeSample(out *strings.Builder, name string, labels []Label, v float64) {
+	out.WriteString(name)
+	if len(labels) > 0 {
+		out.WriteByte('{')
+		for i, l := range labels {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			fmt.Fprintf(out, `%s="%s"`, l.Name, labelEscaper.Replace(l.Value))
+		}
+		out.WriteByte('}')
+	}
+	fmt.Fprintf(out, " %g\n", v)
+}
+
+// buildInfo is krply_build_info: 1, labelled with the krply module's
+// version and the Go version the program was built with, in the manner of
+// Prometheus's own build_info metrics.
+func buildInfo() Family {
+	return Family{Name: "krply_build_info", Type: "gauge", Help: "Always 1, labelled with the version of krply and of Go the program was built with.",
+		Samples: []Sample{{Labels: []Label{{"version", buildinfo.Version()}, {"goversion", runtime.Version()}}, Value: 1}}}
 }
 
 var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
@@ -201,7 +239,7 @@ func (h *Handler) retention() []Family {
 }
 
 func streamLabels(st watch.StreamStatus) []Label {
-	return []Label{{"cluster", st.Stream.ClusterID}, {"group", st.Stream.Group}, {"version", st.Stream.Version},
+	return []Label{{"source_cluster", st.Stream.ClusterID}, {"group", st.Stream.Group}, {"version", st.Stream.Version},
 		{"resource", st.Stream.Resource}, {"namespace", st.Stream.Namespace}}
 }
 

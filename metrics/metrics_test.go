@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 	"github.com/krply/krply/krplytest"
 	"github.com/krply/krply/metrics"
 	"github.com/krply/krply/retention"
+	"github.com/krply/krply/watch"
 )
 
-var sampleLine = regexp.MustCompile(`^[a-z_]+(\{([a-z]+="(\\.|[^"\\])*",?)*\})? -?[0-9.e+-]+$`)
+var sampleLine = regexp.MustCompile(`^[a-z_]+(\{([a-z_]+="(\\.|[^"\\])*",?)*\})? -?[0-9.e+-]+$`)
 
 // scrape returns the body of a GET of h, failing on a malformed line.
 func scrape(t *testing.T, h http.Handler) string {
@@ -42,7 +44,7 @@ func scrape(t *testing.T, h http.Handler) string {
 }
 
 // The metrics of a recording Collector, its journal and its retention, with
-// cluster, resource and namespace as separate labels.
+// source cluster, resource and namespace as separate labels.
 func TestHandler(t *testing.T) {
 	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"namespace": "shop", "name": "web", "uid": "u1"}, "data": map[string]any{"k": "v"}}}
@@ -56,7 +58,7 @@ func TestHandler(t *testing.T) {
 	}
 	h := metrics.NewHandler(metrics.WithCollector(c.Collector), metrics.WithStore(c.Store), metrics.WithRetention(k))
 	body := scrape(t, h)
-	labels := `{cluster="c1",group="",version="v1",resource="configmaps",namespace=""}`
+	labels := `{source_cluster="c1",group="",version="v1",resource="configmaps",namespace=""}`
 	for _, want := range []string{
 		"# TYPE krply_stream_events_total counter",
 		"krply_stream_events_total" + labels + " 1\n",
@@ -109,7 +111,46 @@ func TestHandler(t *testing.T) {
 func TestEscaping(t *testing.T) {
 	c := krplytest.NewCluster(t, krplytest.WithResources("cm"), krplytest.WithClusterID("a\"b\\c\nd"))
 	body := scrape(t, metrics.NewHandler(metrics.WithCollector(c.Collector)))
-	if !strings.Contains(body, `cluster="a\"b\\c\nd"`) {
+	if !strings.Contains(body, `source_cluster="a\"b\\c\nd"`) {
 		t.Fatalf("cluster label not escaped:\n%s", body)
+	}
+}
+
+// The histograms of a Collector's appends and baselines and of the query
+// API's requests are served as Prometheus histograms: cumulative buckets
+// up to +Inf, sum and count; krply_build_info says the version.
+func TestHistograms(t *testing.T) {
+	hs := metrics.NewHistograms()
+	c := krplytest.NewCluster(t, krplytest.WithResources("cm"), krplytest.WithCollectorOptions(watch.WithMetrics(hs)))
+	hs.NewRequestSeconds("GET", "/api/v1/object").Observe(0.003)
+	hs.NewRequestSeconds("GET", "/api/v1/object").Observe(0.2)
+	hs.NewRequestSeconds("GET", "/api/v1/diff").Observe(20)
+	body := scrape(t, metrics.NewHandler(metrics.WithCollector(c.Collector), metrics.WithHistograms(hs)))
+	for _, want := range []string{
+		"# TYPE krply_api_request_duration_seconds histogram\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/object",le="0.0025"} 0` + "\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/object",le="0.005"} 1` + "\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/object",le="0.25"} 2` + "\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/object",le="+Inf"} 2` + "\n",
+		`krply_api_request_duration_seconds_sum{method="GET",route="/api/v1/object"} 0.203` + "\n",
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/object"} 2` + "\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/diff",le="10"} 0` + "\n",
+		`krply_api_request_duration_seconds_bucket{method="GET",route="/api/v1/diff",le="+Inf"} 1` + "\n",
+		// The Collector's initial list: one baseline, at least one append.
+		"# TYPE krply_relist_duration_seconds histogram\n",
+		"krply_relist_duration_seconds_count 1\n",
+		"# TYPE krply_append_duration_seconds histogram\n",
+		`krply_build_info{version="(devel)",goversion="` + runtime.Version() + `"} 1` + "\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "krply_append_duration_seconds_count 0\n") {
+		t.Errorf("no append observed:\n%s", body)
+	}
+	// diff sorts before object.
+	if strings.Index(body, `route="/api/v1/diff"`) > strings.Index(body, `route="/api/v1/object"`) {
+		t.Errorf("request histograms not in route order:\n%s", body)
 	}
 }

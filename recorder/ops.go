@@ -56,7 +56,7 @@ type ops struct {
 
 // startOps runs retention and the --metrics-addr endpoints until ctx ends
 // or wait is called.
-func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collector) (o *ops, err error) {
+func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collector, hs *metrics.Histograms) (o *ops, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		if err != nil {
@@ -78,11 +78,17 @@ func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collec
 			_ = o.keeper.Run(ctx) // returns nil when ctx ends; failures are in its Status
 		}()
 	}
-	mopts := []metrics.Option{metrics.WithCollector(rec), metrics.WithStore(j.Store())}
+	mopts := []metrics.Option{metrics.WithCollector(rec), metrics.WithStore(j.Store()), metrics.WithHistograms(hs)}
 	if o.keeper != nil {
 		mopts = append(mopts, metrics.WithRetention(o.keeper))
 	}
-	o.metrics = metrics.NewHandler(mopts...)
+	mh := metrics.NewHandler(mopts...)
+	o.metrics = mh
+	if c.MetricsHandler != nil {
+		if o.metrics, err = c.MetricsHandler(mh); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	var srv *http.Server
 	srvDone := make(chan error, 1)
 	if c.MetricsAddr != "" {

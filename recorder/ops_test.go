@@ -104,9 +104,10 @@ func TestOperatorFlags(t *testing.T) {
 		t.Fatalf("/metrics = %d", code)
 	}
 	for _, want := range []string{
-		`krply_stream_recording{cluster="`, `,group="",version="v1",resource="configmaps",namespace=""} 1`,
+		`krply_stream_recording{source_cluster="`, `,group="",version="v1",resource="configmaps",namespace=""} 1`,
 		`group="apps",version="v1",resource="deployments"`, "krply_synced 1", "krply_journal_used_bytes ",
 		"krply_retention_runs_total 1", "krply_retention_pressure 0", "krply_disk_free_bytes ",
+		"krply_relist_duration_seconds_count ", "krply_append_duration_seconds_count ", "krply_build_info{version=",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/metrics"
 	"github.com/krply/krply/storage/sqlite"
 	"github.com/krply/krply/watch"
 )
@@ -96,6 +97,13 @@ type Config struct {
 	// (server.WithConditions); the plugin gives CEL's (module
 	// github.com/krply/krply/cel). Without it the route answers 501.
 	Conditions materialize.Conditions
+
+	// MetricsHandler, when set, makes the handler of /metrics (on
+	// MetricsAddr and on Listen) from krply's metrics: the plugin's
+	// record command serves them through the Prometheus client library,
+	// with the Go runtime's and the process's metrics beside them. By
+	// default krply's are served alone, by package metrics.
+	MetricsHandler func(*metrics.Handler) (http.Handler, error)
 }
 
 // Run records until ctx ends, printing its progress and status lines on
@@ -132,13 +140,15 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		return err
 	}
 	defer closeJournal()
-	rec, err := j.NewCollectorForConfig(cfg)
+	// The latency histograms of the Collector and the query API.
+	hs := metrics.NewHistograms()
+	rec, err := j.NewCollectorForConfig(cfg, watch.WithMetrics(hs))
 	if err != nil {
 		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
-	o, err := startOps(ctx, c, j, rec)
+	o, err := startOps(ctx, c, j, rec, hs)
 	if err != nil {
 		stop()
 		return errors.Join(err, <-done)
@@ -150,7 +160,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	}()
 	var serving <-chan error
 	if c.Listen != "" {
-		if serving, err = serveAPI(ctx, out, c, j, cfg, o.ready(rec), o.metrics); err != nil {
+		if serving, err = serveAPI(ctx, out, c, j, cfg, o.ready(rec), o.metrics, hs); err != nil {
 			stop()
 			<-done
 			return err

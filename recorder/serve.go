@@ -49,10 +49,14 @@ func (c *Config) Check() error {
 // serveAPI starts serving the query API over j until ctx ends; the
 // returned channel reports why serving stopped (nil after ctx ended). cfg
 // is the recorder's cluster (nil with --serve-only), rec its readiness,
-// metrics its Prometheus handler (both nil with --serve-only), served at
+// metrics its Prometheus handler and requests the histograms of the
+// requests' durations (all nil with --serve-only), served at
 // /metrics behind the API's authentication (server.WithMetrics).
-func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec server.Recorder, metrics http.Handler) (<-chan error, error) {
+func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec server.Recorder, metrics http.Handler, requests server.RequestMetricsProvider) (<-chan error, error) {
 	opts := []server.Option{}
+	if requests != nil {
+		opts = append(opts, server.WithRequestMetrics(requests))
+	}
 	if rec != nil {
 		opts = append(opts, server.WithRecorder(rec))
 	}
@@ -147,7 +151,7 @@ func serveOnly(ctx context.Context, out io.Writer, c Config) error {
 		return fmt.Errorf("--serve-only: %w", err)
 	}
 	defer closeJournal()
-	stopped, err := serveAPI(ctx, out, c, j, nil, nil, nil)
+	stopped, err := serveAPI(ctx, out, c, j, nil, nil, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,8 @@ func TestRecordAndServe(t *testing.T) {
 	// user allowed get on the non-resource URL /metrics (the admin), not
 	// to bob (403) nor without a token (401): they name the namespaces.
 	code, text := get(base+"/metrics", "Authorization", "Bearer "+env.ConfigFor(testenv.UserAdmin).BearerToken)
-	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `cluster="` + clusterID + `"`} {
+	for _, want := range []string{"\nkrply_synced 1\n", `namespace="` + ns + `"`, `source_cluster="` + clusterID + `"`,
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/clusters"} 1` + "\n"} {
 		if code != http.StatusOK || !strings.Contains(text, want) {
 			t.Fatalf("GET /metrics as the admin: %d, want %q in\n%s", code, want, text)
 		}
@@ -199,7 +200,7 @@ func TestRecordAndServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotHist, err := c.History(ctx, settings, client.HistoryQuery{})
+		gotHist, err := c.History(ctx, settings)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,11 +220,11 @@ func TestRecordAndServe(t *testing.T) {
 	}
 
 	// RBAC decides: alice reads ns, bob does not, nobody anonymous.
-	if _, err := as(testenv.UserAlice).History(ctx, settings, client.HistoryQuery{}); err != nil {
+	if _, err := as(testenv.UserAlice).History(ctx, settings); err != nil {
 		t.Errorf("alice reads %s: %v", ns, err)
 	}
 	var e *server.Error
-	if _, err := as(testenv.UserBob).History(ctx, settings, client.HistoryQuery{}); !errors.As(err, &e) || e.Status != http.StatusForbidden {
+	if _, err := as(testenv.UserBob).History(ctx, settings); !errors.As(err, &e) || e.Status != http.StatusForbidden {
 		t.Errorf("bob reads %s: %v; want 403", ns, err)
 	}
 	if _, err := as(testenv.UserAlice).Snapshot(ctx, materialize.Scope{ClusterID: clusterID}, time.Now()); !errors.As(err, &e) || e.Status != http.StatusForbidden {

@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"net/http"
+	"time"
+
+	"github.com/krply/krply/watch"
 )
 
 // metricsPath is where WithMetrics serves its handler, and the
@@ -47,4 +50,44 @@ func (h *handler) mountMetrics() {
 		}
 		h.cfg.metrics.ServeHTTP(w, r)
 	})
+}
+
+// RequestMetricsProvider makes the histograms of the query API's request
+// durations, one per method and route (the route as registered, e.g.
+// "/api/v1/snapshots/{id}", so that its values are bounded), in the
+// manner of client-go's workqueue.MetricsProvider. metrics.Histograms
+// implements it; a Prometheus HistogramVec's WithLabelValues does the
+// same work.
+type RequestMetricsProvider interface {
+	// NewRequestSeconds is called once per method and route, when the
+	// handler is built.
+	NewRequestSeconds(method, route string) watch.Histogram
+}
+
+// WithRequestMetrics observes the seconds each request of /api/v1 takes,
+// from its arrival (its wait for a turn among the requests in flight included) until its answer is written, in p's histograms by
+// method and route; the change feed (/api/v1/watch), which lasts as long
+// as its client, is not observed. A nil p is a configuration error.
+func WithRequestMetrics(p RequestMetricsProvider) Option {
+	return optionFunc(func(c *config) { c.requestMetrics, c.requestMetricsSet = p, true })
+}
+
+// requestTimers are the histograms of a route's methods, by method; nil
+// without WithRequestMetrics and for the change feed.
+func (h *handler) requestTimers(route string, methods route) map[string]watch.Histogram {
+	if h.cfg.requestMetrics == nil || route == Prefix+"watch" {
+		return nil
+	}
+	timers := map[string]watch.Histogram{}
+	for m := range methods {
+		timers[m] = h.cfg.requestMetrics.NewRequestSeconds(m, route)
+	}
+	return timers
+}
+
+// observeSince observes the seconds since start in timer, when there is one.
+func (h *handler) observeSince(timer watch.Histogram, start time.Time) {
+	if timer != nil {
+		timer.Observe(h.cfg.clock.Since(start).Seconds())
+	}
 }

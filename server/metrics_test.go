@@ -151,3 +151,39 @@ func TestDelegatedAuthMetrics(t *testing.T) {
 		}
 	}
 }
+
+// WithRequestMetrics observes each request of /api/v1 in the histogram of
+// its method and route (the route as registered, not the path asked), and
+// the change feed in none.
+func TestRequestMetrics(t *testing.T) {
+	j := newRecorded(t)
+	hs := metrics.NewHistograms()
+	_, u := j.serve(server.WithRequestMetrics(hs), server.WithMetrics(metrics.NewHandler(metrics.WithHistograms(hs))))
+	for _, path := range []string{"/api/v1/clusters", "/api/v1/clusters", "/api/v1/snapshots/no-such-id", "/api/v1/watch?cursor=0"} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close() // the feed's first answer is enough
+	}
+	wantError(t, http.MethodPost, u+"/api/v1/snapshots/x", "", http.StatusMethodNotAllowed, server.CodeMethodNotAllowed, "")
+	_, body := scrape(t, u+"/metrics")
+	for _, want := range []string{
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/clusters"} 2` + "\n",
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/snapshots/{id}"} 1` + "\n",
+		`krply_api_request_duration_seconds_count{method="POST",route="/api/v1/snapshots"} 0` + "\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	for _, not := range []string{`route="/api/v1/watch"`, `route="/api/v1/snapshots/x"`, `method="POST",route="/api/v1/snapshots/{id}"`} {
+		if strings.Contains(body, not) {
+			t.Errorf("metrics have %q:\n%s", not, body)
+		}
+	}
+}

@@ -102,6 +102,13 @@ func (h *handler) history(r *http.Request, u *user) (int, any, error) {
 		}
 		opts = append(opts, materialize.WithChangeFilter(f))
 	}
+	if p.q.Has("includeStatus") {
+		status, err := p.boolean("includeStatus", true)
+		if err != nil {
+			return 0, nil, err
+		}
+		opts = append(opts, materialize.IncludeStatus(status))
+	}
 	limit, cur, err := p.pageOf(h.cfg.maxPage)
 	if err != nil {
 		return 0, nil, err

@@ -57,33 +57,35 @@ type Recorder interface {
 }
 
 type config struct {
-	log            logr.Logger
-	clock          clock.PassiveClock
-	recorder       Recorder
-	writes         bool
-	dryRun         *replay.Cluster
-	apply          *replay.Cluster
-	auditor        *audit.Correlator
-	auditSet       bool
-	auditOpts      []audit.HandlerOption
-	tokenFile      string
-	tokenReviews   authenticationv1.TokenReviewInterface
-	accessReviews  authorizationv1.SubjectAccessReviewInterface
-	authTTL        time.Duration
-	maxPage        int
-	maxRange       time.Duration
-	maxBody        int64
-	timeout        time.Duration
-	poll           time.Duration
-	inFlight       int
-	keepalive      time.Duration
-	maxFeeds       int
-	notifier       AppendNotifier
-	plannerOptions []replay.Option
-	ui             bool         // WithUI (ui.go)
-	metrics        http.Handler // WithMetrics (metrics.go)
-	metricsSet     bool
-	conditions     materialize.Conditions // WithConditions (find.go)
+	log               logr.Logger
+	clock             clock.PassiveClock
+	recorder          Recorder
+	writes            bool
+	dryRun            *replay.Cluster
+	apply             *replay.Cluster
+	auditor           *audit.Correlator
+	auditSet          bool
+	auditOpts         []audit.HandlerOption
+	tokenFile         string
+	tokenReviews      authenticationv1.TokenReviewInterface
+	accessReviews     authorizationv1.SubjectAccessReviewInterface
+	authTTL           time.Duration
+	maxPage           int
+	maxRange          time.Duration
+	maxBody           int64
+	timeout           time.Duration
+	poll              time.Duration
+	inFlight          int
+	keepalive         time.Duration
+	maxFeeds          int
+	notifier          AppendNotifier
+	plannerOptions    []replay.Option
+	ui                bool         // WithUI (ui.go)
+	metrics           http.Handler // WithMetrics (metrics.go)
+	metricsSet        bool
+	requestMetrics    RequestMetricsProvider // WithRequestMetrics (metrics.go)
+	requestMetricsSet bool
+	conditions        materialize.Conditions // WithConditions (find.go)
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -130,6 +132,8 @@ func newConfig(opts []Option) (*config, error) {
 		return nil, bad("WithMaxFeeds(%d): want 1 or more", c.maxFeeds)
 	case c.auditSet && c.auditor == nil:
 		return nil, bad("WithAuditWebhook(nil): give the audit.Correlator that records the correlations")
+	case c.requestMetricsSet && c.requestMetrics == nil:
+		return nil, bad("WithRequestMetrics(nil): give the provider (e.g. metrics.NewHistograms), or leave the option out")
 	case c.metricsSet && c.metrics == nil:
 		return nil, bad("WithMetrics(nil): give the http.Handler that serves the metrics (e.g. metrics.NewHandler), or leave the option out")
 	case (c.tokenReviews == nil) != (c.accessReviews == nil):

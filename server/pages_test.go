@@ -137,7 +137,7 @@ func TestSnapshotAndDiffPages(t *testing.T) {
 	if len(page.Objects) != 1 || page.Next == "" || !page.HasGaps {
 		t.Fatalf("first page of the diff: %d objects, next %q, hasGaps %v; want 1, more, the gap", len(page.Objects), page.Next, page.HasGaps)
 	}
-	d, err := c.Diff(ctx, cluster, at(0.5), at(10), false)
+	d, err := c.Diff(ctx, cluster, at(0.5), at(10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -330,7 +330,7 @@ func TestObjectAndHistory(t *testing.T) {
 		t.Errorf("deployment web: %+v", web)
 	}
 
-	hist, err := c.History(ctx, settings, client.HistoryQuery{})
+	hist, err := c.History(ctx, settings)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestObjectAndHistory(t *testing.T) {
 	if vs := hist.Versions(); len(vs) != 4 || len(vs[3].Provenance) != 1 || vs[3].Provenance[0].User != "alice" {
 		t.Errorf("history of settings: %d versions; want the baseline and three changes, the last by alice", len(vs))
 	}
-	cut, err := c.History(ctx, settings, client.HistoryQuery{Limit: 2, Since: at(0.5)})
+	cut, err := c.History(ctx, settings, materialize.Limit(2), materialize.Since(at(0.5)))
 	if err != nil || len(cut.Versions()) != 2 || cut.Next == "" {
 		t.Errorf("history cut at 2: %+v, %v; want 2 versions and the cursor of the rest", cut, err)
 	}
@@ -352,7 +352,7 @@ func TestObjectAndHistory(t *testing.T) {
 	if !errors.As(err, &e) || e.Status != http.StatusNotFound || !errors.Is(err, &server.Error{Code: server.CodeNotFound}) {
 		t.Errorf("an object never recorded: %v; want 404 not_found", err)
 	}
-	_, err = c.History(ctx, storage.ObjectID{ClusterID: "c1", Resource: "secrets", Namespace: "shop", Name: "db"}, client.HistoryQuery{})
+	_, err = c.History(ctx, storage.ObjectID{ClusterID: "c1", Resource: "secrets", Namespace: "shop", Name: "db"})
 	if !errors.As(err, &e) || e.Status != http.StatusForbidden || e.Code != server.CodeSecret {
 		t.Errorf("history of a Secret: %v; want 403 secret", err)
 	}
@@ -394,7 +394,7 @@ func TestSnapshotAndDiff(t *testing.T) {
 		t.Errorf("snapshot of other inside its gap: %+v, %v; want incomplete, the stream missing", other, err)
 	}
 
-	d, err := c.Diff(ctx, materialize.Scope{ClusterID: "c1"}, at(0.5), at(10), false)
+	d, err := c.Diff(ctx, materialize.Scope{ClusterID: "c1"}, at(0.5), at(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,7 +408,7 @@ func TestSnapshotAndDiff(t *testing.T) {
 	if !d.HasGaps || len(d.Gaps) != 1 || !strings.Contains(strings.Join(d.Warnings, " "), "Secrets left out") {
 		t.Errorf("diff across other's gap: hasGaps %v, gaps %d, warnings %q; want the gap and the Secret left out", d.HasGaps, len(d.Gaps), d.Warnings)
 	}
-	withStatus, err := c.Diff(ctx, materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}, Resources: []schema.GroupResource{{Group: "apps", Resource: "deployments"}}}, at(0.5), at(10), true)
+	withStatus, err := c.Diff(ctx, materialize.Scope{ClusterID: "c1", Namespaces: []string{"shop"}, Resources: []schema.GroupResource{{Group: "apps", Resource: "deployments"}}}, at(0.5), at(10), materialize.IncludeStatus(true))
 	if err != nil || len(withStatus.Objects) != 1 {
 		t.Fatalf("diff of shop's deployments with status: %+v, %v", withStatus, err)
 	}
@@ -440,15 +440,15 @@ func TestHistoryCursor(t *testing.T) {
 		write(at(8 + float64(i/3))) // three versions an instant
 	}
 	var paged []materialize.Entry
-	hq := client.HistoryQuery{Limit: 3}
+	after := ""
 	pages := 0
-	for ; pages == 0 || hq.Cursor != ""; pages++ {
-		h, err := c.History(ctx, settings, hq)
+	for ; pages == 0 || after != ""; pages++ {
+		h, err := c.History(ctx, settings, materialize.Limit(3), materialize.After(after))
 		if err != nil {
 			t.Fatalf("page %d: %v", pages, err)
 		}
 		paged = append(paged, h.Entries...)
-		hq.Cursor = h.Next
+		after = h.Next
 		if vs := h.Versions(); pages < 3 && len(vs) > 0 {
 			write(vs[len(vs)-1].ObservedAt)
 			write(vs[len(vs)-1].ObservedAt.Add(-time.Second))
@@ -476,12 +476,12 @@ func TestHistoryCursor(t *testing.T) {
 	}
 	sameJSON(t, "the paged history's entries", paged, whole.Entries)
 
-	first, err := c.History(ctx, settings, client.HistoryQuery{Limit: 2})
+	first, err := c.History(ctx, settings, materialize.Limit(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var e *server.Error
-	if _, err := c.History(ctx, settings, client.HistoryQuery{Limit: 2, Cursor: first.Next, Since: at(1)}); !errors.As(err, &e) || e.Code != server.CodeInvalidCursor {
+	if _, err := c.History(ctx, settings, materialize.Limit(2), materialize.After(first.Next), materialize.Since(at(1))); !errors.As(err, &e) || e.Code != server.CodeInvalidCursor || !errors.Is(err, storage.ErrInvalidArgument) {
 		t.Errorf("a cursor of another query: %v; want 400 invalid_cursor", err)
 	}
 	wantError(t, http.MethodGet, base+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&cursor=bm9wZQ", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,9 @@ type handler struct {
 	webhook http.Handler
 	// broken is the configuration error every request answers with.
 	broken error
+	// served are the methods of each route of /api/v1 registered, by path
+	// (for the test that holds the OpenAPI document equal to them).
+	served map[string][]string
 
 	streamsMu sync.Mutex
 	streamsAt time.Time
@@ -109,6 +114,7 @@ func (h *handler) routes() {
 	h.handle("plans/{id}/apply", route{http.MethodPost: h.jsonRoute(h.applyPlan)})
 	h.handle("audit", route{http.MethodPost: h.auditWebhook})
 	h.handle("watch", route{http.MethodGet: h.watch})
+	h.handle("openapi.json", route{http.MethodGet: h.jsonRoute(h.openAPI)}) // openapi.go
 	if h.cfg.metrics != nil {
 		h.mountMetrics() // metrics.go
 	}
@@ -127,9 +133,17 @@ func (h *handler) handle(path string, methods route) {
 	for m := range methods {
 		allow = append(allow, m)
 	}
+	if h.served == nil {
+		h.served = map[string][]string{}
+	}
+	h.served[path] = slices.Sorted(maps.Keys(methods))
 	feed := path == "watch"
+	timers := h.requestTimers(Prefix+path, methods)
 	h.mux.HandleFunc(Prefix+path, func(w http.ResponseWriter, r *http.Request) {
 		fn, ok := methods[r.Method]
+		if timer := timers[r.Method]; timer != nil {
+			defer h.observeSince(timer, h.cfg.clock.Now())
+		}
 		if !ok {
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 			writeJSON(w, http.StatusMethodNotAllowed, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))

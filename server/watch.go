@@ -74,7 +74,8 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		fail(err)
 		return
 	}
-	if after < 0 {
+	fromNow := after < 0
+	if fromNow {
 		if after, err = h.newestSeq(ctx); err != nil {
 			fail(err)
 			return
@@ -99,7 +100,15 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if out.write(fmt.Appendf(nil, "retry: %d\n\n", max(h.cfg.poll.Milliseconds(), 1000))) != nil || out.flush() != nil {
+	// Without a cursor, the first block names where the feed starts (an
+	// id without data sets the last event ID without an event), so that a
+	// client cut off before the first record resumes there, not after the
+	// records appended meanwhile.
+	first := fmt.Appendf(nil, "retry: %d\n", max(h.cfg.poll.Milliseconds(), 1000))
+	if fromNow {
+		first = fmt.Appendf(first, "id: %d\n", after)
+	}
+	if out.write(append(first, '\n')) != nil || out.flush() != nil {
 		return
 	}
 

@@ -117,7 +117,7 @@ func TestPlans(t *testing.T) {
 	if err != nil || plan.ID != "plan-1" {
 		t.Fatalf("save: %+v, %v", plan, err)
 	}
-	got, err := c.GetPlan(ctx, plan.ID)
+	got, err := c.LoadPlan(ctx, plan.ID)
 	if err != nil || got.Hash != plan.Hash || len(got.Objects) != len(plan.Objects) {
 		t.Fatalf("get: %+v, %v", got, err)
 	}
@@ -186,7 +186,7 @@ func TestDryRunAndApply(t *testing.T) {
 	if applied.PlanID != plan.ID || len(applied.Results) != len(plan.Objects) {
 		t.Fatalf("apply report: %+v; want every object of the plan", applied)
 	}
-	got, err := c.GetPlan(ctx, plan.ID)
+	got, err := c.LoadPlan(ctx, plan.ID)
 	if err != nil || got.Status != replay.StatusApplied {
 		t.Errorf("the plan after apply: %+v, %v; want status applied", got, err)
 	}
@@ -255,7 +255,7 @@ func TestListPlans(t *testing.T) {
 	if err != nil || len(all) != len(saved) {
 		t.Fatalf("ListPlans: %d plans, %v; want %d", len(all), err, len(saved))
 	}
-	full, err := c.GetPlan(ctx, all[0].ID)
+	full, err := c.LoadPlan(ctx, all[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

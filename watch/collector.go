@@ -72,9 +72,11 @@ type Collector struct {
 	startErr  error
 	log       logr.Logger
 	committer *committer
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	resources map[Resource]bool
+	// baselineSeconds times each complete baseline (BaselineMetricsProvider).
+	baselineSeconds Histogram
+	cancel          context.CancelFunc
+	wg              sync.WaitGroup
+	resources       map[Resource]bool
 
 	// progress wakes its waiters each time a stream's durable evidence
 	// advances, appended each time records are made durable.
@@ -215,6 +217,7 @@ func (c *Collector) Start(ctx context.Context) (err error) {
 	c.mu.Lock()
 	c.log = log
 	c.committer = newCommitter(c.store, &c.cfg)
+	c.baselineSeconds = baselineSeconds(c.cfg.metrics)
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()

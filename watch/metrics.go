@@ -43,6 +43,24 @@ type MetricsProvider interface {
 	NewBatchRecords() Histogram
 }
 
+// BaselineMetricsProvider is a MetricsProvider that also times baselines.
+// The Collector uses it when its MetricsProvider implements it, so that
+// MetricsProvider's implementations keep compiling.
+type BaselineMetricsProvider interface {
+	// NewBaselineSeconds observes how long each complete baseline (the
+	// initial list or a relist) took, from its start until its end record
+	// was durable. It is called once per Collector.
+	NewBaselineSeconds() Histogram
+}
+
+// baselineSeconds is p's baseline histogram, or one that observes nothing.
+func baselineSeconds(p MetricsProvider) Histogram {
+	if bp, ok := p.(BaselineMetricsProvider); ok {
+		return bp.NewBaselineSeconds()
+	}
+	return noopMetric{}
+}
+
 type noopMetric struct{}
 
 func (noopMetric) Inc()            {}

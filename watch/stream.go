@@ -121,7 +121,9 @@ type stream struct {
 	bytes     int64
 	baselines int
 	relists   int
-	fatal     error
+	// baselineStart is when the current baseline began (for its duration).
+	baselineStart time.Time
+	fatal         error
 	// cancel ends the stream alone (retire), with the cause.
 	cancel context.CancelCauseFunc
 }

@@ -38,6 +38,7 @@ func (s *stream) relist(ctx context.Context) error {
 	if err := s.loadPrior(ctx); err != nil {
 		return err
 	}
+	s.baselineStart = s.clock.Now()
 	defer func() {
 		s.prior = nil
 		if s.covered {
@@ -287,6 +288,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	s.backoff.reset()
 	s.m.covered.Set(1)
 	s.m.baselines.Inc()
+	s.c.baselineSeconds.Observe(s.clock.Since(s.baselineStart).Seconds())
 	s.mu.Lock()
 	s.coveredAt = endAt
 	s.baselines++

@@ -42,7 +42,7 @@ them may be missing.`,
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd, "wide")
-	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status (with --journal only)")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out changes of status")
 	cmd.Flags().StringVar(&filter, "filter", "", "keep the versions whose change this CEL expression over old, new, change and actor matches (gaps stay)")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if filter != "" {
@@ -73,7 +73,18 @@ func (e *env) history(ctx context.Context, arg string, ignoreStatus bool, filter
 		return nil, err
 	}
 	defer src.Close()
-	h, err := src.History(ctx, obj, ignoreStatus, filter)
+	var opts []materialize.HistoryOption
+	if ignoreStatus {
+		opts = append(opts, materialize.IncludeStatus(false))
+	}
+	if filter != "" {
+		f, err := cel.CompileChange(filter)
+		if err != nil {
+			return nil, usagef("--filter: %v", err)
+		}
+		opts = append(opts, materialize.WithChangeFilter(f.Filter()))
+	}
+	h, err := src.History(ctx, obj, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", objectName(obj), err)
 	}
@@ -227,7 +238,7 @@ manager from managedFields, which names a client, not a user). The row
 		ValidArgsFunction: e.completeObjects,
 	}
 	p := addPrintFlags(cmd)
-	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields (with --journal only)")
+	cmd.Flags().BoolVar(&ignoreStatus, "ignore-status", false, "leave out status fields")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		h, err := e.history(cmd.Context(), args[0], ignoreStatus, "")
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/cel"
+	"github.com/krply/krply/crutil/prom"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
 	"github.com/krply/krply/watch"
@@ -140,6 +141,9 @@ serves an existing journal without recording.`,
 		}
 		// MCP over Streamable HTTP beside the query API, answered by it.
 		c.Serve = func(api http.Handler) (http.Handler, error) { return mcpHandler(api, mcpOptions{now: e.now}), nil }
+		// /metrics through the Prometheus client library: krply's metrics
+		// with the Go runtime's and the process's.
+		c.MetricsHandler = prom.Handler
 		return recorder.Run(cmd.Context(), e.Out, c)
 	}
 	return cmd

@@ -92,7 +92,12 @@ time. It only reads the journal unless --save NAME saves the snapshot there
 			return err
 		}
 		defer src.Close()
-		snap, err := src.Snapshot(ctx, e.scopeOf(cluster, all), when, save)
+		var snap *materialize.Snapshot
+		if save != "" {
+			snap, err = src.SaveSnapshot(ctx, e.scopeOf(cluster, all), when, save)
+		} else {
+			snap, err = src.Snapshot(ctx, e.scopeOf(cluster, all), when)
+		}
 		if err != nil {
 			return err
 		}
@@ -177,7 +182,7 @@ unified diff of the objects' YAML.`,
 			return err
 		}
 		defer src.Close()
-		d, err := src.Diff(ctx, e.scopeOf(cluster, all), t1, t2, status)
+		d, err := src.Diff(ctx, e.scopeOf(cluster, all), t1, t2, materialize.IncludeStatus(status))
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func (e *env) completeObjects(cmd *cobra.Command, args []string, toComplete stri
 	}
 	// The objects alive now or ever: a snapshot of now, whose names are
 	// what a user asks about most.
-	snap, err := src.Snapshot(ctx, e.scopeOf(cluster, ns == ""), e.now(), "")
+	snap, err := src.Snapshot(ctx, e.scopeOf(cluster, ns == ""), e.now())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

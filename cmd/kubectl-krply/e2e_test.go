@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -174,6 +176,21 @@ func TestEndToEnd(t *testing.T) {
 	live := runLive(t, "--server", listen[1], "history", "deploy/web", "-n", ns)
 	if want := runLive(t, append(kube, "history", "deploy/web", "-n", ns)...); live != want || live.code != exitOK {
 		t.Errorf("history through record --listen:\n%s%s\nthrough the journal:\n%s%s", live.stdout, live.stderr, want.stdout, want.stderr)
+	}
+	// Its /metrics are served by the Prometheus client library: krply's
+	// beside the Go runtime's and the process's, the request just made
+	// in its route's histogram.
+	resp, err := http.Get(listen[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsText, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"\ngo_goroutines ", "\nprocess_resident_memory_bytes ", "\nkrply_build_info{", `krply_stream_covered{group="apps",namespace="` + ns + `"`,
+		`krply_api_request_duration_seconds_count{method="GET",route="/api/v1/history"} `, "\nkrply_relist_duration_seconds_count 2\n"} {
+		if !strings.Contains(string(metricsText), want) {
+			t.Errorf("record --listen's /metrics lack %q:\n%s", strings.TrimSpace(want), metricsText)
+		}
 	}
 	if r := stop(); r.code != exitOK || !strings.Contains(r.stdout, "stopped; final status:") {
 		t.Fatalf("record stopped with exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)

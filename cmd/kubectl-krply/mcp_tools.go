@@ -370,7 +370,7 @@ func (c *mcpCall) historyOf(ctx context.Context, in objectArgs) (*materialize.Hi
 	if err != nil {
 		return nil, nil, err
 	}
-	h, err := c.src.History(ctx, obj, false, "")
+	h, err := c.src.History(ctx, obj)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", objectOf(obj), err)
 	}
@@ -557,7 +557,7 @@ func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAn
 	if err != nil {
 		return nil, err
 	}
-	snap, err := c.src.Snapshot(ctx, scope, p.At, "")
+	snap, err := c.src.Snapshot(ctx, scope, p.At)
 	if err != nil {
 		return nil, err
 	}
@@ -648,7 +648,7 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 	if err != nil {
 		return nil, err
 	}
-	d, err := c.src.Diff(ctx, scope, p.At, p.To, in.IncludeStatus)
+	d, err := c.src.Diff(ctx, scope, p.At, p.To, materialize.IncludeStatus(in.IncludeStatus))
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/krply/krply"
 	"github.com/krply/krply/audit"
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
@@ -175,37 +175,15 @@ func (s *serverSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 	return st, neverRecorded(err)
 }
 
-func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error) {
-	if ignoreStatus {
-		return nil, s.journalOnly("--ignore-status")
-	}
-	h, err := s.c.History(ctx, obj, client.HistoryQuery{Filter: filter})
-	if err != nil {
-		return nil, neverRecorded(err)
-	}
-	// Every page of it: a history longer than the server's page continues
-	// after the last record of the one before.
-	for q := (client.HistoryQuery{Cursor: h.Next, Filter: filter}); q.Cursor != ""; q.Cursor = h.Next {
-		page, err := s.c.History(ctx, obj, q)
-		if err != nil {
-			return nil, err
-		}
-		h.Entries = append(h.Entries, page.Entries...)
-		for _, w := range page.Warnings {
-			if !slices.Contains(h.Warnings, w) {
-				h.Warnings = append(h.Warnings, w)
-			}
-		}
-		h.Next = page.Next
-	}
-	return h, nil
+func (s *serverSource) History(ctx context.Context, obj storage.ObjectID, opts ...materialize.HistoryOption) (*materialize.History, error) {
+	h, err := s.c.History(ctx, obj, opts...)
+	return h, neverRecorded(err)
 }
 
 // neverRecorded turns the API's not_found for an object into the error a
 // journal file gives.
 func neverRecorded(err error) error {
-	var serr *server.Error
-	if errors.As(err, &serr) && serr.Code == server.CodeNotFound {
+	if errors.Is(err, krply.ErrNotFound) {
 		return errNeverRecorded
 	}
 	return err
@@ -215,15 +193,24 @@ func (s *serverSource) Why(ctx context.Context, q why.Query) (*why.Answer, error
 	return s.c.Why(ctx, q)
 }
 
-func (s *serverSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {
-	if save != "" {
-		return s.c.SaveSnapshot(ctx, scope, at, save)
-	}
+func (s *serverSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time) (*materialize.Snapshot, error) {
 	return s.c.Snapshot(ctx, scope, at)
 }
 
-func (s *serverSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
-	return s.c.Diff(ctx, scope, from, to, includeStatus)
+func (s *serverSource) SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error) {
+	return s.c.SaveSnapshot(ctx, scope, at, name)
+}
+
+func (s *serverSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, opts ...materialize.CompareOption) (*materialize.Diff, error) {
+	return s.c.Diff(ctx, scope, from, to, opts...)
+}
+
+func (s *serverSource) GetSnapshot(ctx context.Context, id string) (*materialize.Snapshot, error) {
+	return s.c.GetSnapshot(ctx, id)
+}
+
+func (s *serverSource) ListSnapshots(ctx context.Context, clusterID string) ([]materialize.Snapshot, error) {
+	return s.c.ListSnapshots(ctx, clusterID)
 }
 
 func (s *serverSource) Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error) {
@@ -235,7 +222,7 @@ func (s *serverSource) Plan(ctx context.Context, src replay.Source, tgt replay.T
 }
 
 func (s *serverSource) LoadPlan(ctx context.Context, id string) (*replay.Plan, error) {
-	return s.c.GetPlan(ctx, id)
+	return s.c.LoadPlan(ctx, id)
 }
 
 func (s *serverSource) DryRun(ctx context.Context, plan *replay.Plan, _ targetConfig) (*replay.DryRunReport, error) {

@@ -66,6 +66,7 @@ func TestServerSameAsJournal(t *testing.T) {
 		{"history", "deploy/web", "-n", "shop"},
 		{"history", "deploy/web", "-n", "shop", "-o", "json"},
 		{"history", "configmaps/settings", "-n", "shop", "-o", "wide"},
+		{"history", "deploy/web", "-n", "shop", "--ignore-status"},
 		{"history", "cm/debug", "-n", "shop"},
 		{"history", "deploy/nope", "-n", "shop"},
 		{"history", "widgets/web", "-n", "shop"},

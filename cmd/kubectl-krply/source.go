@@ -26,6 +26,10 @@ import (
 // (journalSource) or by a recorder's query API (the --server flag). Every
 // command is written over it, so both give the same output.
 type source interface {
+	// The questions a journal file and the query API's client answer
+	// alike (krply.Querier), except that ObjectAt and History return
+	// errNeverRecorded for an object the journal holds no version of.
+	krply.Querier
 	// Clusters lists the IDs of the clusters the journal records.
 	Clusters(ctx context.Context) ([]string, error)
 	// Streams lists the streams of a cluster with their coverage at a
@@ -37,14 +41,9 @@ type source interface {
 	// observed in [since, until] (zero: unbounded): of every stream, or
 	// with a namespace of its streams and the cluster-scoped ones.
 	Losses(ctx context.Context, clusterID, namespace string, since, until time.Time) ([]event.Record, error)
-	// ObjectAt and History return errNeverRecorded for an object the
-	// journal holds no version of.
-	ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error)
-	// filter, when not empty, is a CEL change filter.
-	History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error)
-	// Snapshot computes the state of a scope at a time; a name saves it.
-	Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error)
-	Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error)
+	// SaveSnapshot computes the state of a scope at a time and saves it
+	// under name.
+	SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error)
 	// Why answers what changed before an object broke (package why).
 	Why(ctx context.Context, q why.Query) (*why.Answer, error)
 	// Find answers when the CEL condition expr held for the objects of
@@ -173,18 +172,7 @@ func (s *journalSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at t
 	return st, err
 }
 
-func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, ignoreStatus bool, filter string) (*materialize.History, error) {
-	var opts []materialize.HistoryOption
-	if ignoreStatus {
-		opts = append(opts, materialize.IncludeStatus(false))
-	}
-	if filter != "" {
-		f, err := cel.CompileChange(filter)
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, materialize.WithChangeFilter(f.Filter()))
-	}
+func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, opts ...materialize.HistoryOption) (*materialize.History, error) {
 	h, err := s.mat.History(ctx, obj, opts...)
 	if err == nil && len(h.Versions()) == 0 {
 		// Filtered out, or never recorded?
@@ -203,16 +191,28 @@ func (s *journalSource) Why(ctx context.Context, q why.Query) (*why.Answer, erro
 	return ex.Explain(ctx, q)
 }
 
-func (s *journalSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time, save string) (*materialize.Snapshot, error) {
-	snap, err := s.mat.Snapshot(ctx, scope, at)
-	if err != nil || save == "" {
-		return snap, err
-	}
-	return snap, s.mat.SaveSnapshot(ctx, snap, save)
+func (s *journalSource) Snapshot(ctx context.Context, scope materialize.Scope, at time.Time) (*materialize.Snapshot, error) {
+	return s.mat.Snapshot(ctx, scope, at)
 }
 
-func (s *journalSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
-	return s.mat.Diff(ctx, scope, from, to, materialize.IncludeStatus(includeStatus))
+func (s *journalSource) SaveSnapshot(ctx context.Context, scope materialize.Scope, at time.Time, name string) (*materialize.Snapshot, error) {
+	snap, err := s.mat.Snapshot(ctx, scope, at)
+	if err != nil {
+		return nil, err
+	}
+	return snap, s.mat.SaveSnapshot(ctx, snap, name)
+}
+
+func (s *journalSource) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, opts ...materialize.CompareOption) (*materialize.Diff, error) {
+	return s.mat.Diff(ctx, scope, from, to, opts...)
+}
+
+func (s *journalSource) GetSnapshot(ctx context.Context, id string) (*materialize.Snapshot, error) {
+	return s.mat.GetSnapshot(ctx, id)
+}
+
+func (s *journalSource) ListSnapshots(ctx context.Context, clusterID string) ([]materialize.Snapshot, error) {
+	return s.mat.ListSnapshots(ctx, clusterID)
 }
 
 func (s *journalSource) Find(ctx context.Context, q materialize.FindQuery, expr string) (*materialize.Found, error) {

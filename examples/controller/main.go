@@ -12,22 +12,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
-	"sync"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/krply/krply"
-	krplymetrics "github.com/krply/krply/metrics"
+	"github.com/krply/krply/crutil"
+	"github.com/krply/krply/metrics"
 	"github.com/krply/krply/watch"
 )
 
@@ -78,8 +75,8 @@ func run(ctx context.Context, args []string) (err error) {
 		// commit (at most 10s after the stop) precedes the release.
 		LeaderElectionReleaseOnCancel: true,
 		// The manager logs that release as "leader election lost", an
-		// error with a stack trace: stepDownLogger says what it is.
-		Logger: stepDownLogger(ctx, ctrl.Log),
+		// error with a stack trace: StepDownLogger says what it is.
+		Logger: crutil.StepDownLogger(ctx, ctrl.Log),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
@@ -92,33 +89,29 @@ func run(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	// The latency histograms of the Collector's appends and baselines.
+	hs := metrics.NewHistograms()
+	rec, err := j.NewCollectorForConfig(mgr.GetConfig(), watch.WithMetrics(hs))
+	if err != nil {
+		return errors.Join(fmt.Errorf("collector: %w", err), j.Close())
+	}
+	// crutil.Add adds the Collector as a Runnable that records only on the
+	// elected leader, the leader-aware readiness check "krply-synced", and
+	// krply's metrics in controller-runtime's registry. Its Close closes
+	// the journal once the Collector stopped: the manager does not wait for
+	// its Runnables when it loses the lease.
+	recording, err := crutil.Add(mgr, rec, j, crutil.WithMetrics(
+		metrics.NewHandler(metrics.WithCollector(rec), metrics.WithStore(j.Store()), metrics.WithHistograms(hs))))
+	if err != nil {
+		return errors.Join(err, j.Close())
+	}
 	defer func() {
-		if cerr := j.Close(); cerr != nil {
-			err = errors.Join(err, fmt.Errorf("closing the journal: %w", cerr))
+		if cerr := recording.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
 		}
 	}()
-	rec, err := j.NewCollectorForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("collector: %w", err)
-	}
-	if err := NewPrometheusMetrics(metrics.Registry, krplymetrics.NewHandler(krplymetrics.WithCollector(rec), krplymetrics.WithStore(j.Store()))); err != nil {
-		return fmt.Errorf("metrics: %w", err)
-	}
-	// The Collector (Start(ctx) error) is a manager.Runnable that does not
-	// implement LeaderElectionRunnable, so the manager starts it only once
-	// this replica is elected. It is wrapped only so that the journal is
-	// closed after its Start returned: the manager does not wait for its
-	// Runnables when it loses the lease.
-	collector := &awaited{runnable: rec}
-	defer collector.wait()
-	if err := mgr.Add(collector); err != nil {
-		return fmt.Errorf("add collector: %w", err)
-	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("healthz: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("krply-synced", readiness(mgr, rec)); err != nil {
-		return fmt.Errorf("readyz: %w", err)
 	}
 	log.Info("starting", "store", *store, "leaderElection", *leaderElect, "probes", *probeAddr, "metrics", *metricsAddr)
 	return mgr.Start(ctx)
@@ -131,55 +124,4 @@ func restConfig(path string) (*rest.Config, error) {
 		return clientcmd.BuildConfigFromFlags("", path)
 	}
 	return ctrl.GetConfig()
-}
-
-// readiness is the /readyz check: on the elected leader (every replica
-// when leader election is off) it is rec.Synced — ready once every stream
-// is recording, not ready while one is not; a standby replica is ready as
-// a standby, so that a rolling update, which waits for the new pod to be
-// ready before it stops the old leader, can complete.
-func readiness(mgr manager.Manager, rec *watch.Collector) healthz.Checker {
-	return func(*http.Request) error {
-		select {
-		case <-mgr.Elected():
-			return rec.Synced()
-		default:
-			return nil
-		}
-	}
-}
-
-// awaited runs a Runnable and lets wait block until its Start returned.
-type awaited struct {
-	runnable manager.Runnable
-
-	mu      sync.Mutex
-	done    chan struct{} // closed when Start returned; nil until Start
-	waiting bool          // wait was called: Start must not begin
-}
-
-// Start implements manager.Runnable.
-func (a *awaited) Start(ctx context.Context) error {
-	a.mu.Lock()
-	if a.waiting {
-		a.mu.Unlock()
-		return nil
-	}
-	done := make(chan struct{})
-	a.done = done
-	a.mu.Unlock()
-	defer close(done)
-	return a.runnable.Start(ctx)
-}
-
-// wait keeps the Runnable from starting from now on and waits for a Start
-// in progress to return (its context ends with the manager).
-func (a *awaited) wait() {
-	a.mu.Lock()
-	a.waiting = true
-	done := a.done
-	a.mu.Unlock()
-	if done != nil {
-		<-done
-	}
 }

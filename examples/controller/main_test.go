@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -294,8 +293,11 @@ func TestReadyzFollowsSyncOnTheLeader(t *testing.T) {
 	if code, body := get(readyz + "/krply-synced"); code != http.StatusOK || body != "ok" {
 		t.Fatalf("synced: /readyz/krply-synced = %d %q, want 200 ok", code, body)
 	}
-	if code, body := get(metricsURL); code != http.StatusOK || !strings.Contains(body, `krply_stream_baselines_total{cluster="`) {
-		t.Fatalf("leader: /metrics = %d, has krply_stream_baselines_total: %v", code, strings.Contains(body, "krply_stream_baselines_total{"))
+	code, body := get(metricsURL)
+	for _, want := range []string{`krply_stream_baselines_total{group="",namespace="",resource="configmaps",source_cluster="`, "\nkrply_relist_duration_seconds_count 1\n", "\nkrply_build_info{"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("leader: /metrics = %d, lacks %q:\n%s", code, want, body)
+		}
 	}
 
 	// A rollout stops the pod: exit 0, the lease released, the journal
@@ -392,45 +394,4 @@ func TestLeaseLostClosesTheJournal(t *testing.T) {
 		t.Fatalf("output does not end with the lost lease:\n%s", out)
 	}
 	walGone(t, store)
-}
-
-// blockingRunnable runs until its context ends, then takes a while to stop.
-type blockingRunnable struct {
-	started chan struct{}
-	stopped atomic.Bool
-}
-
-func (b *blockingRunnable) Start(ctx context.Context) error {
-	close(b.started)
-	<-ctx.Done()
-	time.Sleep(200 * time.Millisecond)
-	b.stopped.Store(true)
-	return nil
-}
-
-// awaited.wait returns only once the Runnable's Start returned, and keeps a
-// Runnable not started yet from starting.
-func TestAwaitedWaitsForStart(t *testing.T) {
-	b := &blockingRunnable{started: make(chan struct{})}
-	a := &awaited{runnable: b}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = a.Start(ctx) }()
-	<-b.started
-	cancel()
-	a.wait()
-	if !b.stopped.Load() {
-		t.Fatal("wait returned before the Runnable's Start did")
-	}
-
-	never := &blockingRunnable{started: make(chan struct{})}
-	late := &awaited{runnable: never}
-	late.wait()
-	if err := late.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-never.started:
-		t.Fatal("a Runnable started after wait")
-	default:
-	}
 }

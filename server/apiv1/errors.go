@@ -1,6 +1,10 @@
 package apiv1
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/krply/krply/storage"
+)
 
 // Codes of Error, stable across versions (a client accepts codes it does
 // not know and treats them by status).
@@ -52,4 +56,24 @@ func (e *Error) Error() string {
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Code == e.Code && (t.Status == 0 || t.Status == e.Status)
+}
+
+// Unwrap returns the sentinel errors the code stands for, so that an
+// error answered over HTTP is checked as the library's own:
+// errors.Is(err, storage.ErrNotFound) (krply.ErrNotFound) for not_found,
+// storage.ErrInvalidArgument for invalid_parameter, invalid_body,
+// range_too_large and invalid_cursor (that one also
+// storage.ErrInvalidQuery), storage.ErrReadOnly for read_only.
+func (e *Error) Unwrap() []error {
+	switch e.Code {
+	case CodeNotFound:
+		return []error{storage.ErrNotFound}
+	case CodeInvalidParameter, CodeInvalidBody, CodeRangeTooLarge:
+		return []error{storage.ErrInvalidArgument}
+	case CodeInvalidCursor:
+		return []error{storage.ErrInvalidQuery, storage.ErrInvalidArgument}
+	case CodeReadOnly:
+		return []error{storage.ErrReadOnly}
+	}
+	return nil
 }

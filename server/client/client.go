@@ -5,14 +5,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,7 +33,10 @@ import (
 // that cannot be used.
 var ErrInvalidArgument = storage.ErrInvalidArgument
 
-// Client asks one query API server. It is safe for concurrent use.
+var _ materialize.Querier = (*Client)(nil)
+
+// Client asks one query API server. It answers as a journal does
+// (materialize.Querier, krply.Querier). It is safe for concurrent use.
 type Client struct {
 	base      *url.URL
 	http      *http.Client
@@ -415,46 +421,75 @@ func (c *Client) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Tim
 	return &out, nil
 }
 
-// HistoryQuery restricts History. Zero fields do not restrict.
-type HistoryQuery struct {
-	Since, Until time.Time
-	// Limit caps the records of a page (0: the server's maximum).
-	Limit int
-	// Cursor continues a previous page (its History.Next); the other
-	// fields must not change.
-	Cursor string
-	// Filter keeps the versions whose change it matches (a CEL change
-	// filter, for a server started with server.WithConditions); a page
-	// may then hold fewer versions than Limit.
-	Filter string
-}
-
 // History returns obj's history, as materialize.Materializer.History
-// does: one page of it. When the page was cut short, its Next is the
-// cursor of the rest (give it as hq.Cursor); pages read so hold every
-// version once, even while the recorder appends.
-func (c *Client) History(ctx context.Context, obj storage.ObjectID, hq HistoryQuery) (*materialize.History, error) {
-	q := objectQuery(obj)
-	if hq.Cursor != "" {
-		q.Set("cursor", hq.Cursor)
+// does, with the same options: Since, Until, IncludeStatus, Limit, After
+// and WithChangeFilter (a filter that says its expression, as CEL's do:
+// the server compiles it again). Without Limit it reads every page the server answers and puts
+// them together; with Limit, one page of at most that many records (at
+// most the server's maximum page size), whose Next, given to After,
+// continues it: pages read so hold every version once, even while the
+// recorder appends. FromStream and the comparison options other than
+// IncludeStatus are refused with ErrInvalidArgument: the query API does
+// not carry them.
+func (c *Client) History(ctx context.Context, obj storage.ObjectID, opts ...materialize.HistoryOption) (*materialize.History, error) {
+	p, err := materialize.HistoryParams(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
 	}
-	if !hq.Since.IsZero() {
-		q.Set("since", timeParam(hq.Since))
-	}
-	if !hq.Until.IsZero() {
-		q.Set("until", timeParam(hq.Until))
-	}
-	if hq.Limit > 0 {
-		q.Set("limit", strconv.Itoa(hq.Limit))
-	}
-	if hq.Filter != "" {
-		q.Set("filter", hq.Filter)
-	}
-	var out materialize.History
-	if err := c.do(ctx, http.MethodGet, "/api/v1/history", q, nil, &out); err != nil {
+	if err := carried("History", p); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	q := objectQuery(obj)
+	if !p.Since.IsZero() {
+		q.Set("since", timeParam(p.Since))
+	}
+	if !p.Until.IsZero() {
+		q.Set("until", timeParam(p.Until))
+	}
+	if p.IncludeStatus != nil {
+		q.Set("includeStatus", strconv.FormatBool(*p.IncludeStatus))
+	}
+	if p.Limit > 0 {
+		q.Set("limit", strconv.Itoa(p.Limit))
+	}
+	if p.After != "" {
+		q.Set("cursor", p.After)
+	}
+	if p.ChangeFilter != nil {
+		e, ok := p.ChangeFilter.(interface{ Expression() string })
+		if !ok {
+			return nil, fmt.Errorf("client: %w: WithChangeFilter of History: the query API takes a filter as its expression (a filter of github.com/krply/krply/cel); ask the journal itself (krply.Open) for this one", ErrInvalidArgument)
+		}
+		q.Set("filter", e.Expression())
+	}
+	var whole *materialize.History
+	err = followPages(ctx, c, "/api/v1/history", q, func(page *materialize.History) string {
+		if whole == nil {
+			whole = page
+		} else {
+			whole.Entries = append(whole.Entries, page.Entries...)
+			whole.Warnings = addWarnings(whole.Warnings, page.Warnings)
+			whole.Next = page.Next
+		}
+		if p.Limit > 0 {
+			return "" // one page, its Next for the caller
+		}
+		return page.Next
+	})
+	return whole, err
+}
+
+// carried refuses the options of a call that the query API does not
+// carry, naming them.
+func carried(call string, p materialize.Params) error {
+	refused := slices.Clone(p.Custom)
+	if p.StreamID != "" {
+		refused = append([]string{"FromStream"}, refused...)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("client: %w: %s of %s: the query API does not take it; ask the journal itself (krply.Open) for it", ErrInvalidArgument, strings.Join(refused, ", "), call)
+	}
+	return nil
 }
 
 // Why returns what changed before q.Object broke, as why.Explainer.Explain
@@ -531,18 +566,28 @@ func (c *Client) GetSnapshot(ctx context.Context, id string) (*materialize.Snaps
 	return wholeSnapshot(ctx, c, "/api/v1/snapshots/"+url.PathEscape(id), url.Values{})
 }
 
-// Diff compares scope at from with scope at to; includeStatus compares
-// .status too. As Snapshot, it reads every page of the answer.
-func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, includeStatus bool) (*materialize.Diff, error) {
+// Diff compares scope at from with scope at to, as
+// materialize.Materializer.Diff does, with the option IncludeStatus (the
+// other comparison options are refused with ErrInvalidArgument: the query
+// API does not carry them). As Snapshot, it reads every page of the
+// answer.
+func (c *Client) Diff(ctx context.Context, scope materialize.Scope, from, to time.Time, opts ...materialize.CompareOption) (*materialize.Diff, error) {
+	p, err := materialize.CompareParams(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	if err := carried("Diff", p); err != nil {
+		return nil, err
+	}
 	q := scopeQuery(scope)
 	q.Set("from", timeParam(from))
 	q.Set("to", timeParam(to))
-	if includeStatus {
-		q.Set("includeStatus", "true")
+	if p.IncludeStatus != nil {
+		q.Set("includeStatus", strconv.FormatBool(*p.IncludeStatus))
 	}
 	q.Set("limit", objectsPageSize)
 	var whole *materialize.Diff
-	err := followPages(ctx, c, "/api/v1/diff", q, func(page *apiv1.DiffPage) string {
+	err = followPages(ctx, c, "/api/v1/diff", q, func(page *apiv1.DiffPage) string {
 		if whole == nil {
 			whole = &page.Diff
 		} else {
@@ -609,8 +654,9 @@ func (c *Client) ListPlans(ctx context.Context, clusterID string) ([]apiv1.PlanS
 	return allPages[apiv1.PlanSummary](ctx, c, "/api/v1/plans", clusterQuery(clusterID))
 }
 
-// GetPlan returns a saved plan with its status and last dry run.
-func (c *Client) GetPlan(ctx context.Context, id string) (*replayapi.Plan, error) {
+// LoadPlan returns a saved plan with its status and last dry run, as
+// replay.Planner.LoadPlan does.
+func (c *Client) LoadPlan(ctx context.Context, id string) (*replayapi.Plan, error) {
 	var out replayapi.Plan
 	if err := c.do(ctx, http.MethodGet, "/api/v1/plans/"+url.PathEscape(id), nil, nil, &out); err != nil {
 		return nil, err
@@ -633,7 +679,10 @@ func (c *Client) PlanYAML(ctx context.Context, id string) ([]byte, error) {
 	return raw, nil
 }
 
-// DryRun dry-runs a saved plan against the server's target cluster.
+// DryRun dry-runs a saved plan against the server's target cluster (its
+// WithDryRun), and the server saves the report. Unlike
+// replay.Planner.DryRun it takes no cluster: the client never writes to a
+// cluster itself, and does not link replay's apply path.
 func (c *Client) DryRun(ctx context.Context, id string) (*replayapi.DryRunReport, error) {
 	var out replayapi.DryRunReport
 	if err := c.do(ctx, http.MethodPost, "/api/v1/plans/"+url.PathEscape(id)+"/dryrun", nil, nil, &out); err != nil {
@@ -662,41 +711,150 @@ type WatchQuery struct {
 	Cursor        string
 }
 
-// Feed is an open change feed.
+// Feed is an open change feed. It reconnects by itself: when the
+// connection drops (the network, a proxy's timeout, the server restarting),
+// Next opens the feed again after the last record it returned, so that
+// every record is returned once, none twice, none lost.
 type Feed struct {
-	body   io.ReadCloser
-	sc     *bufio.Scanner
-	cursor string
+	c   *Client
+	ctx context.Context
+	q   url.Values // the query, without the cursor
+
+	mu     sync.Mutex
+	body   io.ReadCloser // nil while disconnected
+	closed bool
+
+	sc *bufio.Scanner
+	// cursor is the ID of the last record returned (or where the feed
+	// started), reconnects the number of times the feed was opened again.
+	cursor     string
+	reconnects int
 }
 
-// Watch opens the change feed (GET /api/v1/watch). Read it with Next;
-// after an error, open it again with the Cursor of the feed to continue
-// exactly after the last record read.
+// Watch opens the change feed (GET /api/v1/watch) and returns it once the
+// server answered; read it with Next until ctx ends or Close.
 func (c *Client) Watch(ctx context.Context, wq WatchQuery) (*Feed, error) {
 	q := RecordQuery{Scope: wq.Scope, Name: wq.Name, Types: wq.Types, WithoutBodies: wq.WithoutBodies}.values()
-	if wq.Cursor != "" {
-		q.Set("cursor", wq.Cursor)
-	}
-	resp, err := c.request(ctx, http.MethodGet, "/api/v1/watch", q, nil, "text/event-stream")
-	if err != nil {
+	f := &Feed{c: c, ctx: ctx, q: q, cursor: wq.Cursor}
+	if err := f.open(); err != nil {
 		return nil, err
 	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	return &Feed{body: resp.Body, sc: sc, cursor: wq.Cursor}, nil
+	return f, nil
 }
 
-// Cursor is the ID of the last record Next returned (or the cursor the
-// feed was opened with).
+// open asks for the feed after the cursor.
+func (f *Feed) open() error {
+	q := maps.Clone(f.q)
+	if f.cursor != "" {
+		q.Set("cursor", f.cursor)
+	}
+	resp, err := f.c.request(f.ctx, http.MethodGet, "/api/v1/watch", q, nil, "text/event-stream")
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		resp.Body.Close()
+		return errFeedClosed
+	}
+	f.body = resp.Body
+	f.sc = bufio.NewScanner(resp.Body)
+	f.sc.Buffer(make([]byte, 64<<10), 64<<20)
+	return nil
+}
+
+var errFeedClosed = errors.New("client: feed closed")
+
+// Cursor is the ID of the last record Next returned (or where the feed
+// started: the cursor it was opened with, or the journal's position the
+// server named).
 func (f *Feed) Cursor() string { return f.cursor }
 
-// Close ends the feed.
-func (f *Feed) Close() error { return f.body.Close() }
+// Reconnects is how many times the feed was opened again after its
+// connection dropped.
+func (f *Feed) Reconnects() int { return f.reconnects }
 
-// Next returns the next record of the feed, waiting for one. An error
-// event of the server is returned as its *apiv1.Error; a lost connection
-// as the read error (io.ErrUnexpectedEOF when the server ended the feed).
+// Close ends the feed; a Next waiting in another goroutine returns.
+func (f *Feed) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	if f.body == nil {
+		return nil
+	}
+	return f.body.Close()
+}
+
+// reconnectBackoff bounds the waits between attempts to open a dropped
+// feed again: the first attempt is at once, and the server's 5xx, 429 or
+// an unreachable server double the wait up to the maximum.
+const (
+	reconnectFirstWait = 100 * time.Millisecond
+	reconnectMaxWait   = 5 * time.Second
+)
+
+// Next returns the next record of the feed, waiting for one. A dropped
+// connection is opened again after the last record returned, waiting
+// between attempts while the server cannot be reached or answers a 5xx or
+// 429; it returns an error when ctx ends, after Close, when the server
+// answers another error (its *apiv1.Error: an expired token, a journal
+// gone), and for an error event of the server (its *apiv1.Error).
 func (f *Feed) Next() (event.Record, error) {
+	wait := time.Duration(0)
+	for {
+		f.mu.Lock()
+		closed, connected := f.closed, f.body != nil
+		f.mu.Unlock()
+		if closed {
+			return event.Record{}, errFeedClosed
+		}
+		if !connected {
+			err := f.open()
+			if errors.Is(err, errFeedClosed) || f.ctx.Err() != nil || !transient(err) {
+				return event.Record{}, err
+			}
+			if err != nil {
+				wait = min(max(2*wait, reconnectFirstWait), reconnectMaxWait)
+				select {
+				case <-time.After(wait):
+				case <-f.ctx.Done():
+					return event.Record{}, fmt.Errorf("client: feed: %w", f.ctx.Err())
+				}
+				continue
+			}
+			f.reconnects++
+			wait = 0
+		}
+		rec, dropped, err := f.read()
+		if !dropped || f.ctx.Err() != nil {
+			return rec, err
+		}
+		// The connection dropped: open the feed again after the cursor.
+		f.mu.Lock()
+		f.body.Close()
+		f.body, closed = nil, f.closed
+		f.mu.Unlock()
+		if closed {
+			return event.Record{}, errFeedClosed
+		}
+	}
+}
+
+// transient reports whether opening the feed failed for a reason that
+// passes: no answer (the network, a server restarting), or a 5xx or 429.
+func transient(err error) bool {
+	var e *apiv1.Error
+	if errors.As(err, &e) {
+		return e.Status >= 500 || e.Status == http.StatusTooManyRequests
+	}
+	return true
+}
+
+// read reads the connection's next record. An error event of the server
+// is returned as its *apiv1.Error; a lost connection as the read error
+// (io.ErrUnexpectedEOF when the server ended the feed), dropped true.
+func (f *Feed) read() (rec event.Record, dropped bool, err error) {
 	var ev apiv1.FeedEvent
 	var data []byte
 	for f.sc.Scan() {
@@ -704,22 +862,27 @@ func (f *Feed) Next() (event.Record, error) {
 		switch {
 		case line == "":
 			if data == nil {
+				// A block without data dispatches nothing, but its id
+				// is where the feed resumes (the server's first block).
+				if ev.ID != "" {
+					f.cursor = ev.ID
+				}
+				ev = apiv1.FeedEvent{}
 				continue
 			}
 			switch ev.Type {
 			case "record":
-				var rec event.Record
 				if err := json.Unmarshal(data, &rec); err != nil {
-					return event.Record{}, fmt.Errorf("client: feed event %s: %w", ev.ID, err)
+					return event.Record{}, false, fmt.Errorf("client: feed event %s: %w", ev.ID, err)
 				}
 				f.cursor = ev.ID
-				return rec, nil
+				return rec, false, nil
 			case "error":
 				var e apiv1.Error
 				if err := json.Unmarshal(data, &e); err != nil {
-					return event.Record{}, fmt.Errorf("client: feed error event: %w", err)
+					return event.Record{}, false, fmt.Errorf("client: feed error event: %w", err)
 				}
-				return event.Record{}, &e
+				return event.Record{}, false, &e
 			}
 			ev, data = apiv1.FeedEvent{}, nil
 		case strings.HasPrefix(line, ":"):
@@ -736,7 +899,7 @@ func (f *Feed) Next() (event.Record, error) {
 		}
 	}
 	if err := f.sc.Err(); err != nil {
-		return event.Record{}, fmt.Errorf("client: feed: %w", err)
+		return event.Record{}, !errors.Is(err, bufio.ErrTooLong), fmt.Errorf("client: feed: %w", err)
 	}
-	return event.Record{}, fmt.Errorf("client: feed: %w", io.ErrUnexpectedEOF)
+	return event.Record{}, true, fmt.Errorf("client: feed: %w", io.ErrUnexpectedEOF)
 }

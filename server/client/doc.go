@@ -11,10 +11,21 @@
 // sends the pod's ServiceAccount token, read again as the kubelet rotates
 // it (a server built with delegated authentication reviews it).
 //
+// A Client answers as a journal does: it implements materialize.Querier
+// (krply.Querier), as *krply.Journal does, with the same signatures and
+// options, so that code written over a Querier runs against a local
+// journal and a remote recorder alike. Options the query API does not
+// carry are refused with ErrInvalidArgument, naming them.
+//
 // An error answer of the server is returned as an *apiv1.Error (with its
-// status, code and the parameter at fault); test it with errors.As, or
-// with errors.Is(err, &apiv1.Error{Code: apiv1.CodeNotFound}). server.Error
-// and the server.Code constants are the same type and values.
+// status, code and the parameter at fault); test it with errors.As, with
+// errors.Is(err, &apiv1.Error{Code: apiv1.CodeNotFound}), or with the
+// library's sentinels it unwraps to: errors.Is(err, krply.ErrNotFound)
+// holds for not_found, as it does for the journal's own error.
+// server.Error and the server.Code constants are the same type and values.
+//
+// The change feed (Watch) reconnects by itself after a dropped connection,
+// after the last record it returned: every record once, none lost.
 //
 // # What it imports
 //

@@ -8,7 +8,8 @@
 //     commits that when anything changed;
 //  3. it tags every published module at that commit: vX.Y.Z for the core
 //     module, cmd/kubectl-krply/vX.Y.Z, storage/postgres/vX.Y.Z,
-//     krplytest/crtest/vX.Y.Z and cel/vX.Y.Z (a tag that exists must name that commit);
+//     krplytest/crtest/vX.Y.Z, cel/vX.Y.Z and crutil/vX.Y.Z (a tag that exists
+//     must name that commit);
 //  4. it writes the modules' zips (golang.org/x/mod/zip, from the tags) as a
 //     file-based Go module proxy, dist/proxy;
 //  5. it builds the plugin for each platform with go install

@@ -105,12 +105,12 @@ func TestInstall(t *testing.T) {
 	release()
 	head := run(t, clone, nil, "git", "rev-parse", "HEAD")
 	tags := run(t, clone, nil, "git", "tag", "--points-at", "HEAD")
-	for _, want := range []string{testVersion, "cmd/kubectl-krply/" + testVersion, "storage/postgres/" + testVersion, "krplytest/crtest/" + testVersion, "cel/" + testVersion} {
+	for _, want := range []string{testVersion, "cmd/kubectl-krply/" + testVersion, "storage/postgres/" + testVersion, "krplytest/crtest/" + testVersion, "cel/" + testVersion, "crutil/" + testVersion} {
 		if !strings.Contains("\n"+tags+"\n", "\n"+want+"\n") {
 			t.Errorf("tag %s missing at HEAD; tags there:\n%s", want, tags)
 		}
 	}
-	for _, f := range []string{"cmd/kubectl-krply/go.mod", "storage/postgres/go.mod", "krplytest/crtest/go.mod", "cel/go.mod"} {
+	for _, f := range []string{"cmd/kubectl-krply/go.mod", "storage/postgres/go.mod", "krplytest/crtest/go.mod", "cel/go.mod", "crutil/go.mod"} {
 		if mod := run(t, clone, nil, "git", "show", "HEAD:"+f); !strings.Contains(mod, "github.com/krply/krply "+testVersion) {
 			t.Errorf("%s does not require the core module at %s:\n%s", f, testVersion, mod)
 		}

@@ -22,7 +22,7 @@ import (
 // placed here.
 var layers = [][]string{
 	// Utilities that import nothing of krply's.
-	{"internal/broadcast", "internal/cputime", "internal/diskspace", "internal/jsonscan", "internal/reread", "server/ui"},
+	{"internal/broadcast", "internal/buildinfo", "internal/cputime", "internal/diskspace", "internal/jsonscan", "internal/reread", "server/ui"},
 	{"event"},
 	{"storage", "storage/journal", "storage/compaction"},
 	// The backends and the conformance suite.
@@ -34,11 +34,11 @@ var layers = [][]string{
 	{"watch", "replay", "metrics", "cel"},
 	{"server/apiv1"},
 	{"server", "server/client"},
-	{"", "recorder"},
+	{"", "recorder", "crutil"},
 	// Test harnesses, tests, tools, examples and commands: nothing imports
 	// them but their own kind.
 	{"krplytest", "internal/testing", "storage/transfer/transfertest", "storage/postgres/internal", "tools",
-		"examples", "deploy", "cmd", "recorder/recordertest", "server/ui/browsertest"},
+		"examples", "deploy", "cmd", "recorder/recordertest", "server/ui/browsertest", "server/openapitest"},
 }
 
 // layerOf is the layer of a package path relative to the core module, or

@@ -36,7 +36,7 @@ const modulePath = "github.com/krply/krply"
 // published are the folders of the modules a release tags, which strangers
 // go get or go install; the others (tests and examples with heavy
 // dependencies, tools) are only built here.
-var published = []string{"", "cmd/kubectl-krply", "storage/postgres", "krplytest/crtest", "cel"}
+var published = []string{"", "cmd/kubectl-krply", "storage/postgres", "krplytest/crtest", "cel", "crutil"}
 
 // defaultPlatforms are the plugin's platforms.
 var defaultPlatforms = []string{"linux/amd64", "linux/arm64", "darwin/amd64", "darwin/arm64"}

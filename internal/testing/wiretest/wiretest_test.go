@@ -138,6 +138,7 @@ func TestSchemaPackagesTagged(t *testing.T) {
 		"storage.Query":        "an input of Reader.Records",
 		"storage.HistoryQuery": "an input of Reader.ObjectHistory",
 		"storage.AliveQuery":   "an input of Reader.AliveAt",
+		"materialize.Params":   "the options of History and Diff resolved for the query API's client",
 	}
 	fields, err := Untagged(golden.ModuleRoot(t), "event", "storage", "storage/transfer", "watch", "watch/status", "materialize", "replay", "replay/replayapi", "audit", "server", "server/apiv1")
 	if err != nil {

@@ -20,22 +20,24 @@ func shortWaits(t *testing.T, stall, max time.Duration) {
 // that makes none gives up after it, saying what it waited for and how far
 // it got; one that progresses forever gives up at the maximum wait.
 func TestPoll(t *testing.T) {
-	shortWaits(t, 100*time.Millisecond, 600*time.Millisecond)
 	ctx := context.Background()
 
+	// Progress every check: waited for past the stall timeout (even on a
+	// busy machine, where a check may come late, well within it).
+	shortWaits(t, time.Second, time.Minute)
 	n := 0
-	err := poll(ctx, "a slow thing", 10*time.Millisecond, func() (bool, string, error) {
+	err := poll(ctx, "a slow thing", 40*time.Millisecond, func() (bool, string, error) {
 		n++
-		return n == 40, fmt.Sprintf("step %d", n), nil // 400 ms, 4 stall timeouts, progressing
+		return n == 60, fmt.Sprintf("step %d", n), nil // 2.4 s or more: over two stall timeouts
 	})
-	if err != nil || n != 40 {
-		t.Fatalf("poll of a progressing wait: %v after %d checks, want done after 40", err, n)
+	if err != nil || n != 60 {
+		t.Fatalf("poll of a progressing wait: %v after %d checks, want done after 60", err, n)
 	}
 
 	began := time.Now()
 	err = poll(ctx, "a stuck thing", 10*time.Millisecond, func() (bool, string, error) { return false, "3 of 5 done", nil })
 	var w *waited
-	if !errors.As(err, &w) || w.stall < 100*time.Millisecond || time.Since(began) > time.Second {
+	if !errors.As(err, &w) || w.stall < time.Second || time.Since(began) > 30*time.Second {
 		t.Fatalf("poll of a stuck wait: %v after %v", err, time.Since(began))
 	}
 	for _, want := range []string{"a stuck thing", "no progress for", "3 of 5 done", patienceEnv} {
@@ -44,6 +46,7 @@ func TestPoll(t *testing.T) {
 		}
 	}
 
+	shortWaits(t, time.Minute, 600*time.Millisecond)
 	n = 0
 	err = poll(ctx, "an endless thing", 10*time.Millisecond, func() (bool, string, error) { n++; return false, fmt.Sprint(n), nil })
 	if !errors.As(err, &w) || w.stall != 0 || w.for_ < 600*time.Millisecond || !strings.Contains(err.Error(), "though it made progress") {

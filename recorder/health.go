@@ -57,11 +57,9 @@ type health struct {
 	mu sync.Mutex
 	// opening says why the journal is not open yet ("" once open).
 	opening string
-	// migration is the last progress of a schema migration, if one ran.
-	migration *sqlite.MigrationProgress
-	j         *krply.Journal
-	rec       *krply.Collector
-	keeper    *retention.Keeper
+	j       *krply.Journal
+	rec     *krply.Collector
+	keeper  *retention.Keeper
 	// synced is set once every stream had its first complete baseline.
 	synced bool
 	// serveOnly serves a journal read-only, without recording.
@@ -76,21 +74,9 @@ func newHealth(serveOnly bool) *health {
 func (h *health) migrating(p sqlite.MigrationProgress) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.migration = &p
 	if !p.Done {
 		h.opening = fmt.Sprintf("migrating the journal's schema from version %d to %d, about %d%% done", p.From, p.To, p.Percent())
 	}
-}
-
-// Migration returns the progress of the journal's schema migration, and
-// false when none ran (yet).
-func (h *health) Migration() (sqlite.MigrationProgress, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.migration == nil {
-		return sqlite.MigrationProgress{}, false
-	}
-	return *h.migration, true
 }
 
 func (h *health) opened(j *krply.Journal) {

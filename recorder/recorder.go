@@ -96,6 +96,13 @@ type Config struct {
 	// (server.WithConditions); the plugin gives CEL's (module
 	// github.com/krply/krply/cel). Without it the route answers 501.
 	Conditions materialize.Conditions
+
+	// MigrationProgress, when set, is called while Run migrates an older
+	// SQLite journal's schema (sqlite.WithMigrationProgress), from another
+	// goroutine: the source of a metric of it. It must not block. The
+	// recorder also logs the progress and shows it in /readyz's journal
+	// check.
+	MigrationProgress func(sqlite.MigrationProgress)
 }
 
 // Run records until ctx ends, printing its progress and status lines on
@@ -137,7 +144,12 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	defer e.shutdown()
 	opts := c.options()
 	if !isURL(c.Journal) {
-		opts = append(opts, krply.WithSQLiteOptions(sqlite.WithMigrationProgress(h.migrating)))
+		opts = append(opts, krply.WithSQLiteOptions(sqlite.WithMigrationProgress(func(p sqlite.MigrationProgress) {
+			h.migrating(p)
+			if c.MigrationProgress != nil {
+				c.MigrationProgress(p)
+			}
+		})))
 	}
 	j, closeJournal, err := c.open(ctx, false, opts...)
 	if err != nil {

@@ -175,7 +175,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		o.wait()
 		closeJournal()
 	}()
-	if err := e.serveAPI(out, c, j, cfg, o.metrics); err != nil {
+	if err := e.serveAPI(out, c, j, cfg, rec, o.metrics); err != nil {
 		stop()
 		<-done
 		return err

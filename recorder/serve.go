@@ -169,11 +169,16 @@ func (e *endpoints) shutdown() {
 }
 
 // apiHandler returns the query API over j: cfg is the recorder's cluster
-// (nil with --serve-only), metrics its Prometheus handler (nil with
+// and rec its Collector, whose appends wake the change feeds (both nil
+// with --serve-only), metrics its Prometheus handler (nil with
 // --serve-only), served at /metrics behind the API's authentication
-// (server.WithMetrics).
-func apiHandler(c Config, j *krply.Journal, cfg *rest.Config, metrics http.Handler) (http.Handler, error) {
+// (server.WithMetrics). /healthz and /readyz are the recorder's (health.go),
+// in front of the handler's own.
+func apiHandler(c Config, j *krply.Journal, cfg *rest.Config, rec *krply.Collector, metrics http.Handler) (http.Handler, error) {
 	opts := []server.Option{}
+	if rec != nil {
+		opts = append(opts, server.WithAppendNotifier(rec))
+	}
 	if c.TokenFile != "" {
 		opts = append(opts, server.WithTokenFile(c.TokenFile))
 	}
@@ -213,14 +218,14 @@ func apiHandler(c Config, j *krply.Journal, cfg *rest.Config, metrics http.Handl
 }
 
 // serveAPI sets the query API of --listen and says where it is served.
-func (e *endpoints) serveAPI(out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, metrics http.Handler) error {
+func (e *endpoints) serveAPI(out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec *krply.Collector, metrics http.Handler) error {
 	if metrics != nil {
 		e.metrics.Store(&metrics)
 	}
 	if e.listenURL == "" {
 		return nil
 	}
-	api, err := apiHandler(c, j, cfg, metrics)
+	api, err := apiHandler(c, j, cfg, rec, metrics)
 	if err != nil {
 		return err
 	}
@@ -253,7 +258,7 @@ func serveOnly(ctx context.Context, out io.Writer, c Config) error {
 		closeJournal()
 	}()
 	h.opened(j)
-	if err := e.serveAPI(out, c, j, nil, nil); err != nil {
+	if err := e.serveAPI(out, c, j, nil, nil, nil); err != nil {
 		return err
 	}
 	select {

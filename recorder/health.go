@@ -32,10 +32,13 @@ const (
 	// CheckJournal: the journal is open and answers (not while it opens
 	// or migrates).
 	CheckJournal = "journal"
-	// CheckSynced: every stream had its first complete baseline.
+	// CheckSynced: every stream is recording now (watch.Collector.Synced:
+	// its baseline complete and its watch open); it fails while the
+	// first lists run, while a stream relists after a gap, and while one
+	// is degraded.
 	CheckSynced = "synced"
-	// CheckStreams: every stream is recording now (none denied, backing
-	// off, or relisting after a gap).
+	// CheckStreams: no stream is degraded (denied with a 403, its
+	// resource gone, backing off after errors), naming those that are.
 	CheckStreams = "streams"
 	// CheckRetention: retention within its bounds (no pressure).
 	CheckRetention = "retention"
@@ -60,8 +63,6 @@ type health struct {
 	j       *krply.Journal
 	rec     *krply.Collector
 	keeper  *retention.Keeper
-	// synced is set once every stream had its first complete baseline.
-	synced bool
 	// serveOnly serves a journal read-only, without recording.
 	serveOnly bool
 }
@@ -89,12 +90,6 @@ func (h *health) recording(rec *krply.Collector, keeper *retention.Keeper) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.rec, h.keeper = rec, keeper
-}
-
-func (h *health) setSynced() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.synced = true
 }
 
 // check is a named check; fn returns nil when it passes.
@@ -135,25 +130,23 @@ func (h *health) journalReady(ctx context.Context) error {
 
 func (h *health) syncedReady(context.Context) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
+	rec := h.rec
+	h.mu.Unlock()
 	switch {
-	case h.serveOnly, h.synced:
+	case h.serveOnly:
 		return nil
-	case h.rec == nil:
+	case rec == nil:
 		return errors.New("not recording yet: the journal is opening")
 	}
-	if err := h.rec.Synced(); err != nil {
-		return fmt.Errorf("taking the first complete lists: %w", err)
-	}
-	return nil
+	return rec.Synced()
 }
 
 func (h *health) streamsReady(context.Context) error {
 	h.mu.Lock()
-	rec, synced := h.rec, h.synced
+	rec := h.rec
 	h.mu.Unlock()
-	if h.serveOnly || !synced {
-		return nil // synced says why, until the first lists are done
+	if rec == nil {
+		return nil // serving only, or not recording yet: synced says why
 	}
 	var degraded []string
 	for _, st := range rec.Status() {
@@ -164,7 +157,7 @@ func (h *health) streamsReady(context.Context) error {
 	if len(degraded) > 0 {
 		return fmt.Errorf("%d streams degraded: %s", len(degraded), strings.Join(degraded, "; "))
 	}
-	return rec.Synced()
+	return nil
 }
 
 func (h *health) retentionReady(context.Context) error {

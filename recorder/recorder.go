@@ -202,7 +202,6 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 			printProgress(out, rec.Status())
 		}
 	}
-	h.setSynced()
 	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
 	printStreams(out, rec.Status())
 	printChecks(out, h)

@@ -156,6 +156,12 @@ soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_SOAK_DURATION=10m $(GO) test -count=1 -timeout 20m -run '^TestSoak$$' -v ./internal/testing/soak/
 
+## migration-soak: a recorder migrates a journal of 1,000,000 events of an older schema while probed as the kubelet probes it, and is never declared dead (recorder.TestMigrationUnderProbes; make test runs it with 20,000 events).
+.PHONY: migration-soak
+migration-soak:
+	@assets=$$(hack/testbin.sh | tail -n 1); \
+	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_MIGRATION_EVENTS=1000000 $(GO) test -count=1 -timeout 30m -run '^TestMigrationUnderProbes$$' -v ./recorder/
+
 ## screenshots: a PNG of every view of the web UI, on a journal recorded from the local control plane, into docs/screenshots.
 screenshots: browser
 	@assets=$$(hack/testbin.sh | tail -n 1); \

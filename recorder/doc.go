@@ -3,7 +3,9 @@
 // writing a journal, with record-everything and its exclusions, retention
 // (package retention) on a schedule, Prometheus metrics (package metrics;
 // on --listen behind the API's authentication, on --metrics-addr open),
-// /healthz and /readyz, the query API (package server) with bearer tokens
+// /livez, /healthz and /readyz as kube-apiserver serves them (named checks,
+// /readyz/<check>, ?verbose, ?exclude=; health.go), answering from the
+// first moment, before the journal opens or migrates, the query API (package server) with bearer tokens
 // or the cluster's delegated authentication over HTTP or HTTPS, a
 // serve-only mode over an existing journal, and the status lines it
 // prints while it runs.

@@ -1,13 +1,11 @@
 package recorder
 
 // What an operator needs to leave the recorder running for months:
-// retention, /metrics, /healthz, /readyz, a version.
+// retention, /metrics, a version (health.go: /livez, /healthz, /readyz).
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"runtime/debug"
@@ -20,7 +18,6 @@ import (
 	"github.com/krply/krply"
 	"github.com/krply/krply/metrics"
 	"github.com/krply/krply/retention"
-	"github.com/krply/krply/server"
 )
 
 // Version returns stamped, the version a build stamped with -ldflags
@@ -42,41 +39,38 @@ func Version(stamped string) string {
 	return v
 }
 
-// ops are retention and the metrics endpoints of a running recorder.
+// ops are retention and the metrics of a running recorder.
 type ops struct {
 	// metrics serves Prometheus metrics, on --metrics-addr (open) and
 	// --listen (server.WithMetrics, behind the API's authentication).
 	metrics http.Handler
-	// keeper is the retention keeper whose pressure makes the recorder
-	// not ready; nil without retention.
+	// keeper is the retention keeper whose pressure the retention check
+	// reports; nil without retention.
 	keeper *retention.Keeper
-	// wait stops retention and --metrics-addr and waits for them.
-	wait func() error
+	// wait stops retention and waits for it.
+	wait func()
 }
 
-// startOps runs retention and the --metrics-addr endpoints until ctx ends
-// or wait is called.
-func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collector, hs *metrics.Histograms) (o *ops, err error) {
+// startOps runs retention until ctx ends or wait is called.
+func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collector, hs *metrics.Histograms) (*ops, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer func() {
-		if err != nil {
-			cancel()
-		}
-	}()
-	o = &ops{}
-	var keepDone chan struct{}
+	o := &ops{}
+	keepDone := make(chan struct{})
 	if c.Retention > 0 || c.MaxSize > 0 || c.DiskReserve > 0 {
+		var err error
 		o.keeper, err = retention.New(j.Store(), retention.WithMaxAge(time.Duration(c.Retention)), retention.WithMaxSize(int64(c.MaxSize)),
 			retention.WithMinAge(time.Duration(c.MinAge)), retention.WithInterval(time.Duration(c.RetentionEvery)),
 			retention.WithDiskReserve(filepath.Dir(c.Journal), int64(c.DiskReserve)), retention.WithLogger(c.Log))
 		if err != nil {
+			cancel()
 			return nil, fmt.Errorf("%w (check --retention, --max-size, --min-age, --disk-reserve, --retention-every)", err)
 		}
-		keepDone = make(chan struct{})
 		go func() {
 			defer close(keepDone)
 			_ = o.keeper.Run(ctx) // returns nil when ctx ends; failures are in its Status
 		}()
+	} else {
+		close(keepDone)
 	}
 	mopts := []metrics.Option{metrics.WithCollector(rec), metrics.WithStore(j.Store()), metrics.WithHistograms(hs)}
 	if o.keeper != nil {
@@ -85,66 +79,19 @@ func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collec
 	mh := metrics.NewHandler(mopts...)
 	o.metrics = mh
 	if c.MetricsHandler != nil {
+		var err error
 		if o.metrics, err = c.MetricsHandler(mh); err != nil {
+			cancel()
+			<-keepDone
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
-	var srv *http.Server
-	srvDone := make(chan error, 1)
-	if c.MetricsAddr != "" {
-		l, err := net.Listen("tcp", c.MetricsAddr)
-		if err != nil {
-			return nil, fmt.Errorf("--metrics-addr: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", o.metrics)
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if err := o.ready(rec).Synced(); err != nil {
-				http.Error(w, err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
-		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { srvDone <- srv.Serve(l) }()
-		c.Log.Info("serving /metrics, /healthz and /readyz", "address", l.Addr().String())
-	}
-	o.wait = func() error {
+	o.wait = func() {
 		cancel()
-		var err error
-		if srv != nil {
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			err = srv.Shutdown(shutdown)
-			if serr := <-srvDone; !errors.Is(serr, http.ErrServerClosed) {
-				err = errors.Join(err, serr)
-			}
-		}
-		if keepDone != nil {
-			<-keepDone
-		}
-		return err
+		<-keepDone
 	}
 	return o, nil
 }
-
-// ready is what /readyz asks, on --metrics-addr and on --listen: the
-// recorder synced, and retention within its bounds.
-func (o *ops) ready(rec *krply.Collector) server.Recorder {
-	return readiness(func() error {
-		err := rec.Synced()
-		if o.keeper != nil {
-			err = errors.Join(err, o.keeper.Ready())
-		}
-		return err
-	})
-}
-
-// readiness adapts a function to server.Recorder.
-type readiness func() error
-
-func (r readiness) Synced() error { return r() }
 
 // Age is a duration flag value that also takes days ("7d"). It implements
 // flag.Value and pflag.Value.

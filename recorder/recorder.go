@@ -104,6 +104,12 @@ type Config struct {
 	// with the Go runtime's and the process's metrics beside them. By
 	// default krply's are served alone, by package metrics.
 	MetricsHandler func(*metrics.Handler) (http.Handler, error)
+	// MigrationProgress, when set, is called while Run migrates an older
+	// SQLite journal's schema (sqlite.WithMigrationProgress), from another
+	// goroutine: the source of a metric of it. It must not block. The
+	// recorder also logs the progress and shows it in /readyz's journal
+	// check.
+	MigrationProgress func(sqlite.MigrationProgress)
 }
 
 // Run records until ctx ends, printing its progress and status lines on
@@ -135,36 +141,53 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	if err != nil {
 		return fmt.Errorf("cluster to record: %w (choose it with --kubeconfig and --context)", err)
 	}
-	j, closeJournal, err := c.open(ctx, false, c.options()...)
+	// /livez and /readyz answer before the journal opens: a migration of
+	// an older journal may take minutes.
+	h := newHealth(false)
+	e, err := startEndpoints(ctx, c, h)
 	if err != nil {
 		return err
 	}
-	defer closeJournal()
+	defer e.shutdown()
+	opts := c.options()
+	if !isURL(c.Journal) {
+		opts = append(opts, krply.WithSQLiteOptions(sqlite.WithMigrationProgress(func(p sqlite.MigrationProgress) {
+			h.migrating(p)
+			if c.MigrationProgress != nil {
+				c.MigrationProgress(p)
+			}
+		})))
+	}
+	j, closeJournal, err := c.open(ctx, false, opts...)
+	if err != nil {
+		return err
+	}
+	h.opened(j)
 	// The latency histograms of the Collector and the query API.
 	hs := metrics.NewHistograms()
 	rec, err := j.NewCollectorForConfig(cfg, watch.WithMetrics(hs))
 	if err != nil {
-		return err
+		return errors.Join(err, closeJournal())
 	}
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }()
 	o, err := startOps(ctx, c, j, rec, hs)
 	if err != nil {
 		stop()
-		return errors.Join(err, <-done)
+		return errors.Join(err, <-done, closeJournal())
 	}
+	h.recording(rec, o.keeper)
 	defer func() {
-		if err := o.wait(); err != nil {
-			fmt.Fprintln(out, "stopping /metrics:", err)
-		}
+		// The servers stop, then retention, before the journal closes.
+		stop()
+		e.shutdown()
+		o.wait()
+		closeJournal()
 	}()
-	var serving <-chan error
-	if c.Listen != "" {
-		if serving, err = serveAPI(ctx, out, c, j, cfg, o.ready(rec), o.metrics, hs); err != nil {
-			stop()
-			<-done
-			return err
-		}
+	if err := e.serveAPI(out, c, j, cfg, rec, o.metrics, hs); err != nil {
+		stop()
+		<-done
+		return err
 	}
 
 	// Progress while the initial lists run, then the streams' status.
@@ -178,9 +201,6 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		case err := <-synced:
 			if err != nil {
 				stop()
-				if serving != nil {
-					<-serving
-				}
 				if startErr := <-done; startErr != nil && !errors.Is(startErr, context.Canceled) {
 					return startErr
 				}
@@ -193,6 +213,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	}
 	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
 	printStreams(out, rec.Status())
+	printChecks(out, h)
 
 	var status <-chan time.Time
 	if c.StatusEvery > 0 {
@@ -203,9 +224,8 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	for {
 		select {
 		case err := <-done:
-			if serving != nil {
-				<-serving // the API stops with ctx, before the journal closes
-			}
+			stop()
+			e.shutdown() // the API stops with ctx, before the journal closes
 			if err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
@@ -214,15 +234,20 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 			return nil
 		case <-status:
 			printStreams(out, rec.Status())
-		case err := <-serving:
-			if err != nil {
-				stop()
-				<-done
-				return err
-			}
-			serving = nil
+			printChecks(out, h)
+		case err := <-e.stopped:
+			stop()
+			<-done
+			return err
 		}
 	}
+}
+
+// isURL tells whether journal is a URL (a database's connection string)
+// rather than a SQLite file's path.
+func isURL(journal string) bool {
+	u, err := url.Parse(journal)
+	return err == nil && u.Scheme != "" && u.Host != ""
 }
 
 // open opens the journal with Open, or OpenFile.

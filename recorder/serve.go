@@ -3,12 +3,15 @@ package recorder
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	authenticationv1 "k8s.io/client-go/kubernetes/typed/authentication/v1"
@@ -17,6 +20,7 @@ import (
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/server"
+	"github.com/krply/krply/server/apiv1"
 )
 
 // Check refuses flag combinations that cannot work, naming the flags.
@@ -46,19 +50,137 @@ func (c *Config) Check() error {
 	return nil
 }
 
-// serveAPI starts serving the query API over j until ctx ends; the
-// returned channel reports why serving stopped (nil after ctx ended). cfg
-// is the recorder's cluster (nil with --serve-only), rec its readiness,
-// metrics its Prometheus handler and requests the histograms of the
-// requests' durations (all nil with --serve-only), served at
-// /metrics behind the API's authentication (server.WithMetrics).
-func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec server.Recorder, metrics http.Handler, requests server.RequestMetricsProvider) (<-chan error, error) {
+// endpoints are the recorder's HTTP servers, --listen and --metrics-addr.
+// They start before the journal opens, serving /livez, /healthz and
+// /readyz from the first moment; the query API and /metrics answer 503
+// not_ready, saying why, until the journal is open and they are set.
+type endpoints struct {
+	api, metrics atomic.Pointer[http.Handler]
+	health       *health
+	// listenURL is --listen's base URL ("" without --listen).
+	listenURL string
+	// stopped reports why a server stopped serving (nil after ctx ended).
+	stopped chan error
+	servers []*http.Server
+	done    sync.WaitGroup
+}
+
+// startEndpoints starts --listen and --metrics-addr, until ctx ends.
+func startEndpoints(ctx context.Context, c Config, h *health) (_ *endpoints, err error) {
+	e := &endpoints{health: h, stopped: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			e.shutdown()
+		}
+	}()
+	if c.Listen != "" {
+		mux := http.NewServeMux()
+		h.mount(mux, true)
+		mux.Handle("/", e.pending(&e.api, "the query API"))
+		var tlsConfig *tls.Config
+		if c.TLSCertFile != "" {
+			getCert, err := certificates(c.TLSCertFile, c.TLSKeyFile)
+			if err != nil {
+				return nil, err
+			}
+			tlsConfig = &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12}
+		}
+		addr, err := e.serve(mux, c.Listen, tlsConfig)
+		if err != nil {
+			return nil, fmt.Errorf("--listen: %w", err)
+		}
+		scheme := "http"
+		if tlsConfig != nil {
+			scheme = "https"
+		}
+		e.listenURL = scheme + "://" + addr
+	}
+	if c.MetricsAddr != "" {
+		mux := http.NewServeMux()
+		h.mount(mux, false)
+		mux.Handle("GET /metrics", e.pending(&e.metrics, "/metrics"))
+		addr, err := e.serve(mux, c.MetricsAddr, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--metrics-addr: %w", err)
+		}
+		c.Log.Info("serving /metrics, /livez, /healthz and /readyz", "address", addr)
+	}
+	go func() {
+		<-ctx.Done()
+		e.shutdown()
+	}()
+	return e, nil
+}
+
+// serve serves handler on addr (over TLS with tlsConfig) and returns the
+// address it listens on.
+func (e *endpoints) serve(handler http.Handler, addr string, tlsConfig *tls.Config) (string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: handler, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	e.servers = append(e.servers, srv)
+	e.done.Add(1)
+	go func() {
+		defer e.done.Done()
+		var err error
+		if tlsConfig != nil {
+			err = srv.ServeTLS(ln, "", "") // the pair comes from srv.TLSConfig
+		} else {
+			err = srv.Serve(ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
+			e.stopped <- fmt.Errorf("serving on %s: %w", ln.Addr(), err)
+		}
+	}()
+	return ln.Addr().String(), nil
+}
+
+// pending serves what *h holds, and until it holds a handler answers 503
+// not_ready with why (the journal opening or migrating).
+func (e *endpoints) pending(h *atomic.Pointer[http.Handler], what string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if next := h.Load(); next != nil {
+			(*next).ServeHTTP(w, r)
+			return
+		}
+		why := "the recorder is starting"
+		if err := e.health.journalReady(r.Context()); err != nil {
+			why = err.Error()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_ = json.NewEncoder(w).Encode(apiv1.Error{Status: http.StatusServiceUnavailable, Code: apiv1.CodeNotReady,
+			Message: fmt.Sprintf("%s is not served yet: %s; /readyz?verbose says how far it is", what, why)})
+	})
+}
+
+// shutdown stops the servers, leaving open change feeds 5 seconds to end,
+// and waits for them.
+func (e *endpoints) shutdown() {
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, srv := range e.servers {
+		_ = srv.Shutdown(shutdown)
+	}
+	e.done.Wait()
+}
+
+// apiHandler returns the query API over j: cfg is the recorder's cluster
+// and rec its Collector, whose appends wake the change feeds (both nil
+// with --serve-only), metrics its Prometheus handler (nil with
+// --serve-only), served at /metrics behind the API's authentication
+// (server.WithMetrics). /healthz and /readyz are the recorder's (health.go),
+// in front of the handler's own.
+func apiHandler(c Config, j *krply.Journal, cfg *rest.Config, rec *krply.Collector, metrics http.Handler, requests server.RequestMetricsProvider) (http.Handler, error) {
 	opts := []server.Option{}
 	if requests != nil {
 		opts = append(opts, server.WithRequestMetrics(requests))
 	}
 	if rec != nil {
-		opts = append(opts, server.WithRecorder(rec))
+		opts = append(opts, server.WithAppendNotifier(rec))
 	}
 	if c.TokenFile != "" {
 		opts = append(opts, server.WithTokenFile(c.TokenFile))
@@ -88,7 +210,6 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 		// namespaces.
 		opts = append(opts, server.WithMetrics(metrics))
 	}
-
 	handler := server.NewHandler(j.Store(), opts...)
 	if c.Serve != nil {
 		var err error
@@ -96,51 +217,36 @@ func serveAPI(ctx context.Context, out io.Writer, c Config, j *krply.Journal, cf
 			return nil, fmt.Errorf("--listen: %w", err)
 		}
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	scheme := "http"
-	if c.TLSCertFile != "" {
-		getCert, err := certificates(c.TLSCertFile, c.TLSKeyFile)
-		if err != nil {
-			return nil, err
-		}
-		srv.TLSConfig = &tls.Config{GetCertificate: getCert, MinVersion: tls.VersionTLS12}
-		scheme = "https"
+	return handler, nil
+}
+
+// serveAPI sets the query API of --listen and says where it is served.
+func (e *endpoints) serveAPI(out io.Writer, c Config, j *krply.Journal, cfg *rest.Config, rec *krply.Collector, metrics http.Handler, requests server.RequestMetricsProvider) error {
+	if metrics != nil {
+		e.metrics.Store(&metrics)
 	}
-	ln, err := net.Listen("tcp", c.Listen)
+	if e.listenURL == "" {
+		return nil
+	}
+	api, err := apiHandler(c, j, cfg, rec, metrics, requests)
 	if err != nil {
-		return nil, fmt.Errorf("--listen: %w", err)
+		return err
 	}
-	fmt.Fprintf(out, "serving the query API on %s://%s (kubectl krply --server %s://%s)\n", scheme, ln.Addr(), scheme, ln.Addr())
-	done := make(chan error, 1)
-	go func() {
-		var err error
-		if c.TLSCertFile != "" {
-			err = srv.ServeTLS(ln, "", "") // the pair comes from srv.TLSConfig
-		} else {
-			err = srv.Serve(ln)
-		}
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		done <- err
-	}()
-	stopped := make(chan error, 1)
-	go func() {
-		select {
-		case err := <-done:
-			stopped <- fmt.Errorf("query API: %w", err)
-		case <-ctx.Done():
-			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(shutdown) // open change feeds end with the timeout
-			stopped <- nil
-		}
-	}()
-	return stopped, nil
+	e.api.Store(&api)
+	fmt.Fprintf(out, "serving the query API on %s (kubectl krply --server %s)\n", e.listenURL, e.listenURL)
+	return nil
 }
 
 // serveOnly serves the journal read-only until ctx ends.
 func serveOnly(ctx context.Context, out io.Writer, c Config) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	h := newHealth(true)
+	e, err := startEndpoints(ctx, c, h)
+	if err != nil {
+		return err
+	}
+	defer e.shutdown()
 	j, closeJournal, err := c.open(ctx, true)
 	if inc, older := OlderJournal(err); older {
 		return fmt.Errorf("--serve-only: journal %s has schema version %d, older than the %d this recorder reads, and --serve-only never writes "+
@@ -150,10 +256,18 @@ func serveOnly(ctx context.Context, out io.Writer, c Config) error {
 	if err != nil {
 		return fmt.Errorf("--serve-only: %w", err)
 	}
-	defer closeJournal()
-	stopped, err := serveAPI(ctx, out, c, j, nil, nil, nil, nil)
-	if err != nil {
+	defer func() {
+		e.shutdown() // the API stops before the journal closes
+		closeJournal()
+	}()
+	h.opened(j)
+	if err := e.serveAPI(out, c, j, nil, nil, nil, nil); err != nil {
 		return err
 	}
-	return <-stopped
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-e.stopped:
+		return err
+	}
 }

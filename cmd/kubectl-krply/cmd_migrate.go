@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/krply/krply"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/storage/postgres"
 	"github.com/krply/krply/storage/sqlite"
@@ -32,9 +33,11 @@ func (e *env) migrateCommand() *cobra.Command {
 		Long: `migrate opens the journal for writing, which brings its schema to this
 version's, and closes it. Queries open a journal read-only and never
 migrate it; a recorder migrates it when it starts. Migrating rebuilds
-tables in one transaction (about 13 s for 1,000,000 events): a process
-of an older krply that has the journal open fails to write it afterwards,
-so stop older recorders first. A journal already at this version is left
+tables in one transaction, in time proportional to the journal, printing
+its progress on stderr; it needs about twice the journal's size free on
+its disk and refuses to start otherwise, naming both. A process of an
+older krply that has the journal open fails to write it afterwards, so
+stop older recorders first. A journal already at this version is left
 as it is.`,
 		Example: `  kubectl krply migrate --journal krply.db`,
 		Args:    noArgs,
@@ -76,7 +79,7 @@ func (e *env) migrate(ctx context.Context) error {
 	if !older {
 		return fmt.Errorf("journal %s: %w", path, err)
 	}
-	_, closeJournal, err = openStore(ctx, path, false)
+	_, closeJournal, err = openStore(ctx, path, false, krply.WithSQLiteOptions(sqlite.WithMigrationProgress(e.migrationProgress(path))))
 	if err != nil {
 		return fmt.Errorf("journal %s: migrate: %w", path, err)
 	}
@@ -87,4 +90,17 @@ func (e *env) migrate(ctx context.Context) error {
 	// current now.
 	fmt.Fprintf(e.Out, "journal %s: at schema version %d now (it was %d)\n", path, sqlite.SchemaVersion, inc.FileVersion)
 	return nil
+}
+
+// migrationProgress returns a sqlite.WithMigrationProgress callback that
+// prints the migration's percent on stderr, at its start, every tenth of
+// the way and at its end.
+func (e *env) migrationProgress(path string) func(sqlite.MigrationProgress) {
+	printed := -1
+	return func(p sqlite.MigrationProgress) {
+		if pct := p.Percent(); printed < 0 || pct == 100 || pct >= printed+10 {
+			printed = pct - pct%10
+			fmt.Fprintf(e.ErrOut, "migrating journal %s from schema version %d to %d: %d%%\n", path, p.From, p.To, pct)
+		}
+	}
 }

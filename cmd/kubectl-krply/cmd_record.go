@@ -6,10 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/krply/krply/cel"
 	"github.com/krply/krply/crutil/prom"
@@ -24,6 +26,7 @@ type recordFlags struct {
 	recorder.Config
 	all          bool
 	verbosity    int
+	logFormat    string
 	printVersion bool
 }
 
@@ -38,6 +41,7 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.StringVarP(&c.LabelSelector, "selector", "l", "", "record only objects with these labels (a label selector, e.g. app=web)")
 	f.DurationVar(&c.StatusEvery, "status-every", 30*time.Second, "how often to print each stream's status once synced (0: never)")
 	f.IntVarP(&r.verbosity, "v", "v", 0, "log verbosity on stderr (gaps, 410s and retries are logged at 0; 1 also each stream's state and each default exclusion with its reason)")
+	f.StringVar(&r.logFormat, "log-format", "text", "the format of the log on stderr: text, or json (one object a line, for a log pipeline); client-go's own log lines take it too")
 	f.BoolVar(&r.printVersion, "version", false, "print the version and exit")
 
 	f.BoolVar(&c.AllResources, "all-resources", false, "record every listable and watchable resource, following CRDs as they come and go, except the default exclusions (Secrets, Events, Leases, EndpointSlices, Endpoints)")
@@ -51,9 +55,9 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.Var(&c.MinAge, "min-age", "history younger than this is never compacted for --max-size (e.g. 1h, 2d)")
 	f.Var(&c.DiskReserve, "disk-reserve", "report pressure (not ready, krply_retention_pressure 1) while the journal's disk has less free space than this (e.g. 256Mi; 0: off)")
 	f.Var(&c.RetentionEvery, "retention-every", "how often retention runs (e.g. 5m)")
-	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /healthz and /readyz alone on this address, without authentication: keep it on an internal address (e.g. 127.0.0.1:9090 for in-pod scrapes; --listen serves them too, /metrics behind its authentication)")
+	f.StringVar(&c.MetricsAddr, "metrics-addr", "", "serve /metrics, /livez, /healthz and /readyz alone on this address, without authentication: keep it on an internal address (e.g. 127.0.0.1:9090 for in-pod scrapes; --listen serves them too, /metrics behind its authentication)")
 
-	f.StringVar(&c.Listen, "listen", "", "serve the query API, MCP at /mcp and /metrics (with the API's authentication), /healthz and /readyz on this address (host:port), for kubectl krply --server and AI assistants")
+	f.StringVar(&c.Listen, "listen", "", "serve the query API, MCP at /mcp and /metrics (with the API's authentication), /livez, /healthz and /readyz on this address (host:port), for kubectl krply --server and AI assistants")
 	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "serve --listen over HTTPS with this certificate (PEM; with --tls-key-file)")
 	f.StringVar(&c.TLSKeyFile, "tls-key-file", "", "the key of --tls-cert-file (PEM)")
 	f.StringVar(&c.TokenFile, "listen-token-file", "", "bearer tokens the query API accepts, one per line, reread when the file changes")
@@ -82,11 +86,18 @@ separated by commas.
 
 Running for months: --retention and --max-size keep the journal on a
 bounded disk (--min-age, --retention-every, --disk-reserve adjust them);
---metrics-addr serves /metrics, /healthz and /readyz alone, without
-authentication: keep it on an internal address.
+--metrics-addr serves /metrics, /livez, /healthz and /readyz alone, without
+authentication: keep it on an internal address. /livez and /readyz answer
+from the start, also while an older journal is migrated (its progress is
+logged with a percent); /readyz has named checks (journal, synced,
+streams, retention: /readyz?verbose lists them, /readyz/<check> asks one,
+?exclude=<check> leaves one out), and a pod's readiness probe should ask
+/readyz?exclude=synced&exclude=streams&exclude=retention, so that a
+degraded stream does not take answers out of service. --log-format json
+writes the log, client-go's included, one JSON object a line.
 
 --listen ADDR serves the query API (docs/query-api.md) from this recorder's
-journal, with /metrics, /healthz and /readyz, so that kubectl krply
+journal, with /metrics, /livez, /healthz and /readyz, so that kubectl krply
 --server URL answers without access to the file, and the Model Context
 Protocol over Streamable HTTP at /mcp for AI assistants (the tools of
 kubectl krply mcp, each call authorized as the same question to the query
@@ -129,9 +140,13 @@ serves an existing journal without recording.`,
 		c.ClusterID = e.clusterID
 		c.Conditions = cel.Conditions()
 		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
-		c.Log = funcr.New(func(prefix, args string) {
-			fmt.Fprintln(e.ErrOut, e.now().Format(time.RFC3339Nano), prefix, args)
-		}, funcr.Options{Verbosity: r.verbosity})
+		var err error
+		if c.Log, err = e.logger(r.logFormat, r.verbosity); err != nil {
+			return err
+		}
+		// client-go logs through klog: its lines go to the same sink, in
+		// the same format.
+		klog.SetLogger(c.Log)
 		if cmd.Flags().Changed("namespace") {
 			for _, ns := range strings.Split(e.namespace(), ",") {
 				if ns = strings.TrimSpace(ns); ns != "" {
@@ -147,4 +162,19 @@ serves an existing journal without recording.`,
 		return recorder.Run(cmd.Context(), e.Out, c)
 	}
 	return cmd
+}
+
+// logger returns the recorder's logger on stderr, in format (--log-format)
+// at verbosity (-v).
+func (e *env) logger(format string, verbosity int) (logr.Logger, error) {
+	switch format {
+	case "text":
+		return funcr.New(func(prefix, args string) {
+			fmt.Fprintln(e.ErrOut, e.now().Format(time.RFC3339Nano), prefix, args)
+		}, funcr.Options{Verbosity: verbosity}), nil
+	case "json":
+		return funcr.NewJSON(func(obj string) { fmt.Fprintln(e.ErrOut, obj) }, funcr.Options{Verbosity: verbosity,
+			RenderBuiltinsHook: func(kv []any) []any { return append([]any{"ts", e.now().Format(time.RFC3339Nano)}, kv...) }}), nil
+	}
+	return logr.Logger{}, usagef("--log-format %q: want text or json", format)
 }

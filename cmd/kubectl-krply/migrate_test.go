@@ -29,6 +29,10 @@ func TestMigrate(t *testing.T) {
 	if want := fmt.Sprintf("journal %s: at schema version %d now (it was %d)\n", path, sqlite.SchemaVersion, sqlite.SchemaVersion-1); r.code != exitOK || r.stdout != want {
 		t.Fatalf("migrate: exit %d, stdout %q, stderr %q; want 0 and %q", r.code, r.stdout, r.stderr, want)
 	}
+	progress := fmt.Sprintf("migrating journal %s from schema version %d to %d: ", path, sqlite.SchemaVersion-1, sqlite.SchemaVersion)
+	if !strings.HasPrefix(r.stderr, progress+"0%\n") || !strings.HasSuffix(r.stderr, progress+"100%\n") {
+		t.Errorf("migrate's progress on stderr: %q; want from 0%% to 100%%", r.stderr)
+	}
 	if r = runPlugin(t, "--journal", path, "--cluster-id", "c1", "status"); r.code != exitOK || !strings.Contains(r.stdout, "deployments.apps") {
 		t.Fatalf("status after migrate: exit %d, stdout %q, stderr %q; want 0 and the deployments stream", r.code, r.stdout, r.stderr)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/krply/krply"
 	"github.com/krply/krply/retention"
@@ -61,5 +63,53 @@ func TestVersion(t *testing.T) {
 	r := runPlugin(t, "version")
 	if r.code != exitOK || !strings.HasPrefix(r.stdout, "kubectl-krply "+krply.Version()) {
 		t.Errorf("unstamped version: exit %d, %q; want it to start with %s", r.code, r.stdout, krply.Version())
+	}
+}
+
+// --log-format json writes one JSON object a line with the time, and
+// client-go's klog lines reach the same sink in the same format; text is
+// the default; anything else is refused naming the flag.
+func TestLogFormat(t *testing.T) {
+	var errOut strings.Builder
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	e := &env{now: func() time.Time { return at }}
+	e.ErrOut = &errOut
+	log, err := e.logger("json", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer klog.ClearLogger()
+	klog.SetLogger(log)
+	log.Info("recording", "journal", "krply.db")
+	klog.InfoS("from client-go", "resource", "configmaps")
+	klog.Flush()
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), errOut.String())
+	}
+	for i, want := range []map[string]any{{"msg": "recording", "journal": "krply.db"}, {"msg": "from client-go", "resource": "configmaps"}} {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(lines[i]), &got); err != nil {
+			t.Fatalf("line %q is not JSON: %v", lines[i], err)
+		}
+		if got["ts"] != "2026-01-02T03:04:05Z" {
+			t.Errorf("line %q: ts %v", lines[i], got["ts"])
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("line %q: %s = %v, want %v", lines[i], k, got[k], v)
+			}
+		}
+	}
+	errOut.Reset()
+	if log, err = e.logger("text", 0); err != nil {
+		t.Fatal(err)
+	}
+	log.Info("recording")
+	if got := errOut.String(); got != "2026-01-02T03:04:05Z  \"level\"=0 \"msg\"=\"recording\"\n" {
+		t.Errorf("text: %q", got)
+	}
+	if _, err := e.logger("yaml", 0); err == nil || !strings.Contains(err.Error(), `--log-format "yaml": want text or json`) {
+		t.Errorf("--log-format yaml: %v", err)
 	}
 }

@@ -185,6 +185,14 @@
 // version with a migration, proven against the journals of every earlier
 // version under testdata/format (TestFormatFixtures).
 //
+// Open migrates an older journal in one transaction, so that a migration
+// cut short leaves the journal as it was. Before it starts, Open checks
+// that the journal's file system has room for it (twice the journal's
+// size: the rebuilt tables in the write-ahead log, then in the file) and
+// otherwise returns a *MigrationSpaceError naming the free space and the
+// space needed. While it runs, Open logs its progress with a percent and
+// reports it to WithMigrationProgress.
+//
 // # Close
 //
 // Whoever calls Open must call Close. Close waits for calls in flight,

@@ -127,7 +127,15 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 	s.w.SetMaxIdleConns(1)
 	s.w.SetConnMaxLifetime(0)
 	s.w.SetConnMaxIdleTime(0)
-	if err := migrate(ctx, s.w, version); err != nil {
+	if version < SchemaVersion {
+		if err := checkMigrationSpace(s.path, version); err != nil {
+			return err
+		}
+		finish := watchMigration(s.path, version, s.cfg.migrationProgress, s.log)
+		err = migrate(ctx, s.w, version)
+		finish(err)
+	}
+	if err != nil {
 		return fmt.Errorf("%w (%s)", err, s.path)
 	}
 	var mode string

@@ -64,6 +64,8 @@ type config struct {
 	keyframeCache int
 	mmapBytes     int64
 	readOnly      bool
+	// migrationProgress is WithMigrationProgress's.
+	migrationProgress func(MigrationProgress)
 }
 
 func defaultConfig() config {

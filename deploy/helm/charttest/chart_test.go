@@ -65,7 +65,12 @@ func loadChart(t *testing.T) *chart.Chart {
 // render renders the chart with vals (validated against
 // values.schema.json) as release "krply" in namespace ns.
 func render(c *chart.Chart, vals map[string]any, ns string) ([]*unstructured.Unstructured, string, error) {
-	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "krply", Namespace: ns, IsInstall: true}, chartutil.DefaultCapabilities)
+	return renderOn(c, vals, ns, chartutil.DefaultCapabilities)
+}
+
+// renderOn renders as render does, on a cluster with caps.
+func renderOn(c *chart.Chart, vals map[string]any, ns string, caps *chartutil.Capabilities) ([]*unstructured.Unstructured, string, error) {
+	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: "krply", Namespace: ns, IsInstall: true}, caps)
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,6 +124,11 @@ func TestSchemaRefuses(t *testing.T) {
 		"a digest that is not sha256": {"image": map[string]any{"repository": "krply", "digest": "latest"}},
 		"an API open to anyone":       {"api": map[string]any{"delegatedAuth": false}},
 		"no PostgreSQL replica":       {"postgres": map[string]any{"secretName": "pg", "replicas": 0}},
+		"a name that is no DNS label": {"nameOverride": "Krply_History"},
+		"an OpenShift guess":          {"openshift": "maybe"},
+		"root by UID":                 {"podSecurityContext": map[string]any{"runAsUser": 0}},
+		"a ServiceMonitor typo":       {"serviceMonitor": map[string]any{"enable": true}},
+		"a malformed scrape interval": {"serviceMonitor": map[string]any{"enabled": true, "interval": "often"}},
 	} {
 		if _, _, err := render(c, vals, "krply"); err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") {
 			t.Errorf("%s: render = %v, want a schema error", what, err)

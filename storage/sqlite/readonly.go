@@ -76,6 +76,14 @@ func walNeedsShm(path string, err error) error {
 	return fmt.Errorf("sqlite: open %s read-only: its write-ahead log %s-wal holds commits, which SQLite reads only through a %s-shm file, and it cannot create one in that folder (%v): make the folder writable, or open the journal once without WithReadOnly to fold the log into the file", path, path, path, err)
 }
 
+// fileWritable reports whether a writer may be expected to write the
+// file at path: it has a write permission bit and this process may
+// write it (an immutable file, chattr +i, refuses even root).
+func fileWritable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Perm()&0o222 != 0 && canWrite(path, false) == nil
+}
+
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil

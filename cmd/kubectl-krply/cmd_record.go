@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
@@ -125,7 +124,7 @@ serves an existing journal without recording.`,
 			return usagef("--disk-reserve watches the disk of a journal file; a PostgreSQL --journal lives on the database's disk: leave it out")
 		}
 		c.ClusterID = e.clusterID
-		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
+		c.Cluster = e.restConfig
 		c.Log = funcr.New(func(prefix, args string) {
 			fmt.Fprintln(e.ErrOut, e.now().Format(time.RFC3339Nano), prefix, args)
 		}, funcr.Options{Verbosity: r.verbosity})

@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/krplytest/golden"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 )
 
@@ -24,7 +25,8 @@ func TestMain(m *testing.M) {
 	time.Local = time.UTC
 	os.Setenv("KUBECONFIG", filepath.Join(os.TempDir(), "kubectl-krply-test-no-kubeconfig"))
 	os.Unsetenv("KRPLY_JOURNAL")
-	os.Exit(m.Run())
+	// Tests that record share one control plane (testenv.Shared).
+	os.Exit(testenv.RunMain(m))
 }
 
 func streams(out, errOut io.Writer) genericiooptions.IOStreams {

@@ -56,8 +56,24 @@ func checkWritable(path string, isNew bool) error {
 }
 
 func readOnlyFile(path, what string, err error) error {
-	return fmt.Errorf("sqlite: open %s: %w: cannot write %s (%w); open it read-only (WithReadOnly) or fix the permissions", path, storage.ErrReadOnly, what, err)
+	return &ReadOnlyError{Path: path, Cannot: what, Err: err}
 }
+
+// ReadOnlyError is returned when a writable Open is refused because this
+// process cannot write the journal: Cannot names what it may not write
+// (the file at Path, its -wal or -shm file, or its folder), Err is the
+// operating system's answer. It wraps storage.ErrReadOnly and Err.
+type ReadOnlyError struct {
+	Path, Cannot string
+	Err          error
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("sqlite: open %s: %v: cannot write %s (%v); open it read-only (WithReadOnly) or fix the permissions", e.Path, storage.ErrReadOnly, e.Cannot, e.Err)
+}
+
+// Unwrap returns storage.ErrReadOnly and Err.
+func (e *ReadOnlyError) Unwrap() []error { return []error{storage.ErrReadOnly, e.Err} }
 
 // cannotShare reports whether err is SQLite failing to open the
 // write-ahead log's shared memory (the -shm file) of a read-only

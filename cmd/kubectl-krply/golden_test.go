@@ -122,6 +122,7 @@ func TestGolden(t *testing.T) {
 		{"snapshot-yaml", 0, []string{"snapshot", "-n", "shop", "--at", stamp(35), "-o", "yaml"}},
 		{"snapshot-name", 0, []string{"snapshot", "-A", "--at", stamp(35), "-o", "name"}},
 		{"snapshot-selector", 0, []string{"snapshot", "-A", "--at", stamp(35), "-l", "app in (web,settings)"}},
+		{"snapshot-incomplete", 0, []string{"snapshot", "-n", "shop", "--at", stamp(60)}},
 		{"snapshot-in-gap", 3, []string{"snapshot", "-n", "shop", "--at", stamp(60), "--require-complete"}},
 		{"replay-plan", 0, []string{"replay", "plan", "-n", "shop", "--at", stamp(35), "--to-namespace", "shop-restore"}},
 		{"replay-plan-yaml", 0, []string{"replay", "plan", "-n", "shop", "--at", stamp(35), "--to-namespace", "shop-restore", "-o", "yaml"}},

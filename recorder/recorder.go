@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -182,7 +183,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		}
 	}
 	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
-	printStreams(out, rec.Status())
+	printStreams(out, watchesOpened(ctx, rec))
 
 	var status <-chan time.Time
 	if c.StatusEvery > 0 {
@@ -375,6 +376,34 @@ func (c *Config) collectorOptions() []watch.Option {
 		w = append(w, watch.AllowSecrets())
 	}
 	return w
+}
+
+// watchOpenLimit bounds how long the status printed at the sync waits
+// for the streams' watches to open.
+const watchOpenLimit = 5 * time.Second
+
+// watchesOpened returns the streams' status once no synced stream is
+// still listing: a stream is synced at the end of its baseline and opens
+// its watch a moment later (watch.Collector.WaitForSync), and the status
+// printed under "synced:" shows what the recorder does from then on. It
+// waits up to watchOpenLimit (a stream may be relisting already), and
+// returns the status as it is when ctx ends.
+func watchesOpened(ctx context.Context, rec *krply.Collector) []watch.StreamStatus {
+	deadline := time.Now().Add(watchOpenLimit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		streams := rec.Status()
+		listing := slices.ContainsFunc(streams, func(st watch.StreamStatus) bool { return st.Synced && st.State == watch.StateListing })
+		if !listing || time.Now().After(deadline) {
+			return streams
+		}
+		select {
+		case <-ctx.Done():
+			return streams
+		case <-tick.C:
+		}
+	}
 }
 
 // printProgress prints the streams still taking their first baseline.

@@ -56,19 +56,6 @@ func (e *env) warnMissing(missing []materialize.MissingStream, warnings []string
 	}
 }
 
-// missingName names a stream that is not covered: its ID, or the
-// resource and namespace of a stream never recorded.
-func missingName(m materialize.MissingStream) string {
-	if m.StreamID != "" {
-		return m.StreamID
-	}
-	what := m.Resource.String()
-	if m.Namespace != "" {
-		what += " in " + m.Namespace
-	}
-	return what
-}
-
 func (e *env) snapshotCommand() *cobra.Command {
 	var at, save, selector string
 	var all bool

@@ -44,6 +44,10 @@ func checkWritable(path string, isNew bool) error {
 			continue
 		}
 		if err := canWrite(f, false); err != nil {
+			if f != path && errors.Is(err, fs.ErrNotExist) {
+				needDir = true // its last user removed it meanwhile
+				continue
+			}
 			return readOnlyFile(path, f, err)
 		}
 	}

@@ -2,6 +2,7 @@ package krply_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,19 +25,19 @@ import (
 
 // Record a namespace of a real cluster, then ask what a Deployment looked
 // like, take a complete snapshot of now and plan a replay of the namespace
-// as it was ten minutes ago. It needs a cluster, so it is compiled but not
-// run; quickstart is the README's embedding example.
+// as it is now. It needs a cluster, so it is compiled but not run;
+// quickstart's body is the README's embedding example, byte for byte
+// (TestReadmeEmbeddingIsTheExample).
 func Example_quickstart() {
 	if err := quickstart(context.Background()); err != nil {
 		fmt.Println(err)
 	}
 }
 
-// quickstart begins with the README's embedding example, line for line
-// (docs/tutorials/embedding.md shows all of it). The deferred calls run in
-// the order the Collector and the Journal need: the Collector is stopped
-// and has returned from Start before the Journal closes its store.
-func quickstart(ctx context.Context) error {
+// quickstart's deferred calls run in the order the Collector and the
+// Journal need: the Collector is stopped and has returned from Start
+// before the Journal closes its store, and Start's error is returned.
+func quickstart(ctx context.Context) (err error) {
 	// cfg is the cluster's *rest.Config: ctrl.GetConfigOrDie() in a
 	// controller manager, or read from a kubeconfig file:
 	cfg, err := clientcmd.BuildConfigFromFlags("", clientcmd.RecommendedHomeFile)
@@ -47,7 +48,7 @@ func quickstart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer j.Close() // runs last: after the Collector has stopped
+	defer j.Close() // runs last: after the Collector's Start returned, as Close requires
 	rec, err := j.NewCollectorForConfig(cfg)
 	if err != nil {
 		return err
@@ -55,7 +56,9 @@ func quickstart(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- rec.Start(ctx) }() // or mgr.Add(rec) in a controller manager
-	defer func() { stop(); <-done }()      // stop the Collector and wait for its last commit
+	// Stop the Collector and wait for Start, which returns after its last
+	// commit: nil, or why it failed (err is this function's named result).
+	defer func() { stop(); err = errors.Join(err, <-done) }()
 	if err := rec.WaitForSync(ctx); err != nil {
 		return err
 	}
@@ -64,7 +67,8 @@ func quickstart(ctx context.Context) error {
 		return err
 	}
 
-	// A snapshot of "now" is complete once every stream has evidence after now:
+	// Answers about "now" are complete once every stream has evidence
+	// after now (a time before the recording began never is):
 	now := time.Now()
 	if err := rec.WaitForProgress(ctx, now); err != nil { // about one progress interval (10s) at most
 		return err
@@ -73,7 +77,7 @@ func quickstart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	plan, err := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: time.Now().Add(-10 * time.Minute)},
+	plan, err := j.Plan(ctx, krply.Source{ClusterID: rec.ClusterID(), Namespaces: []string{"shop"}, At: now},
 		krply.Target{Namespaces: map[string]string{"shop": "shop-restore"}})
 	if err != nil {
 		return err

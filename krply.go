@@ -222,6 +222,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Journal, error) {
 	}
 	store, err := sqlite.Open(ctx, path, sopts...)
 	if err != nil {
+		if strings.Contains(err.Error(), path) {
+			return nil, err // sqlite.Open's errors name the file
+		}
 		return nil, fmt.Errorf("krply: open journal %s: %w", path, err)
 	}
 	j, err := newJournal(store, cfg)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/krply/krply/storage"
 )
 
@@ -268,13 +270,15 @@ func (r *Reader) grow(n int) {
 func decodeEvent(data []byte, wantKind string) (Event, error) {
 	var evt Event
 	if err := json.Unmarshal(data, &evt); err != nil {
-		return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		if evt, err = decodeOtherTimes(data); err != nil {
+			return Event{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		}
 	}
 	switch {
 	case evt.Kind != "" && evt.Kind != wantKind:
 		return Event{}, fmt.Errorf("%w: kind %q, want %q", ErrMalformed, evt.Kind, wantKind)
-	case evt.APIVersion != "" && evt.APIVersion != APIVersion:
-		return Event{}, fmt.Errorf("%w: apiVersion %q, want %q", ErrMalformed, evt.APIVersion, APIVersion)
+	case evt.APIVersion != "" && !readableVersion(evt.APIVersion):
+		return Event{}, fmt.Errorf("%w: apiVersion %q, want %q or %q", ErrMalformed, evt.APIVersion, APIVersion, APIVersionV1beta1)
 	case evt.AuditID == "":
 		return Event{}, fmt.Errorf("%w: no auditID", ErrMalformed)
 	case evt.Stage == "":
@@ -285,6 +289,43 @@ func decodeEvent(data []byte, wantKind string) (Event, error) {
 		return Event{}, fmt.Errorf("%w: no requestReceivedTimestamp", ErrMalformed)
 	}
 	return evt, nil
+}
+
+// readableVersion reports whether events of apiVersion are read.
+func readableVersion(apiVersion string) bool {
+	return apiVersion == APIVersion || apiVersion == APIVersionV1beta1
+}
+
+// decodeOtherTimes decodes an event whose timestamps are RFC 3339 but not
+// with the six fractional digits metav1.MicroTime reads (whole seconds,
+// nanoseconds: written by other tools, or by hand), naming the event's
+// apiVersion when they are not RFC 3339 at all.
+func decodeOtherTimes(data []byte) (Event, error) {
+	var evt struct {
+		Event
+		RequestReceivedTimestamp string `json:"requestReceivedTimestamp"`
+		StageTimestamp           string `json:"stageTimestamp"`
+	}
+	if err := json.Unmarshal(data, &evt); err != nil {
+		return Event{}, err
+	}
+	for _, ts := range []struct {
+		name, value string
+		to          *metav1.MicroTime
+	}{
+		{"requestReceivedTimestamp", evt.RequestReceivedTimestamp, &evt.Event.RequestReceivedTimestamp},
+		{"stageTimestamp", evt.StageTimestamp, &evt.Event.StageTimestamp},
+	} {
+		if ts.value == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, ts.value)
+		if err != nil {
+			return Event{}, fmt.Errorf("apiVersion %q: %s %q is not an RFC 3339 time", evt.APIVersion, ts.name, ts.value)
+		}
+		*ts.to = metav1.NewMicroTime(t)
+	}
+	return evt.Event, nil
 }
 
 // FileReader reads audit log files in order, one after the other, each as
@@ -532,8 +573,8 @@ func (l *ListReader) field() error {
 			return fmt.Errorf("%w: %s: kind %s, want \"EventList\"", ErrMalformed, l.name, value)
 		}
 	case "apiVersion":
-		if json.Unmarshal(value, &s) != nil || s != APIVersion {
-			return fmt.Errorf("%w: %s: apiVersion %s, want %q", ErrMalformed, l.name, value, APIVersion)
+		if json.Unmarshal(value, &s) != nil || !readableVersion(s) {
+			return fmt.Errorf("%w: %s: apiVersion %s, want %q or %q", ErrMalformed, l.name, value, APIVersion, APIVersionV1beta1)
 		}
 	}
 	return nil

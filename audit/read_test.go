@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readAll drains src, returning the events and the line errors; it fails
@@ -257,7 +258,7 @@ func TestReaderOversizedLines(t *testing.T) {
 
 func TestReaderRejectsOtherKindsAndVersions(t *testing.T) {
 	input := strings.Join([]string{
-		`{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:00.000000Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1alpha1","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:00.000000Z"}`,
 		`{"kind":"Pod","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:00.000000Z"}`,
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:00.000000Z"}`,
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"get"}`,
@@ -277,6 +278,40 @@ func TestReaderRejectsOtherKindsAndVersions(t *testing.T) {
 	}
 	if got := lineNumbers(lineErrs); !reflect.DeepEqual(got, []int64{1, 2, 3, 4, 5, 6}) {
 		t.Errorf("line errors at %v, want lines 1-6 (blank lines are no events and no errors)", got)
+	}
+}
+
+// Events of audit.k8s.io/v1beta1 (API servers before Kubernetes 1.24,
+// with their deprecated timestamp field) are read, and so are RFC 3339
+// times with other than six fractional digits; a time that is not RFC
+// 3339 is an error naming the event's apiVersion.
+func TestReaderV1beta1AndOtherTimes(t *testing.T) {
+	input := strings.Join([]string{
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1","level":"Metadata","timestamp":"2026-01-05T10:00:00Z","auditID":"beta","stage":"ResponseComplete","verb":"update","requestReceivedTimestamp":"2026-01-05T10:00:00.123456Z","stageTimestamp":"2026-01-05T10:00:00.234567Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1","level":"Metadata","auditID":"seconds","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:01Z","stageTimestamp":"2026-01-05T10:00:02+01:00"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"nanos","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-01-05T10:00:03.123456789Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1beta1","level":"Metadata","auditID":"bad","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"05/01/2026 10:00"}`,
+	}, "\n")
+	r, err := NewReader(strings.NewReader(input), "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, lineErrs := readAll(t, r)
+	if got := auditIDs(events); !reflect.DeepEqual(got, []string{"beta", "seconds", "nanos"}) {
+		t.Fatalf("events = %v, want beta, seconds, nanos", got)
+	}
+	want := []struct{ received, stage time.Time }{
+		{time.Date(2026, 1, 5, 10, 0, 0, 123456000, time.UTC), time.Date(2026, 1, 5, 10, 0, 0, 234567000, time.UTC)},
+		{time.Date(2026, 1, 5, 10, 0, 1, 0, time.UTC), time.Date(2026, 1, 5, 9, 0, 2, 0, time.UTC)},
+		{time.Date(2026, 1, 5, 10, 0, 3, 123456789, time.UTC), time.Time{}},
+	}
+	for i, evt := range events {
+		if !evt.RequestReceivedTimestamp.Time.Equal(want[i].received) || !evt.StageTimestamp.Time.Equal(want[i].stage) {
+			t.Errorf("%s: received %s, stage %s; want %s, %s", evt.AuditID, evt.RequestReceivedTimestamp, evt.StageTimestamp, want[i].received, want[i].stage)
+		}
+	}
+	if len(lineErrs) != 1 || lineErrs[0].Line != 4 || !strings.Contains(lineErrs[0].Error(), `apiVersion "audit.k8s.io/v1beta1": requestReceivedTimestamp "05/01/2026 10:00" is not an RFC 3339 time`) {
+		t.Errorf("line errors %v, want line 4's, naming the apiVersion and the time", lineErrs)
 	}
 }
 
@@ -309,7 +344,7 @@ func TestEventListReader(t *testing.T) {
 
 	for name, body := range map[string]string{
 		"wrong kind":    `{"kind":"PodList","items":[]}`,
-		"wrong version": `{"apiVersion":"audit.k8s.io/v1beta1","items":[]}`,
+		"wrong version": `{"apiVersion":"audit.k8s.io/v1alpha1","items":[]}`,
 		"no items":      `{"kind":"EventList"}`,
 		"not an object": `[1,2]`,
 		"truncated":     `{"kind":"EventList","items":[` + item(0) + `,{"kind":"Ev`,

@@ -7,8 +7,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// APIVersion is the only audit API version this package reads.
+// APIVersion is the audit API version of the events this package reads
+// (and of APIVersionV1beta1).
 const APIVersion = "audit.k8s.io/v1"
+
+// APIVersionV1beta1 is the audit events' older version, which API servers
+// wrote before Kubernetes 1.24. Its events are read as audit.k8s.io/v1
+// ones: the fields this package reads are the same.
+const APIVersionV1beta1 = "audit.k8s.io/v1beta1"
 
 // Level is how much of a request the audit policy recorded.
 type Level string

@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/krply/krply"
@@ -141,6 +144,9 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	if err != nil {
 		return fmt.Errorf("cluster to record: %w (choose it with --kubeconfig and --context)", err)
 	}
+	if err := c.check(ctx, cfg); err != nil {
+		return err
+	}
 	// /livez and /readyz answer before the journal opens: a migration of
 	// an older journal may take minutes.
 	h := newHealth(false)
@@ -160,7 +166,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 	}
 	j, closeJournal, err := c.open(ctx, false, opts...)
 	if err != nil {
-		return err
+		return flagError(err)
 	}
 	h.opened(j)
 	// The latency histograms of the Collector and the query API.
@@ -170,7 +176,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		return errors.Join(err, closeJournal())
 	}
 	done := make(chan error, 1)
-	go func() { done <- rec.Start(ctx) }()
+	go func() { done <- flagError(rec.Start(ctx)) }()
 	o, err := startOps(ctx, c, j, rec, hs)
 	if err != nil {
 		stop()
@@ -212,7 +218,7 @@ func record(ctx context.Context, out io.Writer, c Config) error {
 		}
 	}
 	fmt.Fprintf(out, "synced: every stream has a complete baseline (cluster %s)\n", rec.ClusterID())
-	printStreams(out, rec.Status())
+	printStreams(out, watchesOpened(ctx, rec))
 	printChecks(out, h)
 
 	var status <-chan time.Time
@@ -258,10 +264,50 @@ func (c *Config) open(ctx context.Context, readOnly bool, opts ...krply.Option) 
 	}
 	j, closeJournal, err := open(ctx, c.Journal, readOnly, opts...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal %s: %w", Redacted(c.Journal), err)
+		return nil, nil, JournalError(c.Journal, err)
 	}
 	return j, closeJournal, nil
 }
+
+// JournalError words err, which opening journal (a --journal) returned,
+// for the command line: the journal named once, what to do in flags
+// rather than Go options. It wraps err.
+func JournalError(journal string, err error) error {
+	name := Redacted(journal)
+	var inc *sqlite.IncompatibleError
+	var ro *sqlite.ReadOnlyError
+	var msg string
+	switch {
+	case errors.As(err, &inc):
+		msg = fmt.Sprintf("journal %s cannot be opened: %s", name, inc.Reason)
+		if inc.Err != nil {
+			msg += ": " + inc.Err.Error()
+		}
+	case errors.As(err, &ro):
+		what := "it"
+		if ro.Cannot != ro.Path {
+			what = ro.Cannot
+		}
+		msg = fmt.Sprintf("journal %s: this user cannot write %s (%v): fix the permissions, or give --journal a file this user may write", name, what, ro.Err)
+	case errors.Is(err, fs.ErrNotExist):
+		msg = fmt.Sprintf("journal %s does not exist", name)
+	case strings.Contains(err.Error(), name):
+		msg = "journal: " + err.Error()
+	default:
+		msg = fmt.Sprintf("journal %s: %v", name, err)
+	}
+	return &cliError{msg: msg, err: err}
+}
+
+// cliError is an error of JournalError and flagError: its own
+// message, in the command line's words, wrapping the library's error.
+type cliError struct {
+	msg string
+	err error
+}
+
+func (e *cliError) Error() string { return e.msg }
+func (e *cliError) Unwrap() error { return e.err }
 
 // OlderJournal returns why err refused a SQLite journal whose schema
 // version is older than this build's (which a read-only open does not
@@ -299,20 +345,61 @@ func Redacted(journal string) string {
 	return journal
 }
 
+// check refuses, before the journal is created, what the Collector would
+// refuse: a resource the cluster does not serve, Secrets without
+// --allow-secrets. A cluster that cannot be asked yet is no refusal: the
+// Collector retries until it answers.
+func (c *Config) check(ctx context.Context, cfg *rest.Config) error {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("cluster to record: %w", err)
+	}
+	err = watch.Check(ctx, disc, c.collectorOptions()...)
+	if errors.Is(err, watch.ErrInvalidArgument) || errors.Is(err, watch.ErrUnknownResource) || errors.Is(err, watch.ErrSecretsNotAllowed) {
+		return flagError(err)
+	}
+	if err != nil {
+		c.Log.V(1).Info("could not check the resources before recording; the recorder checks them once the cluster answers", "error", err.Error())
+	}
+	return nil
+}
+
+// flagError words the Collector's refusals of the configuration in flags.
+func flagError(err error) error {
+	var unknown *watch.UnknownResourceError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown):
+		msg := fmt.Sprintf("--resource %s: the cluster serves no such resource", unknown.Spec)
+		if len(unknown.Suggestions) > 0 {
+			msg += "; did you mean " + strings.Join(unknown.Suggestions, ", ") + "?"
+		}
+		return &cliError{msg: msg, err: err}
+	case errors.Is(err, watch.ErrSecretsNotAllowed):
+		return &cliError{msg: "recording Secrets needs --allow-secrets (their values are redacted, and reading them needs RBAC on secrets)", err: err}
+	}
+	return err
+}
+
 // options returns the journal's and the Collector's options the Config
 // asks for.
 func (c *Config) options() []krply.Option {
-	opts := []krply.Option{krply.WithLogger(c.Log)}
+	return []krply.Option{krply.WithLogger(c.Log), krply.WithCollectorOptions(c.collectorOptions()...)}
+}
+
+// collectorOptions returns the Collector's options the Config asks for.
+func (c *Config) collectorOptions() []watch.Option {
+	var w []watch.Option
 	if len(c.Resources) > 0 {
-		opts = append(opts, krply.WithResources(c.Resources...))
+		w = append(w, watch.WithResources(c.Resources...))
 	}
 	if len(c.Namespaces) > 0 {
-		opts = append(opts, krply.WithNamespaces(c.Namespaces...))
+		w = append(w, watch.WithNamespaces(c.Namespaces...))
 	}
 	if c.ClusterID != "" {
-		opts = append(opts, krply.WithClusterID(c.ClusterID))
+		w = append(w, watch.WithClusterID(c.ClusterID))
 	}
-	var w []watch.Option
 	if c.LabelSelector != "" {
 		w = append(w, watch.WithLabelSelector(c.LabelSelector))
 	}
@@ -328,10 +415,35 @@ func (c *Config) options() []krply.Option {
 	if c.AllowSecrets {
 		w = append(w, watch.AllowSecrets())
 	}
-	if len(w) > 0 {
-		opts = append(opts, krply.WithCollectorOptions(w...))
+	return w
+}
+
+// watchOpenLimit bounds how long the status printed at the sync waits
+// for the streams' watches to open.
+const watchOpenLimit = 5 * time.Second
+
+// watchesOpened returns the streams' status once no synced stream is
+// still listing: a stream is synced at the end of its baseline and opens
+// its watch a moment later (watch.Collector.WaitForSync), and the status
+// printed under "synced:" shows what the recorder does from then on. It
+// waits up to watchOpenLimit (a stream may be relisting already), and
+// returns the status as it is when ctx ends.
+func watchesOpened(ctx context.Context, rec *krply.Collector) []watch.StreamStatus {
+	deadline := time.Now().Add(watchOpenLimit)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		streams := rec.Status()
+		listing := slices.ContainsFunc(streams, func(st watch.StreamStatus) bool { return st.Synced && st.State == watch.StateListing })
+		if !listing || time.Now().After(deadline) {
+			return streams
+		}
+		select {
+		case <-ctx.Done():
+			return streams
+		case <-tick.C:
+		}
 	}
-	return opts
 }
 
 // printProgress prints the streams still taking their first baseline.

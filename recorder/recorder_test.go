@@ -18,6 +18,7 @@ import (
 	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/recorder/recordertest"
+	"github.com/krply/krply/storage"
 )
 
 // kube returns cfg as Config.Cluster.
@@ -51,7 +52,15 @@ func TestRecordUntilStopped(t *testing.T) {
 	}
 	store := filepath.Join(t.TempDir(), "krply.db")
 	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, Resources: []string{"cm"}, Namespaces: []string{ns}, LabelSelector: "app=web"})
-	rec.WaitFor(ctx, regexp.MustCompile("synced:"))
+	// The status printed at the sync shows the stream watching, not
+	// still listing.
+	row := regexp.MustCompile(`(?m)^synced: .*\n.*STATE.*\n  \S+/core/v1/configmaps/` + ns + `\S*\s+(\S+)`)
+	if state := rec.WaitFor(ctx, row)[1]; state != "watching" {
+		t.Errorf("state printed at the sync: %s, want watching:\n%s", state, rec.Out.String())
+	}
+	// Stopped a moment after its sync, before any watch reached its
+	// timeout, the recorder is covered up to its stop.
+	during := time.Now()
 	rec.Stop(ctx)
 	text := rec.Out.String()
 	for _, want := range []string{"recording " + env.Config().Host + " into " + store, "stopped; final status:", "/core/v1/configmaps/" + ns} {
@@ -67,6 +76,9 @@ func TestRecordUntilStopped(t *testing.T) {
 	streams, err := j.Store().Streams(ctx, "")
 	if err != nil || len(streams) != 1 {
 		t.Fatalf("streams %+v, %v; want the ConfigMaps of %s", streams, err, ns)
+	}
+	if cov, err := storage.CoverageAt(ctx, j.Store(), streams[0].StreamID, during); err != nil || !cov.Covered {
+		t.Errorf("coverage at %s, just before the stop: %+v, %v; want covered", during, cov, err)
 	}
 	id := streams[0].Stream.ClusterID
 	if st, err := j.ObjectAt(ctx, krply.Object(id, "configmaps", ns, "settings"), time.Now()); err != nil || !st.Exists {

@@ -32,6 +32,10 @@ func (c *Config) Check() error {
 		return errors.New("give both --tls-cert-file and --tls-key-file, or neither")
 	case c.ServeOnly && c.DelegatedAuth:
 		return errors.New("--delegated-auth needs a cluster, which --serve-only does not use: give --listen-token-file instead")
+	case c.AllResources && len(c.Resources) > 0:
+		return errors.New("--all-resources records every resource and --resource the ones it names: give one of them")
+	case !c.AllResources && (len(c.Exclude) > 0 || len(c.Include) > 0):
+		return errors.New("--exclude and --include adjust --all-resources: give it too, or name the resources with --resource")
 	}
 	if c.TokenFile != "" {
 		if _, err := os.Stat(c.TokenFile); err != nil {

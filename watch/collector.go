@@ -96,28 +96,9 @@ func NewCollector(dyn dynamic.Interface, disc discovery.DiscoveryInterface, stor
 	if isNil(dyn) || isNil(disc) || isNil(store) {
 		return nil, fmt.Errorf("watch: %w: the dynamic client, discovery client and store are required", ErrInvalidArgument)
 	}
-	cfg := defaultConfig()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&cfg)
-		}
-	}
-	if len(cfg.resources) == 0 && !cfg.allResources {
-		cfg.resources = DefaultResources()
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := newConfig(opts)
+	if err != nil {
 		return nil, err
-	}
-	if !cfg.allowSecrets {
-		for _, spec := range cfg.resources {
-			if gr, ok := aliases[strings.ToLower(spec)]; ok && gr.Group == "" && gr.Resource == "secrets" {
-				return nil, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
-			}
-			switch strings.ToLower(spec) {
-			case "secrets", "secret", "v1/secrets":
-				return nil, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
-			}
-		}
 	}
 	c := &Collector{
 		dyn:       dyn,
@@ -309,24 +290,16 @@ func (c *Collector) setup(ctx context.Context) error {
 		}
 	}
 	var resources []Resource
-	var pending []string
 	if c.cfg.allResources {
 		resources = c.everything(ctx, cat)
 	}
-	for _, spec := range c.cfg.resources {
-		r, ok := cat.resolve(spec)
-		if !ok {
-			if qualified(spec) && c.cfg.rediscoveryInterval > 0 {
-				c.log.Info("resource not served yet; waiting for rediscovery", "resource", spec)
-				pending = append(pending, spec)
-				continue
-			}
-			return &UnknownResourceError{Spec: spec, Suggestions: cat.suggestions(spec)}
-		}
-		if isSecret(r) && !c.cfg.allowSecrets {
-			return fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
-		}
-		resources = append(resources, r)
+	named, pending, err := c.cfg.resolveResources(cat)
+	if err != nil {
+		return err
+	}
+	resources = append(resources, named...)
+	for _, spec := range pending {
+		c.log.Info("resource not served yet; waiting for rediscovery", "resource", spec)
 	}
 	c.mu.Lock()
 	c.pending = pending

@@ -890,3 +890,39 @@ func TestExclusions(t *testing.T) {
 		}
 	}
 }
+
+// Check refuses, before any store exists, what Start would refuse, and
+// nothing else: a group-qualified name may be a CRD installed later.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	disc := fakeDiscovery()
+	for _, tc := range []struct {
+		opts []Option
+		want error
+	}{
+		{[]Option{WithResources("cm", "deploy")}, nil},
+		{[]Option{WithResources("widgets.example.com")}, nil},
+		{[]Option{WithResources("cm", "deploymnets")}, ErrUnknownResource},
+		{[]Option{WithResources("secret")}, ErrSecretsNotAllowed},
+		{[]Option{WithResources("Secrets")}, ErrSecretsNotAllowed},
+		{[]Option{WithResources("secrets"), AllowSecrets()}, nil},
+		{[]Option{WithAllResources(), WithInclude("secrets")}, ErrSecretsNotAllowed},
+		{[]Option{WithAllResources(), WithResources("cm")}, ErrInvalidArgument},
+	} {
+		err := Check(ctx, disc, tc.opts...)
+		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+			t.Errorf("Check(%d options) = %v, want %v", len(tc.opts), err, tc.want)
+		}
+	}
+	failing := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{}}
+	failing.AddReactor("*", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused")
+	})
+	err := Check(ctx, failing, WithResources("cm"))
+	if err == nil || errors.Is(err, ErrUnknownResource) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrSecretsNotAllowed) {
+		t.Errorf("Check with a failing discovery = %v, want its error, no refusal", err)
+	}
+	if err := Check(ctx, failing, WithResources("secrets")); !errors.Is(err, ErrSecretsNotAllowed) {
+		t.Errorf("Check of secrets with a failing discovery = %v, want ErrSecretsNotAllowed (it needs no server)", err)
+	}
+}

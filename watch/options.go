@@ -97,6 +97,36 @@ func defaultConfig() config {
 	}
 }
 
+// newConfig returns the configuration opts make, with defaults, or why
+// it is refused: invalid options, or Secrets asked for by name without
+// AllowSecrets.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if len(cfg.resources) == 0 && !cfg.allResources {
+		cfg.resources = DefaultResources()
+	}
+	if err := cfg.validate(); err != nil {
+		return config{}, err
+	}
+	if !cfg.allowSecrets {
+		for _, spec := range cfg.resources {
+			if gr, ok := aliases[strings.ToLower(spec)]; ok && gr.Group == "" && gr.Resource == "secrets" {
+				return config{}, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+			}
+			switch strings.ToLower(spec) {
+			case "secrets", "secret", "v1/secrets":
+				return config{}, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+			}
+		}
+	}
+	return cfg, nil
+}
+
 func (c *config) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("watch: %w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
@@ -112,7 +142,7 @@ func (c *config) validate() error {
 	}
 	for _, spec := range c.include {
 		if r := (Resource{Version: "v1", Resource: "secrets"}); matchesSpec(spec, r) && !c.allowSecrets {
-			return bad("WithInclude(%q): recording Secrets needs AllowSecrets", spec)
+			return fmt.Errorf("watch: %w: WithInclude(%q): %w", ErrInvalidArgument, spec, ErrSecretsNotAllowed)
 		}
 	}
 	for _, spec := range append(append([]string(nil), c.exclude...), c.include...) {

@@ -353,3 +353,51 @@ func Resolve(ctx context.Context, disc discovery.DiscoveryInterface, specs ...st
 	}
 	return out, nil
 }
+
+// resolveResources resolves the resources WithResources names through
+// cat. A name qualified with its group that cat lacks is pending (its
+// CRD may come later) when rediscovery runs; any other unknown name is
+// an *UnknownResourceError, and Secrets without AllowSecrets are
+// ErrSecretsNotAllowed.
+func (c *config) resolveResources(cat *catalog) (resources []Resource, pending []string, err error) {
+	for _, spec := range c.resources {
+		r, ok := cat.resolve(spec)
+		if !ok {
+			if qualified(spec) && c.rediscoveryInterval > 0 {
+				pending = append(pending, spec)
+				continue
+			}
+			return nil, nil, &UnknownResourceError{Spec: spec, Suggestions: cat.suggestions(spec)}
+		}
+		if isSecret(r) && !c.allowSecrets {
+			return nil, nil, fmt.Errorf("%w: %q", ErrSecretsNotAllowed, spec)
+		}
+		resources = append(resources, r)
+	}
+	return resources, pending, nil
+}
+
+// Check refuses, before anything is created, what a Collector with opts
+// would refuse: invalid options, Secrets without AllowSecrets
+// (ErrSecretsNotAllowed), and, asking disc once, a resource name the
+// server serves nothing under (an *UnknownResourceError; a name
+// qualified with its group is not refused while rediscovery may find it
+// later). A program checks its configuration with it before it creates
+// a journal. When discovery fails, Check returns its error wrapped, and
+// errors.Is it with none of those sentinels: a Collector retries
+// discovery until it answers.
+func Check(ctx context.Context, disc discovery.DiscoveryInterface, opts ...Option) error {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	if isNil(disc) {
+		return fmt.Errorf("watch: %w: nil discovery client", ErrInvalidArgument)
+	}
+	cat, err := discover(ctx, disc)
+	if err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	_, _, err = cfg.resolveResources(cat)
+	return err
+}

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -77,4 +78,36 @@ func TestIntegrationStopCheckpointsEveryWatchingStream(t *testing.T) {
 		}
 		t.Logf("round %d: %d streams, each with its stop checkpoint; the stop took %s", round, len(watching), stoppedAt.Sub(beforeStop))
 	}
+}
+
+// A Collector stopped within its first seconds, before any watch ended at
+// its timeout (so before the server showed that it honors timeouts), still
+// has the server confirm the stop: its run is covered up to the stop, not
+// "not yet observed" from the baseline on. Nothing in the run waits on
+// the clock: the stop comes as soon as the watch is open.
+func TestIntegrationShortRunCoveredToItsStop(t *testing.T) {
+	env := testenv.Shared(t)
+	ns := env.CreateNamespace(t)
+	st := newMemory(t)
+	c := newReal(t, env.Config(), st, WithClusterID("short"), WithResources("cm"), WithNamespaces(ns), WithLogger(testr.New(t)),
+		WithRediscoveryInterval(0))
+	stop := run(t, c)
+	waitSync(t, c)
+	waitWatching(t, c)
+	during := time.Now()
+	if err := stop(); err != nil {
+		t.Fatalf("Start returned %v", err)
+	}
+	stoppedAt := time.Now()
+	id := c.Status()[0].StreamID
+	recs := streamRecords(t, st, id)
+	last := recs[len(recs)-1]
+	if last.Type != event.TypeCheckpoint || !last.ObservedAt.After(during) || last.ObservedAt.After(stoppedAt) {
+		t.Fatalf("last record %s at %s; want the stop checkpoint, after %s", last.Type, last.ObservedAt, during)
+	}
+	cov, err := storage.CoverageAt(context.Background(), st, id, during)
+	if err != nil || !cov.Covered {
+		t.Errorf("coverage at %s, in the run before its stop: %+v, %v; want covered", during, cov, err)
+	}
+	t.Logf("stop took %s", stoppedAt.Sub(during))
 }

@@ -104,6 +104,10 @@ type stream struct {
 	// timeoutSeconds: it honors them, so a watch that outlives its timeout
 	// is abandoned as half-open (idleLimit).
 	serverTimeouts bool
+	// ignoresTimeouts is true once a watch stayed open long after its
+	// timeoutSeconds (outlived): the server does not end watches at
+	// their timeout, so a clean stop does not ask it to confirm.
+	ignoresTimeouts bool
 	// goneAgain is true from a 410 until a watch delivers something: a
 	// second 410 in a row waits for the backoff instead of relisting at
 	// once.

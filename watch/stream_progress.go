@@ -89,8 +89,9 @@ func (s *stream) recordAtStop(ctx context.Context, w apiwatch.Interface) error {
 //     the stream's resourceVersion (stopConfirmTimeout), which the server
 //     ends at its timeout after sending every event since — events the
 //     canceled watch held in flight included, which the stop records
-//     first. Only asked of a server known to end watches at their timeout
-//     (a fake that never does would hold the stop for stopConfirmLimit).
+//     first. Asked unless the server has shown that it ignores timeouts
+//     (mayConfirmStop), also of a stream stopped before its first watch
+//     ended at its timeout: a short run is covered up to its stop.
 //   - else, the last evidence the server gave that the Collector did not
 //     write while it ran (an unchanged bookmark, or the end of a watch at
 //     its timeout, too soon after the last durable record), if any.
@@ -105,7 +106,7 @@ func (s *stream) stopCheckpoint(ctx context.Context) {
 		return
 	}
 	final := context.WithoutCancel(ctx)
-	if s.serverTimeouts {
+	if s.mayConfirmStop() {
 		if err := s.confirmStop(final); err != nil {
 			s.log.Info("the server did not confirm the stop: its checkpoint is the last evidence", "error", err.Error(), "lastEvidence", s.vouchedAt)
 		} else {
@@ -123,6 +124,19 @@ func (s *stream) stopCheckpoint(ctx context.Context) {
 	}
 	s.lastAt = s.vouchedAt
 	s.log.V(1).Info("checkpoint at the stop", "resourceVersion", s.rv, "at", s.vouchedAt)
+}
+
+// mayConfirmStop reports whether a clean stop asks the server to confirm
+// it (confirmStop): unless a watch of the stream outlived its timeout
+// (the server ignores timeouts, and would hold the stop for
+// stopConfirmLimit for nothing), and unless the Collector reads no HTTP
+// server (client-go's fakes, whose discovery has no REST client, never
+// end a watch).
+func (s *stream) mayConfirmStop() bool {
+	if s.serverTimeouts {
+		return true
+	}
+	return !s.ignoresTimeouts && s.c.host != ""
 }
 
 const (

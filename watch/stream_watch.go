@@ -53,6 +53,7 @@ func (s *stream) watch(ctx context.Context) error {
 			syncC = nil
 			s.markSynced()
 		case <-idle.c():
+			s.noteOutlived(timeout, openedAt)
 			return errWatchIdle
 		case ev, ok := <-w.ResultChan():
 			if endedByStop(ctx, ev, ok) {
@@ -64,7 +65,7 @@ func (s *stream) watch(ctx context.Context) error {
 				if timeout > 0 && s.clock.Since(openedAt) >= timeout-timeoutSlack {
 					// The server ended the watch at its timeout: it
 					// streamed everything up to now, without error.
-					s.serverTimeouts = true
+					s.serverTimeouts, s.ignoresTimeouts = true, false
 					if err := s.progress(ctx, false); err != nil {
 						return err
 					}
@@ -73,6 +74,7 @@ func (s *stream) watch(ctx context.Context) error {
 				return errWatchClosed
 			}
 			idle.reset()
+			s.noteOutlived(timeout, openedAt)
 			delivered, err := s.onEvent(ctx, ev)
 			if err != nil {
 				return err
@@ -109,12 +111,27 @@ func (s *stream) watchTimeout() time.Duration {
 func (s *stream) idleLimit(timeout time.Duration) time.Duration {
 	d := s.c.cfg.watchIdleTimeout
 	if timeout > 0 && s.serverTimeouts {
-		limit := timeout + max(2*time.Second, timeout/2)
+		limit := outlivedAfter(timeout)
 		if d <= 0 || limit < d {
 			d = limit
 		}
 	}
 	return d
+}
+
+// outlivedAfter is how long a watch with the given server timeout stays
+// open before it has outlived it: the timeout plus max(2s, half of it).
+func outlivedAfter(timeout time.Duration) time.Duration {
+	return timeout + max(2*time.Second, timeout/2)
+}
+
+// noteOutlived notes that the server ignores watch timeouts when the
+// watch opened at openedAt with the given timeout is still open, or just
+// went idle, past outlivedAfter(timeout).
+func (s *stream) noteOutlived(timeout time.Duration, openedAt time.Time) {
+	if timeout > 0 && s.clock.Since(openedAt) > outlivedAfter(timeout) {
+		s.serverTimeouts, s.ignoresTimeouts = false, true
+	}
 }
 
 // onEvent records one watch event. delivered is true when the server said

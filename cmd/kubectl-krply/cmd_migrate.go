@@ -55,7 +55,7 @@ func (e *env) migrate(ctx context.Context) error {
 	if isPostgres(path) {
 		_, closeJournal, err := openStore(ctx, path, false)
 		if err != nil {
-			return fmt.Errorf("journal %s: %w", recorder.Redacted(path), err)
+			return recorder.JournalError(path, err)
 		}
 		if err := closeJournal(); err != nil {
 			return err
@@ -77,11 +77,11 @@ func (e *env) migrate(ctx context.Context) error {
 	}
 	inc, older := recorder.OlderJournal(err)
 	if !older {
-		return fmt.Errorf("journal %s: %w", path, err)
+		return recorder.JournalError(path, err)
 	}
 	_, closeJournal, err = openStore(ctx, path, false, krply.WithSQLiteOptions(sqlite.WithMigrationProgress(e.migrationProgress(path))))
 	if err != nil {
-		return fmt.Errorf("journal %s: migrate: %w", path, err)
+		return recorder.JournalError(path, err)
 	}
 	if err := closeJournal(); err != nil {
 		return err

@@ -10,7 +10,6 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/krply/krply/cel"
@@ -139,7 +138,7 @@ serves an existing journal without recording.`,
 		}
 		c.ClusterID = e.clusterID
 		c.Conditions = cel.Conditions()
-		c.Cluster = func() (*rest.Config, error) { return e.kube.ToRESTConfig() }
+		c.Cluster = e.restConfig
 		var err error
 		if c.Log, err = e.logger(r.logFormat, r.verbosity); err != nil {
 			return err

@@ -279,7 +279,7 @@ first, never forces, never deletes.`,
 
 // target is the cluster a journal's plan is dry-run and applied on.
 func (e *env) target() (*rest.Config, error) {
-	cfg, err := e.kube.ToRESTConfig()
+	cfg, err := e.restConfig()
 	if err != nil {
 		return nil, fmt.Errorf("target cluster: %w (choose it with --kubeconfig and --context)", err)
 	}

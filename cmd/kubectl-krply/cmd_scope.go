@@ -65,7 +65,9 @@ func (e *env) snapshotCommand() *cobra.Command {
 		Long: `snapshot lists every object alive at --at in the namespace -n names (the
 kubeconfig context's by default) or, with -A, in the whole cluster, and
 whether that picture is complete: every stream must be covered at that
-time. It only reads the journal unless --save NAME saves the snapshot there
+time. The table ends with "Complete" or "Incomplete" and the streams not
+covered, with why (-o json and yaml have the complete and missing
+fields). It only reads the journal unless --save NAME saves the snapshot there
 (a replay plan can start from it).`,
 		Example: `  kubectl krply snapshot -n shop --at "10m ago"
   kubectl krply snapshot -A --at 2026-12-01T10:04:05Z -o name
@@ -139,7 +141,30 @@ func snapshotTable(w io.Writer, s *materialize.Snapshot, wide bool) error {
 		}
 		fmt.Fprintln(tw, line)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return completeness(w, s)
+}
+
+// completeness ends a snapshot's table with whether it is complete, and
+// if not, which streams are not covered at its time and why.
+func completeness(w io.Writer, s *materialize.Snapshot) error {
+	if s.Complete {
+		_, err := fmt.Fprintf(w, "Complete at %s: every stream is covered\n", ts(s.At))
+		return err
+	}
+	streams := "streams are"
+	if len(s.Missing) == 1 {
+		streams = "stream is"
+	}
+	fmt.Fprintf(w, "Incomplete at %s: %d %s not covered\n", ts(s.At), len(s.Missing), streams)
+	for _, m := range s.Missing {
+		if _, err := fmt.Fprintf(w, "  %s: %s\n", missingName(m), m.Reason); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (e *env) diffCommand() *cobra.Command {

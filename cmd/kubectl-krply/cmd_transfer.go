@@ -278,7 +278,7 @@ func (e *env) transferJournal(ctx context.Context, readOnly bool) (*krply.Journa
 	}
 	j, closeJournal, err := openStore(ctx, e.journal, readOnly)
 	if err != nil {
-		return nil, nil, fmt.Errorf("journal %s: %w", recorder.Redacted(e.journal), err)
+		return nil, nil, recorder.JournalError(e.journal, err)
 	}
 	return j, closeJournal, nil
 }

@@ -142,11 +142,17 @@ func runLive(t testing.TB, args ...string) result {
 // pinned.
 func runPlugin(t testing.TB, args ...string) result {
 	t.Helper()
+	return runPluginContext(context.Background(), t, args...)
+}
+
+// runPluginContext is runPlugin until ctx ends.
+func runPluginContext(ctx context.Context, t testing.TB, args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	e := newEnv(streams(&out, &errOut))
 	e.now = func() time.Time { return now }
 	e.planOptions = testPlanOptions(t)
 	e.matOptions = []materialize.Option{materialize.WithClock(clocktesting.NewFakePassiveClock(now)), materialize.WithIDGenerator(func() string { return "snapshot-1" })}
-	code := e.execute(context.Background(), args)
+	code := e.execute(ctx, args)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
 }

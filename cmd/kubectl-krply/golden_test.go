@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/krplytest/golden"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 )
 
@@ -24,7 +25,8 @@ func TestMain(m *testing.M) {
 	time.Local = time.UTC
 	os.Setenv("KUBECONFIG", filepath.Join(os.TempDir(), "kubectl-krply-test-no-kubeconfig"))
 	os.Unsetenv("KRPLY_JOURNAL")
-	os.Exit(m.Run())
+	// Tests that record share one control plane (testenv.Shared).
+	os.Exit(testenv.RunMain(m))
 }
 
 func streams(out, errOut io.Writer) genericiooptions.IOStreams {
@@ -131,6 +133,7 @@ func TestGolden(t *testing.T) {
 		{"snapshot-yaml", 0, []string{"snapshot", "-n", "shop", "--at", stamp(35), "-o", "yaml"}},
 		{"snapshot-name", 0, []string{"snapshot", "-A", "--at", stamp(35), "-o", "name"}},
 		{"snapshot-selector", 0, []string{"snapshot", "-A", "--at", stamp(35), "-l", "app in (web,settings)"}},
+		{"snapshot-incomplete", 0, []string{"snapshot", "-n", "shop", "--at", stamp(60)}},
 		{"snapshot-in-gap", 3, []string{"snapshot", "-n", "shop", "--at", stamp(60), "--require-complete"}},
 		{"replay-plan", 0, []string{"replay", "plan", "-n", "shop", "--at", stamp(35), "--to-namespace", "shop-restore"}},
 		{"replay-plan-yaml", 0, []string{"replay", "plan", "-n", "shop", "--at", stamp(35), "--to-namespace", "shop-restore", "-o", "yaml"}},

@@ -98,7 +98,7 @@ func openJournal(ctx context.Context, path string, writes bool) (*journalSource,
 		return nil, older
 	}
 	if err != nil {
-		return nil, fmt.Errorf("journal %s: %w", recorder.Redacted(path), err)
+		return nil, recorder.JournalError(path, err)
 	}
 	return &journalSource{j: j, close: closeJournal}, nil
 }

@@ -587,7 +587,10 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 	var incomplete *replay.CoverageIncompleteError
 	if errors.As(err, &incomplete) {
 		res.PlanRefused = true
-		d.say("refused, as it must be: %s", truncate(err.Error(), 110))
+		d.say("refused, as it must be: the history of %q is incomplete then", shop)
+		for _, m := range incomplete.Missing {
+			d.say("  missing %s: %s", d.stream(m.StreamID), truncate(m.Reason, 90))
+		}
 	} else if err != nil {
 		return err
 	} else {
@@ -611,7 +614,10 @@ func (d *demo) replay(ctx context.Context, res *result, target *rest.Config, inO
 	_ = tw.Flush()
 	for _, e := range plan.Exclusions {
 		res.Excluded = append(res.Excluded, e.Ref.Kind+"/"+e.Ref.Name+": "+string(e.Rule))
-		d.say("excluded %s %s: %s", e.Ref.Kind, e.Ref.Name, e.Reason)
+		// The reason names the Policy field that would opt in; the demo
+		// keeps its own policy, so it says only why.
+		reason, _, _ := strings.Cut(e.Reason, " (opt in with ")
+		d.say("excluded %s %s: %s", e.Ref.Kind, e.Ref.Name, reason)
 	}
 	// Planning only read the journal; the reviewed plan is saved explicitly,
 	// and only a saved plan is dry-run and applied.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -81,6 +82,12 @@ func TestDemo(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "410") {
 		t.Error("the output never mentions the 410 that made the gap")
+	}
+	// What the demo prints reads as a user's words, not Go identifiers of
+	// the library (WithReadOnly, Policy.AllowGaps, sqlite.Open).
+	goIdentifier := regexp.MustCompile(`\bWith[A-Z]\w*|\bPolicy\.\w+|\b(Allow|Keep)[A-Z]\w+|\b[a-z]+\.[A-Z]\w+\b|\b[A-Z]\w+\(\)`)
+	if ids := goIdentifier.FindAllString(out.String(), -1); len(ids) > 0 {
+		t.Errorf("the demo's output names Go identifiers %q", ids)
 	}
 
 	// The demo ends by serving the web UI and the API on its journal.

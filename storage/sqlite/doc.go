@@ -108,11 +108,13 @@
 // creates, migrates or writes the file, answers every query, sees what
 // writers commit as they commit it, and refuses Append and Compact with
 // storage.ErrReadOnly. SQLite shares the write-ahead log with writers
-// through the journal's -shm file, which it creates (with an empty -wal
-// file) where the folder allows and leaves there; in a folder this
-// process may not write, and with no -shm file, the journal is read as
-// immutable, and a write by another process after all makes every call
-// fail rather than answer from a changing file (see WithReadOnly).
+// through the journal's -shm file: for a file a writer may write, it
+// creates one (with an empty -wal file) when there is none, and leaves
+// it there. A read-only or immutable file, or one in a folder this
+// process may not write, with no -shm file, is read as immutable and
+// nothing is created beside it; a write by another process after all
+// makes every call fail rather than answer from a changing file (see
+// WithReadOnly).
 //
 // A writable Open of a journal this process may not write — a read-only
 // file, -wal or -shm file, or a read-only folder, where SQLite could not

@@ -167,25 +167,39 @@ func (s *Store) openWriter(ctx context.Context, version int) error {
 // openReaders opens the read pool and prepares the hot read statements.
 // A read-only Store's pool opens the file read-only (mode=ro), sharing
 // the write-ahead log with writers through the -shm file, which SQLite
-// creates when it is missing. Where it cannot (a folder this process may
-// not write), and no write-ahead log holds commits, the pool reads the
-// file as immutable; see WithReadOnly.
+// creates when it is missing. The pool reads the file as immutable
+// instead, creating nothing, where no writer is live (no -shm file, no
+// write-ahead log holding commits) and none is expected: the file is
+// read-only (no write permission, or not writable by this process), or
+// SQLite cannot create the -shm file (a folder this process may not
+// write); see WithReadOnly.
 func (s *Store) openReaders(ctx context.Context) error {
+	if s.cfg.readOnly && !exists(s.path+"-shm") && !nonEmpty(s.path+"-wal") && !fileWritable(s.path) {
+		return s.openImmutable(ctx)
+	}
 	err := s.openPool(ctx, "")
 	if err != nil && s.cfg.readOnly && cannotShare(err) && !exists(s.path+"-shm") {
 		if nonEmpty(s.path + "-wal") {
 			return walNeedsShm(s.path, err)
 		}
-		var imm *immutableFile
-		if imm, err = watchImmutable(s.path); err != nil {
-			return err
-		}
 		s.closeReadPools()
-		if err = s.openPool(ctx, "&immutable=1"); err == nil {
-			s.immutable = imm
-		}
+		return s.openImmutable(ctx)
 	}
 	return err
+}
+
+// openImmutable opens the read pool on the file as immutable, watching
+// it for writes.
+func (s *Store) openImmutable(ctx context.Context) error {
+	imm, err := watchImmutable(s.path)
+	if err != nil {
+		return err
+	}
+	if err := s.openPool(ctx, "&immutable=1"); err != nil {
+		return err
+	}
+	s.immutable = imm
+	return nil
 }
 
 // scanMmapBytes is how much of the file the scan pool (Store.scan), the

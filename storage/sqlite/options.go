@@ -155,13 +155,18 @@ func WithMmapSize(bytes int64) Option {
 // commit, as they commit it.
 //
 // SQLite's readers share the write-ahead log with writers through the
-// journal's -shm file. When there is none, SQLite creates it (and an
-// empty -wal file) next to the journal where the folder allows, and a
-// read-only store leaves them there on Close (the next writer removes
-// them). In a folder this process may not write, with no -shm file, it
-// reads the file as immutable (SQLite's immutable=1: no locks, no
-// shared memory), which is exact for a journal nobody writes: a copy, an
-// archive, a read-only mount. Should another process write it after all,
+// journal's -shm file. A reader of a file a writer may write must have
+// one, since a writer may be live or start while it reads: when there is
+// none, SQLite creates it (and an empty -wal file) next to the journal,
+// and a read-only store leaves them there on Close (the next writer
+// removes them). Where no writer is live (no -shm file, and no -wal file
+// holding commits) and none is expected — the file has no write
+// permission or this process may not write it (a read-only or immutable
+// file), or it lies in a folder this process may not write — the store
+// reads the file as immutable (SQLite's immutable=1: no locks, no shared
+// memory) and creates nothing, which is exact for a journal nobody
+// writes: a copy, an archive, a read-only mount. Should another process
+// write it after all,
 // every call fails, saying to open it again, rather than answer from a
 // file changing underneath; and if a -wal file there holds commits (a
 // writer crashed), Open fails, saying how to read them.

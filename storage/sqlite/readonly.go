@@ -44,6 +44,10 @@ func checkWritable(path string, isNew bool) error {
 			continue
 		}
 		if err := canWrite(f, false); err != nil {
+			if f != path && errors.Is(err, fs.ErrNotExist) {
+				needDir = true // its last user removed it meanwhile
+				continue
+			}
 			return readOnlyFile(path, f, err)
 		}
 	}
@@ -56,8 +60,24 @@ func checkWritable(path string, isNew bool) error {
 }
 
 func readOnlyFile(path, what string, err error) error {
-	return fmt.Errorf("sqlite: open %s: %w: cannot write %s (%w); open it read-only (WithReadOnly) or fix the permissions", path, storage.ErrReadOnly, what, err)
+	return &ReadOnlyError{Path: path, Cannot: what, Err: err}
 }
+
+// ReadOnlyError is returned when a writable Open is refused because this
+// process cannot write the journal: Cannot names what it may not write
+// (the file at Path, its -wal or -shm file, or its folder), Err is the
+// operating system's answer. It wraps storage.ErrReadOnly and Err.
+type ReadOnlyError struct {
+	Path, Cannot string
+	Err          error
+}
+
+func (e *ReadOnlyError) Error() string {
+	return fmt.Sprintf("sqlite: open %s: %v: cannot write %s (%v); open it read-only (WithReadOnly) or fix the permissions", e.Path, storage.ErrReadOnly, e.Cannot, e.Err)
+}
+
+// Unwrap returns storage.ErrReadOnly and Err.
+func (e *ReadOnlyError) Unwrap() []error { return []error{storage.ErrReadOnly, e.Err} }
 
 // cannotShare reports whether err is SQLite failing to open the
 // write-ahead log's shared memory (the -shm file) of a read-only
@@ -74,6 +94,14 @@ func cannotShare(err error) bool {
 // write-ahead log.
 func walNeedsShm(path string, err error) error {
 	return fmt.Errorf("sqlite: open %s read-only: its write-ahead log %s-wal holds commits, which SQLite reads only through a %s-shm file, and it cannot create one in that folder (%v): make the folder writable, or open the journal once without WithReadOnly to fold the log into the file", path, path, path, err)
+}
+
+// fileWritable reports whether a writer may be expected to write the
+// file at path: it has a write permission bit and this process may
+// write it (an immutable file, chattr +i, refuses even root).
+func fileWritable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Perm()&0o222 != 0 && canWrite(path, false) == nil
 }
 
 func exists(path string) bool {

@@ -222,3 +222,40 @@ func TestOptionsRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestReadOnlyLeavesNoSharedMemory: a read-only Open of a file no writer
+// may write (no write permission: an archive, a copy) reads it as
+// immutable and leaves the folder as it found it; one of a writable file,
+// which a writer may open meanwhile, shares the write-ahead log through a
+// -shm file, as SQLite must.
+func TestReadOnlyLeavesNoSharedMemory(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		mode os.FileMode
+		want string
+	}{
+		{0o444, "journal.db"},
+		{0o644, "journal.db,journal.db-shm,journal.db-wal"},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "journal.db")
+		writeJournal(t, path)
+		if err := os.Chmod(path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		s, err := sqlite.Open(ctx, path, sqlite.WithReadOnly())
+		if err != nil {
+			t.Fatalf("mode %o: read-only Open: %v", tc.mode, err)
+		}
+		stats, err := s.Stats(ctx)
+		if err != nil || stats.Records != 1 {
+			t.Errorf("mode %o: Stats = %+v, %v; want 1 record", tc.mode, stats, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := dirNames(t, dir); got != tc.want {
+			t.Errorf("mode %o: after a read-only Open and Close the folder holds %s, want %s", tc.mode, got, tc.want)
+		}
+	}
+}

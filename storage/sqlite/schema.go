@@ -342,10 +342,13 @@ func inspectFile(path string) (isNew bool, err error) {
 // even checkpointed).
 func checkVersion(ctx context.Context, path string) (int, error) {
 	dsn := fileURL(path) + "?mode=ro&_pragma=busy_timeout(5000)"
-	if !nonEmpty(path+"-wal") && !nonEmpty(path+"-journal") {
-		// Without a write-ahead log or a hot rollback journal the main
-		// file is the whole truth: read it as immutable, so SQLite
-		// creates no -wal or -shm file next to a file it may refuse.
+	if !nonEmpty(path+"-wal") && !nonEmpty(path+"-journal") && !exists(path+"-shm") {
+		// Without a write-ahead log or a hot rollback journal, and with
+		// no writer live (no -shm file), the main file is the whole
+		// truth: read it as immutable, so SQLite creates no -wal or -shm
+		// file next to a file it may refuse. A live writer's empty log
+		// fills and is copied into the file at any moment, which an
+		// immutable read (no locks) could see half done.
 		dsn += "&immutable=1"
 	}
 	db, err := sql.Open(driverName, dsn)

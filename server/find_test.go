@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -87,15 +88,30 @@ func (changeConditions) CompileChange(expr string) (materialize.ChangeFilter, er
 	}), nil
 }
 
+// sentFilter is a change filter the Go client sends as its expression;
+// the server compiles it with its Conditions.
+type sentFilter string
+
+func (f sentFilter) MatchChange(context.Context, materialize.Change) (bool, error) {
+	return false, errors.New("test: evaluated by the server, not the client")
+}
+
+func (f sentFilter) Expression() string { return string(f) }
+
 // TestHistoryFilter: GET /api/v1/history?filter= keeps the versions the
 // change filter matches, when the handler's Conditions compile them.
 func TestHistoryFilter(t *testing.T) {
 	j := newRecorded(t)
 	c, base := j.serve(server.WithConditions(changeConditions{}))
 	obj := storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: "settings"}
-	h, err := c.History(ctx, obj, client.HistoryQuery{Filter: "type:MODIFIED"})
+	h, err := c.History(ctx, obj, materialize.WithChangeFilter(sentFilter("type:MODIFIED")))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// A filter that cannot say its expression cannot be sent.
+	local := materialize.ChangeFilterFunc(func(context.Context, materialize.Change) (bool, error) { return true, nil })
+	if _, err := c.History(ctx, obj, materialize.WithChangeFilter(local)); !errors.Is(err, client.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithChangeFilter") {
+		t.Errorf("History with a filter without its expression: %v, want ErrInvalidArgument naming WithChangeFilter", err)
 	}
 	if v := h.Versions(); len(v) != 3 || v[0].ResourceVersion != j.changes[0].Resource.ResourceVersion {
 		t.Errorf("history of settings, MODIFIED only: %d versions; want its three changes", len(v))

@@ -141,7 +141,12 @@ func (sj *streamJournal) segment() {
 		if _, ok := storage.ProgressRV(rec); ok && rec.ObservedAt.After(lastProgressAt) {
 			lastProgressAt = rec.ObservedAt
 		}
-		prevObserved = rec.ObservedAt
+		// The Collector says a stream is available again when the list
+		// that restores its access answers: after that list was
+		// requested, so not a bound on when it was.
+		if rec.Type != event.TypeCoverageChange || rec.Coverage == nil || !rec.Coverage.Available {
+			prevObserved = rec.ObservedAt
+		}
 	}
 	for _, seg := range sj.segments {
 		seg.inferred = inferred[seg.end.BaselineID]

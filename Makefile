@@ -127,7 +127,7 @@ browser:
 ## nested-test: the tests of every nested module (under the race detector but NESTED_NO_RACE), on the local control plane, a local PostgreSQL (hack/postgres.sh installs it when missing) and Chromium: missing programs fail them instead of skipping them.
 nested-test: browser
 	@export KUBEBUILDER_ASSETS=$$(hack/testbin.sh | tail -n 1) KRPLY_REQUIRE_TESTENV=1 KRPLY_PG_BIN=$$(hack/postgres.sh | tail -n 1); \
-	$(MAKE) --no-print-directory -j $(NESTED_JOBS) --output-sync=target $(NESTED_RUNS)
+	$(MAKE) --no-print-directory -k -j $(NESTED_JOBS) --output-sync=target $(NESTED_RUNS)
 
 # The runs of nested-test, NESTED_JOBS at a time (each a go test, its output printed when it ends): every module's
 # packages under the race detector (nested-race/<module>) and its NESTED_NO_RACE packages without it (nested-plain/<module>),

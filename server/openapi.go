@@ -46,7 +46,7 @@ var operations = []operation{
 	{http.MethodGet, "streams", "The streams of a scope with their coverage at a time.", slices.Concat(scopeParams, []string{"at"}, pageParams), nil, apiv1.StreamList{}},
 	{http.MethodGet, "records", "Records of a scope, a page at a time.", slices.Concat(scopeParams, []string{"name", "types", "since", "until", "order", "bodies"}, pageParams), nil, apiv1.RecordList{}},
 	{http.MethodGet, "object", "An object as it was at a time, with its coverage.", slices.Concat(objectParams, []string{"at"}), nil, materialize.ObjectState{}},
-	{http.MethodGet, "history", "An object's versions with field changes, gaps and provenance.", slices.Concat(objectParams, []string{"since", "until", "includeStatus"}, pageParams), nil, materialize.History{}},
+	{http.MethodGet, "history", "An object's versions with field changes, gaps and provenance.", slices.Concat(objectParams, []string{"since", "until", "includeStatus", "filter"}, pageParams), nil, materialize.History{}},
 	{http.MethodGet, "snapshot", "The state of a scope at a time (computed, not saved), a page of objects at a time.", slices.Concat(scopeParams, []string{"at"}, pageParams), nil, apiv1.SnapshotPage{}},
 	{http.MethodGet, "snapshots", "The saved snapshots of a cluster, without their objects.", slices.Concat([]string{"cluster"}, pageParams), nil, apiv1.SnapshotList{}},
 	{http.MethodPost, "snapshots", "Compute a snapshot and save it (writes must be allowed).", pageParams, apiv1.SnapshotRequest{}, apiv1.SnapshotPage{}},
@@ -60,6 +60,7 @@ var operations = []operation{
 	{http.MethodPost, "audit", "Audit events of the kube-apiserver's webhook backend (audit.k8s.io/v1 EventList).", nil, map[string]any{}, map[string]any{}},
 	{http.MethodGet, "watch", "The change feed: Server-Sent Events of the records appended to a scope.", slices.Concat(scopeParams, []string{"name", "types", "bodies", "cursor"}), nil, nil},
 	{http.MethodGet, "why", "What changed before an object broke: its dependencies at a time, the changes ranked as candidate causes, with coverage.", slices.Concat(objectParams, []string{"at", "from", "before", "after", "maxObjects"}), nil, why.Answer{}},
+	{http.MethodGet, "find", "When a condition over the objects of a scope held: intervals bounded by the versions that opened and closed them, with unknown ends at gaps (a server started with conditions; Secrets are never searched).", slices.Concat(scopeParams, []string{"expr", "labelSelector", "since", "until", "first", "now"}), nil, materialize.Found{}},
 	{http.MethodGet, "openapi.json", "This document.", nil, nil, map[string]any{}},
 }
 
@@ -88,6 +89,11 @@ var queryParams = map[string]struct {
 	"before":        {str, "A positive duration (30m, 2h): how far before at the window starts.", false},
 	"after":         {str, "A positive duration: how far after at the window ends.", false},
 	"maxObjects":    {map[string]any{"type": "integer", "minimum": 1}, "The most objects of the dependency graph read.", false},
+	"expr":          {str, "find's condition: a CEL expression over object.", false},
+	"filter":        {str, "A CEL expression over old, new, change and actor: the versions whose change it matches are kept (gaps stay).", false},
+	"labelSelector": {str, "find: only versions whose labels match (Kubernetes selector syntax).", false},
+	"first":         {boolean, "find: each object's first interval only.", false},
+	"now":           {boolean, "find: only the intervals still open.", false},
 }
 
 var (

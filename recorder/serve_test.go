@@ -422,12 +422,7 @@ func TestServeOnlyTLS(t *testing.T) {
 func TestServeUI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store := filepath.Join(t.TempDir(), "krply.db")
-	j, err := krply.Open(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
+	store := emptyJournal(ctx, t)
 	for _, ui := range []bool{true, false} {
 		served := recordertest.Start(t, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true, UI: ui})
 		resp, err := http.Get(served.Serving(ctx) + "/")
@@ -450,12 +445,7 @@ func TestServeUI(t *testing.T) {
 func TestServeWraps(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store := filepath.Join(t.TempDir(), "krply.db")
-	j, err := krply.Open(ctx, store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j.Close()
+	store := emptyJournal(ctx, t)
 	wrap := func(api http.Handler) (http.Handler, error) {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/extra", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "beside the API") })
@@ -471,7 +461,7 @@ func TestServeWraps(t *testing.T) {
 		t.Errorf("GET clusters beside /extra = %d %s", code, body)
 	}
 	served.Stop(ctx)
-	err = recorder.Run(ctx, io.Discard, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true,
+	err := recorder.Run(ctx, io.Discard, recorder.Config{Journal: store, Listen: "127.0.0.1:0", ServeOnly: true,
 		Serve: func(http.Handler) (http.Handler, error) { return nil, errors.New("no MCP today") }})
 	if err == nil || !strings.Contains(err.Error(), "--listen: no MCP today") {
 		t.Errorf("Serve failing: %v, want the recorder to stop naming --listen", err)
@@ -503,4 +493,19 @@ func TestServeOnlyOlderJournal(t *testing.T) {
 	if after, err := os.ReadFile(journal); err != nil || !bytes.Equal(after, data) {
 		t.Errorf("--serve-only changed the older journal (%v)", err)
 	}
+}
+
+// emptyJournal makes an empty journal for a --serve-only recorder and
+// returns its path.
+func emptyJournal(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	store := filepath.Join(t.TempDir(), "krply.db")
+	j, err := krply.Open(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return store
 }

@@ -150,6 +150,10 @@ truth-soak:
 	@assets=$$(hack/testbin.sh | tail -n 1); \
 	KUBEBUILDER_ASSETS="$$assets" KRPLY_REQUIRE_TESTENV=1 KRPLY_TRUTH_LONG=1 $(GO) test -count=1 -timeout 60m -run '^TestTruth$$' -v ./krplytest/truth/
 
+## truth-loop: the truth test of each backend again and again with fresh seeds and a CPU hog beside it (TRUTH_RUNS=50 of each; TRUTH_BACKENDS="sqlite pg"); prints every run's seed and outcome, keeps failed runs' output, fails when any run failed (hack/truth-loop.sh).
+.PHONY: truth-loop
+truth-loop: ; @hack/truth-loop.sh
+
 ## soak: the recorder as operators run it (every resource, retention at 4 MiB, /metrics) against the local control plane with a steady workload for 10 minutes; prints RSS, disk and gaps every 10s and fails if memory grows, the disk is not bounded or a gap appears.
 .PHONY: soak
 soak:

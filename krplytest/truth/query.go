@@ -105,30 +105,19 @@ func runQuery(b Backend, configPath string) int {
 		return 2
 	}
 	fmt.Println("opened")
-	lastAudit := time.Now()
-	// The acts come in rounds of four in a random order (a plan, ObjectAt
-	// answers, two snapshots), so that a run slowed down by a busy machine
-	// still makes each of them.
-	var round []int
+	acts := newActs(q.rnd, time.Now())
 	for ctx.Err() == nil {
 		var l queryLine
 		var err error
-		if len(round) == 0 {
-			round = q.rnd.Perm(4)
-		}
-		n := round[0]
-		switch {
-		case time.Since(lastAudit) > queryAuditPeriod:
-			lastAudit = time.Now()
+		switch acts.next(time.Now()) {
+		case actIngest:
 			l.Audit, err = q.ingest(ctx)
-		case n == 0:
-			round = round[1:]
+			acts.ingested(time.Now())
+		case actPlan:
 			l.Saved, err = q.plan(ctx)
-		case n == 1:
-			round = round[1:]
+		case actAnswers:
 			l.Answers, err = q.answers(ctx)
 		default:
-			round = round[1:]
 			l.Saved, err = q.snapshot(ctx)
 		}
 		if ctx.Err() != nil {
@@ -148,6 +137,51 @@ func runQuery(b Backend, configPath string) int {
 	}
 	return 0
 }
+
+// The acts of a querying child.
+const (
+	actPlan = iota
+	actAnswers
+	actSnapshot
+	actSnapshot2
+	actIngest
+)
+
+// acts decides a querying child's next act. The acts other than the audit
+// ingest come in rounds of four in a random order (a plan, ObjectAt
+// answers, two snapshots), the first round in that order, so that a run
+// slowed down by a busy machine still makes each of them at least once;
+// an ingest comes queryAuditPeriod after the previous one ended, never
+// twice in a row: an ingest slower than the period (a long audit log on a
+// busy machine) does not starve the other acts.
+type acts struct {
+	rnd       *rand.Rand
+	round     []int
+	lastAudit time.Time
+	ingest    bool // the previous act was an ingest
+}
+
+func newActs(rnd *rand.Rand, now time.Time) *acts {
+	return &acts{rnd: rnd, round: []int{actPlan, actAnswers, actSnapshot, actSnapshot2}, lastAudit: now}
+}
+
+// next is the act to make at now.
+func (a *acts) next(now time.Time) int {
+	if !a.ingest && now.Sub(a.lastAudit) > queryAuditPeriod {
+		a.ingest = true
+		return actIngest
+	}
+	a.ingest = false
+	if len(a.round) == 0 {
+		a.round = a.rnd.Perm(4)
+	}
+	n := a.round[0]
+	a.round = a.round[1:]
+	return n
+}
+
+// ingested notes that an ingest ended at now.
+func (a *acts) ingested(now time.Time) { a.lastAudit = now }
 
 // querier makes the acts of a querying child.
 type querier struct {

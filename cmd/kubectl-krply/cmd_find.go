@@ -67,7 +67,7 @@ observed the changes. Secrets are never searched.`,
 		if !all {
 			namespace = e.namespace()
 		}
-		if q.Scope.Resources, err = e.resolveTypes(ctx, src, cluster, namespace, resources); err != nil {
+		if q.Scope.Resources, err = resolveTypes(ctx, src, cluster, namespace, resources, e.now()); err != nil {
 			return err
 		}
 		found, err := src.Find(ctx, q, args[0])
@@ -96,10 +96,10 @@ func optionalTime(name, value string, now time.Time) (time.Time, error) {
 
 // resolveTypes resolves --resource's types against what the journal
 // records in namespace ("": anywhere).
-func (e *env) resolveTypes(ctx context.Context, src source, cluster, namespace string, types []string) ([]schema.GroupResource, error) {
+func resolveTypes(ctx context.Context, src source, cluster, namespace string, types []string, now time.Time) ([]schema.GroupResource, error) {
 	var out []schema.GroupResource
 	for _, typ := range types {
-		gr, err := resolveType(ctx, src, cluster, namespace, typ, e.now())
+		gr, err := resolveType(ctx, src, cluster, namespace, typ, now)
 		if err != nil {
 			return nil, err
 		}
@@ -119,18 +119,24 @@ func findTable(w io.Writer, f *materialize.Found) error {
 			if !iv.Open() {
 				to = ts(iv.To)
 			}
-			var unknown []string
-			if iv.StartUnknown != "" {
-				unknown = append(unknown, "before: "+iv.StartUnknown)
-			}
-			if iv.EndUnknown != "" {
-				unknown = append(unknown, "after: "+iv.EndUnknown)
-			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orNone(o.Object.Namespace), refString(iv.Opened.Ref), ts(iv.From), to,
-				intervalWho(iv), orNone(strings.Join(unknown, "; ")))
+				intervalWho(iv), orNone(intervalUnknown(iv)))
 		}
 	}
 	return tw.Flush()
+}
+
+// intervalUnknown says which ends of an interval the journal cannot
+// tell, and why ("" when it knows both).
+func intervalUnknown(iv materialize.Interval) string {
+	var unknown []string
+	if iv.StartUnknown != "" {
+		unknown = append(unknown, "before: "+iv.StartUnknown)
+	}
+	if iv.EndUnknown != "" {
+		unknown = append(unknown, "after: "+iv.EndUnknown)
+	}
+	return strings.Join(unknown, "; ")
 }
 
 // intervalWho names who made the versions that bound an interval, as

@@ -102,38 +102,61 @@ func (e *env) why(ctx context.Context, arg string, q why.Query) (*why.Answer, er
 		fmt.Fprintf(e.ErrOut, "warning: %s\n", w)
 	}
 	if !a.Complete {
-		var why []string
-		for _, sc := range a.Coverage {
-			if !sc.Covered {
-				why = append(why, sc.StreamID+": "+sc.Reason)
-			}
-		}
-		if len(a.NotRecorded) > 0 {
-			why = append(why, "not recorded: "+strings.Join(a.NotRecorded, ", "))
-		}
-		if !a.EventsRecorded {
-			why = append(why, "Events not recorded")
-		}
-		e.warnIncomplete("a change before %s may be missing: %s", ts(a.At), strings.Join(why, "; "))
+		e.warnIncomplete("a change before %s may be missing: %s", ts(a.At), strings.Join(whyIncomplete(a), "; "))
 	}
 	return a, nil
 }
 
-// whyTable prints an answer as a person reads it: the candidates, the
-// timeline, the graph, the coverage.
-func whyTable(w io.Writer, a *why.Answer, wide bool) error {
+// whyIncomplete says why an answer is not complete: the streams not
+// covered over its window, the resources not recorded, the Events.
+func whyIncomplete(a *why.Answer) []string {
+	var reasons []string
+	for _, sc := range a.Coverage {
+		if !sc.Covered {
+			reasons = append(reasons, sc.StreamID+": "+sc.Reason)
+		}
+	}
+	if len(a.NotRecorded) > 0 {
+		reasons = append(reasons, "not recorded: "+strings.Join(a.NotRecorded, ", "))
+	}
+	if !a.EventsRecorded {
+		reasons = append(reasons, "Events not recorded")
+	}
+	return reasons
+}
+
+// whyHeadline says what T of an answer is: the object's first bad
+// transition, its latest change, or given; times printed by tf.
+func whyHeadline(a *why.Answer, tf func(time.Time) string) string {
 	name := a.Object.Resource + "/" + a.Object.Name
 	if a.Object.Namespace != "" {
 		name += " in namespace " + a.Object.Namespace
 	}
 	switch a.AtSource {
 	case why.AtFirstBad:
-		fmt.Fprintf(w, "%s broke at %s: %s %s\n", name, ts(a.At), a.Bad.What, state(a.Bad.To, a.Bad.Reason))
+		return fmt.Sprintf("%s broke at %s: %s %s", name, tf(a.At), a.Bad.What, state(a.Bad.To, a.Bad.Reason))
 	case why.AtLatestChange:
-		fmt.Fprintf(w, "%s: no bad transition found; T is its latest change, %s\n", name, ts(a.At))
-	default:
-		fmt.Fprintf(w, "%s at %s (given)\n", name, ts(a.At))
+		return fmt.Sprintf("%s: no bad transition found; T is its latest change, %s", name, tf(a.At))
 	}
+	return fmt.Sprintf("%s at %s (given)", name, tf(a.At))
+}
+
+// changeWho names who made a change: the audit user, else the field
+// manager; "-" when the journal does not know.
+func changeWho(c why.Change) string {
+	switch {
+	case c.Who == nil:
+		return "-"
+	case c.Who.User != "":
+		return c.Who.User
+	}
+	return "manager " + c.Who.Manager
+}
+
+// whyTable prints an answer as a person reads it: the candidates, the
+// timeline, the graph, the coverage.
+func whyTable(w io.Writer, a *why.Answer, wide bool) error {
+	fmt.Fprintln(w, whyHeadline(a, ts))
 	complete := "yes"
 	if !a.Complete {
 		complete = "no: a change may be missing (see COVERAGE)"
@@ -240,14 +263,7 @@ func timeline(a *why.Answer, wide bool) []string {
 		if c.Between != nil {
 			what += fmt.Sprintf(" (seen by a relist: between %s and %s)", ts(c.Between.From), ts(c.Between.To))
 		}
-		who := "-"
-		if c.Who != nil {
-			who = c.Who.User
-			if who == "" {
-				who = "manager " + c.Who.Manager
-			}
-		}
-		lines = append(lines, line{c.ObservedAt, fmt.Sprintf("%s\t%s\t%s\t%s", ts(c.ObservedAt), objectKey(c.Object), what, who)})
+		lines = append(lines, line{c.ObservedAt, fmt.Sprintf("%s\t%s\t%s\t%s", ts(c.ObservedAt), objectKey(c.Object), what, changeWho(c))})
 	}
 	for _, ev := range a.Events {
 		lines = append(lines, line{ev.LastSeen, fmt.Sprintf("%s\t%s\tevent %s %s: %s (x%d)\t-", ts(ev.LastSeen), objectKey(ev.Regarding), ev.Type, ev.Reason, ev.Message, max(ev.Count, 1))})

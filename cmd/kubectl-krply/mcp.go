@@ -369,6 +369,17 @@ func window(p page, limit, n int) (from, to int, pg mcpPage) {
 	return from, to, pg
 }
 
+// pageOf returns the page of items that p starts, each converted by
+// conv, and its paging part: what every list tool answers.
+func pageOf[T, U any](p page, limit int, items []T, conv func(T) U) ([]U, mcpPage) {
+	from, to, pg := window(p, limit, len(items))
+	out := make([]U, 0, to-from)
+	for _, it := range items[from:to] {
+		out = append(out, conv(it))
+	}
+	return out, pg
+}
+
 // mcpPage is the paging part of a list answer.
 type mcpPage struct {
 	Total      int    `json:"total" jsonschema:"how many items the whole answer has"`

@@ -32,8 +32,9 @@ func (e *env) mcpCommand() *cobra.Command {
 Desktop, Claude Code, VS Code or an SRE agent) over the Model Context
 Protocol on stdin and stdout, answering from --journal or --server as every
 command does. It offers the tools status, get, history, blame, snapshot,
-diff, gaps and replay_plan; every answer says in its structured output and
-its text's first line whether it is complete, and lists are paged.
+diff, gaps, why, find and replay_plan; every answer says in its structured
+output and its text's first line whether it is complete, and lists are
+paged.
 
 replay_plan saves a plan for a person to review and changes no cluster.
 --allow-dry-run adds the tool replay_dry_run and --allow-apply the tool
@@ -277,7 +278,7 @@ func (k *mcpKit) readJSON(ctx context.Context, req *mcp.ReadResourceRequest, fn 
 
 func addPrompts(s *mcp.Server) {
 	s.AddPrompt(&mcp.Prompt{Name: "investigate_incident", Title: "Investigate an incident in a namespace",
-		Description: "Steers an investigation of what changed in a namespace since a time, reading coverage at every step.",
+		Description: "Steers an investigation of what changed in a namespace since a time (status and gaps, diff, why and find, history), reading coverage at every step.",
 		Arguments: []*mcp.PromptArgument{
 			{Name: "namespace", Description: "the namespace of the incident", Required: true},
 			{Name: "since", Description: `when to look from: RFC 3339 or a duration ago ("2h ago")`, Required: true},
@@ -290,7 +291,8 @@ func addPrompts(s *mcp.Server) {
 			`Investigate what changed in Kubernetes namespace %[1]s since %[2]s, using krply's tools.
 1. Call status with namespace %[1]s and gaps with namespace %[1]s and since %[2]q: note every stream that is not covered and every gap.
 2. Call diff with namespace %[1]s, from %[2]q, to "now": list what was added, removed and changed.
-3. For each changed object that matters, call history (and blame for a field) to see when and by whom.
+3. For an object that broke, call why with its resource, name and namespace %[1]s: its dependencies' changes ranked as causes. To learn when a condition held (replicas below 2, an image), call find with a CEL expression over object.
+4. For each changed object that matters, call history (and blame for a field) to see when and by whom.
 Read coverage in every answer: where it is incomplete, say that changes may be missing in that window and never conclude that nothing changed there.
 Report a timeline of the changes with who made them, the gaps, and what remains unknown.`, ns, since)}}}}, nil
 	})

@@ -76,9 +76,10 @@ type outage struct {
 	*recording.Recorded
 	path string
 	// inGap lies inside the gap of the ConfigMaps' stream, end after the
-	// last write, covered.
-	inGap, end time.Time
-	gap        event.Gap
+	// last write, covered; resumed is when that stream is continuous again
+	// after the gap (the end of the relist that closed it).
+	inGap, end, resumed time.Time
+	gap                 event.Gap
 }
 
 func recordOutage(t *testing.T) *outage {
@@ -98,10 +99,19 @@ func recordOutage(t *testing.T) *outage {
 	for _, r := range page.Records {
 		if strings.Contains(r.StreamID, "configmaps") {
 			o.gap = *r.Gap
+			tl, err := storage.StreamTimeline(ctx, j.Store(), r.StreamID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, at := range tl.ContinuityChanges() {
+				if ok, _ := tl.ContinuousAt(at); ok && at.After(o.gap.From) && o.resumed.IsZero() {
+					o.resumed = at
+				}
+			}
 		}
 	}
-	if o.gap.To.IsZero() {
-		t.Fatalf("the recorded journal has no gap of configmaps: %+v", page.Records)
+	if o.gap.To.IsZero() || o.resumed.IsZero() {
+		t.Fatalf("the recorded journal has no gap of configmaps that ends: %+v", page.Records)
 	}
 	o.inGap = o.gap.From.Add(o.gap.To.Sub(o.gap.From) / 2)
 	st, err := j.Store().Streams(ctx, rec.ClusterID)
@@ -206,9 +216,12 @@ func TestMCP(t *testing.T) {
 		exercise(t, as(testenv.UserAlice), o)
 
 		bob := as(testenv.UserBob)
-		res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "get", Arguments: map[string]any{"resource": "cm", "name": "settings", "namespace": o.Namespace}})
-		if err != nil || !res.IsError || !strings.Contains(text(res), "forbidden") || strings.Contains(text(res), `"v"`) {
-			t.Errorf("get as bob, who may not read %s: %v %s; want refused as forbidden", o.Namespace, err, text(res))
+		settings := map[string]any{"resource": "cm", "name": "settings", "namespace": o.Namespace}
+		for tool, args := range map[string]map[string]any{"get": settings, "why": settings, "find": {"expression": "true", "namespace": o.Namespace}} {
+			res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err != nil || !res.IsError || !strings.Contains(text(res), "forbidden") || strings.Contains(text(res), `"v"`) {
+				t.Errorf("%s as bob, who may not read %s: %v %s; want refused as forbidden", tool, o.Namespace, err, text(res))
+			}
 		}
 		if _, err := connectHTTP(base+mcpPath, ""); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
 			t.Errorf("connect without a token: %v, want 401 Unauthorized", err)
@@ -349,7 +362,7 @@ func exercise(t *testing.T, cs *mcp.ClientSession, o *outage) {
 		names = append(names, tool.Name)
 	}
 	sort.Strings(names)
-	if want := []string{"blame", "diff", "gaps", "get", "history", "replay_plan", "snapshot", "status"}; !slices.Equal(names, want) {
+	if want := []string{"blame", "diff", "find", "gaps", "get", "history", "replay_plan", "snapshot", "status", "why"}; !slices.Equal(names, want) {
 		t.Errorf("tools %v, want %v (no dry run or apply without their flags)", names, want)
 	}
 
@@ -358,24 +371,17 @@ func exercise(t *testing.T, cs *mcp.ClientSession, o *outage) {
 		t.Errorf("status: %d streams, want configmaps and deployments:\n%s", len(streams), status.text)
 	}
 	settings := map[string]any{"resource": "cm", "name": "settings", "namespace": ns}
-	at := func(args map[string]any, k string, v time.Time) map[string]any {
-		out := map[string]any{k: mcpTime(v)}
-		for k, v := range args {
-			out[k] = v
-		}
-		return out
-	}
 	// In the gap the journal cannot know settings: incomplete. After it,
 	// covered: complete, and the value alice set last.
-	wantCoverage(t, "get in the gap", callTool(t, cs, "get", at(settings, "at", o.inGap)), false)
-	got := callTool(t, cs, "get", at(settings, "at", o.end))
+	wantCoverage(t, "get in the gap", callTool(t, cs, "get", with(settings, "at", mcpTime(o.inGap))), false)
+	got := callTool(t, cs, "get", with(settings, "at", mcpTime(o.end)))
 	wantCoverage(t, "get at the end", got, true)
 	if !strings.Contains(got.text, `"v": "red"`) {
 		t.Errorf("get at the end: want data.v red:\n%s", got.text)
 	}
 	// cache was deleted in the outage: gone at the end, its deletion
 	// inferred by the relist.
-	cache := callTool(t, cs, "get", at(map[string]any{"resource": "configmaps", "name": "cache", "namespace": ns}, "at", o.end))
+	cache := callTool(t, cs, "get", with(map[string]any{"resource": "configmaps", "name": "cache", "namespace": ns}, "at", mcpTime(o.end)))
 	if cache.out["exists"] != false || cache.out["origin"] != "inferred" {
 		t.Errorf("get cache at the end: %v, want deleted (inferred)", cache.out)
 	}
@@ -416,6 +422,9 @@ func exercise(t *testing.T, cs *mcp.ClientSession, o *outage) {
 		t.Errorf("gaps: none:\n%s", gaps.text)
 	}
 
+	whyTest(t, cs, o)
+	findTest(t, cs, o)
+
 	// replay_plan saves a plan; in the gap it refuses without allowGaps.
 	plan := callTool(t, cs, "replay_plan", map[string]any{"namespace": ns, "at": mcpTime(o.end), "toNamespace": ns + "-copy"})
 	wantCoverage(t, "replay_plan at the end", plan, true)
@@ -439,4 +448,74 @@ func exercise(t *testing.T, cs *mcp.ClientSession, o *outage) {
 	if err != nil || len(prompt.Messages) != 1 || !strings.Contains(fmt.Sprint(prompt.Messages[0].Content), ns) {
 		t.Errorf("prompt investigate_incident: %v %+v", err, prompt)
 	}
+}
+
+// whyTest asks why about settings: at a time in the gap the answer is
+// incomplete and names the gap; with its window after the gap it is
+// complete but for the Events, which the journal does not record.
+func whyTest(t *testing.T, cs *mcp.ClientSession, o *outage) {
+	t.Helper()
+	settings := map[string]any{"resource": "cm", "name": "settings", "namespace": o.Namespace}
+	inGap := callTool(t, cs, "why", with(settings, "at", mcpTime(o.inGap)))
+	wantCoverage(t, "why in the gap", inGap, false)
+	if gaps, _ := inGap.coverage()["gaps"].([]any); len(gaps) == 0 || !strings.Contains(inGap.text, "410") {
+		t.Errorf("why in the gap: the gap is not named:\n%s", inGap.text)
+	}
+	if inGap.out["atSource"] != "given" || inGap.out["at"] != mcpTime(o.inGap) {
+		t.Errorf("why in the gap: at %v (%v), want %s given", inGap.out["at"], inGap.out["atSource"], mcpTime(o.inGap))
+	}
+	// The window before the end holds the gap and the writes after it:
+	// candidates, paged.
+	end := callTool(t, cs, "why", with(with(settings, "at", mcpTime(o.end)), "limit", 1))
+	wantCoverage(t, "why at the end, window across the gap", end, false)
+	cands, _ := end.out["candidates"].([]any)
+	if len(cands) != 1 || end.out["total"].(float64) < 1 {
+		t.Fatalf("why at the end with limit 1: %d candidates of %v:\n%s", len(cands), end.out["total"], end.text)
+	}
+	if c := cands[0].(map[string]any); c["rank"] != 1.0 || c["observedAt"] == "" || len(c["reasons"].([]any)) == 0 {
+		t.Errorf("why's first candidate: %v", c)
+	}
+	after := callTool(t, cs, "why", with(with(settings, "at", mcpTime(o.end)), "from", mcpTime(o.resumed.Add(time.Millisecond))))
+	if reasons, _ := after.coverage()["reasons"].([]any); len(reasons) != 1 || reasons[0] != "Events not recorded" {
+		t.Errorf("why with its window after the gap: reasons %v, want only Events not recorded:\n%s", reasons, after.text)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "why", Arguments: with(settings, "window", "yesterday")})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "window") {
+		t.Errorf("why with window yesterday: %v %s, want an error naming window", err, text(res))
+	}
+}
+
+// findTest asks when settings said red: across the gap the answer is
+// incomplete, after it complete; intervals are paged.
+func findTest(t *testing.T, cs *mcp.ClientSession, o *outage) {
+	t.Helper()
+	red := map[string]any{"expression": `object.data.v == "red"`, "namespace": o.Namespace, "resources": []string{"cm"}}
+	across := callTool(t, cs, "find", with(with(red, "since", mcpTime(o.gap.From.Add(-time.Millisecond))), "until", mcpTime(o.end)))
+	wantCoverage(t, "find across the gap", across, false)
+	if !strings.Contains(across.text, "410") {
+		t.Errorf("find across the gap: the gap is not named:\n%s", across.text)
+	}
+	ivs, _ := across.out["intervals"].([]any)
+	if len(ivs) == 0 || !strings.Contains(across.text, "settings") {
+		t.Fatalf("find across the gap: no interval of settings:\n%s", across.text)
+	}
+	after := callTool(t, cs, "find", with(with(red, "since", mcpTime(o.resumed)), "until", mcpTime(o.end)))
+	wantCoverage(t, "find after the gap", after, true)
+	all := callTool(t, cs, "find", map[string]any{"expression": "true", "namespace": o.Namespace, "limit": 1})
+	if all.out["nextCursor"] == nil || all.out["total"].(float64) < 2 {
+		t.Errorf("find true with limit 1: no next page: %v", all.out)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "find", Arguments: map[string]any{"expression": "object.spec.(", "namespace": o.Namespace}})
+	if err != nil || !res.IsError {
+		t.Errorf("find with an expression that does not compile: %v %s, want a tool error", err, text(res))
+	}
+}
+
+// with returns args and k set to v.
+func with(args map[string]any, k string, v any) map[string]any {
+	out := map[string]any{k: v}
+	for k, v := range args {
+		out[k] = v
+	}
+	return out
 }

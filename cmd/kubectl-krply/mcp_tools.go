@@ -3,19 +3,22 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/replay"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/why"
 )
 
 // mcpTools is the registry of the MCP server's tools, in the order they
-// are listed. A new tool (why, find) is one more entry: a name, and an
+// are listed. A new tool is one more entry: a name, and an
 // add that calls addTool with its input and output types and its handler.
 var mcpTools = []mcpToolDef{
 	{name: "status", add: func(s *mcp.Server, k *mcpKit) {
@@ -52,6 +55,16 @@ var mcpTools = []mcpToolDef{
 		addTool(s, k, &mcp.Tool{Name: "gaps", Title: "When the journal may miss changes",
 			Description: "Lists every loss of continuity in a time window: gaps (an outage, a 410 Gone; from the stream's last evidence to the end of the relist that closed it) and streams that became unavailable or available again. Changes inside a gap may be missing from every answer.",
 			Annotations: readOnly}, false, gapsTool)
+	}},
+	{name: "why", add: func(s *mcp.Server, k *mcpKit) {
+		addTool(s, k, &mcp.Tool{Name: "why", Title: "What changed before an object broke",
+			Description: "Explains what changed before an object broke: T is the given time, or else the object's first bad transition in the journal (CrashLoopBackOff, ImagePullBackOff, OOMKilled, Unschedulable, a condition leaving True, ProgressDeadlineExceeded). It walks the object's dependencies as they were at T (owners, what it owns, the ConfigMaps, Secrets, ServiceAccount, PVCs and Node it references, the Services, NetworkPolicies, PDBs and HPAs that select it) and ranks every change to them in the window before T as a candidate cause, best first, with its reasons and who made it (paged), with the latest Kubernetes Events about them. When a stream has a gap in the window, a resource of the graph is not recorded or Events are not recorded, a better cause may be missing: no candidate is certain. history shows any object's changes in full.",
+			Annotations: readOnly}, false, whyTool)
+	}},
+	{name: "find", add: func(s *mcp.Server, k *mcpKit) {
+		addTool(s, k, &mcp.Tool{Name: "find", Title: "When a condition held",
+			Description: `Evaluates a CEL expression over object, each recorded version of each object of a namespace (or the whole cluster), and lists the intervals during which it was true, one per line, paged: from the version that made it true to the one that made it false, with who made them. An end the journal cannot tell (before the stream's first complete list, or at a gap) is marked unknown with the reason, never extended or cut silently. Secrets are never searched. Example expressions: object.spec.replicas < 2; object.data.debug == "true"; object.spec.template.spec.containers.exists(c, c.image == "x:1.2").`,
+			Annotations: readOnly}, false, findTool)
 	}},
 	{name: "replay_plan", add: func(s *mcp.Server, k *mcpKit) {
 		addTool(s, k, &mcp.Tool{Name: "replay_plan", Title: "Save a replay plan for review",
@@ -132,7 +145,7 @@ func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, 
 		return nil, err
 	}
 	sort.Slice(streams, func(i, j int) bool { return streams[i].Status.StreamID < streams[j].Status.StreamID })
-	a := &statusAnswer{Cluster: cluster, Coverage: *complete(), Streams: []mcpStream{}}
+	a := &statusAnswer{Cluster: cluster, Coverage: *complete()}
 	for _, info := range streams {
 		st, cov := info.Status, info.Coverage
 		switch {
@@ -142,8 +155,7 @@ func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, 
 			a.Coverage.incomplete(fmt.Sprintf("stream %s is not covered: %s", st.StreamID, cov.Reason))
 		}
 	}
-	from, to, pg := window(p, limit, len(streams))
-	for _, info := range streams[from:to] {
+	a.Streams, a.mcpPage = pageOf(p, limit, streams, func(info streamInfo) mcpStream {
 		st, cov := info.Status, info.Coverage
 		s := mcpStream{Stream: st.StreamID, Resource: groupResource(st.Stream.Group, st.Stream.Resource), Namespace: st.Stream.Namespace,
 			Available: st.Available, Covered: st.Available && cov.Continuous(), CoveredSince: mcpTime(cov.BaselineEndAt),
@@ -153,9 +165,8 @@ func statusTool(ctx context.Context, c *mcpCall, in statusArgs) (*statusAnswer, 
 		} else if !s.Covered {
 			s.Reason = cov.Reason
 		}
-		a.Streams = append(a.Streams, s)
-	}
-	a.mcpPage = pg
+		return s
+	})
 	return a, nil
 }
 
@@ -402,9 +413,8 @@ func historyTool(ctx context.Context, c *mcpCall, in historyArgs) (*historyAnswe
 	if err != nil {
 		return nil, err
 	}
-	a := &historyAnswer{Object: objectOf(h.Object), Coverage: *cov, Entries: []mcpEntry{}}
-	from, to, pg := window(p, limit, len(h.Entries))
-	for _, en := range h.Entries[from:to] {
+	a := &historyAnswer{Object: objectOf(h.Object), Coverage: *cov}
+	a.Entries, a.mcpPage = pageOf(p, limit, h.Entries, func(en materialize.Entry) mcpEntry {
 		e := mcpEntry{Kind: string(en.Kind), ObservedAt: mcpTime(en.ObservedAt)}
 		switch {
 		case en.Gap != nil:
@@ -422,9 +432,8 @@ func historyTool(ctx context.Context, c *mcpCall, in historyArgs) (*historyAnswe
 				e.Note = "recreated"
 			}
 		}
-		a.Entries = append(a.Entries, e)
-	}
-	a.mcpPage = pg
+		return e
+	})
 	return a, nil
 }
 
@@ -470,22 +479,25 @@ func blameTool(ctx context.Context, c *mcpCall, in blameArgs) (*blameAnswer, err
 		return nil, err
 	}
 	bl := blameOf(h)
-	a := &blameAnswer{Object: objectOf(h.Object), Coverage: *cov, Fields: []mcpBlameLine{}}
-	from, to, pg := window(p, limit, len(bl.Fields))
-	for _, l := range bl.Fields[from:to] {
-		a.Fields = append(a.Fields, mcpBlameLine{Path: l.Path, Op: string(l.Op), Value: l.Value, ObservedAt: mcpTime(l.ObservedAt),
-			ResourceVersion: l.ResourceVersion, Event: string(l.WatchType), Who: strings.TrimPrefix(l.who, "-")})
-	}
-	a.mcpPage = pg
+	a := &blameAnswer{Object: objectOf(h.Object), Coverage: *cov}
+	a.Fields, a.mcpPage = pageOf(p, limit, bl.Fields, func(l blameLine) mcpBlameLine {
+		return mcpBlameLine{Path: l.Path, Op: string(l.Op), Value: l.Value, ObservedAt: mcpTime(l.ObservedAt),
+			ResourceVersion: l.ResourceVersion, Event: string(l.WatchType), Who: strings.TrimPrefix(l.who, "-")}
+	})
 	return a, nil
 }
 
 // ---- snapshot
 
-type snapshotArgs struct {
+// scopeArgs name a namespace, or the whole cluster.
+type scopeArgs struct {
 	Namespace string `json:"namespace,omitempty" jsonschema:"the namespace; leave out for the whole cluster"`
-	At        string `json:"at,omitempty" jsonschema:"the time: RFC 3339, now or a duration ago (10m ago); default now"`
 	clusterArg
+}
+
+type snapshotArgs struct {
+	At string `json:"at,omitempty" jsonschema:"the time: RFC 3339, now or a duration ago (10m ago); default now"`
+	scopeArgs
 	pageArgs
 }
 
@@ -519,14 +531,14 @@ func (a *snapshotAnswer) text() string {
 }
 
 // scope returns the scope of a namespace argument.
-func (c *mcpCall) scope(ctx context.Context, cluster, namespace string) (materialize.Scope, error) {
-	id, err := c.clusterOf(ctx, cluster, namespace)
+func (c *mcpCall) scope(ctx context.Context, in scopeArgs) (materialize.Scope, error) {
+	id, err := c.clusterOf(ctx, in.Cluster, in.Namespace)
 	if err != nil {
 		return materialize.Scope{}, err
 	}
 	s := materialize.Scope{ClusterID: id}
-	if namespace != "" {
-		s.Namespaces = []string{namespace}
+	if in.Namespace != "" {
+		s.Namespaces = []string{in.Namespace}
 	}
 	return s, nil
 }
@@ -553,7 +565,7 @@ func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAn
 			return nil, err
 		}
 	}
-	scope, err := c.scope(ctx, in.Cluster, in.Namespace)
+	scope, err := c.scope(ctx, in.scopeArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -561,32 +573,29 @@ func snapshotTool(ctx context.Context, c *mcpCall, in snapshotArgs) (*snapshotAn
 	if err != nil {
 		return nil, err
 	}
-	a := &snapshotAnswer{Scope: scopeName(scope), At: mcpTime(p.At), Coverage: *complete(), Objects: []mcpSnapshotObject{}}
+	a := &snapshotAnswer{Scope: scopeName(scope), At: mcpTime(p.At), Coverage: *complete()}
 	missingCoverage(&a.Coverage, snap.Missing, snap.Warnings, !snap.Complete)
 	if !snap.Complete && a.Coverage.Complete {
 		a.Coverage.incomplete("not every stream of the scope is covered at that time")
 	}
-	from, to, pg := window(p, limit, len(snap.Objects))
-	for _, o := range snap.Objects[from:to] {
+	a.Objects, a.mcpPage = pageOf(p, limit, snap.Objects, func(o materialize.SnapshotObject) mcpSnapshotObject {
 		origin := "watch"
 		if o.Synthetic {
 			origin = "list"
 		}
-		a.Objects = append(a.Objects, mcpSnapshotObject{Resource: groupResource(o.Ref.Group, o.Ref.Resource), Kind: o.Ref.Kind, Namespace: o.Ref.Namespace,
-			Name: o.Ref.Name, ResourceVersion: o.Ref.ResourceVersion, ObservedAt: mcpTime(o.ObservedAt), Origin: origin})
-	}
-	a.mcpPage = pg
+		return mcpSnapshotObject{Resource: groupResource(o.Ref.Group, o.Ref.Resource), Kind: o.Ref.Kind, Namespace: o.Ref.Namespace,
+			Name: o.Ref.Name, ResourceVersion: o.Ref.ResourceVersion, ObservedAt: mcpTime(o.ObservedAt), Origin: origin}
+	})
 	return a, nil
 }
 
 // ---- diff
 
 type diffArgs struct {
-	Namespace     string `json:"namespace,omitempty" jsonschema:"the namespace; leave out for the whole cluster"`
 	From          string `json:"from" jsonschema:"start of the window: RFC 3339, now or a duration ago (1h ago)"`
 	To            string `json:"to,omitempty" jsonschema:"end of the window; default now"`
 	IncludeStatus bool   `json:"includeStatus,omitempty" jsonschema:"compare status too"`
-	clusterArg
+	scopeArgs
 	pageArgs
 }
 
@@ -644,7 +653,7 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 	if p.To.Before(p.At) {
 		return nil, fmt.Errorf("to %s is before from %s", mcpTime(p.To), mcpTime(p.At))
 	}
-	scope, err := c.scope(ctx, in.Cluster, in.Namespace)
+	scope, err := c.scope(ctx, in.scopeArgs)
 	if err != nil {
 		return nil, err
 	}
@@ -652,7 +661,7 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &diffAnswer{Scope: scopeName(scope), From: mcpTime(p.At), To: mcpTime(p.To), Coverage: *complete(), Objects: []mcpObjectDiff{}}
+	a := &diffAnswer{Scope: scopeName(scope), From: mcpTime(p.At), To: mcpTime(p.To), Coverage: *complete()}
 	a.Coverage.addLosses(d.Gaps)
 	missingCoverage(&a.Coverage, d.Missing, d.Warnings, d.HasGaps)
 	for _, od := range d.Objects {
@@ -660,16 +669,14 @@ func diffTool(ctx context.Context, c *mcpCall, in diffArgs) (*diffAnswer, error)
 			a.Coverage.incomplete(fmt.Sprintf("%s %s: %s: %s", od.Kind, od.ID.Name, unknownAt(od.UnknownAt), od.Reason))
 		}
 	}
-	from, to, pg := window(p, limit, len(d.Objects))
-	for _, od := range d.Objects[from:to] {
+	a.Objects, a.mcpPage = pageOf(p, limit, d.Objects, func(od materialize.ObjectDiff) mcpObjectDiff {
 		o := mcpObjectDiff{Resource: groupResource(od.ID.Group, od.ID.Resource), Kind: od.Kind, Namespace: od.ID.Namespace, Name: od.ID.Name,
 			Change: string(od.Type), Recreated: od.Recreated, Changes: changesOf(od.Changes)}
 		if od.Type == materialize.ObjectUnknown {
 			o.Reason = strings.ReplaceAll(unknownAt(od.UnknownAt), "--", "") + ": " + od.Reason
 		}
-		a.Objects = append(a.Objects, o)
-	}
-	a.mcpPage = pg
+		return o
+	})
 	return a, nil
 }
 
@@ -727,16 +734,323 @@ func gapsTool(ctx context.Context, c *mcpCall, in gapsArgs) (*gapsAnswer, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &gapsAnswer{Since: mcpTime(since), Until: mcpTime(until), Coverage: *complete(), Losses: []mcpGap{}}
+	a := &gapsAnswer{Since: mcpTime(since), Until: mcpTime(until), Coverage: *complete()}
 	// The coverage of the window: every loss in it, not only this page's.
 	a.Coverage.addLosses(losses)
 	a.Coverage.Gaps = nil
-	from, to, pg := window(p, limit, len(losses))
-	for _, r := range losses[from:to] {
-		a.Losses = append(a.Losses, lossOf(r))
-	}
-	a.mcpPage = pg
+	a.Losses, a.mcpPage = pageOf(p, limit, losses, lossOf)
 	return a, nil
+}
+
+// ---- why
+
+type whyArgs struct {
+	objectArgs
+	At     string `json:"at,omitempty" jsonschema:"T, when the object broke: RFC 3339, now or a duration ago (10m ago); default the object's first bad transition in the journal"`
+	From   string `json:"from,omitempty" jsonschema:"the window's start instead of window: a time as at"`
+	Window string `json:"window,omitempty" jsonschema:"how far before T to look, a Go duration (30m, 2h); default 1h"`
+	After  string `json:"after,omitempty" jsonschema:"how far after T to look for Events and changes, a Go duration; default 5m"`
+	pageArgs
+}
+
+type mcpCandidate struct {
+	Rank       int       `json:"rank" jsonschema:"1 is the most likely cause"`
+	Score      int       `json:"score"`
+	Summary    string    `json:"summary" jsonschema:"what changed, in one line"`
+	Object     mcpObject `json:"object"`
+	ObservedAt string    `json:"observedAt" jsonschema:"when krply observed the change, not when it was made"`
+	Origin     string    `json:"origin" jsonschema:"watch (a real change), list or inferred (seen by a relist: made somewhere in between)"`
+	Between    string    `json:"between,omitempty" jsonschema:"for a change seen by a relist: the times between which it was made"`
+	Who        string    `json:"who,omitempty" jsonschema:"the audit log's user, else the field manager (a client, not a user)"`
+	Fields     []string  `json:"fields,omitempty" jsonschema:"the paths of the fields that changed"`
+	Reasons    []string  `json:"reasons" jsonschema:"why it ranks where it does"`
+	Caveats    []string  `json:"caveats,omitempty" jsonschema:"why it is not certain: a gap that may hide a better cause, a time known only within a gap"`
+}
+
+type mcpKubeEvent struct {
+	Regarding mcpObject `json:"regarding"`
+	Type      string    `json:"type,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	Count     int64     `json:"count,omitempty"`
+	LastSeen  string    `json:"lastSeen,omitempty"`
+}
+
+// whyMaxEvents bounds the Events a why answer carries: the latest.
+const whyMaxEvents = 20
+
+type whyAnswer struct {
+	Object      mcpObject      `json:"object"`
+	Kind        string         `json:"kind,omitempty"`
+	At          string         `json:"at" jsonschema:"T"`
+	AtSource    string         `json:"atSource" jsonschema:"given, first-bad-transition or latest-change (no bad transition found: T is the object's latest change)"`
+	Headline    string         `json:"headline" jsonschema:"what broke at T, in one line"`
+	From        string         `json:"from" jsonschema:"the window's start"`
+	To          string         `json:"to" jsonschema:"the window's end (after T)"`
+	Coverage    mcpCoverage    `json:"coverage"`
+	Candidates  []mcpCandidate `json:"candidates" jsonschema:"changes before T ranked as possible causes, best first (this page)"`
+	Changes     int            `json:"changes" jsonschema:"how many changes the window holds for the graph's objects, candidates or not"`
+	Events      []mcpKubeEvent `json:"events,omitempty" jsonschema:"the latest Kubernetes Events about the graph's objects in the window, at most 20"`
+	EventsTotal int            `json:"eventsTotal" jsonschema:"how many Events the window holds"`
+	GraphSize   int            `json:"graphSize" jsonschema:"objects in the dependency graph at T"`
+	NotRecorded []string       `json:"notRecorded,omitempty" jsonschema:"resources the graph would have read but the journal does not record"`
+	Cut         []string       `json:"cut,omitempty" jsonschema:"what the graph walk left out at its size bound"`
+	mcpPage
+}
+
+func (a *whyAnswer) coverageOf() *mcpCoverage { return &a.Coverage }
+
+func (a *whyAnswer) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\nwindow %s to %s, %d objects in the graph, %d changes: %s\n", a.Headline, a.From, a.To, a.GraphSize, a.Changes, a.mcpPage.text(len(a.Candidates), "candidate causes"))
+	for _, c := range a.Candidates {
+		fmt.Fprintf(&b, "%d. [score %d] %s %s: %s, by %s", c.Rank, c.Score, c.ObservedAt, c.Object, c.Summary, orNone(c.Who))
+		if c.Between != "" {
+			fmt.Fprintf(&b, " (%s)", c.Between)
+		}
+		fmt.Fprintf(&b, "\n   because: %s\n", strings.Join(c.Reasons, "; "))
+		for _, cv := range c.Caveats {
+			fmt.Fprintf(&b, "   caveat: %s\n", cv)
+		}
+	}
+	if a.EventsTotal > 0 {
+		fmt.Fprintf(&b, "Events (the latest %d of %d):\n", len(a.Events), a.EventsTotal)
+		for _, ev := range a.Events {
+			fmt.Fprintf(&b, "- %s %s %s %s: %s (x%d)\n", ev.LastSeen, ev.Regarding, ev.Type, ev.Reason, ev.Message, max(ev.Count, 1))
+		}
+	}
+	for _, c := range a.Cut {
+		fmt.Fprintf(&b, "graph cut: %s\n", c)
+	}
+	return b.String()
+}
+
+// duration reads a duration argument ("" is 0: the default).
+func duration(name, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q: give a positive duration, such as 30m or 2h", name, s)
+	}
+	return d, nil
+}
+
+func whyTool(ctx context.Context, c *mcpCall, in whyArgs) (*whyAnswer, error) {
+	p, limit, err := paging(in.pageArgs, in)
+	if err != nil {
+		return nil, err
+	}
+	if in.From != "" && in.Window != "" {
+		return nil, errors.New("from and window both given: give one of them")
+	}
+	var q why.Query
+	if q.Before, err = duration("window", in.Window); err != nil {
+		return nil, err
+	}
+	if q.After, err = duration("after", in.After); err != nil {
+		return nil, err
+	}
+	// Relative times resolve once, on the first page.
+	if in.At != "" && p.At.IsZero() {
+		if p.At, err = c.parseWhen("at", in.At, ""); err != nil {
+			return nil, err
+		}
+	}
+	if in.From != "" && p.To.IsZero() {
+		if p.To, err = c.parseWhen("from", in.From, ""); err != nil {
+			return nil, err
+		}
+	}
+	q.At, q.From = p.At, p.To
+	if q.Object, err = c.object(ctx, in.objectArgs); err != nil {
+		return nil, err
+	}
+	w, err := c.src.Why(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", objectOf(q.Object), err)
+	}
+	a := &whyAnswer{Object: objectOf(w.Object), Kind: w.Kind, At: mcpTime(w.At), AtSource: w.AtSource, Headline: whyHeadline(w, mcpTime),
+		From: mcpTime(w.From), To: mcpTime(w.To), Coverage: *complete(), Changes: len(w.Changes), EventsTotal: len(w.Events),
+		GraphSize: len(w.Nodes), NotRecorded: w.NotRecorded, Cut: w.Cut}
+	if !w.Complete {
+		for _, sc := range w.Coverage {
+			for _, g := range sc.Gaps {
+				a.Coverage.Gaps = append(a.Coverage.Gaps, mcpGap{Kind: "gap", Resource: sc.Resource, Namespace: sc.Namespace, From: mcpTime(g.From), To: mcpTime(g.To), At: mcpTime(g.To), Reason: g.Reason})
+			}
+		}
+		for _, r := range whyIncomplete(w) {
+			a.Coverage.incomplete(r)
+		}
+		if a.Coverage.Complete {
+			a.Coverage.incomplete("the journal is not complete over the window")
+		}
+	}
+	a.Candidates, a.mcpPage = pageOf(p, limit, w.Candidates, func(cand why.Candidate) mcpCandidate {
+		ch := w.Changes[cand.Change]
+		mc := mcpCandidate{Score: cand.Score, Summary: cand.Summary, Object: objectOf(ch.Object), ObservedAt: mcpTime(ch.ObservedAt),
+			Origin: string(ch.Origin), Who: strings.TrimPrefix(changeWho(ch), "-"), Reasons: cand.Reasons, Caveats: cand.Caveats}
+		if ch.Between != nil {
+			mc.Between = fmt.Sprintf("made between %s and %s", mcpTime(ch.Between.From), mcpTime(ch.Between.To))
+		}
+		for _, f := range ch.Fields {
+			mc.Fields = append(mc.Fields, f.Path)
+		}
+		return mc
+	})
+	for i := range a.Candidates {
+		a.Candidates[i].Rank = a.Offset + i + 1
+	}
+	for _, ev := range w.Events[max(0, len(w.Events)-whyMaxEvents):] {
+		a.Events = append(a.Events, mcpKubeEvent{Regarding: objectOf(ev.Regarding), Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: ev.Count, LastSeen: mcpTime(ev.LastSeen)})
+	}
+	return a, nil
+}
+
+// ---- find
+
+type findArgs struct {
+	Expression string   `json:"expression" jsonschema:"a CEL expression over object, one version of an object (its JSON as recorded), e.g. object.spec.replicas < 2"`
+	Resources  []string `json:"resources,omitempty" jsonschema:"look only at these resource types (deploy, cm, deployments.apps); default every recorded one but Secrets"`
+	Selector   string   `json:"labelSelector,omitempty" jsonschema:"look only at versions whose labels matched this selector (app=web)"`
+	Since      string   `json:"since,omitempty" jsonschema:"keep the intervals that end after this time: RFC 3339, now or a duration ago; default all recorded time"`
+	Until      string   `json:"until,omitempty" jsonschema:"keep the intervals that begin before this time; default up to the journal's last evidence"`
+	First      bool     `json:"first,omitempty" jsonschema:"only each object's first interval: the first moment the condition became true"`
+	Now        bool     `json:"now,omitempty" jsonschema:"only the intervals still open: true at the stream's last evidence"`
+	scopeArgs
+	pageArgs
+}
+
+type mcpInterval struct {
+	Object       mcpObject `json:"object"`
+	From         string    `json:"from" jsonschema:"when krply observed the version that made the condition true (or, with startUnknown, when it began to show it true)"`
+	To           string    `json:"to,omitempty" jsonschema:"when krply observed the version that made it false (or, with endUnknown, since when the journal cannot tell); empty while still true"`
+	StillTrue    bool      `json:"stillTrue,omitempty" jsonschema:"true at the stream's last evidence"`
+	Who          string    `json:"who,omitempty" jsonschema:"who made the version that opened the interval, and the one that closed it (opened → closed)"`
+	StartUnknown string    `json:"startUnknown,omitempty" jsonschema:"why the condition may have been true before from"`
+	EndUnknown   string    `json:"endUnknown,omitempty" jsonschema:"why the condition may have stayed true after to"`
+}
+
+type findAnswer struct {
+	Expression string        `json:"expression"`
+	Scope      string        `json:"scope"`
+	Since      string        `json:"since,omitempty"`
+	Until      string        `json:"until,omitempty"`
+	Coverage   mcpCoverage   `json:"coverage"`
+	Intervals  []mcpInterval `json:"intervals" jsonschema:"the intervals during which the condition held, by object (this page)"`
+	Objects    int           `json:"objects" jsonschema:"how many objects have an interval"`
+	Versions   int           `json:"versions" jsonschema:"how many versions were read"`
+	Warnings   []string      `json:"warnings,omitempty"`
+	mcpPage
+}
+
+func (a *findAnswer) coverageOf() *mcpCoverage { return &a.Coverage }
+
+func (a *findAnswer) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s in %s (%d objects, %d versions read): %s\n", a.Expression, a.Scope, a.Objects, a.Versions, a.mcpPage.text(len(a.Intervals), "intervals"))
+	for _, iv := range a.Intervals {
+		to := "still true"
+		if !iv.StillTrue {
+			to = "to " + iv.To
+		}
+		fmt.Fprintf(&b, "- %s: from %s %s, by %s", iv.Object, iv.From, to, orNone(iv.Who))
+		if iv.StartUnknown != "" {
+			fmt.Fprintf(&b, "; unknown before: %s", iv.StartUnknown)
+		}
+		if iv.EndUnknown != "" {
+			fmt.Fprintf(&b, "; unknown after: %s", iv.EndUnknown)
+		}
+		b.WriteString("\n")
+	}
+	for _, w := range a.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	return b.String()
+}
+
+func findTool(ctx context.Context, c *mcpCall, in findArgs) (*findAnswer, error) {
+	p, limit, err := paging(in.pageArgs, in)
+	if err != nil {
+		return nil, err
+	}
+	if in.Expression == "" {
+		return nil, errors.New("give expression: a CEL expression over object, e.g. object.spec.replicas < 2")
+	}
+	if in.Since != "" && p.At.IsZero() {
+		if p.At, err = c.parseWhen("since", in.Since, ""); err != nil {
+			return nil, err
+		}
+	}
+	if in.Until != "" && p.To.IsZero() {
+		if p.To, err = c.parseWhen("until", in.Until, ""); err != nil {
+			return nil, err
+		}
+	}
+	scope, err := c.scope(ctx, in.scopeArgs)
+	if err != nil {
+		return nil, err
+	}
+	if scope.Resources, err = resolveTypes(ctx, c.src, scope.ClusterID, in.Namespace, in.Resources, c.now); err != nil {
+		return nil, err
+	}
+	q := materialize.FindQuery{Scope: scope, LabelSelector: in.Selector, Since: p.At, Until: p.To, First: in.First, Now: in.Now}
+	found, err := c.src.Find(ctx, q, in.Expression)
+	if err != nil {
+		return nil, err
+	}
+	a := &findAnswer{Expression: in.Expression, Scope: scopeName(scope), Since: mcpTime(p.At), Until: mcpTime(p.To), Coverage: *complete(),
+		Objects: len(found.Objects), Versions: found.Versions, Warnings: found.Warnings}
+	findCoverage(&a.Coverage, found, p.At, p.To)
+	type objectInterval struct {
+		obj storage.ObjectID
+		iv  materialize.Interval
+	}
+	var all []objectInterval
+	for _, o := range found.Objects {
+		for _, iv := range o.Intervals {
+			all = append(all, objectInterval{o.Object, iv})
+		}
+	}
+	a.Intervals, a.mcpPage = pageOf(p, limit, all, func(oi objectInterval) mcpInterval {
+		iv := oi.iv
+		return mcpInterval{Object: objectOf(oi.obj), From: mcpTime(iv.From), To: mcpTime(iv.To), StillTrue: iv.Open(),
+			Who: intervalWho(iv), StartUnknown: iv.StartUnknown, EndUnknown: iv.EndUnknown}
+	})
+	return a, nil
+}
+
+// findCoverage adds the coverage of a find over [since, until]: the
+// streams no journal records, and every span a stream cannot tell about
+// that overlaps the window (a gap, a loss of availability; before the
+// stream's first complete list only when since reaches before it: with
+// no since, the answer is about the time the journal recorded). An until
+// after a stream's last evidence reaches time not yet observed.
+func findCoverage(cov *mcpCoverage, found *materialize.Found, since, until time.Time) {
+	missingCoverage(cov, found.Missing, nil, false)
+	for _, st := range found.Streams {
+		for i, sp := range st.Unknown {
+			if i == 0 && since.IsZero() {
+				continue
+			}
+			overlaps := (sp.To.IsZero() || sp.To.After(since)) && (sp.From.IsZero() || until.IsZero() || sp.From.Before(until))
+			if !overlaps {
+				continue
+			}
+			switch {
+			case i == 0 && !sp.To.IsZero():
+				cov.incomplete(fmt.Sprintf("%s: nothing is known before %s: %s", st.StreamID, mcpTime(sp.To), sp.Reason))
+			case sp.To.IsZero():
+				cov.incomplete(fmt.Sprintf("%s: nothing is known since %s: %s", st.StreamID, mcpTime(sp.From), sp.Reason))
+			default:
+				cov.incomplete(fmt.Sprintf("%s: changes between %s and %s may be missing: %s", st.StreamID, mcpTime(sp.From), mcpTime(sp.To), sp.Reason))
+			}
+		}
+		if !st.EvidenceUntil.IsZero() && until.After(st.EvidenceUntil) {
+			cov.notYetObserved(fmt.Sprintf("%s: the journal's last evidence is at %s", st.StreamID, mcpTime(st.EvidenceUntil)))
+		}
+	}
 }
 
 // ---- replay

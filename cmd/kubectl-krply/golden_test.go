@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/krply/krply/krplytest/golden"
+	"github.com/krply/krply/krplytest/incident"
 	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/replay"
 )
@@ -25,8 +26,9 @@ func TestMain(m *testing.M) {
 	time.Local = time.UTC
 	os.Setenv("KUBECONFIG", filepath.Join(os.TempDir(), "kubectl-krply-test-no-kubeconfig"))
 	os.Unsetenv("KRPLY_JOURNAL")
-	// Tests that record share one control plane (testenv.Shared).
-	os.Exit(testenv.RunMain(m))
+	// Tests that record share one control plane (testenv.Shared), which
+	// can play the incidents of krplytest/incident.
+	os.Exit(testenv.RunMain(m, incident.EnvOptions()...))
 }
 
 func streams(out, errOut io.Writer) genericiooptions.IOStreams {

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/krply/krply/krplytest/incident"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/storage/sqlite"
+	whypkg "github.com/krply/krply/why"
 )
 
 // incidentJournal writes the journal of krplytest/incident (Pod web-1-0
@@ -71,6 +75,65 @@ func TestServerWhy(t *testing.T) {
 		got := runPlugin(t, append([]string{"--server", url, "--token", "secret"}, args...)...)
 		if got != want {
 			t.Errorf("%v through --server:\n%s%s\nthrough --journal:\n%s%s", args, got.stdout, got.stderr, want.stdout, want.stderr)
+		}
+	}
+}
+
+// TestWhyIncidents plays the incidents of krplytest/incident on the shared
+// control plane into a journal file and asks kubectl krply why about each
+// Pod that broke: the culprit first, with who made it; across the gap, the
+// answer incomplete, and the table names the ConfigMaps stream's gap.
+func TestWhyIncidents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "journal.db")
+	store, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := store.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	p := incident.Play(t, testenv.Shared(t), store)
+	why := func(pod string, code int, args ...string) result {
+		t.Helper()
+		r := runPlugin(t, append([]string{"--journal", path, "why", "pod/" + pod, "-n", p.Namespace, "--from", p.From.Format(time.RFC3339Nano)}, args...)...)
+		if r.code != code {
+			t.Fatalf("why %s %q: exit %d, want %d\n%s%s", pod, args, r.code, code, r.stdout, r.stderr)
+		}
+		return r
+	}
+	answer := func(pod string) *whypkg.Answer {
+		t.Helper()
+		var a whypkg.Answer
+		if err := json.Unmarshal([]byte(why(pod, 0, "-o", "json").stdout), &a); err != nil {
+			t.Fatalf("why %s -o json: %v", pod, err)
+		}
+		return &a
+	}
+	for _, c := range p.Incidents {
+		if err := c.Check(answer(c.Pod)); err != nil {
+			t.Error(err)
+		}
+	}
+	gap := p.PlayGap()
+	if err := gap.CheckGap(answer(gap.Pod)); err != nil {
+		t.Error(err)
+	}
+	table := why(gap.Pod, 3, "--require-complete").stdout
+	var first string
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, "1 ") {
+			first = line
+			break
+		}
+	}
+	if !strings.Contains(first, gap.Summary) {
+		t.Errorf("the table's first candidate %q; want %q\n%s", first, gap.Summary, table)
+	}
+	for _, want := range []string{"complete: no", "/core/v1/configmaps/" + p.Namespace + " ", "gap"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
 }

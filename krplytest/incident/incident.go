@@ -1,9 +1,17 @@
-// Package incident builds the journal of one incident, as a Collector
-// would have recorded it, for the tests, examples and benchmarks of
-// package why and of what serves it (the query API, the kubectl plugin):
-// a Deployment "web" whose Pods read the key "color" of the ConfigMap
-// "settings"; a person changes that key, a controller scales the
-// Deployment, and Pod web-1-0 crashes.
+// Package incident provides incidents for the tests, examples and
+// benchmarks of package why and of what serves it (the query API, the
+// kubectl plugin, the web UI), in two forms:
+//
+//   - Journal builds the journal of one incident, as a Collector would
+//     have recorded it, with fixed times: a Deployment "web" whose Pods
+//     read the key "color" of the ConfigMap "settings"; a person changes
+//     that key, a controller scales the Deployment, and Pod web-1-0
+//     crashes.
+//   - Play plays four incidents on a real control plane (krplytest/testenv)
+//     and records them with a Collector, and PlayGap a fifth whose
+//     culprit's stream has a gap; each Case says which change a why answer
+//     must rank first, and Check and CheckGap check an answer, so that
+//     every layer that serves why is held to the same expectations.
 package incident
 
 import (

@@ -20,6 +20,7 @@ type changeGate struct {
 	mu   sync.Mutex
 	db   *sql.DB   // one connection
 	conn *sql.Conn // held for good: data_version is per connection
+	stmt *sql.Stmt // PRAGMA data_version, prepared on conn
 	// version is data_version as last read, gen the generation.
 	version int64
 	gen     uint64
@@ -40,13 +41,17 @@ func (g *changeGate) generation(ctx context.Context) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		g.conn = conn
+		stmt, err := conn.PrepareContext(ctx, `PRAGMA data_version`)
+		if err != nil {
+			conn.Close()
+			return 0, err
+		}
+		g.conn, g.stmt = conn, stmt
 		g.gen++
 	}
 	var v int64
-	if err := g.conn.QueryRowContext(ctx, `PRAGMA data_version`).Scan(&v); err != nil {
-		g.conn.Close()
-		g.conn = nil
+	if err := g.stmt.QueryRowContext(ctx).Scan(&v); err != nil {
+		g.release()
 		g.gen++
 		return 0, err
 	}
@@ -63,14 +68,20 @@ func (g *changeGate) close() error {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.conn != nil {
-		g.conn.Close()
-		g.conn = nil
-	}
+	g.release()
 	if g.db == nil {
 		return nil
 	}
 	return g.db.Close()
+}
+
+// release closes the held connection.
+func (g *changeGate) release() {
+	if g.conn != nil {
+		g.stmt.Close()
+		g.conn.Close()
+		g.conn, g.stmt = nil, nil
+	}
 }
 
 // statusCache holds stream statuses read in one generation.

@@ -61,9 +61,9 @@
 //     built on the first LatestAt by one scan of the journal, and before
 //     every answer it is brought up to the newest seq the timeline check
 //     read, with the records appended since by this Store or any other
-//     process (seqs follow commit order); a compaction builds it again. A
-//     journal holding more records of objects than its budget is
-//     answered from SQLite alone, with the same answers
+//     process (seqs follow commit order); a compaction builds it again.
+//     Over its budget it keeps the recent part of each object's history,
+//     and SQLite answers about earlier times, with the same answers
 //     (TestVersionIndexSameAnswers compares them while other Stores
 //     write).
 //   - Object queries leave out the items of open baselines (a begin and

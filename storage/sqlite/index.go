@@ -41,22 +41,25 @@ func (v *indexVersion) synthetic() bool { return v.kinds>>7 != 0 }
 
 // versionIndex is the index of a Store; safe for concurrent use.
 type versionIndex struct {
-	// budget is the most versions indexed; a journal holding more is
-	// answered from SQLite alone.
+	// budget is the most versions indexed: past it the index keeps the
+	// newest part of each object's history (trim), and a question about
+	// the older part is answered from SQLite.
 	budget int
 
 	mu sync.RWMutex
-	// built is set once the index holds the journal up to maxSeq (and
-	// off when the journal holds more versions than the budget).
+	// built is set once the index holds the journal up to maxSeq; off
+	// when even the newest version of each object is over the budget.
 	built, off bool
 	floor      int64 // the journal's seq floor when built
 	maxSeq     int64
 	maxObject  int64
 	versions   int
 	// objects maps an object to its row id, and byRow holds each
-	// object's versions by row id, ordered by (observedAt, seq).
-	objects map[storage.ObjectID]int64
-	byRow   [][]indexVersion
+	// object's versions by row id, ordered by (observedAt, seq): all of
+	// them, or, for an object in truncated, only its newest (see trim).
+	objects   map[storage.ObjectID]int64
+	byRow     [][]indexVersion
+	truncated map[int64]bool
 	// baselineRows caches baseline row ids by baseline ID: baseline rows
 	// are only ever inserted.
 	baselineRows sync.Map
@@ -115,7 +118,7 @@ func (x *versionIndex) current(ctx context.Context, db *sql.DB, bound, floor int
 // build reads the whole journal into the index.
 func (x *versionIndex) build(ctx context.Context, tx *sql.Tx) error {
 	x.built, x.off, x.versions, x.maxSeq, x.maxObject = false, false, 0, 0, 0
-	x.objects, x.byRow = map[storage.ObjectID]int64{}, nil
+	x.objects, x.byRow, x.truncated = map[storage.ObjectID]int64{}, nil, map[int64]bool{}
 	if err := tx.QueryRowContext(ctx, indexMaxSeq).Scan(&x.maxSeq, &x.floor); err != nil {
 		return err
 	}
@@ -132,7 +135,7 @@ func (x *versionIndex) build(ctx context.Context, tx *sql.Tx) error {
 	var run []indexVersion
 	flush := func() {
 		if prev != 0 {
-			x.byRow[prev] = slices.Clone(run)
+			x.byRow[prev] = append(x.byRow[prev], run...)
 		}
 		run = run[:0]
 	}
@@ -151,8 +154,11 @@ func (x *versionIndex) build(ctx context.Context, tx *sql.Tx) error {
 		run = append(run, v)
 		x.versions++
 		if x.versions > x.budget {
-			x.off, x.objects, x.byRow = true, nil, nil
-			return rows.Close()
+			flush()
+			prev = obj
+			if !x.trim() {
+				return rows.Close()
+			}
 		}
 	}
 	flush()
@@ -209,15 +215,18 @@ func (x *versionIndex) catchUp(ctx context.Context, tx *sql.Tx, bound int64) err
 			return fmt.Errorf("record %d of object row %d, which the objects table lacks", v.seq, obj)
 		}
 		v.stream, v.baseline, v.kinds = int32(stream), int32(baseline), uint8(kinds)
-		x.byRow[obj] = insertVersion(x.byRow[obj], v)
 		x.maxSeq = max(x.maxSeq, v.seq)
+		if versions := x.byRow[obj]; x.truncated[obj] && len(versions) > 0 && !versionBefore(versions[0], v) {
+			continue // older than what is kept of the object: SQLite answers for that time
+		}
+		x.byRow[obj] = insertVersion(x.byRow[obj], v)
 		x.versions++
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	if x.versions > x.budget {
-		x.built, x.off, x.objects, x.byRow = false, true, nil, nil
+	if x.versions > x.budget && !x.trim() {
+		return nil
 	}
 	// The transaction began after bound was read, so it saw every record
 	// up to bound: those of no object advance the index too.
@@ -225,14 +234,67 @@ func (x *versionIndex) catchUp(ctx context.Context, tx *sql.Tx, bound int64) err
 	return nil
 }
 
+// versionBefore tells whether a's key (observedAt, seq) is before b's.
+func versionBefore(a, b indexVersion) bool {
+	return a.observedAt < b.observedAt || a.observedAt == b.observedAt && a.seq < b.seq
+}
+
 // insertVersion adds v to versions ordered by (observedAt, seq): at the
 // end, as a new version mostly is.
 func insertVersion(versions []indexVersion, v indexVersion) []indexVersion {
 	i := len(versions)
-	for i > 0 && (versions[i-1].observedAt > v.observedAt || versions[i-1].observedAt == v.observedAt && versions[i-1].seq > v.seq) {
+	for i > 0 && versionBefore(v, versions[i-1]) {
 		i--
 	}
 	return slices.Insert(versions, i, v)
+}
+
+// trim brings the index within its budget by keeping, of each object,
+// only its versions observed from a time on and the last one before it
+// (the object's state then): its record at a later time is then in the
+// index, and at an earlier one, SQLite's to find. Any suffix of an
+// object's versions answers so; one time for all objects keeps the recent
+// past of every object. The time is chosen to keep three quarters of the
+// budget, later while the versions before it (one per object) take the
+// index over. It turns the index off (false) when the newest version of
+// each object alone is over the budget.
+func (x *versionIndex) trim() bool {
+	times := make([]int64, 0, x.versions)
+	for _, versions := range x.byRow {
+		for _, v := range versions {
+			times = append(times, v.observedAt)
+		}
+	}
+	slices.Sort(times)
+	for keep := max(x.budget*3/4, 1); ; keep /= 2 {
+		x.trimFrom(times[len(times)-keep])
+		if x.versions <= x.budget {
+			return true
+		}
+		if keep == 1 {
+			x.built, x.off, x.objects, x.byRow, x.truncated = false, true, nil, nil, nil
+			return false
+		}
+	}
+}
+
+// trimFrom keeps, of each object, its versions observed at or after from
+// and the last one before.
+func (x *versionIndex) trimFrom(from int64) {
+	x.versions = 0
+	for row, versions := range x.byRow {
+		i, _ := slices.BinarySearchFunc(versions, from, func(v indexVersion, from int64) int {
+			if v.observedAt < from {
+				return -1
+			}
+			return 1
+		})
+		if i > 1 {
+			x.byRow[row] = slices.Clone(versions[i-1:])
+			x.truncated[int64(row)] = true
+		}
+		x.versions += len(x.byRow[row])
+	}
 }
 
 // hidden is the open baselines of a visibility by stream row, whose
@@ -248,12 +310,13 @@ type hiddenStream struct {
 
 // latest returns the object's last version observed at or before at that
 // is visible (a seq up to bound, not an item of an open baseline); false
-// when none is.
-func (x *versionIndex) latest(row int64, at, bound int64, h hidden) (indexVersion, bool) {
+// when none is. known is false when the answer lies in the part of the
+// object's history the index does not keep (see trim).
+func (x *versionIndex) latest(row int64, at, bound int64, h hidden) (found indexVersion, ok, known bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if row <= 0 || row >= int64(len(x.byRow)) {
-		return indexVersion{}, false
+		return indexVersion{}, false, true
 	}
 	versions := x.byRow[row]
 	i, _ := slices.BinarySearchFunc(versions, at, func(v indexVersion, at int64) int {
@@ -272,9 +335,9 @@ func (x *versionIndex) latest(row int64, at, bound int64, h hidden) (indexVersio
 				continue
 			}
 		}
-		return v, true
+		return v, true, true
 	}
-	return indexVersion{}, false
+	return indexVersion{}, false, !x.truncated[row]
 }
 
 // objectRow returns an object's row id; false when the index does not
@@ -357,7 +420,10 @@ func (s *Store) indexedLatestAt(ctx context.Context, obj storage.ObjectID, at ti
 	if !ok {
 		return nil, true, nil
 	}
-	found, ok := s.index.latest(row, encodeTime(at), v.bound, h)
+	found, ok, known := s.index.latest(row, encodeTime(at), v.bound, h)
+	if !known {
+		return nil, false, nil
+	}
 	if !ok {
 		return nil, true, nil
 	}

@@ -14,8 +14,8 @@ import (
 )
 
 // TestWithVersionIndex checks who gets the version index, that LatestAt
-// answers from it, and that a journal over the budget is answered from
-// SQLite with the same answers.
+// answers from it, and that over its budget it keeps the recent part of
+// a history and SQLite answers for the rest, with the same answers.
 func TestWithVersionIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
@@ -61,9 +61,11 @@ func TestWithVersionIndex(t *testing.T) {
 		t.Errorf("WithVersionIndex(0) left the version index on")
 	}
 	for _, s := range []*Store{w, small, ro, off} {
-		got, err := s.LatestAt(ctx, obj, at.Add(2500*time.Millisecond))
-		if err != nil || got.EventID != recs[2].EventID || string(got.Object) != string(recs[2].Object) {
-			t.Errorf("LatestAt: %s %s (%v), want %s", got.EventID, got.Object, err, recs[2].EventID)
+		for _, v := range []int{1, 2, 4} {
+			got, err := s.LatestAt(ctx, obj, at.Add(time.Duration(v)*time.Second+500*time.Millisecond))
+			if err != nil || got.EventID != recs[v].EventID || string(got.Object) != string(recs[v].Object) {
+				t.Errorf("LatestAt: %s %s (%v), want %s", got.EventID, got.Object, err, recs[v].EventID)
+			}
 		}
 		if _, err := s.LatestAt(ctx, obj, at.Add(-time.Second)); !errors.Is(err, storage.ErrNotFound) {
 			t.Errorf("LatestAt before the first version: %v, want storage.ErrNotFound", err)
@@ -72,8 +74,19 @@ func TestWithVersionIndex(t *testing.T) {
 	if !w.index.built || w.index.versions != 5 || len(w.index.byRow[w.index.objects[obj]]) != 5 {
 		t.Errorf("the writer's index: built %v, %d versions, want 5 of the object", w.index.built, w.index.versions)
 	}
-	if small.index.built || !small.index.off {
-		t.Errorf("an index of budget 3 over 5 versions: built %v, off %v, want off", small.index.built, small.index.off)
+	// Over its budget, the index keeps the newest part of the history
+	// (three quarters of the budget, and the version before), and leaves
+	// an earlier time to SQLite.
+	row := small.index.objects[obj]
+	if !small.index.built || small.index.versions != 3 || !small.index.truncated[row] {
+		t.Fatalf("an index of budget 3 over 5 versions: built %v, %d versions, truncated %v; want 3 versions, truncated",
+			small.index.built, small.index.versions, small.index.truncated[row])
+	}
+	for v, want := range map[int]bool{1: false, 2: true, 4: true} {
+		found, ok, known := small.index.latest(row, encodeTime(at.Add(time.Duration(v)*time.Second+500*time.Millisecond)), 1<<62, hidden{})
+		if known != want || known && (!ok || found.seq != w.index.byRow[row][v].seq) {
+			t.Errorf("version %d from the trimmed index: %+v, %v, known %v; want known %v", v, found, ok, known, want)
+		}
 	}
 
 	if _, err := Open(ctx, filepath.Join(t.TempDir(), "j.db"), WithVersionIndex(-1)); !errors.Is(err, ErrInvalidArgument) ||

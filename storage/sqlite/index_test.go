@@ -17,6 +17,13 @@ import (
 // writes only from the journal) and by the indexed Store itself, with
 // compactions by the third.
 func TestVersionIndexSameAnswers(t *testing.T) {
+	t.Run("whole", func(t *testing.T) { sameAnswers(t, 1) })
+	// A budget of a small part of the journal's records of objects: the
+	// index keeps the recent part of each history, SQLite answers the rest.
+	t.Run("budget", func(t *testing.T) { sameAnswers(t, 2, sqlite.WithVersionIndex(40)) })
+}
+
+func sameAnswers(t *testing.T, seed uint64, viewOpts ...sqlite.Option) {
 	ctx := context.Background()
 	storagetest.SameAnswers(t, func(t *testing.T) ([]storage.Store, storage.Reader, storage.Reader) {
 		path := filepath.Join(t.TempDir(), "journal.db")
@@ -32,9 +39,9 @@ func TestVersionIndexSameAnswers(t *testing.T) {
 			})
 			return s
 		}
-		other := open(sqlite.WithVersionIndex(0))
+		other := open(sqlite.WithVersionIndex(40))
 		reference := open(sqlite.WithVersionIndex(0), sqlite.WithReadOnly())
-		view := open()
+		view := open(viewOpts...)
 		return []storage.Store{other, view}, reference, view
-	}, 1, 2)
+	}, seed)
 }

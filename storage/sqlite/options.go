@@ -144,8 +144,11 @@ const DefaultVersionIndex = 1 << 21
 // time) finds its record without SQLite and reads only that record. It is
 // built on the first LatestAt by one scan of the journal and brought up to
 // date before every answer with what any process appended since; a
-// compaction builds it again. A journal holding more records of objects
-// than the budget is answered from SQLite alone, with the same answers.
+// compaction builds it again. Over its budget it keeps the recent part
+// of every object's history (three quarters of the budget, and each
+// object's state before it), and SQLite answers a question about an
+// earlier time, with the same answers; when each object's newest version
+// alone is over the budget, SQLite answers every question.
 // A long-lived reader (a query server on a read-only journal) may want it
 // on; a tool that asks a few questions does not, as the first pays for the
 // scan.

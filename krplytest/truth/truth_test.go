@@ -11,7 +11,9 @@ import (
 )
 
 // sqliteBackend records a run into a SQLite journal in the run's folder;
-// the check and the watch of a child's baseline open it read-only.
+// the check and the watch of a child's baseline open it read-only, with
+// the version index on (a Store that writes has it by default), so that
+// the querying processes answer from it as a query server would.
 var sqliteBackend = Backend{
 	Name:       "sqlite",
 	Package:    "./krplytest/truth/",
@@ -20,7 +22,7 @@ var sqliteBackend = Backend{
 		return sqlite.Open(ctx, journal)
 	},
 	OpenReader: func(ctx context.Context, journal string) (storage.Store, error) {
-		return sqlite.Open(ctx, journal, sqlite.WithReadOnly())
+		return sqlite.Open(ctx, journal, sqlite.WithReadOnly(), sqlite.WithVersionIndex(sqlite.DefaultVersionIndex))
 	},
 }
 

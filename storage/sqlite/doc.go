@@ -44,11 +44,28 @@
 //     none, so that none goes missing or unused unnoticed.
 //   - The Store keeps every stream's storage.Timeline (its baseline, gap
 //     and coverage-change records) in memory for its readers, and checks
-//     with one query of five index seeks, on every Timelines call, that no
-//     stream was added, no timeline record appended and no compaction run
-//     since — by this Store or by another process — before answering from
-//     it. Coverage questions therefore cost that check and one seek for
-//     the watermark (storage.WatermarkReader).
+//     with one query of five index seeks that no stream was added, no
+//     timeline record appended and no compaction run since — by this
+//     Store or by another process — before answering from it. It runs
+//     that check only when the journal changed since the last: SQLite's
+//     PRAGMA data_version, read on a connection of its own before every
+//     answer, changes whenever any other connection, of any process,
+//     commits. Stream statuses (StreamStatus) are kept the same way.
+//     Coverage questions therefore cost, while nobody writes, one seek
+//     for the watermark (storage.WatermarkReader).
+//   - A Store that writes keeps a version index (WithVersionIndex), as
+//     etcd keeps its treeIndex: per object, the key (observed time, seq)
+//     of each of its records and what deciding their visibility needs,
+//     in memory, about 40 bytes a record. LatestAt finds its record
+//     there and reads only that record, by its table key. The index is
+//     built on the first LatestAt by one scan of the journal, and before
+//     every answer it is brought up to the newest seq the timeline check
+//     read, with the records appended since by this Store or any other
+//     process (seqs follow commit order); a compaction builds it again.
+//     Over its budget it keeps the recent part of each object's history,
+//     and SQLite answers about earlier times, with the same answers
+//     (TestVersionIndexSameAnswers compares them while other Stores
+//     write).
 //   - Object queries leave out the items of open baselines (a begin and
 //     no end, known from the kept timelines): for the streams that have
 //     any, the statement skips their synthetic rows whose baseline column

@@ -105,12 +105,11 @@ func openSmallJournal(b *testing.B, step time.Duration, extra ...event.Record) *
 // openLargeJournal opens the query API benchmark's journal at
 // KRPLY_BENCH_HISTORY_JOURNAL, mapping KRPLY_BENCH_HISTORY_MMAP bytes of
 // it when set, or skips the benchmark.
-func openLargeJournal(b *testing.B) *sqlite.Store {
+func openLargeJournal(b *testing.B, opts ...sqlite.Option) *sqlite.Store {
 	path := os.Getenv("KRPLY_BENCH_HISTORY_JOURNAL")
 	if path == "" {
 		b.Skip("KRPLY_BENCH_HISTORY_JOURNAL is not set (a copy of server.BenchmarkQueryAPI's journal)")
 	}
-	var opts []sqlite.Option
 	if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		opts = append(opts, sqlite.WithMmapSize(n))

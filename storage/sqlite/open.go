@@ -103,6 +103,9 @@ func newStore(path string, cfg config) *Store {
 		sized:         map[string]*sql.Stmt{},
 		bases:         newCache[int64, []byte](1024),
 	}
+	if budget := cfg.indexBudget(); budget > 0 {
+		s.index = &versionIndex{budget: budget}
+	}
 	s.idle = sync.NewCond(&s.lifecycle)
 	return s
 }
@@ -229,6 +232,13 @@ func (s *Store) openPool(ctx context.Context, extra string) error {
 	if s.r, err = s.openReadPool(extra, s.cfg.mmapBytes); err != nil {
 		return err
 	}
+	gate, err := s.openReadPool(extra, 0)
+	if err != nil {
+		return err
+	}
+	gate.SetMaxOpenConns(1)
+	gate.SetMaxIdleConns(1)
+	s.gate = &changeGate{db: gate}
 	s.scan = s.r
 	if s.cfg.mmapBytes < scanMmapBytes {
 		// Connections are opened on first use.
@@ -266,6 +276,10 @@ func (s *Store) openReadPool(extra string, mmapBytes int64) (*sql.DB, error) {
 
 // closeReadPools closes the read pools.
 func (s *Store) closeReadPools() {
+	if s.gate != nil {
+		s.gate.close()
+		s.gate = nil
+	}
 	if s.scan != nil && s.scan != s.r {
 		s.scan.Close()
 	}

@@ -64,6 +64,9 @@ type config struct {
 	keyframeCache int
 	mmapBytes     int64
 	readOnly      bool
+	// indexVersions is WithVersionIndex's, when indexSet.
+	indexVersions int
+	indexSet      bool
 	// migrationProgress is WithMigrationProgress's.
 	migrationProgress func(MigrationProgress)
 }
@@ -90,6 +93,9 @@ func (c *config) validate() error {
 	}
 	if c.mmapBytes < 0 {
 		return fmt.Errorf("sqlite: %w: negative mmap size %d", ErrInvalidArgument, c.mmapBytes)
+	}
+	if c.indexVersions < 0 {
+		return fmt.Errorf("sqlite: %w: negative version index budget %d (0 turns the index off)", ErrInvalidArgument, c.indexVersions)
 	}
 	if c.keyframeCache < 0 {
 		return fmt.Errorf("sqlite: %w: negative keyframe cache size %d", ErrInvalidArgument, c.keyframeCache)
@@ -124,6 +130,41 @@ func WithCacheSize(kib int) Option {
 // keyframes are kept separately, at most 1024 of them.
 func WithKeyframeCache(objects int) Option {
 	return optionFunc(func(c *config) { c.keyframeCache = objects })
+}
+
+// DefaultVersionIndex is the version index's budget, in versions
+// (records of objects), of a Store that writes; see WithVersionIndex.
+const DefaultVersionIndex = 1 << 21
+
+// WithVersionIndex sets the budget of the version index, the most records
+// of objects it holds (default DefaultVersionIndex for a Store that
+// writes, 0 — off — WithReadOnly). The index keeps, in memory, each
+// object's record keys (observed time and seq) and what deciding their
+// visibility needs, about 40 bytes each, so that LatestAt (object at a
+// time) finds its record without SQLite and reads only that record. It is
+// built on the first LatestAt by one scan of the journal and brought up to
+// date before every answer with what any process appended since; a
+// compaction builds it again. Over its budget it keeps the recent part
+// of every object's history (three quarters of the budget, and each
+// object's state before it), and SQLite answers a question about an
+// earlier time, with the same answers; when each object's newest version
+// alone is over the budget, SQLite answers every question.
+// A long-lived reader (a query server on a read-only journal) may want it
+// on; a tool that asks a few questions does not, as the first pays for the
+// scan.
+func WithVersionIndex(versions int) Option {
+	return optionFunc(func(c *config) { c.indexVersions, c.indexSet = versions, true })
+}
+
+// indexBudget is the version index's budget; 0 when it is off.
+func (c *config) indexBudget() int {
+	if c.indexSet {
+		return c.indexVersions
+	}
+	if c.readOnly {
+		return 0
+	}
+	return DefaultVersionIndex
 }
 
 // WithLogger sets the logger (default: the logger in Open's context, or

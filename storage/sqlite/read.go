@@ -702,6 +702,13 @@ func (s *Store) StreamStatus(ctx context.Context, streamID string) (storage.Stre
 		return storage.StreamStatus{}, err
 	}
 	defer done()
+	gen, err := s.gate.generation(ctx)
+	if err != nil {
+		return storage.StreamStatus{}, s.readErr("stream "+streamID, err)
+	}
+	if st, ok := s.statuses.get(gen, streamID); ok {
+		return st, nil
+	}
 	st, err := scanStream(s.queryRow(ctx, `SELECT `+streamColumns+` FROM streams WHERE stream_id = ?`, streamID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.StreamStatus{}, fmt.Errorf("sqlite: stream %s: %w", streamID, storage.ErrNotFound)
@@ -709,6 +716,7 @@ func (s *Store) StreamStatus(ctx context.Context, streamID string) (storage.Stre
 	if err != nil {
 		return storage.StreamStatus{}, s.readErr("stream "+streamID, err)
 	}
+	s.statuses.put(gen, st.StreamStatus)
 	return st.StreamStatus, nil
 }
 
@@ -917,6 +925,9 @@ func (s *Store) LatestAt(ctx context.Context, obj storage.ObjectID, at time.Time
 }
 
 func (s *Store) latestAt(ctx context.Context, obj storage.ObjectID, at time.Time) ([]event.Record, error) {
+	if recs, ok, err := s.indexedLatestAt(ctx, obj, at); ok || err != nil {
+		return recs, err
+	}
 	args := append(objectArgs(obj), encodeTime(at))
 	v, ok := s.keptTimelines()
 	for attempt := 0; attempt < 3; attempt++ {

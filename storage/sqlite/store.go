@@ -95,6 +95,12 @@ type Store struct {
 	streamRows sync.Map
 	// rowNames resolves the row ids that read statements select.
 	rowNames rowNames
+	// index is the version index (see index.go); nil when off.
+	index *versionIndex
+	// gate tells whether the journal changed since what the Store keeps
+	// for readers was read; statuses are the stream statuses so kept.
+	gate     *changeGate
+	statuses statusCache
 }
 
 // kindKey names a kind of object in a cluster.
@@ -136,6 +142,7 @@ func (s *Store) Close() error {
 	s.latestAtStmt.Close()
 	s.keyframeStmt.Close()
 	s.recordStmts.close()
+	gerr := s.gate.close()
 	cerr := s.checkpoints.close()
 	var werr error
 	if s.w != nil {
@@ -145,7 +152,7 @@ func (s *Store) Close() error {
 	if s.scan != s.r {
 		serr = s.scan.Close()
 	}
-	return errors.Join(s.r.Close(), serr, cerr, werr)
+	return errors.Join(s.r.Close(), serr, gerr, cerr, werr)
 }
 
 // enter starts an operation; the returned func ends it.

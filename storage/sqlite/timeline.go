@@ -50,6 +50,10 @@ type timelines struct {
 	mu     sync.Mutex
 	loaded bool
 	key    timelineKey
+	// bound is the journal's newest seq as the check of generation gen
+	// (see changeGate) read it along with key.
+	bound int64
+	gen   uint64
 	// maxSeq is the newest timeline record loaded, maxStream the newest
 	// stream row.
 	maxSeq, maxStream int64
@@ -111,6 +115,19 @@ func (s *Store) Timelines(ctx context.Context, clusterID string) ([]storage.Time
 // loadTimelines brings the kept timelines up to date (one query when
 // nothing changed) and returns them.
 func (s *Store) loadTimelines(ctx context.Context) (timelineView, error) {
+	gen, err := s.gate.generation(ctx)
+	if err != nil {
+		return timelineView{}, err
+	}
+	t := &s.timelines
+	t.mu.Lock()
+	if t.loaded && gen != 0 && t.gen == gen {
+		// No connection committed since the check of this generation.
+		v := t.view(t.bound)
+		t.mu.Unlock()
+		return v, nil
+	}
+	t.mu.Unlock()
 	var key timelineKey
 	var bound int64
 	rows, err := s.cachedQuery(ctx, timelineKeyQuery)
@@ -126,13 +143,15 @@ func (s *Store) loadTimelines(ctx context.Context) (timelineView, error) {
 	if err != nil {
 		return timelineView{}, err
 	}
-	t := &s.timelines
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.loaded || key != t.key {
 		if err := s.refreshTimelines(ctx, key); err != nil {
 			return timelineView{}, err
 		}
+	}
+	if gen >= t.gen {
+		t.bound, t.gen = bound, gen
 	}
 	return t.view(bound), nil
 }

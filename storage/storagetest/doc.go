@@ -47,6 +47,11 @@
 // order, each checkpoint its last progress record's); run them with
 // -race; storage.ErrClosed from every method after Close.
 //
+// SameAnswers is for a backend that keeps a view of the journal in memory
+// (an index, a cache): it writes a simulated journal through several
+// writers and compares, after every batch and across compactions, the
+// view's answers with the backend's own without it.
+//
 // The helpers that build records (Event, Baseline, Gap, InferredDelete,
 // Checkpoint, CoverageChange, Document, Correlation) and realistic bodies
 // (ConfigMap, Deployment, with managedFields) follow the journal
@@ -55,6 +60,6 @@
 //
 // # Concurrency
 //
-// Run and CompactRandom are called from a test goroutine. Subtests do not
+// Run, CompactRandom and SameAnswers are called from a test goroutine. Subtests do not
 // run in parallel with each other; each gets a fresh store.
 package storagetest

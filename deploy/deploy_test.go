@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/krply/krply/krplytest/testenv"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/storage/memory"
 	"github.com/krply/krply/watch"
 )
@@ -101,7 +102,7 @@ func TestRolesAreNarrow(t *testing.T) {
 }
 
 // The recorder's role lets it read every resource it records by default,
-// and none of the default exclusions.
+// Events included, and none of the other default exclusions.
 func TestRecorderRoleCoversDefaultResources(t *testing.T) {
 	role := clusterRole(t, "recorder/rbac.yaml", "krply-recorder")
 	grants := func(group, resource string) bool {
@@ -110,13 +111,16 @@ func TestRecorderRoleCoversDefaultResources(t *testing.T) {
 				slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch")
 		})
 	}
-	for _, spec := range watch.DefaultResources() {
+	for _, spec := range append(recorder.DefaultResources(), recorder.EventResources()...) {
 		resource, group, _ := strings.Cut(spec, ".")
 		if !grants(group, resource) {
 			t.Errorf("krply-recorder cannot list and watch %s", spec)
 		}
 	}
 	for _, e := range watch.DefaultExclusions() {
+		if slices.Contains(recorder.EventResources(), e.Resource) {
+			continue
+		}
 		resource, group, _ := strings.Cut(e.Resource, ".")
 		if grants(group, resource) {
 			t.Errorf("krply-recorder may read %s, a default exclusion (%s)", e.Resource, e.Reason)

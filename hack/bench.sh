@@ -39,7 +39,7 @@ run() {
   echo "load $name $before $after" >>"$log"
 }
 
-run storage -bench 'Append|ChurnBytes' -benchtime 20000x ./storage/sqlite
+run storage -bench 'Append|ChurnBytes|EventsBytes' -benchtime 20000x ./storage/sqlite
 run latest -bench 'LatestAt' ./storage/sqlite
 run relist -bench 'RelistVersusList' -benchtime 3x -timeout 60m ./watch/
 run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
@@ -76,6 +76,7 @@ END {
   row("baseline bytes on disk per object, relist of 5,000 ConfigMaps", x(metric(r5, "disk/json")) " JSON (" metric(r5, "disk-B/object") " B of " metric(r5, "json-B/object") ")", "≤ 0.25×", "relist")
   row("baseline bytes on disk per object, BenchmarkAppendBaseline", x(metric("BenchmarkAppendBaseline", "disk/json")) " JSON", "≤ 0.25×", "storage")
   row("churn bytes per event, BenchmarkChurnBytes", sprintf("%.3f× JSON", metric("BenchmarkChurnBytes", "disk/json")) " (" metric("BenchmarkChurnBytes", "disk-B/event") " B)", "≤ 0.08×", "storage")
+  row("Kubernetes Events: bytes and append CPU per Event record, BenchmarkEventsBytes (objects: BenchmarkChurnBytes)", metric("BenchmarkEventsBytes", "disk-B/event") " B (" sprintf("%.3f× JSON", metric("BenchmarkEventsBytes", "disk/json")) "), " metric("BenchmarkEventsBytes", "cpu-µs/event") " µs CPU (objects: " metric("BenchmarkChurnBytes", "cpu-µs/event") " µs)", "—", "storage")
   row("Append vs raw batched INSERT, batch 100 / 1000", x(metric("BenchmarkAppend/batch=100", "krply/raw")) " / " x(metric("BenchmarkAppend/batch=1000", "krply/raw")) " (" metric("BenchmarkAppend/batch=100", "events/s") " / " metric("BenchmarkAppend/batch=1000", "events/s") " events/s)", "≥ 1.0× / ≥ 1.0×", "storage")
   row("AppendBaseline vs raw", x(metric("BenchmarkAppendBaseline", "krply/raw")) " (" metric("BenchmarkAppendBaseline", "events/s") " objects/s)", "≥ 1.0×", "storage")
   row("end-to-end relist vs a bare list, 5,000 ConfigMaps", x(metric(r5, "relist/list")) " (" metric(r5, "relist-s") " s vs " metric(r5, "list-s") " s; client CPU " metric(r5, "relist-cpu-s") " s vs " metric(r5, "list-cpu-s") " s)", "≤ 1.5×", "relist")

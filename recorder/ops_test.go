@@ -59,8 +59,8 @@ func get(url string, header ...string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// The recorder in its operator's form: every resource, retention by age
-// and size, /healthz, /readyz (the Collector synced and retention within
+// The recorder in its operator's form: every resource (Events included),
+// retention by age (Events' own too) and size, /healthz, /readyz (the Collector synced and retention within
 // bounds) and /metrics labelled by resource, open on --metrics-addr and
 // behind the token of --listen-token-file on --listen, and --version.
 func TestOperatorFlags(t *testing.T) {
@@ -78,7 +78,7 @@ func TestOperatorFlags(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"},
-		Retention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
+		Retention: recorder.Age(30 * 24 * time.Hour), EventsRetention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
 		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr, Listen: "127.0.0.1:0", TokenFile: tokens})
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -105,7 +105,7 @@ func TestOperatorFlags(t *testing.T) {
 	}
 	for _, want := range []string{
 		`krply_stream_recording{source_cluster="`, `,group="",version="v1",resource="configmaps",namespace=""} 1`,
-		`group="apps",version="v1",resource="deployments"`, "krply_synced 1", "krply_journal_used_bytes ",
+		`group="apps",version="v1",resource="deployments"`, `group="",version="v1",resource="events"`, "krply_synced 1", "krply_journal_used_bytes ",
 		"krply_retention_runs_total 1", "krply_retention_pressure 0", "krply_disk_free_bytes ",
 		"krply_relist_duration_seconds_count ", "krply_append_duration_seconds_count ", "krply_build_info{version=",
 	} {

@@ -39,7 +39,7 @@ type Config struct {
 	// takes a PostgreSQL connection string (its own module: the core
 	// module does not depend on the driver).
 	Open func(ctx context.Context, journal string, readOnly bool, opts ...krply.Option) (j *krply.Journal, closeJournal func() error, err error)
-	// Resources to record (--resource; default watch.DefaultResources).
+	// Resources to record (--resource; default DefaultResources).
 	Resources []string
 	// Namespaces to record (-n; default all).
 	Namespaces []string
@@ -55,8 +55,9 @@ type Config struct {
 	Log logr.Logger
 
 	// AllResources records every listable and watchable resource, except
-	// the default exclusions (--all-resources); Exclude adds to them
-	// (--exclude), Include takes some back (--include).
+	// the default exclusions (--all-resources) but Events, which the
+	// recorder records; Exclude adds to them (--exclude; "events" leaves
+	// Events out), Include takes some back (--include).
 	AllResources     bool
 	Exclude, Include []string
 	// AllowSecrets records Secrets, values redacted (--allow-secrets).
@@ -71,7 +72,13 @@ type Config struct {
 	// and retention.DefaultInterval, and RetentionEvery must be positive
 	// when retention runs).
 	Retention, MinAge, RetentionEvery Age
-	MaxSize, DiskReserve              Quantity
+	// EventsRetention compacts the Kubernetes Events (core and
+	// events.k8s.io) older than this, whatever Retention keeps
+	// (--events-retention; the flag's default is DefaultEventsRetention),
+	// so that their volume cannot crowd out object history; 0 keeps them
+	// as long as the rest.
+	EventsRetention      Age
+	MaxSize, DiskReserve Quantity
 	// MetricsAddr serves /metrics, /healthz and /readyz alone on this
 	// address (--metrics-addr), without authentication: an internal
 	// address, for in-pod scrapes.
@@ -382,6 +389,23 @@ func flagError(err error) error {
 	return err
 }
 
+// DefaultEventsRetention is how long --events-retention keeps Kubernetes
+// Events by default: long enough to ask why something broke last week,
+// short enough that Events, which outnumber object changes in a busy
+// cluster, do not crowd out object history.
+const DefaultEventsRetention = 7 * 24 * time.Hour
+
+// EventResources are the resources of Kubernetes Events, which the
+// recorder records (DefaultResources, and AllResources though watch
+// excludes them by default) and EventsRetention compacts.
+func EventResources() []string { return []string{"events", "events.events.k8s.io"} }
+
+// DefaultResources are the resources the recorder records without
+// Resources or AllResources: watch.DefaultResources and Kubernetes Events,
+// which explain what the objects' history shows (kubectl krply why reads
+// them).
+func DefaultResources() []string { return append(watch.DefaultResources(), "events") }
+
 // options returns the journal's and the Collector's options the Config
 // asks for.
 func (c *Config) options() []krply.Option {
@@ -391,8 +415,11 @@ func (c *Config) options() []krply.Option {
 // collectorOptions returns the Collector's options the Config asks for.
 func (c *Config) collectorOptions() []watch.Option {
 	var w []watch.Option
-	if len(c.Resources) > 0 {
+	switch {
+	case len(c.Resources) > 0:
 		w = append(w, watch.WithResources(c.Resources...))
+	case !c.AllResources:
+		w = append(w, watch.WithResources(DefaultResources()...))
 	}
 	if len(c.Namespaces) > 0 {
 		w = append(w, watch.WithNamespaces(c.Namespaces...))
@@ -409,7 +436,10 @@ func (c *Config) collectorOptions() []watch.Option {
 	if len(c.Exclude) > 0 {
 		w = append(w, watch.WithExclude(c.Exclude...))
 	}
-	if len(c.Include) > 0 {
+	if c.AllResources {
+		// Events too (--exclude events still leaves them out).
+		w = append(w, watch.WithInclude(append(slices.Clone(c.Include), "events")...))
+	} else if len(c.Include) > 0 {
 		w = append(w, watch.WithInclude(c.Include...))
 	}
 	if c.AllowSecrets {

@@ -13,6 +13,10 @@
 //     the size. A journal whose state of now alone exceeds the size cannot
 //     be brought under it: the run says so (Status.Pressure) instead of
 //     compacting away the history it must keep.
+//   - A resource's own age (WithResourceMaxAge): every run compacts the
+//     streams of the resources named (Kubernetes Events, say) before now
+//     minus their age, and no other stream (storage.ResourceCompactor), so
+//     that their volume cannot crowd out object history.
 //   - Disk headroom (WithDiskReserve): when the file system of the
 //     journal has less free space than the reserve, Status.Pressure says
 //     so, before a full disk fails an append.

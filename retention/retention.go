@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,11 +51,34 @@ type config struct {
 	log                      logr.Logger
 	clock                    clock.WithTicker
 	diskFree                 func(path string) (int64, error)
+	resourceAges             []resourceAge
+}
+
+// resourceAge is one WithResourceMaxAge.
+type resourceAge struct {
+	age       time.Duration
+	resources []string
 }
 
 // WithMaxAge keeps history for at most d: each run compacts before now
 // minus d. 0 (the default) keeps history of any age.
 func WithMaxAge(d time.Duration) Option { return optionFunc(func(c *config) { c.maxAge = d }) }
+
+// WithResourceMaxAge keeps the history of the given resources ("events"
+// for the core group, "resource.group" otherwise, e.g.
+// "events.events.k8s.io") for at most d, however long the rest is kept:
+// each run compacts their streams alone before now minus d
+// (storage.ResourceCompactor), so that a resource of great volume and
+// short use, such as Kubernetes Events, cannot crowd out object history.
+// Coverage of those streams before their cut says where their history
+// begins. It needs a store that implements storage.ResourceCompactor (the
+// stores of this module and storage/postgres do); 0 keeps them as long as
+// the rest.
+func WithResourceMaxAge(d time.Duration, resources ...string) Option {
+	return optionFunc(func(c *config) {
+		c.resourceAges = append(c.resourceAges, resourceAge{age: d, resources: resources})
+	})
+}
 
 // WithMaxSize bounds the bytes the journal's data takes (Stats.UsedBytes:
 // its pages in use, without those Compact freed and without the
@@ -95,8 +120,10 @@ type Status struct {
 	// succeeded).
 	LastRun   time.Time `json:"lastRun,omitzero"`
 	LastError string    `json:"lastError,omitempty"`
-	// Cut is the latest time the journal was compacted before: its history
-	// begins there (zero until a compaction removed something).
+	// Cut is the latest time the whole journal was compacted before: its
+	// history begins there (zero until a compaction removed something). A
+	// WithResourceMaxAge compaction counts in Compactions and the removed
+	// totals, not here.
 	Cut time.Time `json:"cut,omitzero"`
 	// RecordsRemoved and BodiesRemoved add up what the compactions removed.
 	RecordsRemoved int64 `json:"recordsRemoved"`
@@ -144,6 +171,17 @@ func New(store storage.ReadWriter, opts ...Option) (*Keeper, error) {
 	case cfg.diskReserve > 0 && cfg.diskPath == "":
 		return nil, fmt.Errorf("retention: %w: a disk reserve needs the journal's path", ErrInvalidArgument)
 	}
+	for _, ra := range cfg.resourceAges {
+		switch {
+		case ra.age < 0:
+			return nil, fmt.Errorf("retention: %w: WithResourceMaxAge(%s, %q): negative age", ErrInvalidArgument, ra.age, ra.resources)
+		case len(ra.resources) == 0 || slices.Contains(ra.resources, ""):
+			return nil, fmt.Errorf("retention: %w: WithResourceMaxAge(%s) names no resource (e.g. \"events\")", ErrInvalidArgument, ra.age)
+		}
+		if _, ok := store.(storage.ResourceCompactor); !ok {
+			return nil, fmt.Errorf("retention: %w: WithResourceMaxAge needs a store that compacts resources alone (storage.ResourceCompactor); %T does not", ErrInvalidArgument, store)
+		}
+	}
 	cfg.log = cfg.log.WithName("krply-retention")
 	return &Keeper{store: store, cfg: cfg, st: Status{DiskFreeBytes: -1}}, nil
 }
@@ -189,7 +227,8 @@ func (k *Keeper) Ready() error {
 
 // Result is what one run did.
 type Result struct {
-	// Cut is the time the run compacted before (zero when it did not).
+	// Cut is the time the run compacted every stream before (zero when it
+	// did not).
 	Cut time.Time `json:"cut,omitzero"`
 	// Removed adds up the run's compactions.
 	Removed storage.CompactResult `json:"removed"`
@@ -212,6 +251,9 @@ func (k *Keeper) Enforce(ctx context.Context) (res Result, err error) {
 			return res, err
 		}
 	}
+	if err := k.compactResources(ctx, start, &res); err != nil {
+		return res, err
+	}
 	stats, err := k.store.Stats(ctx)
 	if err != nil {
 		return res, fmt.Errorf("retention: journal size: %w", err)
@@ -233,6 +275,26 @@ func (k *Keeper) compact(ctx context.Context, cut time.Time, res *Result) error 
 	}
 	if cr.RecordsRemoved > 0 || cr.BodiesRemoved > 0 {
 		res.Cut = cut
+		res.Removed.RecordsRemoved += cr.RecordsRemoved
+		res.Removed.BodiesRemoved += cr.BodiesRemoved
+		res.Removed.Streams = max(res.Removed.Streams, cr.Streams)
+	}
+	return nil
+}
+
+// compactResources compacts the streams of each WithResourceMaxAge before
+// now minus its age, and adds what it removed to res (not its Cut, which
+// is where every stream's history begins).
+func (k *Keeper) compactResources(ctx context.Context, now time.Time, res *Result) error {
+	for _, ra := range k.cfg.resourceAges {
+		if ra.age == 0 {
+			continue
+		}
+		cut := now.Add(-ra.age)
+		cr, err := k.store.(storage.ResourceCompactor).CompactResources(ctx, cut, ra.resources)
+		if err != nil {
+			return fmt.Errorf("retention: compacting %s before %s: %w", strings.Join(ra.resources, ", "), cut.UTC().Format(time.RFC3339), err)
+		}
 		res.Removed.RecordsRemoved += cr.RecordsRemoved
 		res.Removed.BodiesRemoved += cr.BodiesRemoved
 		res.Removed.Streams = max(res.Removed.Streams, cr.Streams)
@@ -325,8 +387,10 @@ func (k *Keeper) finish(ctx context.Context, start time.Time, res Result, err er
 		k.st.LastError = err.Error()
 	}
 	if !res.Cut.IsZero() {
-		k.st.Compactions++
 		k.st.Cut = res.Cut
+	}
+	if res.Removed.RecordsRemoved > 0 || res.Removed.BodiesRemoved > 0 {
+		k.st.Compactions++
 		k.st.RecordsRemoved += res.Removed.RecordsRemoved
 		k.st.BodiesRemoved += res.Removed.BodiesRemoved
 	}

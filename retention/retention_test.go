@@ -33,6 +33,12 @@ const objects = 40
 // other body shares) and a progress checkpoint. It returns the store.
 func journal(t *testing.T, s storage.Store, hours int) {
 	t.Helper()
+	journalOf(t, s, stream, hours)
+}
+
+// journalOf is journal for the given stream.
+func journalOf(t *testing.T, s storage.Store, stream event.Stream, hours int) {
+	t.Helper()
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
 	data := func() map[string]string {
@@ -82,6 +88,12 @@ func openSQLite(t *testing.T) (*sqlite.Store, string) {
 // answers returns what the journal says at a time: the stream's coverage
 // and every object alive, with its resourceVersion.
 func answers(t *testing.T, s storage.Reader, at time.Time) string {
+	t.Helper()
+	return answersOf(t, s, stream, at)
+}
+
+// answersOf is answers for the given stream.
+func answersOf(t *testing.T, s storage.Reader, stream event.Stream, at time.Time) string {
 	t.Helper()
 	ctx := context.Background()
 	cov, err := storage.CoverageAt(ctx, s, stream.ID(), at)
@@ -157,6 +169,72 @@ func TestMaxAge(t *testing.T) {
 			// A second run at the same time finds nothing to remove.
 			if res, err := k.Enforce(context.Background()); err != nil || !res.Cut.IsZero() {
 				t.Fatalf("second Enforce = %+v, %v; want nothing removed", res, err)
+			}
+		})
+	}
+}
+
+// A resource's own retention (WithResourceMaxAge) compacts its streams
+// alone: the Events stream's answers after its cut are unchanged and its
+// coverage before the cut says where its history begins; the ConfigMaps
+// stream keeps every record and answer.
+func TestResourceMaxAge(t *testing.T) {
+	events := event.Stream{ClusterID: "c1", Version: "v1", Resource: "events", Namespace: "shop"}
+	for _, tc := range []struct {
+		name  string
+		store func(t *testing.T) storage.Store
+	}{
+		{"sqlite", func(t *testing.T) storage.Store { s, _ := openSQLite(t); return s }},
+		{"memory", func(t *testing.T) storage.Store { return memory.New() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := tc.store(t)
+			journal(t, s, 3)
+			journalOf(t, s, events, 3)
+			now := t0.Add(3*time.Hour + time.Minute)
+			k, err := retention.New(s, retention.WithResourceMaxAge(time.Hour, "events"), retention.WithClock(clocktesting.NewFakeClock(now)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			all := []time.Time{t0.Add(30 * time.Minute), now.Add(-time.Hour), now.Add(-30 * time.Minute), t0.Add(3 * time.Hour)}
+			var cms, evs []string
+			for _, at := range all {
+				cms = append(cms, answersOf(t, s, stream, at))
+				evs = append(evs, answersOf(t, s, events, at))
+			}
+			cmRecords, err := s.Records(ctx, storage.Query{StreamID: stream.ID(), Limit: 100000, WithoutBodies: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := k.Enforce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Cut.IsZero() || res.Removed.RecordsRemoved == 0 {
+				t.Fatalf("Enforce = %+v, want records removed and no cut of every stream", res)
+			}
+			for i, at := range all {
+				if got := answersOf(t, s, stream, at); got != cms[i] {
+					t.Errorf("ConfigMaps at %s:\n got %s\nwant %s", at, got, cms[i])
+				}
+				if got := answersOf(t, s, events, at); at.After(now.Add(-time.Hour)) && got != evs[i] {
+					t.Errorf("Events at %s, after their cut:\n got %s\nwant %s", at, got, evs[i])
+				}
+			}
+			after, err := s.Records(ctx, storage.Query{StreamID: stream.ID(), Limit: 100000, WithoutBodies: true})
+			if err != nil || len(after.Records) != len(cmRecords.Records) {
+				t.Fatalf("ConfigMaps records: %d before, %d after (%v)", len(cmRecords.Records), len(after.Records), err)
+			}
+			early, err := storage.CoverageAt(ctx, s, events.ID(), t0.Add(30*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if early.Covered || !strings.Contains(early.Reason, "the history kept begins at 2026-01-01T02:0") {
+				t.Fatalf("Events' coverage before their cut = %v %q, want not covered, saying where their history begins", early.Covered, early.Reason)
+			}
+			if st := k.Status(); st.Compactions != 1 || !st.Cut.IsZero() || st.RecordsRemoved != res.Removed.RecordsRemoved {
+				t.Fatalf("Status = %+v after %+v", st, res)
 			}
 		})
 	}
@@ -316,6 +394,8 @@ func TestInvalid(t *testing.T) {
 		{retention.WithInterval(0)},
 		{retention.WithDiskReserve("", 1)},
 		{retention.WithClock(nil)},
+		{retention.WithResourceMaxAge(-time.Hour, "events")},
+		{retention.WithResourceMaxAge(time.Hour)},
 	} {
 		if _, err := retention.New(s, opts...); !errors.Is(err, retention.ErrInvalidArgument) {
 			t.Errorf("New(%v) = %v, want ErrInvalidArgument", opts, err)
@@ -323,5 +403,11 @@ func TestInvalid(t *testing.T) {
 	}
 	if _, err := retention.New(nil); !errors.Is(err, retention.ErrInvalidArgument) {
 		t.Errorf("New(nil) = %v", err)
+	}
+	// A store that cannot compact a resource alone is refused, naming the
+	// option.
+	narrow := struct{ storage.ReadWriter }{s}
+	if _, err := retention.New(narrow, retention.WithResourceMaxAge(time.Hour, "events")); !errors.Is(err, retention.ErrInvalidArgument) || !strings.Contains(err.Error(), "WithResourceMaxAge") {
+		t.Errorf("New(a store without CompactResources) = %v", err)
 	}
 }

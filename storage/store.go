@@ -100,6 +100,23 @@ type Writer interface {
 	Compact(ctx context.Context, before time.Time) (CompactResult, error)
 }
 
+// ResourceCompactor is implemented by a Writer that can compact the
+// streams of some resources alone, so that a resource with a great volume
+// and little lasting value (Kubernetes Events) can have a retention of its
+// own. The stores of this module and storage/postgres implement it.
+type ResourceCompactor interface {
+	// CompactResources is Compact(ctx, before) for the streams of the given
+	// resources ("events" for the core group, "resource.group" otherwise,
+	// e.g. "events.events.k8s.io") and for them only: every answer about
+	// those streams for a time at or after before stays the same, and no
+	// record of any other stream is removed or changed. For a time before
+	// before, a compacted stream's coverage says that its history kept
+	// begins later, never that it is covered without its records. Audit
+	// correlations go with the events they point at. No resource named,
+	// nothing is done.
+	CompactResources(ctx context.Context, before time.Time, resources []string) (CompactResult, error)
+}
+
 // StreamRestorer is implemented by a Writer that can set the durable
 // state of a stream that its records may no longer give: a Compact keeps
 // each stream's checkpoint and availability as they were although it may

@@ -16,7 +16,6 @@ import (
 	"github.com/krply/krply/crutil/prom"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
-	"github.com/krply/krply/watch"
 )
 
 // recordFlags are record's flags: a recorder.Config and what the command
@@ -35,7 +34,7 @@ type recordFlags struct {
 // the client's token for --server).
 func (r *recordFlags) register(f *pflag.FlagSet) {
 	c := &r.Config
-	f.StringSliceVar(&c.Resources, "resource", nil, "resources to record, repeatable or comma-separated: short names (deploy, cm, svc, sts), plurals, resource.group (default: "+strings.Join(watch.DefaultResources(), ",")+")")
+	f.StringSliceVar(&c.Resources, "resource", nil, "resources to record, repeatable or comma-separated: short names (deploy, cm, svc, sts), plurals, resource.group (default: "+strings.Join(recorder.DefaultResources(), ",")+")")
 	f.BoolVarP(&r.all, "all-namespaces", "A", false, "record every namespace (the default without -n)")
 	f.StringVarP(&c.LabelSelector, "selector", "l", "", "record only objects with these labels (a label selector, e.g. app=web)")
 	f.DurationVar(&c.StatusEvery, "status-every", 30*time.Second, "how often to print each stream's status once synced (0: never)")
@@ -43,13 +42,15 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&r.logFormat, "log-format", "text", "the format of the log on stderr: text, or json (one object a line, for a log pipeline); client-go's own log lines take it too")
 	f.BoolVar(&r.printVersion, "version", false, "print the version and exit")
 
-	f.BoolVar(&c.AllResources, "all-resources", false, "record every listable and watchable resource, following CRDs as they come and go, except the default exclusions (Secrets, Events, Leases, EndpointSlices, Endpoints)")
-	f.StringSliceVar(&c.Exclude, "exclude", nil, "with --all-resources: also leave out these resources (resource or resource.group), repeatable or comma-separated")
-	f.StringSliceVar(&c.Include, "include", nil, "with --all-resources: record these default exclusions after all (e.g. events)")
+	f.BoolVar(&c.AllResources, "all-resources", false, "record every listable and watchable resource, following CRDs as they come and go, Events included, except the default exclusions (Secrets, Leases, EndpointSlices, Endpoints)")
+	f.StringSliceVar(&c.Exclude, "exclude", nil, "with --all-resources: also leave out these resources (resource or resource.group; events leaves Events out), repeatable or comma-separated")
+	f.StringSliceVar(&c.Include, "include", nil, "with --all-resources: record these default exclusions after all (e.g. leases.coordination.k8s.io)")
 	f.BoolVar(&c.AllowSecrets, "allow-secrets", false, "record Secrets (values redacted); needs RBAC on secrets")
 
 	c.MinAge, c.RetentionEvery = recorder.Age(retention.DefaultMinAge), recorder.Age(retention.DefaultInterval)
+	c.EventsRetention = recorder.Age(recorder.DefaultEventsRetention)
 	f.Var(&c.Retention, "retention", "compact history older than this (e.g. 7d, 36h; 0: keep everything)")
+	f.Var(&c.EventsRetention, "events-retention", "compact Kubernetes Events older than this, whatever --retention keeps, so that they cannot crowd out object history (0: keep them as long as the rest)")
 	f.Var(&c.MaxSize, "max-size", "compact the oldest history while the journal's data takes more than this (e.g. 4Gi; 0: no bound)")
 	f.Var(&c.MinAge, "min-age", "history younger than this is never compacted for --max-size (e.g. 1h, 2d)")
 	f.Var(&c.DiskReserve, "disk-reserve", "report pressure (not ready, krply_retention_pressure 1) while the journal's disk has less free space than this (e.g. 256Mi; 0: off)")

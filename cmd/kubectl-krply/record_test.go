@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
 )
 
@@ -22,17 +23,18 @@ func TestRecordFlags(t *testing.T) {
 	var r recordFlags
 	fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
 	r.register(fs)
-	if time.Duration(r.MinAge) != retention.DefaultMinAge || time.Duration(r.RetentionEvery) != retention.DefaultInterval {
-		t.Fatalf("defaults: --min-age %s, --retention-every %s", time.Duration(r.MinAge), time.Duration(r.RetentionEvery))
+	if time.Duration(r.MinAge) != retention.DefaultMinAge || time.Duration(r.RetentionEvery) != retention.DefaultInterval ||
+		time.Duration(r.EventsRetention) != recorder.DefaultEventsRetention {
+		t.Fatalf("defaults: --min-age %s, --retention-every %s, --events-retention %s", time.Duration(r.MinAge), time.Duration(r.RetentionEvery), time.Duration(r.EventsRetention))
 	}
-	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--max-size", "4Gi",
+	if err := fs.Parse([]string{"--all-resources", "--exclude", "pods,jobs.batch", "--include", "events", "--retention", "7d", "--events-retention", "2d", "--max-size", "4Gi",
 		"--min-age=30m", "--disk-reserve=512Mi", "--retention-every=10s", "--metrics-addr=:9090", "--allow-secrets",
 		"--listen=:8443", "--tls-cert-file=c", "--tls-key-file=k", "--listen-token-file=t", "--delegated-auth", "--listen-allow-writes", "--ui", "--serve-only"}); err != nil {
 		t.Fatal(err)
 	}
 	c := r.Config
 	if !c.AllResources || !slices.Equal(c.Exclude, []string{"pods", "jobs.batch"}) || !slices.Equal(c.Include, []string{"events"}) || !c.AllowSecrets ||
-		time.Duration(c.Retention) != 7*24*time.Hour || c.MaxSize != 4<<30 || time.Duration(c.MinAge) != 30*time.Minute ||
+		time.Duration(c.Retention) != 7*24*time.Hour || time.Duration(c.EventsRetention) != 48*time.Hour || c.MaxSize != 4<<30 || time.Duration(c.MinAge) != 30*time.Minute ||
 		c.DiskReserve != 512<<20 || time.Duration(c.RetentionEvery) != 10*time.Second || c.MetricsAddr != ":9090" {
 		t.Fatalf("operator flags parsed as %+v", c)
 	}

@@ -187,10 +187,43 @@ func (si *streamInfo) markerBound() int64 {
 // Decide computes the compaction plan of the journal r sees, for
 // Compact(ctx, before). r must not change while Decide runs.
 func Decide(ctx context.Context, r storage.Reader, before time.Time) (Plan, error) {
+	return decide(ctx, r, before, nil)
+}
+
+// DecideResources computes the plan of
+// storage.ResourceCompactor.CompactResources(ctx, before, resources): the
+// rule above, applied to the streams of those resources alone ("resource"
+// for the core group, "resource.group" otherwise); the records of every
+// other stream stay. An object's records all lie in streams of its own
+// resource (an ObjectID names the resource), so the rule's per-object
+// parts see every record they need. Audit correlations go with the events
+// they point at, whatever their stream.
+func DecideResources(ctx context.Context, r storage.Reader, before time.Time, resources []string) (Plan, error) {
+	if len(resources) == 0 {
+		return Plan{Before: before}, nil
+	}
+	want := map[string]bool{}
+	for _, res := range resources {
+		want[res] = true
+	}
+	return decide(ctx, r, before, func(streamID string) bool {
+		st, err := event.ParseStreamID(streamID)
+		if err != nil {
+			return false
+		}
+		name := st.Resource
+		if st.Group != "" {
+			name += "." + st.Group
+		}
+		return want[name]
+	})
+}
+
+func decide(ctx context.Context, r storage.Reader, before time.Time, only func(streamID string) bool) (Plan, error) {
 	d := &decider{
 		plan: Plan{Before: before}, before: before, streams: map[string]*streamInfo{},
 		lastS: map[streamObject]recInfo{}, lastG: map[storage.ObjectID]recInfo{},
-		keep: map[int64]bool{}, removedEvents: map[string]bool{},
+		keep: map[int64]bool{}, removedEvents: map[string]bool{}, only: only, chosen: map[string]bool{},
 	}
 	var err error
 	if d.open, err = openBaselines(ctx, r); err != nil {
@@ -232,6 +265,23 @@ type decider struct {
 	// correlations of removed events.
 	removedEvents map[string]bool
 	correlations  []correlation
+	// only, when set, chooses the streams compacted; chosen caches its
+	// answers.
+	only   func(streamID string) bool
+	chosen map[string]bool
+}
+
+// skips reports whether rec belongs to a stream that is not compacted.
+func (d *decider) skips(rec *event.Record) bool {
+	if d.only == nil || rec.StreamID == "" {
+		return false
+	}
+	ok, seen := d.chosen[rec.StreamID]
+	if !seen {
+		ok = d.only(rec.StreamID)
+		d.chosen[rec.StreamID] = ok
+	}
+	return !ok
 }
 
 // correlation is an audit correlation record: its IngestSeq and the
@@ -262,7 +312,7 @@ func (d *decider) stream(rec *event.Record) *streamInfo {
 // observe is the first pass: the last record of every object (per stream
 // and overall), each stream's baselines and watermark record.
 func (d *decider) observe(rec *event.Record) {
-	if rec.StreamID == "" {
+	if rec.StreamID == "" || d.skips(rec) {
 		return
 	}
 	si := d.stream(rec)
@@ -363,7 +413,7 @@ func (si *streamInfo) planBaseline(c storage.Coverage, before time.Time) {
 // sweep is the second pass: what goes of the records observed before
 // `before`.
 func (d *decider) sweep(rec *event.Record) {
-	if !rec.ObservedAt.Before(d.before) {
+	if !rec.ObservedAt.Before(d.before) || rec.Type != event.TypeAuditCorrelation && d.skips(rec) {
 		return
 	}
 	if o := d.openItem(rec); o != nil {

@@ -16,6 +16,18 @@ import (
 // at or after before; see storage.Writer and storage/compaction for
 // the rule. It holds the write lock while it runs.
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
+	return s.compact(ctx, before, func(r storage.Reader) (compaction.Plan, error) { return compaction.Decide(ctx, r, before) })
+}
+
+// CompactResources is Compact for the streams of the given resources
+// only; see storage.ResourceCompactor.
+func (s *Store) CompactResources(ctx context.Context, before time.Time, resources []string) (storage.CompactResult, error) {
+	return s.compact(ctx, before, func(r storage.Reader) (compaction.Plan, error) {
+		return compaction.DecideResources(ctx, r, before, resources)
+	})
+}
+
+func (s *Store) compact(ctx context.Context, before time.Time, decide func(storage.Reader) (compaction.Plan, error)) (storage.CompactResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.CompactResult{}, fmt.Errorf("memory: compact: %w", err)
 	}
@@ -24,7 +36,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	if s.closed {
 		return storage.CompactResult{}, fmt.Errorf("memory: compact: %w", storage.ErrClosed)
 	}
-	plan, err := compaction.Decide(ctx, s.view(), before)
+	plan, err := decide(s.view())
 	if err != nil {
 		return storage.CompactResult{}, fmt.Errorf("memory: %w", err)
 	}

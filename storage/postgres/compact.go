@@ -18,13 +18,29 @@ import (
 // for the rule. It runs in one transaction that holds every writer off
 // (readers go on, and see the journal before or after it).
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
+	return s.compact(ctx, before, nil)
+}
+
+// CompactResources is Compact for the streams of the given resources
+// only; see storage.ResourceCompactor. It drops no partition: the other
+// streams' records in it stay.
+func (s *Store) CompactResources(ctx context.Context, before time.Time, resources []string) (storage.CompactResult, error) {
+	if len(resources) == 0 {
+		return storage.CompactResult{}, nil
+	}
+	return s.compact(ctx, before, resources)
+}
+
+// compact compacts every stream when resources is nil, else the streams of
+// those resources.
+func (s *Store) compact(ctx context.Context, before time.Time, resources []string) (storage.CompactResult, error) {
 	if err := s.check(ctx, "compact"); err != nil {
 		return storage.CompactResult{}, err
 	}
 	var res storage.CompactResult
 	err := s.inTx(ctx, "compact", func(tx pgx.Tx) error {
 		var err error
-		res, err = compactTx(ctx, tx, &s.parts, before)
+		res, err = compactTx(ctx, tx, &s.parts, before, resources)
 		return err
 	})
 	if err != nil {
@@ -43,17 +59,27 @@ func lockWriters(ctx context.Context, tx pgx.Tx) error {
 	return err
 }
 
-func compactTx(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Time) (storage.CompactResult, error) {
+func compactTx(ctx context.Context, tx pgx.Tx, parts *partitions, before time.Time, resources []string) (storage.CompactResult, error) {
 	if err := lockWriters(ctx, tx); err != nil {
 		return storage.CompactResult{}, err
 	}
-	plan, err := compaction.Decide(ctx, reader{q: tx, parts: parts}, before)
+	r := reader{q: tx, parts: parts}
+	// Even when nothing goes, the partitions before the cut are dropped
+	// (their records kept in the base partition); not when only some
+	// resources are compacted, whose partitions hold the others' records.
+	dropBefore := before
+	var plan compaction.Plan
+	var err error
+	if resources == nil {
+		plan, err = compaction.Decide(ctx, r, before)
+	} else {
+		plan, err = compaction.DecideResources(ctx, r, before, resources)
+		dropBefore = time.Time{}
+	}
 	if err != nil {
 		return storage.CompactResult{}, err
 	}
-	// Even when nothing goes, the partitions before the cut are dropped
-	// (their records kept in the base partition).
-	if err := applyPlan(ctx, tx, parts, before, plan.Remove, plan.Markers); err != nil {
+	if err := applyPlan(ctx, tx, parts, dropBefore, plan.Remove, plan.Markers); err != nil {
 		return storage.CompactResult{}, err
 	}
 	removedBodies, err := dropUnusedBodies(ctx, tx)

@@ -23,6 +23,16 @@ import (
 // VACUUM. Every compaction raises the journal's seq floor, which tells
 // other processes to drop their caches.
 func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactResult, error) {
+	return s.compact(ctx, before, func() (compaction.Plan, error) { return compaction.Decide(ctx, s, before) })
+}
+
+// CompactResources is Compact for the streams of the given resources
+// only; see storage.ResourceCompactor.
+func (s *Store) CompactResources(ctx context.Context, before time.Time, resources []string) (storage.CompactResult, error) {
+	return s.compact(ctx, before, func() (compaction.Plan, error) { return compaction.DecideResources(ctx, s, before, resources) })
+}
+
+func (s *Store) compact(ctx context.Context, before time.Time, decide func() (compaction.Plan, error)) (storage.CompactResult, error) {
 	done, err := s.enterWrite("compact")
 	if err != nil {
 		return storage.CompactResult{}, err
@@ -35,7 +45,7 @@ func (s *Store) Compact(ctx context.Context, before time.Time) (storage.CompactR
 	defer end()
 	// The read pool sees what tx sees: no process can commit while tx
 	// holds the write lock, and tx has written nothing yet.
-	plan, err := compaction.Decide(ctx, s, before)
+	plan, err := decide()
 	if err != nil {
 		return storage.CompactResult{}, fmt.Errorf("sqlite: %w", err)
 	}

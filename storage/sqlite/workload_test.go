@@ -105,6 +105,17 @@ func newWorkload(t testing.TB) *workload {
 	}}
 }
 
+// newEventsWorkload is a workload of Kubernetes Events (core/v1, from
+// testdata/bodies/event.json, as the kubelet writes them): each new version
+// raises the count and moves lastTimestamp, as the kubelet does when an
+// Event repeats.
+func newEventsWorkload(t testing.TB) *workload {
+	events := event.Stream{ClusterID: "bench", Version: "v1", Resource: "events", Namespace: "shop"}
+	return &workload{kinds: []*kind{loadKind(t, "event.json", events, func(o map[string]any) {
+		o["count"], o["lastTimestamp"] = "\x00C", "\x00T"
+	})}}
+}
+
 // event returns version v of object obj (ADDED for version 0, MODIFIED
 // after), observed at at, with the next resourceVersion.
 func (w *workload) event(obj, v int, at time.Time) event.Record {

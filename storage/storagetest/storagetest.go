@@ -20,8 +20,10 @@ import (
 // is one of: AppendOrder, Dedup, InvalidRecords, Checkpoint, StreamStatus,
 // Records, RecordsUntil, ObjectHistory, LatestAt, AliveAt,
 // EventByResourceVersion, OpenBaselines, Correlations, Documents, Stats,
-// Copies, Compact, CompactUntil, CompactMarkerOrder, Timelines, Readers, ConcurrentReaders, ConcurrentAppends,
-// RestoreStreams (every backend implements storage.StreamRestorer), Closed.
+// Copies, Compact, CompactUntil, CompactMarkerOrder, CompactResources (every
+// backend implements storage.ResourceCompactor), Timelines, Readers,
+// ConcurrentReaders, ConcurrentAppends, RestoreStreams (every backend
+// implements storage.StreamRestorer), Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -49,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"Compact", testCompact},
 		{"CompactUntil", testCompactUntil},
 		{"CompactMarkerOrder", testCompactMarkerOrder},
+		{"CompactResources", testCompactResources},
 		{"Timelines", testTimelines},
 		{"Readers", testReaders},
 		{"ConcurrentReaders", testConcurrentReaders},

@@ -211,6 +211,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 // baselineHead returns the records that open a baseline: a coverage change
 // when the stream comes back or was discovered late, and the begin marker.
 func (s *stream) baselineHead(id, reason string, at time.Time) []event.Record {
+	s.listed = map[storage.ObjectID]struct{}{}
 	var recs []event.Record
 	switch {
 	case !s.available:
@@ -239,6 +240,18 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 	rec, err := s.objectRecord(obj, event.Added, at, id)
 	if err != nil {
 		return nil, 0, err
+	}
+	if s.c.cfg.rule != nil {
+		keep, excluded, err := s.ruleOnItem(ctx, rec)
+		if err != nil {
+			return nil, 0, err
+		}
+		if excluded != nil {
+			recs = append(recs, *excluded)
+		}
+		if !keep {
+			return recs, bytes, nil
+		}
 	}
 	del, ok, err := s.replaced(ctx, rec)
 	if err != nil {
@@ -284,6 +297,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	}
 	s.rv, s.lastAt, s.vouchedAt = rv, endAt, endAt
 	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
+	s.members, s.listed = s.listed, nil
 	s.watchListIncomplete = 0
 	s.backoff.reset()
 	s.m.covered.Set(1)

@@ -163,7 +163,8 @@ type Baseline struct {
 	Phase BaselinePhase `json:"phase"`
 	// ResourceVersion is the list's resourceVersion (set on the end record).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// ItemCount is the number of items (set on the end record).
+	// ItemCount is the number of items recorded (set on the end record):
+	// with a recording rule (Stream.Rule), those it matched.
 	ItemCount int `json:"itemCount,omitempty"`
 	// Reason says why the baseline was taken: "initial", "initial baseline
 	// interrupted" (the initial list was killed before its end: taken

@@ -107,6 +107,10 @@ func TestIntegrationRecordRule(t *testing.T) {
 	if ex, ok := exclusions["kept"]; !ok || ex.BaselineID == "" || !ex.Inferred.From.Before(ex.Inferred.To) {
 		t.Errorf("exclusion of kept %+v; want one by the relist, bounded by the outage", ex)
 	}
+	// The relist listed kept, leaves and joins, and recorded joins alone.
+	if ends := ofType(recs, event.TypeBaseline); ends[3].Baseline.ItemCount != 1 {
+		t.Errorf("the relist's end counts %d items, want 1: joins, the one the rule matched", ends[3].Baseline.ItemCount)
+	}
 
 	m, err := materialize.New(n.st)
 	if err != nil {

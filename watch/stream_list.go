@@ -271,6 +271,9 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 // alive that the baseline lacks.
 func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra func(endAt time.Time) []event.Record) error {
 	endAt := s.observedNow()
+	if s.c.cfg.rule != nil {
+		items = len(s.listed) // the items recorded: those the rule matched
+	}
 	end := s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)
 	end.Baseline.ClosesGap = s.openGap
 	recs := []event.Record{end}

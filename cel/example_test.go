@@ -2,6 +2,7 @@ package cel_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -89,4 +90,23 @@ func ExampleCompile() {
 	// from 11:00 (maybe earlier: gap from 2025-03-01T10:40:00Z: 410 Gone), still true
 	// column 6: undeclared reference to 'obj'
 	// hint: the variables are object; fields are read with a dot, e.g. object.spec.replicas < 2
+}
+
+// A recording rule decides which objects a Collector records
+// (watch.WithRecordRule); here, those without the label scratch.
+func ExampleCompileRule() {
+	rule, err := cel.CompileRule(`!has(object.metadata.labels) || !("scratch" in object.metadata.labels)`)
+	if err != nil {
+		panic(err)
+	}
+	for _, body := range []string{
+		`{"metadata":{"name":"app","labels":{"tier":"web"}}}`,
+		`{"metadata":{"name":"tmp","labels":{"scratch":"yes"}}}`,
+	} {
+		ok, err := rule.Match(context.Background(), json.RawMessage(body))
+		fmt.Println(ok, err)
+	}
+	// Output:
+	// true <nil>
+	// false <nil>
 }

@@ -2,6 +2,7 @@ package event
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -162,7 +163,8 @@ type Baseline struct {
 	Phase BaselinePhase `json:"phase"`
 	// ResourceVersion is the list's resourceVersion (set on the end record).
 	ResourceVersion string `json:"resourceVersion,omitempty"`
-	// ItemCount is the number of items (set on the end record).
+	// ItemCount is the number of items recorded (set on the end record):
+	// with a recording rule (Stream.Rule), those it matched.
 	ItemCount int `json:"itemCount,omitempty"`
 	// Reason says why the baseline was taken: "initial", "initial baseline
 	// interrupted" (the initial list was killed before its end: taken
@@ -223,11 +225,28 @@ type AuditCorrelation struct {
 // InferredDeletion is the payload of a synthetic DELETED event written when
 // a relist no longer contains an object the journal believed alive. The
 // deletion happened somewhere between From and To.
+//
+// A stream with a recording rule (Stream.Rule) also writes one when an
+// object it recorded stops matching the rule, with a Reason starting
+// with ExcludedByRule: the object was not deleted, the journal stops
+// knowing about it there (IsExclusion). Its Object is empty: the version
+// that left the rule is not recorded.
 type InferredDeletion struct {
 	From       time.Time `json:"from"`
 	To         time.Time `json:"to"`
 	BaselineID string    `json:"baselineID"`
 	Reason     string    `json:"reason"`
+}
+
+// ExcludedByRule starts the Reason of the InferredDeletion that marks an
+// object leaving a stream's recording rule.
+const ExcludedByRule = "excluded by rule"
+
+// IsExclusion reports whether r marks an object that stopped matching its
+// stream's recording rule: from r on, the stream does not record it, and
+// what became of it is unknown there.
+func (r *Record) IsExclusion() bool {
+	return r.Inferred != nil && strings.HasPrefix(r.Inferred.Reason, ExcludedByRule)
 }
 
 // IsObjectChange reports whether r changes an object's state: an event

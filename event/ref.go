@@ -66,8 +66,26 @@ type Stream struct {
 	Resource  string `json:"resource"`
 	Namespace string `json:"namespace,omitempty"`
 	// Selector is the stream's label and field selector in a canonical
-	// form chosen by the collector, e.g. "labels:app=web;fields:".
+	// form chosen by the collector, e.g. "labels:app=web;fields:", followed
+	// by ";rule:" and the expression of its recording rule when it has
+	// one (see Rule).
 	Selector string `json:"selector,omitempty"`
+}
+
+// RuleSeparator introduces a recording rule's expression in
+// Stream.Selector: "labels:<l>;fields:<f>;rule:<expression>".
+const RuleSeparator = ";rule:"
+
+// Rule returns the expression of the stream's recording rule, or "" when
+// it records every object its selector selects. A stream with a rule
+// records an object only while the rule holds for it; the others are
+// excluded by rule, and the journal knows nothing of them there.
+func (s Stream) Rule() string {
+	_, rule, ok := strings.Cut(s.Selector, RuleSeparator)
+	if !ok {
+		return ""
+	}
+	return rule
 }
 
 // GVR returns the stream's group, version and resource.

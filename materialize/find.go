@@ -117,8 +117,10 @@ type FoundObject struct {
 //
 // Each end is either known — a version made the condition true (Opened) or
 // false (Closed) — or unknown, because the stream's journal cannot tell
-// what happened next to it (a gap, a loss of availability) or before it
-// (time before the stream's first complete baseline, or after a gap):
+// what happened next to it (a gap, a loss of availability, the object
+// leaving the stream's recording rule) or before it (time before the
+// stream's first complete baseline, after a gap, or while the object did
+// not match the stream's recording rule):
 // StartUnknown and EndUnknown then say why. An interval is never extended
 // into time the journal cannot tell about, nor cut without saying so.
 // Times are ObservedAt: when the collector saw the change.
@@ -242,6 +244,9 @@ type findObject struct {
 	open      *Interval
 	intervals []Interval
 	touched   bool
+	// entered says why the condition may have been true before last, a
+	// version that entered its stream's recording rule; "" otherwise.
+	entered string
 }
 
 // continuityChange is a time at which a stream's continuity changes.
@@ -300,6 +305,8 @@ type sweep struct {
 	point      time.Time
 	pending    bool
 	touched    []*findObject
+	// ruled is true for a stream with a recording rule.
+	ruled bool
 }
 
 // stream sweeps one stream: every object change in journal order.
@@ -311,7 +318,7 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	changes, initial := continuityChanges(tl)
 	f.found.Streams = append(f.found.Streams, FindStream{StreamID: st.StreamID, Unknown: unknownSpans(changes, initial), EvidenceUntil: st.CheckpointAt})
 	open := tl.OpenBaselines()
-	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, reason: initial}
+	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, reason: initial, ruled: st.Stream.Rule() != ""}
 	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
 	for {
 		page, err := r.Records(f.ctx, q)
@@ -371,6 +378,13 @@ func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
 	if err != nil {
 		return err
 	}
+	o.entered = ""
+	if s.ruled && rec.WatchType == event.Modified && !rec.Synthetic && (o.last.EventID == "" || o.last.IsExclusion()) {
+		// A change the stream recorded although it held no version
+		// of the object: the version before it did not match the
+		// rule, and was not recorded.
+		o.entered = event.ExcludedByRule + " before this version"
+	}
 	o.matched = matched
 	o.last = *rec
 	o.last.Object = nil
@@ -412,15 +426,23 @@ func (o *findObject) settle(at time.Time, continuous bool, reason string, before
 	switch {
 	case truth && o.open == nil:
 		o.open = &Interval{From: at, Opened: versionOf(o.last)}
-		if !before {
+		switch {
+		case !before:
 			o.open.StartUnknown = beforeReason
+		case o.entered != "":
+			o.open.StartUnknown = o.entered
 		}
 	case !truth && o.open != nil:
 		o.open.To = at
-		if continuous {
-			o.open.Closed = versionOf(o.last)
-		} else {
+		switch {
+		case !continuous:
 			o.open.EndUnknown = reason
+		case o.last.IsExclusion():
+			// The object left the stream's rule: what became of it
+			// is not recorded.
+			o.open.EndUnknown = o.last.Inferred.Reason
+		default:
+			o.open.Closed = versionOf(o.last)
 		}
 		o.intervals = append(o.intervals, *o.open)
 		o.open = nil

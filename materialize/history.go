@@ -47,6 +47,10 @@ const (
 	// OriginInferred is a deletion krply inferred because a relist no
 	// longer contained the object.
 	OriginInferred Origin = "inferred"
+	// OriginExcluded marks an object that stopped matching its stream's
+	// recording rule (event.Record.IsExclusion): not a deletion, the end
+	// of what the stream knows about it. It has no body.
+	OriginExcluded Origin = "excluded"
 )
 
 // History is the history of one object: its versions in journal order,
@@ -447,6 +451,8 @@ type entryAt struct {
 
 func originOf(rec event.Record) Origin {
 	switch {
+	case rec.IsExclusion():
+		return OriginExcluded
 	case rec.Inferred != nil:
 		return OriginInferred
 	case rec.Synthetic:

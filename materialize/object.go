@@ -43,6 +43,13 @@ type ObjectState struct {
 	// availability recorded at or before At and the first recorded after
 	// it, oldest first.
 	NearbyGaps []event.Record `json:"nearbyGaps,omitempty"`
+	// ExcludedByRule says why the journal does not know the object at At
+	// although a stream records its resource: that stream records only
+	// the objects its recording rule matches (event.Stream.Rule), and the
+	// object was not one of them at At. Coverage says whether the stream
+	// was also not continuous at At. Empty when the answer is known
+	// (Covered), or no stream with a rule records the resource.
+	ExcludedByRule string `json:"excludedByRule,omitempty"`
 	// Warnings are human-readable notes about the answer.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -77,14 +84,17 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 		return nil, fmt.Errorf("%s at %s: %w", describeObject(obj), at.UTC().Format(time.RFC3339Nano), err)
 	default:
 		st.Record = &rec
-		if rec.WatchType == event.Deleted {
+		switch {
+		case rec.IsExclusion():
+		case rec.WatchType == event.Deleted:
 			st.Inferred = rec.Inferred
-		} else {
+		default:
 			st.Exists = true
 			st.Object = rec.Object
 		}
 	}
 
+	var ruled *event.Stream // a stream with a recording rule that does not know the object
 	for _, tl := range timelines {
 		cov, err := storage.CoverageFrom(ctx, m.store, tl.Timeline, tl.evidence, at)
 		if err != nil {
@@ -96,6 +106,17 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 			if loss != nil {
 				st.NearbyGaps = append(st.NearbyGaps, *loss)
 			}
+		}
+		if tl.Stream.Rule() != "" {
+			// Every change of an object its rule matches is recorded,
+			// up to the change that leaves the rule: a stream that
+			// selects by nothing else knows such an object's state.
+			if ruleOnly(tl.Stream) && st.Exists && st.Record.StreamID == tl.Stream.ID() {
+				st.Covered = st.Covered || cov.Covered
+			} else if ruled == nil && (!st.Exists || st.Record.StreamID != tl.Stream.ID()) {
+				ruled = &tl.Stream
+			}
+			continue
 		}
 		if !cov.Covered {
 			continue
@@ -115,6 +136,9 @@ func (m *Materializer) ObjectAt(ctx context.Context, obj storage.ObjectID, at ti
 				st.Warnings = append(st.Warnings, fmt.Sprintf("absent from baseline %s of %s, which ended at %s", cov.BaselineID, cov.StreamID, cov.BaselineEndAt.UTC().Format(time.RFC3339Nano)))
 			}
 		}
+	}
+	if !st.Covered && ruled != nil {
+		st.ExcludedByRule = excludedByRule(*ruled, st.Record)
 	}
 	sort.SliceStable(st.Coverage, func(i, j int) bool {
 		if st.Coverage[i].Covered != st.Coverage[j].Covered {

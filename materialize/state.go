@@ -116,7 +116,7 @@ func (m *Materializer) contributingStreams(ctx context.Context, scope Scope) ([]
 			missing = append(missing, MissingStream{Reason: fmt.Sprintf("no stream records cluster %q", scope.ClusterID)})
 		}
 	}
-	return out, missing, nil
+	return out, append(missing, ruleMissing(out)...), nil
 }
 
 // claims reports whether a stream would record obj if it were covered: its

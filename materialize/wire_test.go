@@ -77,6 +77,8 @@ func TestWireObjectState(t *testing.T) {
 		"object state deleted (inferred)": materialize.ObjectState{ID: w.id, At: wiretest.At(10), Record: &deleted,
 			Inferred: deleted.Inferred, Covered: true, Coverage: []storage.Coverage{coverage},
 			Warnings: []string{"absent from baseline bl-2 of c1/apps/v1/deployments/shop, which ended at 2025-01-02T03:04:13.123456789Z"}},
+		"object state excluded by rule": materialize.ObjectState{ID: w.id, At: wiretest.At(10), Coverage: []storage.Coverage{coverage},
+			ExcludedByRule: "excluded by rule: stream c1/apps/v1/deployments/shop?labels:;fields:;rule:object.spec.replicas > 1 records only the objects for which its rule `object.spec.replicas > 1` holds, and has no version of this object that matched"},
 	})
 }
 

@@ -62,6 +62,10 @@ type Config struct {
 	Exclude, Include []string
 	// AllowSecrets records Secrets, values redacted (--allow-secrets).
 	AllowSecrets bool
+	// RecordRule records only the objects it matches (--rule, a CEL
+	// expression the plugin compiles with
+	// github.com/krply/krply/cel.CompileRule); see watch.WithRecordRule.
+	RecordRule watch.RecordRule
 
 	// Retention compacts history older than this (--retention); MaxSize
 	// compacts the oldest history while the journal's data takes more
@@ -444,6 +448,9 @@ func (c *Config) collectorOptions() []watch.Option {
 	}
 	if c.AllowSecrets {
 		w = append(w, watch.AllowSecrets())
+	}
+	if c.RecordRule != nil {
+		w = append(w, watch.WithRecordRule(c.RecordRule))
 	}
 	return w
 }

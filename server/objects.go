@@ -41,10 +41,15 @@ var endOfTime = time.Unix(0, math.MaxInt64)
 // routes ask it only when their answer holds no record of obj.
 func (h *handler) recorded(ctx context.Context, obj storage.ObjectID) error {
 	_, err := h.j.LatestAt(ctx, obj, endOfTime)
-	if errors.Is(err, storage.ErrNotFound) {
-		return notFound("the journal never recorded %s %s (cluster %s): check the resource (plural.group), namespace and name", obj.Resource, objectName(obj), obj.ClusterID)
+	if !errors.Is(err, storage.ErrNotFound) {
+		return err
 	}
-	return err
+	// Not recorded because a recording rule left it out is not "check
+	// the name".
+	if st, err := h.m.ObjectAt(ctx, obj, time.Now()); err == nil && st.ExcludedByRule != "" {
+		return notFound("the journal never recorded %s %s (cluster %s): %s", obj.Resource, objectName(obj), obj.ClusterID, st.ExcludedByRule)
+	}
+	return notFound("the journal never recorded %s %s (cluster %s): check the resource (plural.group), namespace and name", obj.Resource, objectName(obj), obj.ClusterID)
 }
 
 func objectName(obj storage.ObjectID) string {
@@ -69,7 +74,7 @@ func (h *handler) object(r *http.Request, u *user) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if st.Record == nil {
+	if st.Record == nil && st.ExcludedByRule == "" {
 		if err := h.recorded(ctx, obj); err != nil {
 			return 0, nil, err
 		}

@@ -325,7 +325,7 @@ func (c *Collector) addResourceLocked(ctx context.Context, r Resource, discovere
 	for _, ns := range namespaces {
 		st := event.Stream{
 			ClusterID: c.clusterID, Group: r.Group, Version: r.Version, Resource: r.Resource,
-			Namespace: ns, Selector: canonicalSelector(c.cfg.labelSelector, c.cfg.fieldSelector),
+			Namespace: ns, Selector: ruleSelector(canonicalSelector(c.cfg.labelSelector, c.cfg.fieldSelector), c.cfg.rule),
 		}
 		s := newStream(c, r, st, discovered)
 		if old, dup := c.streams[s.id]; dup {

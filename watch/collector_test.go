@@ -884,6 +884,8 @@ func TestExclusions(t *testing.T) {
 		{WithExclude("pods")},
 		{WithAllResources(), WithInclude("v1/events")},
 		{WithAllResources(), WithInclude("secrets")},
+		{WithResources("cm"), WithRecordRule(nil)},
+		{WithResources("cm"), WithRecordRule(RecordRuleFunc("", func(context.Context, json.RawMessage) (bool, error) { return true, nil }))},
 	} {
 		if _, err := NewCollector(fakeDynamic(), fakeDiscovery(), newMemory(t), opts...); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("NewCollector(%d options) = %v, want ErrInvalidArgument", len(opts), err)

@@ -31,7 +31,10 @@
 // Each resource (resolved through discovery at its preferred version; see
 // Resolve for the accepted names) is recorded as one stream per namespace
 // given to WithNamespaces (one stream across all namespaces otherwise), with
-// the label and field selector in the stream ID. Every stream runs this loop:
+// the label and field selector in the stream ID, and the recording rule
+// (WithRecordRule) when there is one: a rule records only the objects it
+// matches, and marks one that stops matching with an exclusion
+// (event.Record.IsExclusion), never a deletion. Every stream runs this loop:
 //
 //	start ──▶ journal covered and has a checkpoint? ──yes──▶ WATCH from the checkpoint
 //	             │ no                                         │

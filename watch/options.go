@@ -76,6 +76,8 @@ type config struct {
 	keepSecretValues    bool
 	allResources        bool
 	exclude, include    []string
+	rule                RecordRule
+	ruleSet             bool
 }
 
 func defaultConfig() config {
@@ -133,6 +135,9 @@ func (c *config) validate() error {
 	}
 	if len(c.resources) == 0 && !c.allResources {
 		return bad("no resources")
+	}
+	if err := c.validateRule(); err != nil {
+		return err
 	}
 	if c.allResources && len(c.resources) > 0 {
 		return bad("WithResources and WithAllResources together: record every resource, or the ones named")

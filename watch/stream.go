@@ -94,8 +94,12 @@ type stream struct {
 	// prior maps the key of every object the journal held alive when the
 	// current relist began to that object's last record (without body); a
 	// relist item under the same key with another UID replaced it.
-	prior        map[storage.ObjectID]event.Record
-	useWatchList bool
+	prior map[storage.ObjectID]event.Record
+	// members are the objects the journal holds alive for a stream with
+	// a recording rule: those whose last recorded version matched it.
+	// listed are the items of the baseline being taken that match it.
+	members, listed map[storage.ObjectID]struct{}
+	useWatchList    bool
 	// watchListIncomplete counts WatchLists that ended before their
 	// initial-events-end bookmark; in auto mode two of them turn it off.
 	watchListIncomplete int
@@ -252,6 +256,11 @@ func (s *stream) load(ctx context.Context) error {
 	s.mu.Unlock()
 	s.m.covered.Set(boolGauge(s.covered))
 	s.interrupted = st.OpenBaselineID != "" && st.LastBaselineID == ""
+	if s.covered && s.rv != "" && s.c.cfg.rule != nil {
+		if err := s.loadMembers(ctx); err != nil {
+			return err
+		}
+	}
 	switch {
 	case s.covered && s.rv != "":
 		s.log.V(1).Info("resuming from the durable checkpoint", "resourceVersion", s.rv, "checkpointAt", s.lastAt)

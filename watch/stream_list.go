@@ -211,6 +211,7 @@ func (s *stream) listBaseline(ctx context.Context, reason string) error {
 // baselineHead returns the records that open a baseline: a coverage change
 // when the stream comes back or was discovered late, and the begin marker.
 func (s *stream) baselineHead(id, reason string, at time.Time) []event.Record {
+	s.listed = map[storage.ObjectID]struct{}{}
 	var recs []event.Record
 	switch {
 	case !s.available:
@@ -240,6 +241,18 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 	if err != nil {
 		return nil, 0, err
 	}
+	if s.c.cfg.rule != nil {
+		keep, excluded, err := s.ruleOnItem(ctx, rec)
+		if err != nil {
+			return nil, 0, err
+		}
+		if excluded != nil {
+			recs = append(recs, *excluded)
+		}
+		if !keep {
+			return recs, bytes, nil
+		}
+	}
 	del, ok, err := s.replaced(ctx, rec)
 	if err != nil {
 		return nil, 0, err
@@ -258,6 +271,9 @@ func (s *stream) appendItem(ctx context.Context, recs []event.Record, bytes int,
 // alive that the baseline lacks.
 func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, items int, extra func(endAt time.Time) []event.Record) error {
 	endAt := s.observedNow()
+	if s.c.cfg.rule != nil {
+		items = len(s.listed) // the items recorded: those the rule matched
+	}
 	end := s.baselineRecord(id, event.BaselineEnd, reason, rv, items, endAt)
 	end.Baseline.ClosesGap = s.openGap
 	recs := []event.Record{end}
@@ -284,6 +300,7 @@ func (s *stream) finishBaseline(ctx context.Context, id, reason, rv string, item
 	}
 	s.rv, s.lastAt, s.vouchedAt = rv, endAt, endAt
 	s.covered, s.available, s.lossFrom, s.openGap, s.prior = true, true, time.Time{}, "", nil
+	s.members, s.listed = s.listed, nil
 	s.watchListIncomplete = 0
 	s.backoff.reset()
 	s.m.covered.Set(1)

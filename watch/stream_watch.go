@@ -144,6 +144,15 @@ func (s *stream) onEvent(ctx context.Context, ev apiwatch.Event) (delivered bool
 		if err != nil {
 			return false, err
 		}
+		if s.c.cfg.rule != nil {
+			var keep bool
+			if rec, keep, err = s.ruleOnEvent(ctx, rec); err != nil || !keep {
+				// An event not recorded leaves the stream's state as
+				// it was: a resumed watch sends it again, and it is
+				// left out again.
+				return err == nil, err
+			}
+		}
 		if err := s.c.committer.submit(ctx, writeItem{stream: s, recs: []event.Record{rec}, bytes: len(rec.Object)}, false); err != nil {
 			return false, err
 		}

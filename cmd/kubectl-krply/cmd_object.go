@@ -75,6 +75,10 @@ which times).`,
 		if err != nil {
 			return fmt.Errorf("%s: %w", objectName(obj), err)
 		}
+		if st.ExcludedByRule != "" {
+			// Not recorded: neither "not found" nor "deleted" is known.
+			return fmt.Errorf("%s: unknown at %s: %s", objectName(obj), ts(when), st.ExcludedByRule)
+		}
 		if !st.Covered {
 			e.warnIncomplete("the journal does not cover %s at %s: %s", objectName(obj), ts(when), coverageReasons(st.Coverage, st.Warnings))
 		}
@@ -110,10 +114,12 @@ which times).`,
 	return cmd
 }
 
-// origin says where a record came from: a watch event, a list (baseline)
-// or an inferred deletion.
+// origin says where a record came from: a watch event, a list (baseline),
+// an inferred deletion or the object's leaving a recording rule.
 func origin(r *event.Record) string {
 	switch {
+	case r.IsExclusion():
+		return "excluded"
 	case r.Inferred != nil:
 		return "inferred"
 	case r.Synthetic || r.Type == event.TypeBaseline:

@@ -23,6 +23,7 @@ import (
 type recordFlags struct {
 	recorder.Config
 	all          bool
+	rule         string
 	verbosity    int
 	logFormat    string
 	printVersion bool
@@ -46,6 +47,7 @@ func (r *recordFlags) register(f *pflag.FlagSet) {
 	f.StringSliceVar(&c.Exclude, "exclude", nil, "with --all-resources: also leave out these resources (resource or resource.group; events leaves Events out), repeatable or comma-separated")
 	f.StringSliceVar(&c.Include, "include", nil, "with --all-resources: record these default exclusions after all (e.g. leases.coordination.k8s.io)")
 	f.BoolVar(&c.AllowSecrets, "allow-secrets", false, "record Secrets (values redacted); needs RBAC on secrets")
+	f.StringVar(&r.rule, "rule", "", "record only the objects this CEL expression over `object` is true for, e.g. '!has(object.metadata.labels.scratch)'; answers report the others as excluded by rule")
 
 	c.MinAge, c.RetentionEvery = recorder.Age(retention.DefaultMinAge), recorder.Age(retention.DefaultInterval)
 	c.EventsRetention = recorder.Age(recorder.DefaultEventsRetention)
@@ -82,7 +84,10 @@ are logged on stderr. In a pod, without a kubeconfig, it records the
 cluster it runs in with its service account.
 
 Without -n it records every namespace; -n takes one namespace or several
-separated by commas.
+separated by commas. --rule records only the objects a CEL expression over
+object is true for (docs/reference/expressions.md): answers about the
+others say "excluded by rule", and a journal recorded under one rule is
+never continued under another (a new rule starts new streams).
 
 Running for months: --retention and --max-size keep the journal on a
 bounded disk (--min-age, --retention-every, --disk-reserve adjust them);
@@ -132,6 +137,13 @@ serves an existing journal without recording.`,
 		c := r.Config
 		if err := c.Check(); err != nil {
 			return usageError{err}
+		}
+		if r.rule != "" {
+			rule, err := cel.CompileRule(r.rule)
+			if err != nil {
+				return usagef("--rule: %v", err)
+			}
+			c.RecordRule = rule
 		}
 		c.Journal, c.Open = e.journal, openStore
 		if isPostgres(c.Journal) && c.DiskReserve > 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
@@ -10,9 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
 	"github.com/krply/krply"
+	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/recorder"
 	"github.com/krply/krply/retention"
 )
@@ -113,5 +117,46 @@ func TestLogFormat(t *testing.T) {
 	}
 	if _, err := e.logger("yaml", 0); err == nil || !strings.Contains(err.Error(), `--log-format "yaml": want text or json`) {
 		t.Errorf("--log-format yaml: %v", err)
+	}
+}
+
+// record --rule records only the objects its CEL expression is true for:
+// get says the others are unknown, excluded by the rule, never "not
+// found"; a rule that does not compile is refused, naming --rule, before
+// the journal is created.
+func TestRecordRule(t *testing.T) {
+	env := testenv.Shared(t)
+	ns := env.CreateNamespace(t)
+	ctx := context.Background()
+	cms := dynClient(t, env.Config()).Resource(configMaps).Namespace(ns)
+	kept := object("v1", "ConfigMap", ns, "kept", map[string]any{"data": map[string]any{"color": "blue"}})
+	kept.SetLabels(map[string]string{"record": "yes"})
+	for _, cm := range []*unstructured.Unstructured{kept, object("v1", "ConfigMap", ns, "skipped", map[string]any{"data": map[string]any{"color": "red"}})} {
+		if _, err := cms.Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const rule = `has(object.metadata.labels) && has(object.metadata.labels.record) && object.metadata.labels.record == "yes"`
+	journal := filepath.Join(t.TempDir(), "rule.db")
+	record := []string{"--kubeconfig", env.Kubeconfig(), "--journal", journal, "--resource", "cm", "-n", ns, "--status-every", "0"}
+
+	if r := runLive(t, append(record, "record", "--rule", "object.metadata.name ==")...); r.code != exitUsage || !strings.HasPrefix(r.stderr, "kubectl krply: error: --rule: ") {
+		t.Errorf("record --rule that does not compile: exit %d\n%s", r.code, r.stderr)
+	}
+	if names, _ := filepath.Glob(journal + "*"); len(names) > 0 {
+		t.Fatalf("the refused record left %q", names)
+	}
+
+	out, stop := startRecord(t, append(record, "--rule", rule)...)
+	waitFor(t, "sync", 2*time.Minute, func() bool { return strings.Contains(out.String(), "synced:") })
+	if r := stop(); r.code != exitOK {
+		t.Fatalf("record stopped with exit %d:\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runLive(t, "--journal", journal, "get", "cm/kept", "-n", ns, "-o", "jsonpath={.data.color}"); r.code != exitOK || r.stdout != "blue" {
+		t.Errorf("get cm/kept: exit %d, %q\n%s", r.code, r.stdout, r.stderr)
+	}
+	r := runLive(t, "--journal", journal, "get", "cm/skipped", "-n", ns)
+	if r.code != exitError || !strings.Contains(r.stderr, "unknown at") || !strings.Contains(r.stderr, "excluded by rule") || !strings.Contains(r.stderr, rule) || strings.Contains(r.stderr, "not found") {
+		t.Errorf("get cm/skipped: exit %d\nstdout %q\nstderr %q\nwant exit 1: unknown, excluded by rule %s", r.code, r.stdout, r.stderr, rule)
 	}
 }

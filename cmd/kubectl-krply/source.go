@@ -160,7 +160,7 @@ func (s *journalSource) Losses(ctx context.Context, clusterID, namespace string,
 
 func (s *journalSource) ObjectAt(ctx context.Context, obj storage.ObjectID, at time.Time) (*materialize.ObjectState, error) {
 	st, err := s.mat.ObjectAt(ctx, obj, at)
-	if err == nil && st.Record == nil {
+	if err == nil && st.Record == nil && st.ExcludedByRule == "" {
 		h, herr := s.mat.History(ctx, obj, materialize.Limit(1))
 		if herr != nil {
 			return nil, herr
@@ -177,6 +177,9 @@ func (s *journalSource) History(ctx context.Context, obj storage.ObjectID, opts 
 	if err == nil && len(h.Versions()) == 0 {
 		// Filtered out, or never recorded?
 		if all, err := s.mat.History(ctx, obj, materialize.Limit(1)); err != nil || len(all.Versions()) == 0 {
+			if st, err := s.mat.ObjectAt(ctx, obj, time.Now()); err == nil && st.ExcludedByRule != "" {
+				return nil, fmt.Errorf("not recorded: %s", st.ExcludedByRule)
+			}
 			return nil, errNeverRecorded
 		}
 	}

@@ -326,6 +326,9 @@ func TestRenderAndApply(t *testing.T) {
 			if !slices.Equal(command, []string{"/kubectl-krply"}) || len(args) == 0 || args[0] != "record" {
 				t.Fatalf("command %q, args %q; want the image's /kubectl-krply record", command, args)
 			}
+			if rule, _, _ := unstructured.NestedString(vals, "record", "rule"); rule != "" && !slices.Contains(args, "--rule="+rule) {
+				t.Fatalf("args %q; want --rule=%s", args, rule)
+			}
 			checkAPI(t, objs, vals, args)
 			checkNotes(t, notes, vals)
 			checkStore(t, objs, vals, args)

@@ -28,6 +28,12 @@
 //     baseline CoverageAt(before) rests on. Everything recorded after B
 //     began is kept (it decides coverage after `before`); everything recorded
 //     earlier goes. Without a complete baseline, all of them are kept.
+//   - When B stays (the stream is not continuous at `before`, or B did
+//     not end before it), every object change of the stream recorded
+//     since B began stays too: B still covers the times from its end to
+//     the stream's first loss after it (or to `before`), and an answer
+//     about such a time must stay what it was. A compacted journal may
+//     forget a time, never change what it says about a covered one.
 //   - When the stream is continuous at `before` (storage.CoverageAt: B
 //     and no loss since; Coverage.Continuous, whether or not its evidence
 //     reaches past `before` yet — the evidence, StreamStatus.CheckpointAt,
@@ -57,7 +63,9 @@
 // at or after `before` — LatestAt (a deletion may become ErrNotFound: both
 // mean absent), AliveAt, ObjectHistory with Since >= before, and CoverageAt
 // (Covered, Reason, Gaps and Watermark) — is the same after compaction as
-// before. The argument assumes that ObservedAt does not decrease along a
+// before; about an earlier time, LatestAt and AliveAt are the same
+// wherever CoverageAt still says covered (storagetest.CompactRandom checks
+// both). The argument assumes that ObservedAt does not decrease along a
 // stream's IngestSeq order, which is how the collector writes.
 //
 // # Order in time
@@ -168,6 +176,11 @@ type streamInfo struct {
 	lastProgObj bool // lastProg is an object change
 	maxRemoved  int64
 	keepFrom    int64 // control records with a smaller seq go
+	// keepObjects is set when the baseline coverage rests on at before
+	// stays (it is not replaced): every object change of the stream
+	// recorded since it began (objectsFrom; 0: all) stays too.
+	keepObjects bool
+	objectsFrom int64
 	replace     *baselineMarkers
 	coverage    storage.Coverage
 }
@@ -407,7 +420,18 @@ func (si *streamInfo) planBaseline(c storage.Coverage, before time.Time) {
 	}
 	if c.Continuous() && b.beginSeq != 0 && b.endAt.Before(before) {
 		si.replace = b
+		return
 	}
+	// B stays, and with it the coverage of the times from its end to the
+	// stream's first loss after it (or to before): the versions those
+	// times answer with stay as well.
+	si.keepObjects, si.objectsFrom = true, b.beginSeq
+}
+
+// keepsObject reports whether an object change of the stream stays
+// because the baseline coverage rests on stays (see planBaseline).
+func (si *streamInfo) keepsObject(seq int64) bool {
+	return si != nil && si.keepObjects && seq >= si.objectsFrom
 }
 
 // sweep is the second pass: what goes of the records observed before
@@ -427,7 +451,7 @@ func (d *decider) sweep(rec *event.Record) {
 	}
 	switch rec.Type {
 	case event.TypeEvent:
-		if rec.IsObjectChange() && !d.keep[rec.IngestSeq] {
+		if rec.IsObjectChange() && !d.keep[rec.IngestSeq] && !d.streams[rec.StreamID].keepsObject(rec.IngestSeq) {
 			d.removedEvents[rec.EventID] = true
 			d.remove(rec)
 		}

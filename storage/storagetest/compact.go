@@ -20,6 +20,65 @@ import (
 // tp: LatestAt of each object (a deletion and "not found" both read
 // "absent"), AliveAt per stream and per cluster scope, CoverageAt per stream
 // and ObjectHistory since tp.
+// coveredAnswers returns LatestAt of every object at tp, and AliveAt of
+// every stream at tp, keyed by object or stream; given was, only those
+// whose streams all say they are covered at tp (of an object: the streams
+// that hold its resource and namespace) and that was holds.
+func coveredAnswers(t *testing.T, s storage.Reader, objs []storage.ObjectID, streams []event.Stream, tp time.Time, was map[string]string) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	covered := map[string]bool{}
+	for _, st := range streams {
+		c, err := storage.CoverageAt(ctx, s, st.ID(), tp)
+		if err != nil {
+			t.Fatalf("CoverageAt: %v", err)
+		}
+		covered[st.ID()] = c.Covered
+	}
+	out := map[string]string{}
+	keep := func(key string) bool {
+		if was == nil {
+			return true
+		}
+		_, ok := was[key]
+		return ok
+	}
+	for _, obj := range objs {
+		all, some := true, false
+		for _, st := range streams {
+			if st.ClusterID == obj.ClusterID && st.Resource == obj.Resource && (st.Namespace == "" || st.Namespace == obj.Namespace) {
+				some = true
+				all = all && covered[st.ID()]
+			}
+		}
+		key := fmt.Sprintf("%s/%s/%s LatestAt", obj.Resource, obj.Namespace, obj.Name)
+		if was != nil && (!some || !all) || !keep(key) {
+			continue
+		}
+		rec, err := s.LatestAt(ctx, obj, tp)
+		switch {
+		case errors.Is(err, storage.ErrNotFound) || err == nil && rec.WatchType == event.Deleted:
+			out[key] = "absent"
+		case err != nil:
+			t.Fatalf("LatestAt: %v", err)
+		default:
+			out[key] = rec.EventID
+		}
+	}
+	for _, st := range streams {
+		key := st.ID() + " AliveAt"
+		if was != nil && !covered[st.ID()] || !keep(key) {
+			continue
+		}
+		alive, err := s.AliveAt(ctx, storage.AliveQuery{StreamID: st.ID(), At: tp})
+		if err != nil {
+			t.Fatalf("AliveAt: %v", err)
+		}
+		out[key] = strings.Join(eventIDs(alive), ",")
+	}
+	return out
+}
+
 func answers(t *testing.T, s storage.Reader, objs []storage.ObjectID, streams []event.Stream, tp time.Time) []string {
 	t.Helper()
 	ctx := context.Background()
@@ -130,6 +189,19 @@ func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
 	for _, p := range probes {
 		want[p] = answers(t, s, objs, streams, p)
 	}
+	// Probes before the cut: an answer there that the compacted journal
+	// still says is covered must be the answer it gave before.
+	var early []time.Time
+	for i := 0; i < 25; i++ {
+		r := all[rnd.IntN(len(all)/2)]
+		if r.ObservedAt.Before(cut) {
+			early = append(early, r.ObservedAt, r.ObservedAt.Add(time.Nanosecond))
+		}
+	}
+	wantEarly := map[time.Time]map[string]string{}
+	for _, p := range early {
+		wantEarly[p] = coveredAnswers(t, s, objs, streams, p, nil)
+	}
 	statusBefore := map[string]storage.StreamStatus{}
 	coveredBefore := map[string]storage.Coverage{}
 	for _, st := range streams {
@@ -160,6 +232,14 @@ func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
 	}
 	for _, p := range probes {
 		diffLines(t, fmt.Sprintf("after Compact(%s), at %s", cut.Format(time.RFC3339Nano), p.Format(time.RFC3339Nano)), want[p], answers(t, s, objs, streams, p))
+	}
+	for _, p := range early {
+		for key, got := range coveredAnswers(t, s, objs, streams, p, wantEarly[p]) {
+			if got != wantEarly[p][key] {
+				t.Errorf("after Compact(%s), at %s (before the cut, still covered): %s: %s, was %s (seed %d)",
+					cut.Format(time.RFC3339Nano), p.Format(time.RFC3339Nano), key, got, wantEarly[p][key], seed)
+			}
+		}
 	}
 
 	// Every record at or after the cut is still there, unchanged.

@@ -192,7 +192,7 @@ func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
 	// Probes before the cut: an answer there that the compacted journal
 	// still says is covered must be the answer it gave before.
 	var early []time.Time
-	for i := 0; i < 25; i++ {
+	for i := 0; i < 12; i++ {
 		r := all[rnd.IntN(len(all)/2)]
 		if r.ObservedAt.Before(cut) {
 			early = append(early, r.ObservedAt, r.ObservedAt.Add(time.Nanosecond))

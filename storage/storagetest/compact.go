@@ -20,6 +20,29 @@ import (
 // tp: LatestAt of each object (a deletion and "not found" both read
 // "absent"), AliveAt per stream and per cluster scope, CoverageAt per stream
 // and ObjectHistory since tp.
+// appendSim appends the simulated journal of seed (400 batches) to s and
+// returns its records, its objects in a stable order, and its streams.
+func appendSim(t *testing.T, s storage.Store, seed uint64) ([]event.Record, []storage.ObjectID, []event.Stream) {
+	t.Helper()
+	var all []event.Record
+	for _, b := range newSim(seed).journal(400) {
+		mustAppend(t, s, b...)
+		all = append(all, b...)
+	}
+	objSet := map[storage.ObjectID]bool{}
+	for _, r := range all {
+		if r.IsObjectChange() {
+			objSet[objectID(r)] = true
+		}
+	}
+	objs := make([]storage.ObjectID, 0, len(objSet))
+	for o := range objSet {
+		objs = append(objs, o)
+	}
+	sort.Slice(objs, func(i, j int) bool { return fmt.Sprint(objs[i]) < fmt.Sprint(objs[j]) })
+	return all, objs, []event.Stream{cmShop, cmAll, deployShop}
+}
+
 // coveredAnswers returns LatestAt of every object at tp, and AliveAt of
 // every stream at tp, keyed by object or stream; given was, only those
 // whose streams all say they are covered at tp (of an object: the streams
@@ -150,25 +173,7 @@ func testCompact(t *testing.T, s storage.Store) { compactInvariants(t, s, 1) }
 // in its middle and checks that no answer about a later time changes.
 func compactInvariants(t *testing.T, s storage.Store, seed uint64) {
 	ctx := context.Background()
-	m := newSim(seed)
-	batches := m.journal(400)
-	var all []event.Record
-	for _, b := range batches {
-		mustAppend(t, s, b...)
-		all = append(all, b...)
-	}
-	objSet := map[storage.ObjectID]bool{}
-	for _, r := range all {
-		if r.IsObjectChange() {
-			objSet[objectID(r)] = true
-		}
-	}
-	objs := make([]storage.ObjectID, 0, len(objSet))
-	for o := range objSet {
-		objs = append(objs, o)
-	}
-	sort.Slice(objs, func(i, j int) bool { return fmt.Sprint(objs[i]) < fmt.Sprint(objs[j]) })
-	streams := []event.Stream{cmShop, cmAll, deployShop}
+	all, objs, streams := appendSim(t, s, seed)
 
 	rnd := rand.New(rand.NewPCG(seed, 7))
 	cut := all[len(all)/2].ObservedAt
@@ -634,23 +639,7 @@ func testCompactResources(t *testing.T, s storage.Store) {
 		t.Fatalf("%T does not implement storage.ResourceCompactor: a resource's own retention (Events) needs it", s)
 	}
 	ctx := context.Background()
-	var all []event.Record
-	for _, b := range newSim(3).journal(400) {
-		mustAppend(t, s, b...)
-		all = append(all, b...)
-	}
-	objSet := map[storage.ObjectID]bool{}
-	for _, r := range all {
-		if r.IsObjectChange() {
-			objSet[objectID(r)] = true
-		}
-	}
-	objs := make([]storage.ObjectID, 0, len(objSet))
-	for o := range objSet {
-		objs = append(objs, o)
-	}
-	sort.Slice(objs, func(i, j int) bool { return fmt.Sprint(objs[i]) < fmt.Sprint(objs[j]) })
-	streams := []event.Stream{cmShop, cmAll, deployShop}
+	all, objs, streams := appendSim(t, s, 3)
 	cut := all[len(all)/2].ObservedAt
 	probes := []time.Time{cut, all[len(all)-1].ObservedAt.Add(time.Hour)}
 	for i := 0; i < len(all); i += 7 {

@@ -112,16 +112,19 @@ func answersOf(t *testing.T, s storage.Reader, stream event.Stream, at time.Time
 	return b.String()
 }
 
+// stores are the stores the retention tests run on.
+var stores = []struct {
+	name  string
+	store func(t *testing.T) storage.Store
+}{
+	{"sqlite", func(t *testing.T) storage.Store { s, _ := openSQLite(t); return s }},
+	{"memory", func(t *testing.T) storage.Store { return memory.New() }},
+}
+
 // Retention by age compacts before now minus the age: every answer after
 // the cut is unchanged, and coverage before it says where history begins.
 func TestMaxAge(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		store func(t *testing.T) storage.Store
-	}{
-		{"sqlite", func(t *testing.T) storage.Store { s, _ := openSQLite(t); return s }},
-		{"memory", func(t *testing.T) storage.Store { return memory.New() }},
-	} {
+	for _, tc := range stores {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.store(t)
 			journal(t, s, 3)
@@ -180,13 +183,7 @@ func TestMaxAge(t *testing.T) {
 // stream keeps every record and answer.
 func TestResourceMaxAge(t *testing.T) {
 	events := event.Stream{ClusterID: "c1", Version: "v1", Resource: "events", Namespace: "shop"}
-	for _, tc := range []struct {
-		name  string
-		store func(t *testing.T) storage.Store
-	}{
-		{"sqlite", func(t *testing.T) storage.Store { s, _ := openSQLite(t); return s }},
-		{"memory", func(t *testing.T) storage.Store { return memory.New() }},
-	} {
+	for _, tc := range stores {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			s := tc.store(t)

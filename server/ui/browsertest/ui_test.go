@@ -103,8 +103,22 @@ func TestUI(t *testing.T) {
 				return n })()`, &n)
 			return n
 		}
-		if n := red(r.inOutage, info.Cache); n == 0 {
-			t.Error("no hatched gap drawn on the row of ConfigMap cache at the outage")
+		// At the middle of the drawn gap: the moment the test took as "in
+		// the outage" can lie a pixel or two after the gap's start (the
+		// recorder's last evidence), too near its edge to sample.
+		var mid string
+		b.eval(`(() => { const g = window.krplyTimeline.gaps().find((g) => g.streamID === '`+r.gapStream+`'); return g ? new Date((Date.parse(g.from) + Date.parse(g.to)) / 2).toISOString() : '' })()`, &mid)
+		inGap, err := time.Parse(time.RFC3339Nano, mid)
+		if err != nil {
+			t.Fatalf("no gap of %s in the timeline: %q", r.gapStream, mid)
+		}
+		if n := red(inGap, info.Cache); n == 0 {
+			// Say where it looked, so that a failure tells a row drawn
+			// off the canvas or a gap too narrow from a missing one.
+			var where string
+			b.eval(`(() => { const k = window.krplyTimeline, c = k.owner.canvas;
+				return JSON.stringify({x: k.xOf('`+rfc(inGap)+`'), rowY: k.rowY(`+strconv.Itoa(info.Cache)+`), canvas: [c.width, c.height, window.devicePixelRatio || 1], gaps: k.gaps().map((g) => ({from: g.from, to: g.to, x0: k.xOf(g.from), x1: k.xOf(g.to), stream: g.streamID}))}) })()`, &where)
+			t.Errorf("no hatched gap drawn on the row of ConfigMap cache (row %d) in the middle of its gap, %s: %s", info.Cache, rfc(inGap), where)
 		}
 		if n := red(r.setUp, info.Web); n != 0 {
 			t.Errorf("%d red pixels on web's row before the outage, where no gap is", n)

@@ -224,6 +224,13 @@ func resourceParam(gr schema.GroupResource) string {
 // timeParam writes a time as the server reads it.
 func timeParam(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
+// setTime sets the parameter name to t, unless t is zero.
+func setTime(v url.Values, name string, t time.Time) {
+	if !t.IsZero() {
+		v.Set(name, timeParam(t))
+	}
+}
+
 // scopeQuery writes a scope's parameters.
 func scopeQuery(scope materialize.Scope) url.Values {
 	q := url.Values{}
@@ -378,12 +385,8 @@ func (q RecordQuery) values() url.Values {
 		}
 		v.Set("types", strings.Join(types, ","))
 	}
-	if !q.Since.IsZero() {
-		v.Set("since", timeParam(q.Since))
-	}
-	if !q.Until.IsZero() {
-		v.Set("until", timeParam(q.Until))
-	}
+	setTime(v, "since", q.Since)
+	setTime(v, "until", q.Until)
 	if q.Descending {
 		v.Set("order", "desc")
 	}
@@ -440,12 +443,8 @@ func (c *Client) History(ctx context.Context, obj storage.ObjectID, opts ...mate
 		return nil, err
 	}
 	q := objectQuery(obj)
-	if !p.Since.IsZero() {
-		q.Set("since", timeParam(p.Since))
-	}
-	if !p.Until.IsZero() {
-		q.Set("until", timeParam(p.Until))
-	}
+	setTime(q, "since", p.Since)
+	setTime(q, "until", p.Until)
 	if p.IncludeStatus != nil {
 		q.Set("includeStatus", strconv.FormatBool(*p.IncludeStatus))
 	}
@@ -497,12 +496,8 @@ func carried(call string, p materialize.Params) error {
 // and leaves out the cluster-scoped dependencies the caller may not read.
 func (c *Client) Why(ctx context.Context, q why.Query) (*why.Answer, error) {
 	v := objectQuery(q.Object)
-	if !q.At.IsZero() {
-		v.Set("at", timeParam(q.At))
-	}
-	if !q.From.IsZero() {
-		v.Set("from", timeParam(q.From))
-	}
+	setTime(v, "at", q.At)
+	setTime(v, "from", q.From)
 	if q.Before != 0 {
 		v.Set("before", q.Before.String())
 	}
@@ -610,12 +605,8 @@ func (c *Client) Find(ctx context.Context, q materialize.FindQuery, expr string)
 	if q.LabelSelector != "" {
 		v.Set("labelSelector", q.LabelSelector)
 	}
-	if !q.Since.IsZero() {
-		v.Set("since", timeParam(q.Since))
-	}
-	if !q.Until.IsZero() {
-		v.Set("until", timeParam(q.Until))
-	}
+	setTime(v, "since", q.Since)
+	setTime(v, "until", q.Until)
 	if q.First {
 		v.Set("first", "true")
 	}

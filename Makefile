@@ -41,7 +41,7 @@ testbin:
 # The phases of make test, in order (hack/phases.sh prints each one's time at the end); a+b runs a and b at the same time.
 TEST_PHASES ?= fmt-check no-binaries vet api-check docs-check layering examples+nested-test+core-test+install-test
 
-## test: everything CI checks (TEST_CPU=1 adds the test binaries that took the most CPU time): formatting, vet, the API record, the docs, the module layout, unit and integration tests on a real control plane, and the install test; each phase's time printed at the end.
+## test: everything CI checks (TEST_CPU=1 adds each phase's CPU time and the test binaries that took the most): formatting, vet, the API record, the docs, the module layout, unit and integration tests on a real control plane, and the install test; each phase's time printed at the end.
 test:
 	@MAKE="$(MAKE)" TEST_CPU="$(TEST_CPU)" hack/phases.sh $(TEST_PHASES)
 

@@ -32,17 +32,31 @@ report() {
   if [[ ${#failed[@]} -gt 0 ]]; then echo "FAILED: ${failed[*]}"; fi
 }
 trap report EXIT
-note() { # phase start status
-  local mark=""
+note() { # phase start status [cpu-file]
+  local mark="" cpu=""
   [[ $3 -ne 0 ]] && { mark="  FAILED"; failed+=("$1"); }
-  times+=("$(printf '%-14s %4ds%s' "$1" $((SECONDS - $2)) "$mark")")
+  [[ -n ${4:-} && -s $4 ]] && cpu=$(awk '{ printf "  %5.0fs CPU", $1 + $2 }' "$4")
+  times+=("$(printf '%-14s %4ds%s%s' "$1" $((SECONDS - $2)) "$cpu" "$mark")")
+}
+# timed runs a phase's make, with its CPU time (its processes' and all their
+# children's) written to the file $1 under TEST_CPU.
+timed() {
+  local out=$1
+  shift
+  if [[ -n ${TEST_CPU:-} ]]; then
+    /usr/bin/time -f '%U %S' -o "$out" "$make" --no-print-directory "$@"
+  else
+    "$make" --no-print-directory "$@"
+  fi
 }
 for phase in "$@"; do
   start=$SECONDS
   if [[ $phase != *+* ]]; then
     echo "=== make $phase"
-    "$make" --no-print-directory "$phase"
-    note "$phase" "$start" $?
+    cpu=$(mktemp)
+    timed "$cpu" "$phase"
+    note "$phase" "$start" $? "$cpu"
+    rm -f "$cpu"
     continue
   fi
   IFS=+ read -r -a group <<<"$phase"
@@ -50,7 +64,7 @@ for phase in "$@"; do
   dir=$(mktemp -d)
   declare -A pids=()
   for p in "${group[@]}"; do
-    "$make" --no-print-directory "$p" >"$dir/$p.log" 2>&1 &
+    timed "$dir/$p.cpu" "$p" >"$dir/$p.log" 2>&1 &
     pids[$p]=$!
   done
   while [[ ${#pids[@]} -gt 0 ]]; do
@@ -60,7 +74,7 @@ for phase in "$@"; do
       [[ ${pids[$p]} == "$done" ]] || continue
       echo "=== make $p (ended)"
       cat "$dir/$p.log"
-      note "$p" "$start" "$status"
+      note "$p" "$start" "$status" "$dir/$p.cpu"
       unset "pids[$p]"
     done
   done

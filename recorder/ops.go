@@ -57,11 +57,17 @@ func startOps(ctx context.Context, c Config, j *krply.Journal, rec *krply.Collec
 	o := &ops{}
 	keepDone := make(chan struct{})
 	if c.Retention > 0 || c.MaxSize > 0 || c.DiskReserve > 0 || c.EventsRetention > 0 {
+		// The disk watched is a journal file's; a journal named by a URL
+		// (PostgreSQL) lives on its server's disk, which is not ours to stat.
+		disk := ""
+		if !isURL(c.Journal) {
+			disk = filepath.Dir(c.Journal)
+		}
 		var err error
 		o.keeper, err = retention.New(j.Store(), retention.WithMaxAge(time.Duration(c.Retention)), retention.WithMaxSize(int64(c.MaxSize)),
 			retention.WithResourceMaxAge(time.Duration(c.EventsRetention), EventResources()...),
 			retention.WithMinAge(time.Duration(c.MinAge)), retention.WithInterval(time.Duration(c.RetentionEvery)),
-			retention.WithDiskReserve(filepath.Dir(c.Journal), int64(c.DiskReserve)), retention.WithLogger(c.Log))
+			retention.WithDiskReserve(disk, int64(c.DiskReserve)), retention.WithLogger(c.Log))
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("%w (check --retention, --events-retention, --max-size, --min-age, --disk-reserve, --retention-every)", err)

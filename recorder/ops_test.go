@@ -59,32 +59,15 @@ func get(url string, header ...string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// The recorder in its operator's form: every resource (Events included),
-// retention by age (Events' own too) and size, /healthz, /readyz (the Collector synced and retention within
-// bounds) and /metrics labelled by resource, open on --metrics-addr and
-// behind the token of --listen-token-file on --listen, and --version.
-func TestOperatorFlags(t *testing.T) {
-	env := testenv.Start(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	store, tokens := filepath.Join(t.TempDir(), "krply.db"), filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(tokens, []byte("scraper-token\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"},
-		Retention: recorder.Age(30 * 24 * time.Hour), EventsRetention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
-		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr, Listen: "127.0.0.1:0", TokenFile: tokens})
+// waitReady waits up to a minute for the recorder's /readyz on addr to
+// answer 200.
+func waitReady(t *testing.T, rec *recordertest.Recorder, addr string) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		code, body := get("http://" + addr + "/readyz")
 		if code == http.StatusOK {
-			break
+			return
 		}
 		select {
 		case err := <-rec.Done():
@@ -96,6 +79,69 @@ func TestOperatorFlags(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// freePort returns a local address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// A journal named by a URL (PostgreSQL's) has no disk of the recorder's
+// to watch: retention, on by default for Events, runs without checking
+// one. It used to take the URL for a folder, fail every run with an error
+// quoting the URL's password, and leave the recorder not ready.
+func TestRetentionOfURLJournal(t *testing.T) {
+	env := testenv.Start(t)
+	ns := env.CreateNamespace(t)
+	addr := freePort(t)
+	file := filepath.Join(t.TempDir(), "krply.db")
+	open := func(ctx context.Context, _ string, readOnly bool, opts ...krply.Option) (*krply.Journal, func() error, error) {
+		return recorder.OpenFile(ctx, file, readOnly, opts...)
+	}
+	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: "postgres://krply:s3cret@127.0.0.1:1/krply", Open: open,
+		Resources: []string{"configmaps"}, Namespaces: []string{ns}, EventsRetention: recorder.Age(7 * 24 * time.Hour),
+		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr})
+	waitReady(t, rec, addr)
+	code, body := get("http://" + addr + "/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics = %d", code)
+	}
+	for _, want := range []string{"krply_retention_runs_total 1", "krply_retention_failures_total 0", "krply_retention_pressure 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "krply_disk_free_bytes") {
+		t.Error("/metrics reports the free space of a disk for a journal named by a URL")
+	}
+	if out := rec.Out.String(); strings.Contains(out, "s3cret") {
+		t.Errorf("the recorder's output holds the journal's password:\n%s", out)
+	}
+}
+
+// The recorder in its operator's form: every resource (Events included),
+// retention by age (Events' own too) and size, /healthz, /readyz (the Collector synced and retention within
+// bounds) and /metrics labelled by resource, open on --metrics-addr and
+// behind the token of --listen-token-file on --listen, and --version.
+func TestOperatorFlags(t *testing.T) {
+	env := testenv.Start(t)
+	addr := freePort(t)
+	store, tokens := filepath.Join(t.TempDir(), "krply.db"), filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("scraper-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rec := recordertest.Start(t, recorder.Config{Cluster: kube(env.Config()), Journal: store, AllResources: true, Exclude: []string{"pods"},
+		Retention: recorder.Age(30 * 24 * time.Hour), EventsRetention: recorder.Age(7 * 24 * time.Hour), MaxSize: 1 << 30, MinAge: recorder.Age(time.Hour), DiskReserve: 1,
+		RetentionEvery: recorder.Age(time.Minute), MetricsAddr: addr, Listen: "127.0.0.1:0", TokenFile: tokens})
+	waitReady(t, rec, addr)
 	if code, body := get("http://" + addr + "/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Fatalf("/healthz = %d %q", code, body)
 	}

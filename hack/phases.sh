@@ -35,7 +35,7 @@ trap report EXIT
 note() { # phase start status [cpu-file]
   local mark="" cpu=""
   [[ $3 -ne 0 ]] && { mark="  FAILED"; failed+=("$1"); }
-  [[ -n ${4:-} && -s $4 ]] && cpu=$(awk '{ printf "  %5.0fs CPU", $1 + $2 }' "$4")
+  [[ -n ${4:-} && -s $4 ]] && cpu=$(awk 'END { printf "  %5.0fs CPU", $1 + $2 }' "$4") # the last line: time writes the exit status before it
   times+=("$(printf '%-14s %4ds%s%s' "$1" $((SECONDS - $2)) "$cpu" "$mark")")
 }
 # timed runs a phase's make, with its CPU time (its processes' and all their

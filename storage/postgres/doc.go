@@ -51,11 +51,17 @@
 //   - Open baselines: the items of a baseline that has begun and not ended
 //     are hidden from object queries (storage.Reader); the end makes them
 //     visible in the same transaction that stores it.
-//   - Caches: the store keeps no answer in memory; every query reads the
-//     database, so a write of another process is seen by the next
-//     statement. Its one cache is the set of partitions it created, which
-//     an insert into a partition another process dropped invalidates (the
-//     append is retried after creating it again).
+//   - Caches: every query reads the database, so a write of another
+//     process is seen by the next statement. The store keeps two things
+//     between calls: the set of partitions it created, which an insert
+//     into a partition another process dropped invalidates (the append is
+//     retried after creating it again); and a copy of the streams'
+//     timeline records (baselines, gaps, coverage changes), which each
+//     coverage answer checks against the journal in the statement that
+//     reads what is new: below the committed bound of commitorder.go no
+//     record can be appended later, and a checksum of the records there
+//     (their count and a hash of each one's bytes) finds what a compaction
+//     removed or rewrote, starting the copy over.
 //   - Compact locks krply_clusters in EXCLUSIVE mode: writers wait for it,
 //     readers do not (they see the journal before or after it).
 //

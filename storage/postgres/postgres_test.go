@@ -62,10 +62,8 @@ func openSchema(t *testing.T, opts ...postgres.Option) (*postgres.Store, string)
 // The tests of whole journals (the conformance suite, compaction on random
 // journals, the round trip of a recorded journal, recorders in processes
 // of their own, retention) run in parallel with each other, each on
-// schemas of its own: alone, the test process is busy for about half of
-// their time (33 s of CPU in 59 s for the suite's Compact and Timelines
-// under the race detector) and waits for PostgreSQL, or a control plane,
-// for the rest.
+// schemas of its own: the test process waits for PostgreSQL, or a control
+// plane, for much of their time.
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
@@ -87,4 +85,28 @@ func TestConformancePartitioned(t *testing.T) {
 	open := func(t *testing.T) storage.Store { return openFresh(t, postgres.WithPartitionWidth(2*time.Minute)) }
 	t.Run("Run", func(t *testing.T) { t.Parallel(); storagetest.Run(t, open) })
 	t.Run("CompactRandom", func(t *testing.T) { t.Parallel(); storagetest.CompactRandom(t, open, 2, 5, 9) })
+}
+
+// plain hides every method of a store but storage.Reader's, so that the
+// storage functions read timelines with Streams and Records queries
+// instead of the Store's kept copy.
+type plain struct{ storage.Reader }
+
+// TestTimelinesSameAnswers compares a Store answering coverage from its
+// kept timeline records with the same journal read without them, while
+// the Store and another one on the same schema (another process's
+// connections: the kept records learn of its writes and compactions only
+// from the journal) write it in turn, on partitions of two minutes so
+// that compactions drop partitions.
+func TestTimelinesSameAnswers(t *testing.T) {
+	t.Parallel()
+	storagetest.SameAnswers(t, func(t *testing.T) ([]storage.Store, storage.Reader, storage.Reader) {
+		view, schema := openSchema(t, postgres.WithPartitionWidth(2*time.Minute))
+		other, err := postgres.Open(context.Background(), database(t), postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = other.Close() })
+		return []storage.Store{other, view}, plain{other}, view
+	}, 3)
 }

@@ -27,10 +27,11 @@ type querier interface {
 	batcher
 }
 
-// reader answers the queries of storage.Reader with SQL. It keeps nothing
-// in memory between calls: every answer reads the database, so another
-// process's write is seen by the next statement and there is no cache to
-// invalidate.
+// reader answers the queries of storage.Reader with SQL. Every answer
+// reads the database, so another process's write is seen by the next
+// statement; the one thing a Store's reader keeps between calls, the
+// timeline records (timelineCache), is checked against the database by
+// each answer that uses it.
 type reader struct {
 	q      querier
 	closed *atomic.Bool
@@ -40,6 +41,9 @@ type reader struct {
 	// commitOrdered: reads of every cluster stop at committedBound (see
 	// commitorder.go). Off in a compaction, which holds writers off.
 	commitOrdered bool
+	// timelines is the Store's copy of the timeline records; nil in a
+	// compaction's transaction, which reads them afresh.
+	timelines *timelineCache
 }
 
 func (r reader) check(ctx context.Context, op string) error {
@@ -491,21 +495,16 @@ func (r reader) Stats(ctx context.Context) (storage.Stats, error) {
 }
 
 // Timelines returns the timeline of every stream of a cluster ("" for
-// all), ordered by stream ID, read with one indexed query.
+// all), ordered by stream ID: the streams read with one query, and their
+// records from the Store's copy, brought up to date (timelineCache).
 func (r reader) Timelines(ctx context.Context, clusterID string) ([]storage.Timeline, error) {
 	streams, err := r.Streams(ctx, clusterID)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := r.query(ctx, "timelines", "SELECT "+selectRecord(false)+` FROM krply_records r
-WHERE ($1 = '' OR r.cluster_id = $1) AND r.type IN ('baseline', 'gap', 'coverage_change') AND r.stream_id <> ''
-ORDER BY r.seq`, clusterID)
+	byStream, err := r.timelineRecords(ctx, clusterID)
 	if err != nil {
 		return nil, err
-	}
-	byStream := map[string][]event.Record{}
-	for _, rec := range recs {
-		byStream[rec.StreamID] = append(byStream[rec.StreamID], rec)
 	}
 	out := make([]storage.Timeline, len(streams))
 	for i, st := range streams {

@@ -135,7 +135,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("postgres: open: setting up the tables: %w", err)
 	}
 	s := &Store{pool: pool, log: cfg.log, parts: partitions{width: cfg.width, known: map[int64]bool{}}}
-	s.reader = reader{q: pool, closed: &s.closed, parts: &s.parts, commitOrdered: true}
+	s.reader = reader{q: pool, closed: &s.closed, parts: &s.parts, commitOrdered: true, timelines: &timelineCache{}}
 	return s, nil
 }
 

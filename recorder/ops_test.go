@@ -3,7 +3,6 @@ package recorder_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -81,17 +80,6 @@ func waitReady(t *testing.T, rec *recordertest.Recorder, addr string) {
 	}
 }
 
-// freePort returns a local address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // A journal named by a URL (PostgreSQL's) has no disk of the recorder's
 // to watch: retention, on by default for Events, runs without checking
 // one. It used to take the URL for a folder, fail every run with an error
@@ -99,7 +87,7 @@ func freePort(t *testing.T) string {
 func TestRetentionOfURLJournal(t *testing.T) {
 	env := testenv.Start(t)
 	ns := env.CreateNamespace(t)
-	addr := freePort(t)
+	addr := freeAddr(t)
 	file := filepath.Join(t.TempDir(), "krply.db")
 	open := func(ctx context.Context, _ string, readOnly bool, opts ...krply.Option) (*krply.Journal, func() error, error) {
 		return recorder.OpenFile(ctx, file, readOnly, opts...)
@@ -131,7 +119,7 @@ func TestRetentionOfURLJournal(t *testing.T) {
 // behind the token of --listen-token-file on --listen, and --version.
 func TestOperatorFlags(t *testing.T) {
 	env := testenv.Start(t)
-	addr := freePort(t)
+	addr := freeAddr(t)
 	store, tokens := filepath.Join(t.TempDir(), "krply.db"), filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(tokens, []byte("scraper-token\n"), 0o600); err != nil {
 		t.Fatal(err)

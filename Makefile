@@ -136,9 +136,9 @@ nested-test: browser
 # The runs of nested-test, NESTED_JOBS at a time (each a go test, its output printed when it ends): every module's
 # packages under the race detector (nested-race/<module>), its NESTED_NO_RACE packages without it (nested-plain/<module>)
 # and its NESTED_PLAIN_TESTS without it (nested-some/<module>), the modules of NESTED_SLOW_FIRST first, so that the longest
-# runs start at once and the others fill in beside them. Three at a time: the truth test on PostgreSQL spends most of its
-# time waiting on its workload's clock, and the others on PostgreSQL or a control plane.
-NESTED_JOBS ?= 3
+# runs start at once and the others fill in beside them. (Three at a time took more CPU and more time: three runs on
+# PostgreSQL at once contend.)
+NESTED_JOBS ?= 2
 NESTED_SLOW_FIRST ?= ./storage/postgres
 NESTED_RUNS := $(foreach mod,$(filter $(NESTED_SLOW_FIRST),$(NESTED)) $(filter-out $(NESTED_SLOW_FIRST),$(NESTED)),nested-race/$(mod:./%=%) nested-plain/$(mod:./%=%) nested-some/$(mod:./%=%))
 

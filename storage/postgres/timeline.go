@@ -32,9 +32,8 @@ const timelineWhere = ` FROM krply_records r WHERE r.type IN ('baseline', 'gap',
 // A refresh never changes what it handed out: a stream's records only
 // grow by appending to a full slice, which copies them.
 type timelineCache struct {
-	mu          sync.Mutex
-	bound, n, h int64
-	byStream    map[string][]event.Record
+	mu sync.Mutex
+	st timelineState
 }
 
 // timelineState is what the cache holds: the records up to bound, n of
@@ -47,7 +46,7 @@ type timelineState struct {
 func (c *timelineCache) state() timelineState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return timelineState{c.bound, c.n, c.h, c.byStream}
+	return c.st
 }
 
 // timelineRecords returns every stream's timeline records, oldest first:
@@ -107,7 +106,7 @@ func (r reader) timelineRecords(ctx context.Context, clusterID string) (map[stri
 			}
 		}
 		c.mu.Lock()
-		c.bound, c.n, c.h, c.byStream = next.bound, next.n, next.h, next.byStream
+		c.st = next
 		c.mu.Unlock()
 		return byStream, nil
 	}

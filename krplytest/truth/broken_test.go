@@ -258,6 +258,47 @@ func twins(recs []event.Record, n int) []twin {
 	return out
 }
 
+// relinkTwins breaks a journal's correlations four ways, each on a
+// correlation of its own: one linked exactly to the baseline item of its
+// version (audit-exact-synthetic), one linked again to the other record of
+// its version (audit-duplicate), one given another user (audit-wrong) and
+// one removed (audit-missing). It returns nil when the journal has fewer
+// than two twins.
+func relinkTwins(recs []event.Record) []event.Record {
+	tw := twins(recs, 2)
+	if len(tw) < 2 {
+		return nil
+	}
+	out := slices.Clone(recs)
+	out[tw[0].corr] = relinked(out[tw[0].corr], tw[0].item, audit.RuleExactResourceVersion, audit.ConfidenceExact)
+	// Linked to both records of the version.
+	again := relinked(recs[tw[1].corr], tw[1].item, "seen-through-relist", 0.5)
+	if again.EventID == recs[tw[1].corr].EventID {
+		again = relinked(recs[tw[1].corr], tw[1].real, audit.RuleExactResourceVersion, audit.ConfidenceExact)
+	}
+	out = append(out, again)
+	// The user changed and the correlation lost are two other exact
+	// correlations: changing or removing one of the two above would
+	// take its own breakage away.
+	untouched := func(from int) int {
+		for i := from; i < len(recs); i++ {
+			if i != tw[0].corr && i != tw[1].corr && out[i].Audit != nil && out[i].Audit.Confidence >= 1 {
+				return i
+			}
+		}
+		return -1
+	}
+	other := untouched(0)
+	lost := untouched(other + 1)
+	if other < 0 || lost < 0 {
+		return nil
+	}
+	a := *out[other].Audit
+	a.User = "mallory"
+	out[other].Audit = &a
+	return slices.Delete(out, lost, lost+1)
+}
+
 // relinked returns a correlation linked to target by rule.
 func relinked(corr, target event.Record, rule string, confidence float64) event.Record {
 	a := *corr.Audit
@@ -269,24 +310,7 @@ func relinked(corr, target event.Record, rule string, confidence float64) event.
 func brokenSeams() []seamCorruption {
 	return []seamCorruption{
 		{"links writes exactly to the baseline items of a relist, again after another relist, to another user, and loses one", func(recs, _ []event.Record) []event.Record {
-			tw := twins(recs, 2)
-			if len(tw) < 2 {
-				return nil
-			}
-			out := slices.Clone(recs)
-			out[tw[0].corr] = relinked(out[tw[0].corr], tw[0].item, audit.RuleExactResourceVersion, audit.ConfidenceExact)
-			// Linked to both records of the version.
-			again := relinked(recs[tw[1].corr], tw[1].item, "seen-through-relist", 0.5)
-			if again.EventID == recs[tw[1].corr].EventID {
-				again = relinked(recs[tw[1].corr], tw[1].real, audit.RuleExactResourceVersion, audit.ConfidenceExact)
-			}
-			out = append(out, again)
-			other := slices.IndexFunc(out, func(r event.Record) bool { return r.Audit != nil && r.Audit.Confidence >= 1 })
-			a := *out[other].Audit
-			a.User = "mallory"
-			out[other].Audit = &a
-			lost := slices.IndexFunc(out[other+1:], func(r event.Record) bool { return r.Audit != nil && r.Audit.Confidence >= 1 })
-			return slices.Delete(out, other+1+lost, other+2+lost)
+			return relinkTwins(recs)
 		}, false, []string{KindAuditSynthetic, KindAuditDuplicate, KindAuditWrong, KindAuditMissing}},
 		{"shows the items of a killed baseline", func(recs, _ []event.Record) []event.Record { return recs }, true, []string{KindUnfinishedVisible}},
 		{"recomputes a Complete snapshot as incomplete (a gap reaching back) and says Complete after the last evidence", func(recs, saved []event.Record) []event.Record {
@@ -366,5 +390,72 @@ func checkBrokenSeams(t *testing.T, o *Oracle, st storage.Reader, cfg Config, in
 			}
 			t.Logf("%d mismatches %v", len(r.Mismatches), r.Kinds())
 		})
+	}
+}
+
+// TestRelinkTwinsKeepsEachBreakage checks the broken seam that breaks
+// correlations four ways at once on a journal whose first exact
+// correlation comes before the twins' ones, as in the run of seed
+// 208589444: the correlation given another user and the one removed were
+// the next exact ones, so the one linked to a baseline item was removed and
+// no audit-exact-synthetic could be found.
+func TestRelinkTwinsKeepsEachBreakage(t *testing.T) {
+	obj := func(id, rv string, item bool) event.Record {
+		r := event.Record{Type: event.TypeEvent, WatchType: event.Modified, EventID: id, StreamID: "s",
+			Resource: event.ResourceRef{Resource: "configmaps", Namespace: "n", Name: "c", UID: "u", ResourceVersion: rv}}
+		if item {
+			r.Synthetic, r.BaselineID = true, "b"
+		}
+		return r
+	}
+	corr := func(auditID, target string) event.Record {
+		return event.Record{Type: event.TypeAuditCorrelation, EventID: "corr-" + auditID,
+			Audit: &event.AuditCorrelation{TargetEventID: target, AuditID: auditID, User: "alice", Verb: "update",
+				Confidence: audit.ConfidenceExact, Rule: audit.RuleExactResourceVersion}}
+	}
+	recs := []event.Record{
+		obj("r0", "4", false),
+		corr("a0", "r0"), // the first exact correlation, before the twins'
+		obj("r1", "5", false),
+		obj("r2", "6", false),
+		{Type: event.TypeBaseline, EventID: "begin", StreamID: "s", BaselineID: "b", Baseline: &event.Baseline{ID: "b", Phase: event.BaselineBegin}},
+		obj("i1", "5", true),
+		obj("i2", "6", true),
+		{Type: event.TypeBaseline, EventID: "end", StreamID: "s", BaselineID: "b", Baseline: &event.Baseline{ID: "b", Phase: event.BaselineEnd}},
+		corr("a1", "r1"),
+		corr("a2", "r2"),
+		corr("a3", "r0"),
+		corr("a4", "r0"),
+	}
+	out := relinkTwins(recs)
+	if out == nil {
+		t.Fatal("relinkTwins found nothing to break")
+	}
+	var toItem, toVersion2, mallory int
+	var audits []string
+	for _, r := range out {
+		if r.Audit == nil {
+			continue
+		}
+		audits = append(audits, r.Audit.AuditID)
+		switch {
+		case r.Audit.TargetEventID == "i1" && r.Audit.Confidence >= 1:
+			toItem++
+		case r.Audit.AuditID == "a2":
+			toVersion2++
+		}
+		if r.Audit.User == "mallory" {
+			mallory++
+			if r.Audit.AuditID != "a0" {
+				t.Errorf("audit event %s was given another user, want a0, the first exact correlation the twins do not use", r.Audit.AuditID)
+			}
+		}
+	}
+	if toItem != 1 || toVersion2 != 2 || mallory != 1 {
+		t.Errorf("exact links to the baseline item %d, links of audit event a2 %d, correlations of mallory %d: want 1, 2, 1 (audit events %v)",
+			toItem, toVersion2, mallory, audits)
+	}
+	if want := []string{"a0", "a1", "a2", "a4", "a2"}; !slices.Equal(audits, want) {
+		t.Errorf("correlations %v, want %v (a3 removed, a2 linked again)", audits, want)
 	}
 }

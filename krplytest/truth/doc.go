@@ -24,12 +24,15 @@
 // made, opened to record and query, opened to read while others write, and
 // kept when a run fails. TestTruth in this package runs it on a SQLite
 // journal, and TestTruth in storage/postgres/internal/pgtruth on a
-// database of a real PostgreSQL server (in `make test`, under the race
-// detector); each must find no mismatch. The children a run starts are the
-// calling test binary re-executed: its TestMain calls ChildMain first. A
-// failed run keeps its journal (PostgreSQL: an export, storage/transfer),
-// oracle and logs in a folder, and each package's TestRecheck checks them
-// again (Recheck) with KRPLY_TRUTH_RECHECK naming the folder.
+// database of a real PostgreSQL server (both in `make test`, without the
+// race detector, which would make the long run much longer); each must find
+// no mismatch. The children a run starts are the calling test binary
+// re-executed: its TestMain calls ChildMain first. A failed run keeps its
+// journal (PostgreSQL: an export, storage/transfer), oracle and logs in a
+// folder, and each package's TestRecheck checks them again (Recheck) with
+// KRPLY_TRUTH_RECHECK naming the folder; the SQLite one then breaks the
+// journal and its seams as TestTruth does, so that a failure of those
+// checks reproduces too.
 //
 // Run starts a real control plane (krplytest/testenv) with a second
 // kube-apiserver whose ConfigMaps are served from etcd (no watch cache), puts

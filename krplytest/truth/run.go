@@ -677,6 +677,14 @@ const RecheckEnv = "KRPLY_TRUTH_RECHECK"
 // the oracle and the saved snapshots and plans kept next to it.
 func Recheck(t testing.TB, st storage.ReadWriter, dir string) {
 	t.Helper()
+	recheck(t, st, dir)
+}
+
+// recheck is Recheck, returning the oracle, the check's configuration and
+// its report, so that a backend's TestRecheck can check more (the SQLite
+// one breaks the journal as TestTruth does).
+func recheck(t testing.TB, st storage.ReadWriter, dir string) (*Oracle, Config, *Report) {
+	t.Helper()
 	o, err := ReadOracle(filepath.Join(dir, "oracle.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -704,6 +712,7 @@ func Recheck(t testing.TB, st storage.ReadWriter, dir string) {
 	if len(report.Mismatches) > 0 {
 		t.Errorf("%d mismatches:\n%s", len(report.Mismatches), mismatchLines(report))
 	}
+	return o, cfg, report
 }
 
 // mismatchLines lists a report's mismatches, five of each kind at most.

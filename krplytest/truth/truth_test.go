@@ -43,7 +43,9 @@ func TestTruth(t *testing.T) {
 }
 
 // TestRecheck checks a journal kept by a failed TestTruth again, with the
-// oracle saved next to it: KRPLY_TRUTH_RECHECK names the folder.
+// oracle saved next to it, then breaks it as TestTruth does (so that a
+// failure of a broken journal's or seam's check reproduces too):
+// KRPLY_TRUTH_RECHECK names the folder.
 func TestRecheck(t *testing.T) {
 	dir := os.Getenv(RecheckEnv)
 	if dir == "" {
@@ -54,5 +56,7 @@ func TestRecheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	Recheck(t, st, dir)
+	o, cfg, report := recheck(t, st, dir)
+	checkBrokenJournals(t, o, st, cfg, report)
+	checkBrokenSeams(t, o, st, cfg, report)
 }

@@ -28,7 +28,7 @@ RACE_SKIP ?= ^(TestFormatFixtures|TestCompactRandomSeeds)$$
 NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth github.com/krply/krply/deploy/helm/charttest
 # The core module's slowest test packages, slowest first: make test starts them first (go test runs
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
-SLOW_FIRST ?= ./watch ./storage/sqlite ./krplytest/truth ./storage/transfer ./storage ./krplytest/testenv ./internal/testing/soak ./audit
+SLOW_FIRST ?= ./storage/sqlite ./storage/transfer ./watch ./krplytest/truth ./internal/testing/soak ./storage ./krplytest/testenv ./deploy ./server ./materialize ./recorder ./audit
 
 .PHONY: all test core-test check layering install-test release testbin vet fmt-check no-binaries unit race bench demo examples nested-test api api-check browser screenshots
 
@@ -135,12 +135,12 @@ nested-test: browser
 
 # The runs of nested-test, NESTED_JOBS at a time (each a go test, its output printed when it ends): every module's
 # packages under the race detector (nested-race/<module>), its NESTED_NO_RACE packages without it (nested-plain/<module>)
-# and its NESTED_PLAIN_TESTS without it (nested-some/<module>), the modules of NESTED_SLOW_FIRST first, so that the longest
+# and its NESTED_PLAIN_TESTS without it (nested-some/<module>), the modules of NESTED_SLOW_FIRST first and in its order, so that the longest
 # runs start at once and the others fill in beside them. (Three at a time took more CPU and more time: three runs on
 # PostgreSQL at once contend.)
 NESTED_JOBS ?= 2
-NESTED_SLOW_FIRST ?= ./storage/postgres
-NESTED_RUNS := $(foreach mod,$(filter $(NESTED_SLOW_FIRST),$(NESTED)) $(filter-out $(NESTED_SLOW_FIRST),$(NESTED)),nested-race/$(mod:./%=%) nested-plain/$(mod:./%=%) nested-some/$(mod:./%=%))
+NESTED_SLOW_FIRST ?= ./storage/postgres ./cmd/kubectl-krply ./server/ui/browsertest
+NESTED_RUNS := $(foreach mod,$(foreach m,$(NESTED_SLOW_FIRST),$(filter $(m),$(NESTED))) $(filter-out $(NESTED_SLOW_FIRST),$(NESTED)),nested-race/$(mod:./%=%) nested-plain/$(mod:./%=%) nested-some/$(mod:./%=%))
 
 # Tests of the nested modules' race packages that nested-test runs without the race detector instead, in nested-some (the
 # race runs skip them), in the packages NESTED_PLAIN_PKGS: the PostgreSQL conformance suite on narrow partitions. It runs

@@ -250,16 +250,28 @@ func TestRawFrameReaderReturnsAFrameAtItsLastByte(t *testing.T) {
 // with the logarithm of the frame's length (they grew with every read
 // once the frame passed 32 KiB, and every read rescanned the frame: the
 // one-byte case of TestRawFrameReader took minutes under -race).
+//
+// testing.AllocsPerRun counts the allocations of the whole process, and
+// other goroutines allocate meanwhile: TestIntegrationPeriodicBookmark's
+// Collector and its ConfigMap writes run through the sequential tests. They
+// only add to the count, so the test keeps the fewest of up to five runs
+// (one run under -race on a loaded machine once counted 312).
 func TestRawFrameReaderLongFrameInSmallReads(t *testing.T) {
 	frame := `{"type":"MODIFIED","object":{"data":{"k":"` + strings.Repeat(`}x\"{`, 1<<16) + `"}}}`
 	buf := make([]byte, len(frame))
-	allocs := testing.AllocsPerRun(1, func() {
-		fr := rawFramer{}.NewFrameReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(frame))))
-		n, err := fr.Read(buf)
-		if err != nil || string(buf[:n]) != frame {
-			t.Fatalf("read %d bytes, %v; want the frame of %d", n, err, len(frame))
+	var allocs float64
+	for i := 0; i < 5 && (i == 0 || allocs > 100); i++ {
+		a := testing.AllocsPerRun(1, func() {
+			fr := rawFramer{}.NewFrameReader(io.NopCloser(iotest.OneByteReader(strings.NewReader(frame))))
+			n, err := fr.Read(buf)
+			if err != nil || string(buf[:n]) != frame {
+				t.Fatalf("read %d bytes, %v; want the frame of %d", n, err, len(frame))
+			}
+		})
+		if i == 0 || a < allocs {
+			allocs = a
 		}
-	})
+	}
 	if allocs > 100 {
 		t.Fatalf("%v allocations to read a frame of %d bytes one byte at a time; want at most 100", allocs, len(frame))
 	}

@@ -90,6 +90,13 @@ func (s *Store) appendOnce(ctx context.Context, batch []event.Record, parts []in
 	in := newAppendInput(batch)
 	reads := &pgx.Batch{}
 	reads.Queue("BEGIN")
+	// pgx prepares each statement once per connection, and PostgreSQL may
+	// then keep a generic plan made while the tables were small: the
+	// look-up of the batch's event IDs would keep scanning the growing
+	// partition. An Append plans for its values every time; reads keep
+	// PostgreSQL's choice (plan_cache_mode auto), as planning every read
+	// cost the server more than running it.
+	reads.Queue("SET LOCAL plan_cache_mode = force_custom_plan")
 	queueLock(reads, in.clusters)
 	reads.Queue(inFlightLock)
 	// One look-up in the event ID index per record (LATERAL with LIMIT
@@ -210,7 +217,7 @@ JOIN unnest($1::text[], $2::text[]) AS k(c, s) ON t.cluster_id = k.c AND t.strea
 func readBatch(ctx context.Context, c *pgx.Conn, b *pgx.Batch, in *appendInput) (map[string]int64, []int64, error) {
 	br := c.SendBatch(ctx, b)
 	defer br.Close()
-	for range 4 { // BEGIN, the cluster rows, their locks, the in-flight lock
+	for range 5 { // BEGIN, the plan mode, the cluster rows, their locks, the in-flight lock
 		if _, err := br.Exec(); err != nil {
 			return nil, nil, err
 		}

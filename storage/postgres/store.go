@@ -109,13 +109,6 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if cfg.maxConns > 0 {
 		pc.MaxConns = cfg.maxConns
 	}
-	if _, set := pc.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		// pgx prepares each statement once per connection, and PostgreSQL
-		// then keeps a generic plan made when the tables were small: an
-		// Append's look-up of its event IDs would keep scanning the
-		// growing partition. Plan for the values every time.
-		pc.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)

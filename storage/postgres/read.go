@@ -424,9 +424,9 @@ CROSS JOIN LATERAL (SELECT r.cluster_id, r.seq, r.meta, r.deleted, r.body_hash F
 WHERE NOT l.deleted
 ORDER BY o.cluster_id COLLATE "C", o.grp COLLATE "C", o.resource COLLATE "C", o.namespace COLLATE "C", o.name COLLATE "C"`
 	// Planned for its values every time (the unnamed statement): the
-	// generic plan PostgreSQL would otherwise keep for this statement took
-	// half as long again on a journal of 1,000,000 records, and its
-	// planning costs little beside a walk of every object.
+	// generic plan PostgreSQL would otherwise keep for it walks a large
+	// journal more slowly, and planning costs little beside a walk of
+	// every object.
 	recs, err := r.query(ctx, "alive at", sql, append([]any{pgx.QueryExecModeCacheDescribe}, a...)...)
 	if err != nil {
 		return nil, err

@@ -244,6 +244,34 @@ export function firstAtOrAfter(ts, t) {
   return lo;
 }
 
+// --- the timeline's condition: find's intervals per row ---
+
+// objectKey names an object across streams and API versions, as find's
+// answer does (storage.ObjectID): cluster, group, resource, namespace, name.
+export function objectKey(o) {
+  return [o.clusterID || '', o.group || '', o.resource || '', o.namespace || '', o.name || ''].join('/');
+}
+
+// foundIntervals turns find's answer (materialize.Found) into the
+// intervals of each object by objectKey, sorted by start: {from, to} in
+// epoch ms (to NaN while the interval is open: still true at the stream's
+// last evidence), startUnknown and endUnknown (why that end is unknown, ''
+// when known), and the stream. An object recorded by two streams gets the
+// intervals of both.
+export function foundIntervals(found) {
+  const out = new Map();
+  for (const fo of (found && found.objects) || []) {
+    const key = objectKey(fo.object);
+    const list = out.get(key) || [];
+    for (const iv of fo.intervals || []) {
+      list.push({ from: ms(iv.from), to: ms(iv.to), startUnknown: iv.startUnknown || '', endUnknown: iv.endUnknown || '', streamID: fo.streamID });
+    }
+    list.sort((a, b) => a.from - b.from);
+    out.set(key, list);
+  }
+  return out;
+}
+
 // --- object history ---
 
 // who says who made a version: a user from the audit log (exact, or scored

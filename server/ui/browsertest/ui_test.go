@@ -157,6 +157,8 @@ func TestUI(t *testing.T) {
 		b.checkClean()
 	})
 
+	t.Run("condition", func(t *testing.T) { testTimelineCondition(t, r) })
+
 	t.Run("object", func(t *testing.T) {
 		b.t = t
 		obj := q("cluster", r.clusterID, "group", "apps", "resource", "deployments", "namespace", shop, "name", "web")

@@ -1,10 +1,12 @@
 // Timeline: objects as rows (kind / namespace / name), a mark per change,
-// gaps hatched across the rows of the streams they affect. Drawn on a
+// gaps hatched across the rows of the streams they affect; a condition
+// (CEL over object, asked of GET api/v1/find) draws the intervals during
+// which it held as bars on the rows and dims the other rows. Drawn on a
 // canvas, only the rows in view, so that 10,000 objects and 100,000 changes
 // stay responsive. Zoom and pan with the mouse or the keyboard.
 
-import { pages, follow } from '../api.js';
-import { TimelineData, treeRows, firstAtOrAfter, MARK, MARK_NAMES } from '../shape.js';
+import { get, pages, follow } from '../api.js';
+import { TimelineData, treeRows, firstAtOrAfter, objectKey, foundIntervals, MARK, MARK_NAMES } from '../shape.js';
 import { h, ms, fmtTime, relTime, timeEl, hashFor, parseHash, setParams, notice, plural, objectParams, debounce, toRFC3339, streamLabel } from '../util.js';
 
 export const title = 'Timeline';
@@ -12,6 +14,9 @@ export const title = 'Timeline';
 const ROW = 20;
 const HEADER = 30;
 const LABEL = 300;
+// A condition's intervals: a teal bar, hatched toward an end the journal
+// cannot tell (a gap, before the first complete list).
+const BAR = 'rgba(0, 137, 123, 0.28)';
 const COLORS = { [MARK.ADDED]: '#2e7d32', [MARK.MODIFIED]: '#1565c0', [MARK.DELETED]: '#c62828', [MARK.RELIST]: '#6d6d6d', [MARK.INFERRED]: '#c62828' };
 
 export async function render(root, params, ctx) {
@@ -89,6 +94,9 @@ class Timeline {
     this.from = ms(params.from);
     this.to = ms(params.to);
     this.fitted = Number.isNaN(this.from) || Number.isNaN(this.to);
+    this.scope = { cluster: params.cluster, namespace: params.namespace, resource: params.resource, since: params.since, until: params.until };
+    this.cond = params.cond || '';
+    this.matches = null; // objectKey -> intervals, while a condition is shown
 
     this.filterInput = h('input', { type: 'search', placeholder: 'filter objects (press /)', value: this.filter, 'aria-label': 'Filter objects', oninput: () => this.filterSoon() });
     this.filterSoon = debounce(() => { this.filter = this.filterInput.value; this.relayout(); this.saveState(); }, 120);
@@ -99,6 +107,16 @@ class Timeline {
       btn('Fit', 'Show all recorded time (0)', () => this.fit()),
       h('label', { class: 'follow' }, h('input', { type: 'checkbox', checked: params.live === '1', onchange: (e) => { location.hash = hashFor('timeline', { ...parseHash().params, live: e.target.checked ? '1' : '' }); } }), ' follow new records'),
       legend());
+    // The condition: find's expressions, asked on Enter or the button.
+    this.condInput = h('input', { type: 'text', id: 'cond-input', class: 'cond-input', value: this.cond, spellcheck: 'false', autocomplete: 'off',
+      placeholder: 'condition, e.g. object.spec.replicas < 2', 'aria-label': 'Condition: a CEL expression over object', 'aria-describedby': 'cond-status' });
+    this.condStatus = h('div', { id: 'cond-status', class: 'cond-status small', 'aria-live': 'polite' });
+    this.condForm = h('form', { class: 'toolbar cond', dataset: { state: 'off' }, onsubmit: (e) => { e.preventDefault(); this.setCondition(this.condInput.value.trim()); } },
+      h('label', { for: 'cond-input' }, 'Condition'), this.condInput,
+      h('button', { type: 'submit', title: 'Find when the condition held (Enter)' }, 'Find'),
+      h('button', { type: 'button', title: 'Show every object again', onclick: () => { this.condInput.value = ''; this.setCondition(''); } }, 'Clear'),
+      h('span', { class: 'muted small' }, h('span', { class: 'cond-chip', 'aria-hidden': 'true' }), ' true (hatched: an end the journal cannot tell); objects never true are dimmed'),
+      this.condStatus);
     this.live = h('span', { class: 'muted small live', role: 'status' });
     this.range = h('p', { class: 'muted small range' });
     this.canvas = h('canvas', { tabindex: '0', role: 'application', 'aria-roledescription': 'timeline', 'aria-label': 'Timeline of changes. Arrow keys up and down choose an object, left and right pan, plus and minus zoom, Enter opens the object or folds a group.' });
@@ -107,14 +125,77 @@ class Timeline {
     this.tip = h('div', { class: 'tl-tip', role: 'tooltip', hidden: true });
     this.details = h('section', { class: 'tl-details', 'aria-live': 'polite' });
     this.gapList = h('section', { class: 'tl-gaps' });
-    this.el = h('div', { class: 'timeline' }, this.toolbar, this.range, this.live, h('div', { class: 'tl-frame' }, this.scroller, this.tip), this.details, this.gapList);
+    this.el = h('div', { class: 'timeline' }, this.toolbar, this.condForm, this.range, this.live, h('div', { class: 'tl-frame' }, this.scroller, this.tip), this.details, this.gapList);
     root.append(this.el);
     this.hatch = hatchPattern(this.canvas.getContext('2d'));
+    this.condHatch = hatchPattern(this.canvas.getContext('2d'), 'rgba(0, 137, 123, 0.12)', '#00796b');
     this.bind();
     this.rebuild();
     this.resizeObs = new ResizeObserver(() => this.resize());
     this.resizeObs.observe(this.scroller);
+    if (this.cond) this.setCondition(this.cond);
   }
+
+  // setCondition asks find when expr held over the view's scope and window
+  // and draws the answer; an empty expr clears it. The expression goes into
+  // the URL (cond), so that a link shows the same.
+  async setCondition(expr) {
+    if (expr !== this.cond) {
+      this.cond = expr;
+      this.saveState();
+    }
+    if (this.condAbort) this.condAbort.abort();
+    this.matches = null;
+    this.found = null;
+    if (!expr) {
+      this.condStatus.replaceChildren();
+      this.condForm.dataset.state = 'off';
+      this.renderDetails();
+      this.draw();
+      return;
+    }
+    const ac = new AbortController();
+    this.condAbort = ac;
+    this.condForm.dataset.state = 'loading';
+    this.condStatus.replaceChildren('Asking find…');
+    try {
+      this.found = await get('find', { ...this.scope, expr }, ac.signal);
+      if (ac.signal.aborted) return;
+      this.matches = foundIntervals(this.found);
+      this.condStatus.replaceChildren(...this.condSummary());
+      this.condForm.dataset.state = 'ready';
+    } catch (err) {
+      if (ac.signal.aborted) return;
+      // The server's words: a compile error names the line, the column
+      // and a hint.
+      const what = err.param === 'expr' ? 'The condition does not compile: ' : 'find failed: ';
+      this.condStatus.replaceChildren(h('span', { class: 'cond-error', role: 'alert' }, h('strong', {}, what), err.message || String(err)));
+      this.condForm.dataset.state = 'error';
+    }
+    this.renderDetails();
+    this.draw();
+  }
+
+  condSummary() {
+    const f = this.found;
+    let intervals = 0;
+    let unknown = 0;
+    for (const list of this.matches.values()) {
+      intervals += list.length;
+      unknown += list.filter((iv) => iv.startUnknown || iv.endUnknown).length;
+    }
+    const shown = this.objects.filter((o) => this.matches.has(objectKey(o))).length;
+    const out = [h('span', { class: 'cond-summary' },
+      `${plural(this.matches.size, 'object')} matched (${shown} of the ${plural(this.objects.length, 'row')} here), ${plural(intervals, 'interval')}`,
+      unknown ? `, ${unknown} with an end unknown` : '',
+      `; ${plural(f.evaluated || 0, 'version')} evaluated of ${(f.versions || 0).toLocaleString('en')} read. The other rows are dimmed.`)];
+    const notes = [...(f.warnings || []), ...(f.missing || []).map((m) => `${m.streamID ? streamLabel(m.streamID) : 'a part of the scope'} not searched: ${m.reason}`)];
+    if (notes.length) out.push(h('ul', { class: 'cond-warnings' }, notes.map((w) => h('li', {}, w))));
+    return out;
+  }
+
+  // dimmed says whether a row is an object the condition was never true of.
+  dimmed(row) { return !!this.matches && row.type === 'object' && !this.matches.has(objectKey(row.object)); }
 
   // follow appends the records the change feed (GET api/v1/watch) delivers
   // after the last one loaded, so the timeline grows as the journal does.
@@ -136,6 +217,7 @@ class Timeline {
     // A view left behind changes nothing: not the next view's URL, not its canvas.
     if (this.saveSoon) this.saveSoon.cancel();
     if (this.filterSoon) this.filterSoon.cancel();
+    if (this.condAbort) this.condAbort.abort();
     if (this.frame) cancelAnimationFrame(this.frame);
     this.resizeObs.disconnect();
     window.removeEventListener('keydown', this.onSlash);
@@ -151,6 +233,7 @@ class Timeline {
   relayout() {
     this.rows = treeRows(this.objects, { filter: this.filter, collapsed: this.collapsed });
     this.spacer.style.height = `${HEADER + this.rows.length * ROW + 4}px`;
+    if (this.matches) this.condStatus.replaceChildren(...this.condSummary());
     this.renderGaps();
     this.renderDetails();
     this.draw();
@@ -190,6 +273,7 @@ class Timeline {
   saveState() {
     this.saveSoon = this.saveSoon || debounce(() => setParams({
       filter: this.filter,
+      cond: this.cond,
       from: this.fitted ? '' : toRFC3339(this.from),
       to: this.fitted ? '' : toRFC3339(this.to),
       sel: this.selected,
@@ -246,13 +330,17 @@ class Timeline {
         ctx.fillStyle = this.hatch;
         ctx.fillRect(x0, y + 1, Math.max(x1 - x0, 2), ROW - 2);
       }
+      const dim = this.dimmed(row);
+      if (this.matches && row.type === 'object') this.paintIntervals(ctx, this.matches.get(objectKey(row.object)), y, right);
+      if (dim) ctx.globalAlpha = 0.3;
       if (row.type === 'object') marks += this.paintMarks(ctx, row.object, y, right);
+      ctx.globalAlpha = 1;
       // The label column, drawn last so that marks never cover it.
       ctx.fillStyle = row.key === this.selected ? '#fff3c4' : i % 2 ? '#f6f7f9' : '#ffffff';
       ctx.fillRect(0, y, LABEL, ROW);
       const x = 8 + row.depth * 16;
       if (row.type === 'object') {
-        ctx.fillStyle = row.object.alive ? '#1b1f24' : '#8a8f98';
+        ctx.fillStyle = dim ? '#c4c8cf' : row.object.alive ? '#1b1f24' : '#8a8f98';
         ctx.fillText(clip(ctx, row.label + (row.object.alive ? '' : row.object.m[row.object.m.length - 1] === MARK.INFERRED ? '  (deleted, inferred)' : '  (deleted)'), LABEL - x - 8), x, y + ROW / 2);
       } else {
         ctx.fillStyle = '#1b1f24';
@@ -270,6 +358,27 @@ class Timeline {
     this.paintAxis(ctx, W);
     this.range.replaceChildren('Showing ', timeEl(toRFC3339(this.from)), ' to ', timeEl(toRFC3339(this.to)), ` — ${plural(this.rows.filter((r) => r.type === 'object').length, 'object')} of ${this.objects.length}.`);
     this.lastPaint = { ms: performance.now() - t0, marks, rows: last - first };
+  }
+
+  // paintIntervals draws the intervals during which the condition held: a
+  // bar from its start to its end (to the row's end while it is open),
+  // hatched over its last pixels toward an end that is unknown.
+  paintIntervals(ctx, list, y, right) {
+    for (const iv of list || []) {
+      const open = Number.isNaN(iv.to);
+      if ((!open && iv.to < this.from) || iv.from > this.to) continue;
+      const x0 = Math.max(LABEL, this.xOf(iv.from));
+      const x1 = open ? right : Math.min(right, this.xOf(iv.to));
+      const w = Math.max(x1 - x0, 2);
+      const stub = Math.min(16, w / 2);
+      const hatchStart = iv.startUnknown && this.xOf(iv.from) >= LABEL ? stub : 0;
+      const hatchEnd = iv.endUnknown && !open && this.xOf(iv.to) <= right ? stub : 0;
+      ctx.fillStyle = BAR;
+      ctx.fillRect(x0 + hatchStart, y + 4, w - hatchStart - hatchEnd, ROW - 8);
+      ctx.fillStyle = this.condHatch;
+      if (hatchStart) ctx.fillRect(x0, y + 4, hatchStart, ROW - 8);
+      if (hatchEnd) ctx.fillRect(x0 + w - hatchEnd, y + 4, hatchEnd, ROW - 8);
+    }
   }
 
   paintMarks(ctx, o, y, right) {
@@ -358,6 +467,10 @@ class Timeline {
       if (best >= 0) return { row, index: i, mark: best };
     }
     const t = this.tOf(x);
+    if (this.matches && row.type === 'object') {
+      const interval = (this.matches.get(objectKey(row.object)) || []).find((iv) => iv.from <= t && (Number.isNaN(iv.to) || t < iv.to));
+      if (interval) return { row, index: i, interval, t };
+    }
     const gap = row.gaps.find((g) => g.from <= t && t <= g.to);
     return { row, index: i, gap, t };
   }
@@ -408,13 +521,17 @@ class Timeline {
 
   hover(e) {
     const hit = this.hit(e.clientX, e.clientY);
-    if (!hit || hit.label || (hit.mark === undefined && !hit.gap)) { this.tip.hidden = true; return; }
+    if (!hit || hit.label || (hit.mark === undefined && !hit.gap && !hit.interval)) { this.tip.hidden = true; return; }
     const lines = [];
     if (hit.mark !== undefined) {
       const o = hit.row.object;
       const t = o.t[hit.mark];
       lines.push(h('strong', {}, `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`), h('br'),
         `${MARK_NAMES[o.m[hit.mark]]}, observed ${fmtTime(t)} (${relTime(t)})`, h('br'), h('span', { class: 'muted' }, 'click to open the object at this time'));
+    } else if (hit.interval) {
+      const iv = hit.interval;
+      lines.push(h('strong', {}, 'Condition true'), h('br'), `${fmtTime(iv.from)} → ${Number.isNaN(iv.to) ? 'still true at the last evidence' : fmtTime(iv.to)}`,
+        iv.startUnknown && [h('br'), `start unknown: ${iv.startUnknown}`], iv.endUnknown && [h('br'), `end unknown: ${iv.endUnknown}`]);
     } else {
       const g = hit.gap;
       lines.push(h('strong', {}, 'Gap'), ` in ${g.streamID}`, h('br'), `${fmtTime(g.from)} → ${fmtTime(g.to)}`, h('br'), g.reason, h('br'), h('span', { class: 'muted' }, 'changes in it may be missing; deletions are inferred by the relist'));
@@ -492,7 +609,20 @@ class Timeline {
     this.details.replaceChildren(
       h('h2', {}, `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`, ' ', h('a', { href: hashFor('object', { ...objectParams(o, o.clusterID), tz: this.params.tz }) }, 'open history')),
       h('p', { class: 'muted' }, `${plural(o.n, 'change')}${o.alive ? '' : o.m[o.m.length - 1] === MARK.INFERRED ? '; deleted at the end (inferred by a relist, no watch DELETED event)' : '; deleted at the end (a watch DELETED event)'}${o.gaps.length ? `; ${plural(o.gaps.length, 'gap')} in its streams` : ''}${o.n > 50 ? '; the latest 50:' : ':'}`),
+      this.renderIntervals(o),
       h('ol', { class: 'marks', reversed: true }, items));
+  }
+
+  // renderIntervals lists when the condition held for an object, each
+  // unknown end said in words, its reason in its title.
+  renderIntervals(o) {
+    if (!this.matches) return null;
+    const list = this.matches.get(objectKey(o));
+    if (!list) return h('p', { class: 'cond-intervals muted' }, 'The condition was never true of it in this window (as far as the journal tells).');
+    const end = (label, reason) => reason && h('span', { class: 'unknown-end', title: reason }, ` (${label} unknown: ${reason})`);
+    return h('div', { class: 'cond-intervals' }, h('p', {}, `The condition was true ${plural(list.length, 'time')}:`),
+      h('ul', {}, list.map((iv) => h('li', {}, timeEl(toRFC3339(iv.from)), end('start', iv.startUnknown), ' → ',
+        Number.isNaN(iv.to) ? 'still true' : timeEl(toRFC3339(iv.to)), end('end', iv.endUnknown)))));
   }
 
   renderGaps() {
@@ -517,6 +647,7 @@ class Timeline {
       rowIndex: (kind, namespace, name) => this.rows.findIndex((r) => r.type === 'object' && r.object.kind === kind && r.object.namespace === namespace && r.object.name === name),
       rowY: (i) => HEADER + i * ROW - this.scroller.scrollTop + ROW / 2,
       gaps: () => [...this.data.gaps.values()].flat().map((g) => ({ ...g, from: toRFC3339(g.from), to: toRFC3339(g.to) })),
+      dimmed: (i) => this.dimmed(this.rows[i]),
     };
   }
 }
@@ -550,14 +681,14 @@ function legend() {
     item(MARK.RELIST, 'seen by a relist (not a write)'), item(MARK.INFERRED, 'inferred deletion'), gap, now);
 }
 
-function hatchPattern(ctx) {
+function hatchPattern(ctx, bg = 'rgba(198, 40, 40, 0.12)', fg = 'rgba(198, 40, 40, 0.75)') {
   const c = document.createElement('canvas');
   c.width = 8;
   c.height = 8;
   const p = c.getContext('2d');
-  p.fillStyle = 'rgba(198, 40, 40, 0.12)';
+  p.fillStyle = bg;
   p.fillRect(0, 0, 8, 8);
-  p.strokeStyle = 'rgba(198, 40, 40, 0.75)';
+  p.strokeStyle = fg;
   p.lineWidth = 2;
   p.beginPath();
   p.moveTo(-2, 10); p.lineTo(10, -2);

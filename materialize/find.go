@@ -230,6 +230,7 @@ type finder struct {
 	objects        []*findObject
 	evalErrors     int
 	firstEvalError error
+	firstEvalSeq   int64
 }
 
 // findObject is one object of a stream during the sweep.
@@ -243,7 +244,7 @@ type findObject struct {
 	// open is the interval being built; intervals those closed.
 	open      *Interval
 	intervals []Interval
-	touched   bool
+	walk      walk
 	// entered says why the condition may have been true before last, a
 	// version that entered its stream's recording rule; "" otherwise.
 	entered string
@@ -290,26 +291,38 @@ func unknownSpans(changes []continuityChange, initial string) []UnknownSpan {
 	return spans
 }
 
-// sweep is the walk through one stream's time: the points at which its
-// objects' versions or its continuity change, in order.
+// sweep is the walk through one stream's time. Each object walks it on
+// its own: the points at which its versions or the stream's continuity
+// change, in order. An object's answer depends only on its versions and
+// the stream's continuity, so the stream's records may come in journal
+// order or grouped by object (storage.ObjectOrderReader), as long as
+// each object's come in the order of their times.
 type sweep struct {
 	f       *finder
 	objects map[storage.ObjectID]*findObject
 	order   []*findObject
+	// last is the object of the last version applied: records grouped
+	// by object come one object at a time.
+	last    *findObject
 	changes []continuityChange
-	next    int // the next change
-	// continuous and reason are the stream's continuity at the current
-	// point, before it is settled; point is that point.
-	continuous bool
-	reason     string
-	point      time.Time
-	pending    bool
-	touched    []*findObject
+	initial string
 	// ruled is true for a stream with a recording rule.
 	ruled bool
 }
 
-// stream sweeps one stream: every object change in journal order.
+// walk is where an object is in its walk through the stream's time.
+type walk struct {
+	// next is the stream's next continuity change; continuous and reason
+	// the stream's continuity at point, before it is settled.
+	next       int
+	continuous bool
+	reason     string
+	point      time.Time
+	pending    bool
+}
+
+// stream sweeps one stream: every object change, in journal order or
+// object by object when the Reader can read so.
 func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) error {
 	tl, err := storage.StreamTimeline(f.ctx, r, st.StreamID)
 	if err != nil {
@@ -318,12 +331,23 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	changes, initial := continuityChanges(tl)
 	f.found.Streams = append(f.found.Streams, FindStream{StreamID: st.StreamID, Unknown: unknownSpans(changes, initial), EvidenceUntil: st.CheckpointAt})
 	open := tl.OpenBaselines()
-	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, reason: initial, ruled: st.Stream.Rule() != ""}
+	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, initial: initial, ruled: st.Stream.Rule() != ""}
+	read := r.Records
+	if or, ok := r.(storage.ObjectOrderReader); ok {
+		read = or.RecordsByObject
+	}
 	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
-	for {
-		page, err := r.Records(f.ctx, q)
-		if err != nil {
-			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+	ctx, cancel := context.WithCancel(f.ctx)
+	pages := readAhead(ctx, read, q)
+	defer func() {
+		// The reader is done before Find returns, even after an error.
+		cancel()
+		for range pages {
+		}
+	}()
+	for page := range pages {
+		if page.err != nil {
+			return fmt.Errorf("find: records of %s: %w", st.StreamID, page.err)
 		}
 		for i := range page.Records {
 			rec := &page.Records[i]
@@ -336,44 +360,77 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 				}
 			}
 		}
-		if page.Next == "" {
-			break
-		}
-		q.Cursor = page.Next
 	}
-	s.settle()
-	for s.next < len(s.changes) {
-		s.point, s.pending = s.changes[s.next].at, true
-		s.settle()
+	for _, o := range s.order {
+		s.settle(o)
+		for o.walk.next < len(s.changes) {
+			o.walk.point, o.walk.pending = s.changes[o.walk.next].at, true
+			s.settle(o)
+		}
 	}
 	f.objects = append(f.objects, s.order...)
 	return nil
 }
 
+// readPage is a page of records read ahead, or the error that ended the
+// reading.
+type readPage struct {
+	storage.Page
+	err error
+}
+
+// readAhead reads the pages of q one ahead of its receiver, so that the
+// store reads the next page while the sweep goes through this one. The
+// channel is closed after the last page or an error; cancel ctx to stop
+// the reading early.
+func readAhead(ctx context.Context, read func(context.Context, storage.Query) (storage.Page, error), q storage.Query) <-chan readPage {
+	pages := make(chan readPage, 1)
+	go func() {
+		defer close(pages)
+		for {
+			page, err := read(ctx, q)
+			select {
+			case pages <- readPage{page, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || page.Next == "" {
+				return
+			}
+			q.Cursor = page.Next
+		}
+	}()
+	return pages
+}
+
 // version applies one version of an object at its time.
 func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
-	at := rec.ObservedAt
-	if s.pending && at.Before(s.point) {
-		// Append keeps ObservedAt in order within a stream; a record
-		// out of order counts at the point the sweep has reached.
-		at = s.point
-	}
-	if !s.pending || at.After(s.point) {
-		s.settle()
-		// The continuity changes before this version's time.
-		for s.next < len(s.changes) && s.changes[s.next].at.Before(at) {
-			s.point, s.pending = s.changes[s.next].at, true
-			s.settle()
+	o := s.last
+	if o == nil || o.id != id {
+		if o = s.objects[id]; o == nil {
+			o = &findObject{id: id, streamID: rec.StreamID, walk: walk{reason: s.initial}}
+			s.objects[id] = o
+			s.order = append(s.order, o)
 		}
-		s.point, s.pending = at, true
+		s.last = o
+	}
+	w := &o.walk
+	at := rec.ObservedAt
+	if w.pending && at.Before(w.point) {
+		// Append keeps ObservedAt in order within a stream; a record
+		// out of order counts at the point the object has reached.
+		at = w.point
+	}
+	if !w.pending || at.After(w.point) {
+		s.settle(o)
+		// The continuity changes before this version's time.
+		for w.next < len(s.changes) && s.changes[w.next].at.Before(at) {
+			w.point, w.pending = s.changes[w.next].at, true
+			s.settle(o)
+		}
+		w.point, w.pending = at, true
 	}
 	s.f.found.Versions++
-	o := s.objects[id]
-	if o == nil {
-		o = &findObject{id: id, streamID: rec.StreamID}
-		s.objects[id] = o
-		s.order = append(s.order, o)
-	}
 	matched, err := s.f.match(o, rec)
 	if err != nil {
 		return err
@@ -388,35 +445,24 @@ func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
 	o.matched = matched
 	o.last = *rec
 	o.last.Object = nil
-	if !o.touched {
-		o.touched = true
-		s.touched = append(s.touched, o)
-	}
 	return nil
 }
 
-// settle decides the current point: the continuity change at it, if any,
-// then the truth of every object it may change.
-func (s *sweep) settle() {
-	if !s.pending {
+// settle decides o's current point: the stream's continuity change at it,
+// if any, then the truth of the object.
+func (s *sweep) settle(o *findObject) {
+	w := &o.walk
+	if !w.pending {
 		return
 	}
-	s.pending = false
-	before, beforeReason := s.continuous, s.reason
-	objects := s.touched
-	if s.next < len(s.changes) && s.changes[s.next].at.Equal(s.point) {
-		c := s.changes[s.next]
-		s.next++
-		s.continuous, s.reason = c.continuous, c.reason
-		objects = s.order
+	w.pending = false
+	before, beforeReason := w.continuous, w.reason
+	if w.next < len(s.changes) && s.changes[w.next].at.Equal(w.point) {
+		c := s.changes[w.next]
+		w.next++
+		w.continuous, w.reason = c.continuous, c.reason
 	}
-	for _, o := range objects {
-		o.settle(s.point, s.continuous, s.reason, before, beforeReason)
-	}
-	for _, o := range s.touched {
-		o.touched = false
-	}
-	s.touched = s.touched[:0]
+	o.settle(w.point, w.continuous, w.reason, before, beforeReason)
 }
 
 // settle opens or closes o's interval at a point, given the stream's
@@ -474,8 +520,10 @@ func (f *finder) match(o *findObject, rec *event.Record) (bool, error) {
 	f.found.Evaluated++
 	ok, err := f.cond.Match(f.ctx, rec.Object)
 	if errors.Is(err, ErrEvaluation) {
-		if f.evalErrors == 0 {
+		// The first in the journal, whatever order the records came in.
+		if f.evalErrors == 0 || rec.IngestSeq < f.firstEvalSeq {
 			f.firstEvalError = fmt.Errorf("%s version %s: %w", describeObject(o.id), rec.Resource.ResourceVersion, err)
+			f.firstEvalSeq = rec.IngestSeq
 		}
 		f.evalErrors++
 		return false, nil

@@ -478,7 +478,34 @@ func (rj *randomJournal) check() {
 		if got := foundIntervals(f); !equalIntervals(got, want) {
 			t.Errorf("query %+v: Find says\n%s\nthe brute force\n%s", q, showIntervals(got), showIntervals(want))
 		}
+		if _, ok := rj.store.(storage.ObjectOrderReader); ok {
+			// The same answer from the records in journal order.
+			inOrder, err := materialize.New(journalOrder{rj.store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := inOrder.Find(ctx, q, cond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a, b := mustJSON(t, f), mustJSON(t, g); a != b {
+				t.Errorf("query %+v: Find object by object says\n%s\nin journal order\n%s", q, a, b)
+			}
+		}
 	}
+}
+
+// journalOrder is a store without storage.ObjectOrderReader: Find reads
+// it in journal order.
+type journalOrder struct{ storage.Store }
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // bruteForce evaluates the condition on the object at every moment.

@@ -229,6 +229,24 @@ type WatermarkReader interface {
 	Watermark(ctx context.Context, streamID string, at time.Time) (resourceVersion string, observedAt time.Time, err error)
 }
 
+// ObjectOrderReader is implemented by a Reader that reads a stream's
+// object changes one object after another faster than in journal order:
+// the SQLite store keeps each object's records side by side, so a walk in
+// journal order seeks once per record and a walk by object reads pages in
+// order. materialize's Find uses it when the Reader has it, and Records
+// when it does not.
+type ObjectOrderReader interface {
+	// RecordsByObject returns a page of the records of q.StreamID that
+	// are of an object (object changes, inferred deletions, exclusions),
+	// of the types q.Types (all when empty), grouped by object in an order
+	// of the store's choosing, each object's records ordered by ObservedAt
+	// then IngestSeq. q.StreamID is required; ClusterID, Since, Until,
+	// AfterSeq, BeforeSeq and Descending must be zero (an error wrapping
+	// ErrInvalidArgument otherwise). Limit, Cursor and WithoutBodies are
+	// as for Records.
+	RecordsByObject(ctx context.Context, q Query) (Page, error)
+}
+
 func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (string, time.Time, error) {
 	if wr, ok := r.(WatermarkReader); ok {
 		rv, observed, err := wr.Watermark(ctx, streamID, at)

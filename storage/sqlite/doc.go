@@ -66,6 +66,10 @@
 //     and SQLite answers about earlier times, with the same answers
 //     (TestVersionIndexSameAnswers compares them while other Stores
 //     write).
+//   - A stream's records object by object (storage.ObjectOrderReader,
+//     which materialize's Find reads) come in the order of the records
+//     table's key, so its pages are read in order; in journal order each
+//     record is a seek to its object's page.
 //   - Object queries leave out the items of open baselines (a begin and
 //     no end, known from the kept timelines): for the streams that have
 //     any, the statement skips their synthetic rows whose baseline column

@@ -65,6 +65,11 @@ func TestQueryPlans(t *testing.T) {
 		{"ObjectHistory since a time, with a limit", historySincePage, []string{"x USING PRIMARY KEY (obj=? AND observed_at>?)",
 			"r USING PRIMARY KEY (obj=? AND observed_at=? AND seq=?)", "objects_name"}},
 		{"Records of the journal after a seq", journalRQ.text(journalQ), []string{"records_seq"}},
+		// A stream's records object by object, pages read in order.
+		{"RecordsByObject: the rest of an object", byObjectRest("b.data", " AND r.type IN (1)"),
+			[]string{"r USING PRIMARY KEY (obj=? AND (observed_at,seq)>(?,?))", "b USING PRIMARY KEY (obj=? AND id=?)"}},
+		{"RecordsByObject: the objects after", byObjectNext("b.data", " AND r.type IN (1)"),
+			[]string{"so USING PRIMARY KEY (stream=? AND obj>?)", "r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)"}},
 		{"keyframe", keyframeQuery, []string{"bodies_id"}},
 		{"Correlations: any", correlationsProbe, []string{"records_target"}},
 		// Each object's latest record: one seek for its key, one for the row.
@@ -111,6 +116,12 @@ func TestQueryPlans(t *testing.T) {
 		plan := queryPlan(t, s, q)
 		if strings.Contains(plan[strings.LastIndex(plan, "SCAN h ")+1:], "TEMP B-TREE") {
 			t.Errorf("ObjectHistory sorts its rows:\n%s", plan)
+		}
+	}
+	// RecordsByObject sorts nothing: the keys are the order.
+	for _, q := range []string{byObjectRest("b.data", ""), byObjectNext("b.data", "")} {
+		if plan := queryPlan(t, s, q); strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("RecordsByObject sorts its rows:\n%s", plan)
 		}
 	}
 	// Every index is in the plans above.

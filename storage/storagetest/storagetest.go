@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"StreamStatus", testStreamStatus},
 		{"Records", testRecords},
 		{"RecordsUntil", testRecordsUntil},
+		{"RecordsByObject", testRecordsByObject},
 		{"ObjectHistory", testObjectHistory},
 		{"LatestAt", testLatestAt},
 		{"AliveAt", testAliveAt},

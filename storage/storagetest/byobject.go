@@ -1,0 +1,130 @@
+package storagetest
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/krply/krply/event"
+	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/journal"
+)
+
+// testRecordsByObject checks storage.ObjectOrderReader, for a store that
+// has it: the stream's records of objects, each once, grouped by object,
+// each object's in the order of ObservedAt then IngestSeq, across pages of
+// every size, with and without bodies.
+func testRecordsByObject(t *testing.T, s storage.Store) {
+	or, ok := s.(storage.ObjectOrderReader)
+	if !ok {
+		t.Skip("the store does not implement storage.ObjectOrderReader")
+	}
+	ctx := context.Background()
+	mixedJournal(t, s)
+	// More versions of more objects, interleaved, two at each time.
+	var more []event.Record
+	for i := range 12 {
+		name := []string{"c", "d", "a"}[i%3]
+		more = append(more, cm(cmShop, event.Modified, "shop", name, "u"+name, strconv.Itoa(200+i), at(20+i/2)))
+	}
+	mustAppend(t, s, more[:5]...)
+	mustAppend(t, s, more[5:]...)
+	events := []event.RecordType{event.TypeEvent}
+	want := allRecords(t, s, storage.Query{StreamID: cmShop.ID(), Types: events})
+	byID := map[string]event.Record{}
+	for _, r := range want {
+		byID[r.EventID] = r
+	}
+	for _, types := range [][]event.RecordType{events, nil} {
+		for _, limit := range []int{0, 1, 2, 3, 5, 100} {
+			for _, without := range []bool{false, true} {
+				q := storage.Query{StreamID: cmShop.ID(), Types: types, Limit: limit, WithoutBodies: without}
+				got := allByObject(t, or, q)
+				if len(got) != len(want) {
+					t.Fatalf("RecordsByObject(%+v): %d records, want the %d records of objects Records reads: %v", q, len(got), len(want), eventIDs(got))
+				}
+				done := map[storage.ObjectID]bool{}
+				for i, r := range got {
+					w, ok := byID[r.EventID]
+					if !ok {
+						t.Fatalf("RecordsByObject(%+v): record %s is not one of the stream's records of objects", q, r.EventID)
+					}
+					delete(byID, r.EventID)
+					if without {
+						if len(r.Object) != 0 {
+							t.Errorf("RecordsByObject(%+v): record %s has a body", q, r.EventID)
+						}
+						r.Object, r.ObjectHash = w.Object, w.ObjectHash
+					}
+					if !sameRecord(r, w) || r.IngestSeq != w.IngestSeq {
+						t.Errorf("RecordsByObject(%+v): record %s differs from Records':\n%s\n%s", q, r.EventID, canonicalJSON(r), canonicalJSON(w))
+					}
+					id := objectID(r)
+					if i > 0 && objectID(got[i-1]) == id {
+						p := got[i-1]
+						if r.ObservedAt.Before(p.ObservedAt) || r.ObservedAt.Equal(p.ObservedAt) && r.IngestSeq < p.IngestSeq {
+							t.Errorf("RecordsByObject(%+v): %s (seq %d, %s) after %s (seq %d, %s)", q, r.EventID, r.IngestSeq, r.ObservedAt, p.EventID, p.IngestSeq, p.ObservedAt)
+						}
+						continue
+					}
+					if done[id] {
+						t.Errorf("RecordsByObject(%+v): the records of %v are not side by side: %v", q, id, eventIDs(got))
+					}
+					done[id] = true
+				}
+				for _, r := range want {
+					byID[r.EventID] = r
+				}
+			}
+		}
+	}
+
+	// A stream no record has: no records, no error.
+	if p, err := or.RecordsByObject(ctx, storage.Query{StreamID: "no-such-stream"}); err != nil || len(p.Records) != 0 || p.Next != "" {
+		t.Errorf("RecordsByObject of a stream with no records: %d records, next %q, %v", len(p.Records), p.Next, err)
+	}
+	// What it does not take.
+	for _, q := range []storage.Query{
+		{},
+		{StreamID: cmShop.ID(), ClusterID: "c1"},
+		{StreamID: cmShop.ID(), Since: at(1)},
+		{StreamID: cmShop.ID(), Until: at(1)},
+		{StreamID: cmShop.ID(), AfterSeq: 1},
+		{StreamID: cmShop.ID(), BeforeSeq: 5},
+		{StreamID: cmShop.ID(), Descending: true},
+	} {
+		if _, err := or.RecordsByObject(ctx, q); !errors.Is(err, storage.ErrInvalidArgument) {
+			t.Errorf("RecordsByObject(%+v): %v, want an error wrapping storage.ErrInvalidArgument", q, err)
+		}
+	}
+	// A cursor of Records is not one of RecordsByObject's.
+	if _, err := or.RecordsByObject(ctx, storage.Query{StreamID: cmShop.ID(), Cursor: journal.EncodeCursor(3)}); err == nil {
+		t.Error("RecordsByObject with a cursor of Records: no error")
+	}
+}
+
+// allByObject reads every page of RecordsByObject.
+func allByObject(t *testing.T, or storage.ObjectOrderReader, q storage.Query) []event.Record {
+	t.Helper()
+	var out []event.Record
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := or.RecordsByObject(context.Background(), q)
+		if err != nil {
+			t.Fatalf("RecordsByObject(%+v): %v", q, err)
+		}
+		if q.Limit > 0 && len(p.Records) > q.Limit {
+			t.Fatalf("RecordsByObject(%+v): %d records in a page", q, len(p.Records))
+		}
+		out = append(out, p.Records...)
+		if p.Next == "" {
+			return out
+		}
+		if len(p.Records) == 0 || time.Now().After(deadline) {
+			t.Fatalf("RecordsByObject(%+v): a page with a cursor but no records, or pages without end", q)
+		}
+		q.Cursor = p.Next
+	}
+}

@@ -95,14 +95,15 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		typeCond += " AND " + w
 	}
 	body := bodyColumn(q.WithoutBodies)
-	var recs []event.Record
+	// The rows of both statements go into one page, scanned in place.
+	recs, refs := make([]event.Record, 0, limit+1), make([]rowRefs, 0, limit+1)
 	var lastObj any
 	if q.Cursor != "" {
 		rows, err := s.cachedQuery(ctx, byObjectRest(body, typeCond), from.obj, rowID, from.observed, from.seq, limit+1)
 		if err != nil {
 			return storage.Page{}, s.readErr("records by object", err)
 		}
-		if recs, err = s.decodeRows(ctx, rows, &lastObj); err != nil {
+		if recs, refs, err = scanRowsInto(rows, s.decodeInPlace, recs, refs, &lastObj); err != nil {
 			return storage.Page{}, s.readErr("records by object", err)
 		}
 	}
@@ -111,11 +112,13 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		if err != nil {
 			return storage.Page{}, s.readErr("records by object", err)
 		}
-		more, err := s.decodeRows(ctx, rows, &lastObj)
-		if err != nil {
+		if recs, refs, err = scanRowsInto(rows, s.decodeInPlace, recs, refs, &lastObj); err != nil {
 			return storage.Page{}, s.readErr("records by object", err)
 		}
-		recs = append(recs, more...)
+	}
+	recs, err = s.finishRows(ctx, recs, refs)
+	if err != nil {
+		return storage.Page{}, s.readErr("records by object", err)
 	}
 	page := storage.Page{Records: recs}
 	if len(recs) > limit {

@@ -190,22 +190,9 @@ func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record
 			recs, refs = make([]event.Record, 0, n), make([]rowRefs, 0, n)
 		}
 		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})
-		r, ref := &recs[len(recs)-1], &refs[len(refs)-1]
-		if err := rw.scan(rows, r, ref); err != nil {
+		if err := rw.scanRow(rows, decode, &recs[len(recs)-1], &refs[len(refs)-1]); err != nil {
 			return nil, nil, err
 		}
-		if rw.data == nil {
-			continue
-		}
-		if decode != nil {
-			if ok, err := decode(r, rw.data, ref); ok || err != nil {
-				if err != nil {
-					return nil, nil, fmt.Errorf("record %d (%s): %w", r.IngestSeq, r.EventID, err)
-				}
-				continue
-			}
-		}
-		ref.data = bytes.Clone(rw.data)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
@@ -224,6 +211,41 @@ func scanRows(rows *sql.Rows, obj *storage.ObjectID, decode func(r *event.Record
 		allRecs, allRefs = append(allRecs, c.recs...), append(allRefs, c.refs...)
 	}
 	return allRecs, allRefs, nil
+}
+
+// scanRow scans the current row into r and ref, decoding its body with
+// decode when it can, else keeping the body's data in ref.
+func (rw *recordRow) scanRow(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), r *event.Record, ref *rowRefs) error {
+	if err := rw.scan(rows, r, ref); err != nil {
+		return err
+	}
+	if rw.data == nil {
+		return nil
+	}
+	if decode != nil {
+		if ok, err := decode(r, rw.data, ref); ok || err != nil {
+			if err != nil {
+				return fmt.Errorf("record %d (%s): %w", r.IngestSeq, r.EventID, err)
+			}
+			return nil
+		}
+	}
+	ref.data = bytes.Clone(rw.data)
+	return nil
+}
+
+// scanRowsInto is scanRows appending to recs and refs, for a caller that
+// knows how many rows to expect: with room for them, nothing is copied.
+func scanRowsInto(rows *sql.Rows, decode func(r *event.Record, data []byte, refs *rowRefs) (bool, error), recs []event.Record, refs []rowRefs, extra ...any) ([]event.Record, []rowRefs, error) {
+	defer rows.Close()
+	rw := newRecordRow(nil, extra...)
+	for rows.Next() {
+		recs, refs = append(recs, event.Record{}), append(refs, rowRefs{})
+		if err := rw.scanRow(rows, decode, &recs[len(recs)-1], &refs[len(refs)-1]); err != nil {
+			return nil, nil, err
+		}
+	}
+	return recs, refs, rows.Err()
 }
 
 // scanScratchRows is how many rows the scratch chunk of scanRows holds.
@@ -387,17 +409,21 @@ func (s *Store) decodeRows(ctx context.Context, rows *sql.Rows, extra ...any) ([
 // decodeRowsOf is decodeRows; with obj, of the rows of objectRecordSelect,
 // all of that object.
 func (s *Store) decodeRowsOf(ctx context.Context, rows *sql.Rows, obj *storage.ObjectID, extra ...any) ([]event.Record, error) {
-	recs, refs, err := scanRows(rows, obj, func(r *event.Record, data []byte, ref *rowRefs) (bool, error) {
-		raw, ok, err := s.decodeCached(data, int(ref.rawLen), ref.base)
-		if ok {
-			r.Object = json.RawMessage(raw)
-		}
-		return ok, err
-	}, extra...)
+	recs, refs, err := scanRows(rows, obj, s.decodeInPlace, extra...)
 	if err != nil {
 		return nil, err
 	}
 	return s.finishRows(ctx, recs, refs)
+}
+
+// decodeInPlace decodes a body while its row is scanned when its base is
+// cached (see scanRows).
+func (s *Store) decodeInPlace(r *event.Record, data []byte, ref *rowRefs) (bool, error) {
+	raw, ok, err := s.decodeCached(data, int(ref.rawLen), ref.base)
+	if ok {
+		r.Object = json.RawMessage(raw)
+	}
+	return ok, err
 }
 
 // decodeRowsUpTo is decodeRowsOf when the rows hold max records or fewer;

@@ -10,7 +10,6 @@ import (
 
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
-	"github.com/krply/krply/storage/journal"
 )
 
 // byObjectCursorPrefix starts a cursor of RecordsByObject: the key of the
@@ -70,10 +69,7 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		return storage.Page{}, err
 	}
 	defer done()
-	limit := q.Limit
-	if limit <= 0 {
-		limit = journal.DefaultLimit
-	}
+	limit := pageLimit(q.Limit)
 	from := byObjectKey{}
 	if q.Cursor != "" {
 		if from, err = parseByObjectCursor(q.Cursor); err != nil {

@@ -559,6 +559,14 @@ func (s *Store) readStreamRow(ctx context.Context, streamID string, rowID *int64
 	return rows.Close()
 }
 
+// pageLimit is a query's page size: its Limit, or the default.
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return journal.DefaultLimit
+	}
+	return limit
+}
+
 // Records implements storage.Reader.
 func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
 	done, err := s.enter()
@@ -566,10 +574,7 @@ func (s *Store) Records(ctx context.Context, q storage.Query) (storage.Page, err
 		return storage.Page{}, err
 	}
 	defer done()
-	limit := q.Limit
-	if limit <= 0 {
-		limit = journal.DefaultLimit
-	}
+	limit := pageLimit(q.Limit)
 	rq, matches, err := s.recordsQuery(ctx, q)
 	if err != nil || !matches {
 		return storage.Page{}, err

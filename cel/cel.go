@@ -1,7 +1,6 @@
 package cel
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
+	kjson "sigs.k8s.io/json"
 
 	"github.com/krply/krply/materialize"
 )
@@ -283,35 +283,14 @@ func (e evalError) Error() string   { return e.err.Error() }
 func (e evalError) Unwrap() []error { return []error{e.err, materialize.ErrEvaluation} }
 
 // decode decodes JSON as Kubernetes' unstructured objects hold it:
-// integers as int64, other numbers as float64.
+// integers as int64, other numbers as float64, with the JSON decoder
+// Kubernetes decodes them with (sigs.k8s.io/json).
 func decode(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if err := dec.Decode(&v); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v); err != nil {
 		return nil, err
 	}
-	return numbers(v), nil
-}
-
-func numbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, item := range x {
-			x[k] = numbers(item)
-		}
-	case []any:
-		for i, item := range x {
-			x[i] = numbers(item)
-		}
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	}
-	return v
+	return v, nil
 }
 
 // sizeEstimator bounds the size of every list, map and string an

@@ -174,10 +174,13 @@ type UnknownSpan struct {
 // Find returns, for the objects of q.Scope, the intervals of time during
 // which cond was true of them (see Interval), with the versions that
 // opened and closed each interval and who made them where audit
-// correlations tell. Each stream of the scope is read once, in journal
-// order, and cond is evaluated once per distinct body of an object
-// (a version that repeats its predecessor's body reuses the answer), so
-// the cost grows with the versions recorded, not with the window.
+// correlations tell. Each stream of the scope is read once — object by
+// object when the store is a storage.ObjectOrderReader (the SQLite store
+// is), in journal order otherwise, with the same answer — and cond is
+// evaluated once per distinct body of an object (a version that repeats
+// its predecessor's body reuses the answer), so the cost grows with the
+// versions recorded, not with the window. cond is called from one
+// goroutine; the store reads the next page on another meanwhile.
 //
 // Find only reads. An error of cond other than ErrEvaluation ends it.
 func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {

@@ -37,7 +37,9 @@
 // conformance suite checks that both ways agree. Likewise GetMany reads
 // many records by EventID with a store's own GetMany (MultiGetter: the
 // SQLite store's looks up a few hundred per statement) and with one Get
-// each otherwise.
+// each otherwise. A store that keeps each object's records together
+// implements ObjectOrderReader, and materialize's Find reads a stream
+// object by object from it (with the same answer as in journal order).
 //
 // # Copies
 //

@@ -327,6 +327,17 @@ type walk struct {
 // stream sweeps one stream: every object change, in journal order or
 // object by object when the Reader can read so.
 func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) error {
+	// The stream's newest record before its timeline is read: a record
+	// appended after it may come after timeline records (a gap, a
+	// relist) that the timeline read lacks, so the sweep ends there.
+	newest, err := r.Records(f.ctx, storage.Query{StreamID: st.StreamID, Descending: true, Limit: 1, WithoutBodies: true})
+	if err != nil {
+		return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+	}
+	var bound int64
+	if len(newest.Records) > 0 {
+		bound = newest.Records[0].IngestSeq
+	}
 	tl, err := storage.StreamTimeline(f.ctx, r, st.StreamID)
 	if err != nil {
 		return fmt.Errorf("find: timeline of %s: %w", st.StreamID, err)
@@ -354,7 +365,7 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 		}
 		for i := range page.Records {
 			rec := &page.Records[i]
-			if !rec.IsObjectChange() || storage.IsBaselineItem(rec) && inOpen(open, rec.BaselineID) {
+			if rec.IngestSeq > bound || !rec.IsObjectChange() || storage.IsBaselineItem(rec) && inOpen(open, rec.BaselineID) {
 				continue
 			}
 			if id := storage.ObjectIDOf(*rec); inScope(scope, id.Namespace) {

@@ -588,3 +588,98 @@ func filterIntervals(all map[string][]interval, q materialize.FindQuery) map[str
 	}
 	return out
 }
+
+// TestFindIgnoresRecordsAfterItsTimeline: records appended while Find reads
+// a stream (a gap, then a relist that shows the object changed) come after
+// the stream's timeline that Find read, so they must not be taken as
+// versions of continuous time: the answer is the one of the journal as it
+// was when the timeline was read, not an interval closed across a gap
+// Find does not know of.
+func TestFindIgnoresRecordsAfterItsTimeline(t *testing.T) {
+	for _, st := range []struct {
+		name string
+		open func(t *testing.T) storage.Store
+	}{
+		{"memory", func(*testing.T) storage.Store { return memory.New() }},
+		{"sqlite", func(t *testing.T) storage.Store {
+			s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "j.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := st.open(t)
+			defer store.Close()
+			j := newJournalIn(t, store)
+			s := j.stream("", "v1", "configmaps", "shop")
+			a := cm("shop", "a", "ua", map[string]any{"v": "x"})
+			j.baseline(s, "b1", at(1), a)
+			j.progress(s, at(3))
+			q := materialize.FindQuery{Scope: materialize.Scope{ClusterID: "c1"}}
+			before, err := j.materializer().Find(ctx, q, dataIs("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(before.Objects) != 1 || !before.Objects[0].Intervals[0].Open() {
+				t.Fatalf("before: %s, want a's interval open", mustJSON(t, before))
+			}
+			// What another writer appends while Find reads: a gap from 3,
+			// then a relist at 6 where a is no longer x.
+			later := []event.Record{{Type: event.TypeGap, EventID: "gap-late", ClusterID: "c1", StreamID: s.ID(), ObservedAt: at(5),
+				Gap: &event.Gap{From: at(3), To: at(5), Reason: "410 Gone: too old resource version"}}}
+			a.body["data"] = map[string]any{"v": "y"}
+			later = append(later, j.baselineRecords(s, "b2", at(6), true, a)...)
+			h := &appendOnRead{Store: store, later: later}
+			var r storage.Store = h
+			if _, ok := store.(storage.ObjectOrderReader); ok {
+				r = appendOnReadByObject{h}
+			}
+			m, err := materialize.New(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			during, err := m.Find(ctx, q, dataIs("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.err != nil || !h.done {
+				t.Fatalf("the records were not appended during the read: appended %v, %v", h.done, h.err)
+			}
+			if a, b := mustJSON(t, during), mustJSON(t, before); a != b {
+				t.Errorf("Find while records were appended says\n%s\nwant the answer of the journal it read the timeline of\n%s", a, b)
+			}
+		})
+	}
+}
+
+// appendOnRead appends later to its store when Find first reads a
+// stream's object changes.
+type appendOnRead struct {
+	storage.Store
+	later []event.Record
+	done  bool
+	err   error
+}
+
+func (h *appendOnRead) hook(ctx context.Context, q storage.Query) {
+	if !h.done && slices.Equal(q.Types, []event.RecordType{event.TypeEvent}) {
+		h.done = true
+		_, h.err = h.Store.Append(ctx, h.later)
+	}
+}
+
+func (h *appendOnRead) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	h.hook(ctx, q)
+	return h.Store.Records(ctx, q)
+}
+
+// appendOnReadByObject is appendOnRead of a store that reads by object.
+type appendOnReadByObject struct{ *appendOnRead }
+
+func (h appendOnReadByObject) RecordsByObject(ctx context.Context, q storage.Query) (storage.Page, error) {
+	h.hook(ctx, q)
+	return h.Store.(storage.ObjectOrderReader).RecordsByObject(ctx, q)
+}

@@ -47,8 +47,9 @@ type ChangeConditions interface {
 	CompileChange(expression string) (ChangeFilter, error)
 }
 
-// filterChanges keeps the version entries whose change f matches; prev is
-// the record before the first entry (nil for none).
+// filterChanges keeps the version entries whose change f matches, and
+// every other entry (a relist's confirmation is no change); prev is the
+// record before the first entry (nil for none).
 func filterChanges(ctx context.Context, f ChangeFilter, prev *event.Record, entries []entryAt, h *History) ([]entryAt, error) {
 	var old json.RawMessage
 	if prev != nil && prev.WatchType != event.Deleted {
@@ -59,6 +60,11 @@ func filterChanges(ctx context.Context, f ChangeFilter, prev *event.Record, entr
 	var firstErr error
 	for _, e := range entries {
 		v := e.Version
+		if v == nil {
+			// A confirmation of the version before: no change.
+			kept = append(kept, e)
+			continue
+		}
 		c := Change{Old: old, New: v.Object, Version: v}
 		if v.WatchType == event.Deleted {
 			c.New = nil

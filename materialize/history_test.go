@@ -258,6 +258,28 @@ func TestHistoryRelistConfirms(t *testing.T) {
 		t.Errorf("versions %q, want the baseline, the watch event and the changed relist item", describe(h))
 	}
 
+	// A change filter sees the versions only: a confirmation is no change,
+	// and it stays, as gaps do, whatever the filter keeps.
+	var filtered []string
+	for _, keep := range []bool{true, false} {
+		fh, err := m.History(context.Background(), id, materialize.WithChangeFilter(materialize.ChangeFilterFunc(
+			func(_ context.Context, c materialize.Change) (bool, error) {
+				if c.Version == nil {
+					return false, fmt.Errorf("a change without its version")
+				}
+				return keep, nil
+			})))
+		if err != nil {
+			t.Fatalf("history filtered (keep %v): %v", keep, err)
+		}
+		filtered = append(filtered, describe(fh)...)
+	}
+	if want := []string{"ADDED baseline/a", "MODIFIED watch/a data.v:1→2", "gap from 3m0s", "confirmed",
+		"gap from 6m0s", "confirmed", "gap from 8m0s", "ADDED baseline/a data.v:2→3",
+		"gap from 3m0s", "confirmed", "gap from 6m0s", "confirmed", "gap from 8m0s"}; !slices.Equal(filtered, want) {
+		t.Errorf("history filtered to keep all, then none\n got %q\nwant %q", filtered, want)
+	}
+
 	// A page that starts at a confirmation, and a history from a time
 	// after the version it confirms.
 	page, err := m.History(context.Background(), id, materialize.After(modified.EventID), materialize.Limit(1))

@@ -94,8 +94,9 @@ func FromStream(streamID string) HistoryOption {
 }
 
 // WithChangeFilter keeps, of History's versions, those whose change f
-// matches; gaps and availability changes stay. Limit and After count the
-// versions read, before the filter: a page may hold fewer than Limit.
+// matches; gaps, availability changes and relists' confirmations stay.
+// Limit and After count the versions read, before the filter: a page may
+// hold fewer than Limit.
 func WithChangeFilter(f ChangeFilter) HistoryOption {
 	return historyOption(func(c *queryConfig) { c.changeFilter = f })
 }

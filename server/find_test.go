@@ -6,13 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/krply/krply/event"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 	"github.com/krply/krply/server/client"
 	"github.com/krply/krply/storage"
+	"github.com/krply/krply/storage/storagetest"
 )
 
 // containsConditions compiles "contains:TEXT" into the condition "the
@@ -79,9 +83,14 @@ func TestFind(t *testing.T) {
 type changeConditions struct{ containsConditions }
 
 func (changeConditions) CompileChange(expr string) (materialize.ChangeFilter, error) {
+	if expr == "fail" {
+		return materialize.ChangeFilterFunc(func(context.Context, materialize.Change) (bool, error) {
+			return false, fmt.Errorf("%w: no such key: spec", materialize.ErrEvaluation)
+		}), nil
+	}
 	typ, ok := strings.CutPrefix(expr, "type:")
 	if !ok {
-		return nil, fmt.Errorf("test: %w: want type:T", materialize.ErrInvalidArgument)
+		return nil, fmt.Errorf("test: %w: want type:T or fail", materialize.ErrInvalidArgument)
 	}
 	return materialize.ChangeFilterFunc(func(_ context.Context, c materialize.Change) (bool, error) {
 		return string(c.Version.WatchType) == typ, nil
@@ -119,4 +128,92 @@ func TestHistoryFilter(t *testing.T) {
 	wantError(t, http.MethodGet, base+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&filter=bogus", "", http.StatusBadRequest, server.CodeInvalidParameter, "filter")
 	_, plain := j.serve(server.WithConditions(containsConditions{}))
 	wantError(t, http.MethodGet, plain+"/api/v1/history?resource=configmaps&namespace=shop&name=settings&filter=type:ADDED", "", http.StatusNotImplemented, server.CodeNotImplemented, "filter")
+}
+
+// TestWatchFilter: GET /api/v1/watch?filter= sends, of the records of
+// objects, the versions whose change the filter matches, live and from the
+// journal's start, and every record of no object; a version the filter
+// cannot be evaluated on is left out with a warning event.
+func TestWatchFilter(t *testing.T) {
+	j := newRecorded(t)
+	c, base := j.serve(server.WithConditions(changeConditions{}), server.WithPollInterval(10*time.Millisecond))
+	// A relist of shop after a gap finds settings at its last version: a
+	// confirmation, no change, whatever the filter.
+	j.append(storagetest.Gap(cmShop, at(10), at(11), "410 Gone: too old resource version", j.settings.Resource.ResourceVersion))
+	relist := storagetest.Baseline(cmShop, "b-shop-2", at(11), j.nextRV(), []storagetest.Item{
+		cmItem(cmShop, "shop", "settings", j.settings.Resource.ResourceVersion, map[string]string{"color": "yellow"})})
+	j.append(relist...)
+	confirmation := relist[1].EventID
+	shop := materialize.Scope{Namespaces: []string{"shop"}}
+	past := allRecords(t, c, client.RecordQuery{Scope: shop})
+	if !slices.ContainsFunc(past, func(r event.Record) bool { return r.EventID == confirmation }) {
+		t.Fatalf("the relist's item %s is not in the journal", confirmation)
+	}
+	// want keeps the records of past a filter keeping watch type wt keeps.
+	want := func(recs []event.Record, wt event.WatchType) []event.Record {
+		var out []event.Record
+		for _, r := range recs {
+			if r.Type == event.TypeEvent && r.Resource.Name != "" && r.WatchType != wt || r.Type == event.TypeAuditCorrelation || r.EventID == confirmation {
+				continue
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	for _, wt := range []event.WatchType{event.Modified, event.Added} {
+		f, err := c.Watch(ctx, client.WatchQuery{Scope: shop, Cursor: "0", Filter: "type:" + string(wt)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want(past, wt)
+		got := readFeed(t, f, len(w))
+		sameJSON(t, "the feed filtered to "+string(wt), got, w)
+		versions := 0
+		for _, r := range got {
+			if r.Type == event.TypeEvent {
+				versions++
+			}
+		}
+		// MODIFIED: settings 3 times and web; ADDED: the baselines' items
+		// of settings and web.
+		if wantVersions := map[event.WatchType]int{event.Modified: 4, event.Added: 2}[wt]; versions != wantVersions {
+			t.Errorf("the feed filtered to %s sent %d versions, want %d", wt, versions, wantVersions)
+		}
+		if wt == event.Modified {
+			// Live: shop's settings changes; other's flags and the
+			// Secret do not belong to the scope.
+			live := j.change("purple", at(21))
+			if got := readFeed(t, f, 1); got[0].EventID != live.EventID {
+				t.Errorf("the filtered feed sent %s %s live, want the change of settings %s", got[0].Type, got[0].EventID, live.EventID)
+			}
+			past = allRecords(t, c, client.RecordQuery{Scope: shop})
+		}
+		if len(f.Warnings()) != 0 {
+			t.Errorf("warnings %q", f.Warnings())
+		}
+		f.Close()
+	}
+
+	// A filter that cannot be evaluated: the records of no object, and a
+	// warning naming the count and the first version.
+	f, err := c.Watch(ctx, client.WatchQuery{Scope: shop, Cursor: "0", Filter: "fail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := want(past, "none")
+	got := readFeed(t, f, len(w))
+	sameJSON(t, "the feed with a failing filter", got, w)
+	if ws := f.Warnings(); len(ws) != 1 || !strings.Contains(ws[0], "could not be evaluated on 7 versions") || !strings.Contains(ws[0], "no such key: spec") {
+		t.Errorf("warnings of a failing filter: %q, want one naming 7 versions", ws)
+	}
+	f.Close()
+
+	wantError(t, http.MethodGet, base+"/api/v1/watch?filter=nonsense", "", http.StatusBadRequest, server.CodeInvalidParameter, "filter")
+	wantError(t, http.MethodGet, base+"/api/v1/watch?includeStatus=false", "", http.StatusBadRequest, server.CodeInvalidParameter, "includeStatus")
+	wantError(t, http.MethodGet, base+"/api/v1/watch?filter=fail&includeStatus=maybe", "", http.StatusBadRequest, server.CodeInvalidParameter, "includeStatus")
+	if _, err := c.Watch(ctx, client.WatchQuery{Scope: shop, ExcludeStatus: true}); !errors.Is(err, client.ErrInvalidArgument) {
+		t.Errorf("a watch query with ExcludeStatus and no filter: %v, want ErrInvalidArgument", err)
+	}
+	_, plain := j.serve()
+	wantError(t, http.MethodGet, plain+"/api/v1/watch?filter=type:ADDED", "", http.StatusNotImplemented, server.CodeNotImplemented, "filter")
 }

@@ -70,6 +70,11 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		return
 	}
 	q.WithoutBodies = !bodies
+	cf, err := h.newFeedFilter(p)
+	if err != nil {
+		fail(err)
+		return
+	}
 	if err := h.authorizeRead(ctx, u, f.scope.Namespaces); err != nil {
 		fail(err)
 		return
@@ -127,6 +132,13 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		// Read everything after the cursor, page by page.
 		q.AfterSeq, q.Cursor = after, ""
 		q.Limit = h.cfg.maxPage
+		if cf != nil {
+			// A fresh budget for each read of the journal.
+			if err := cf.renew(); err != nil {
+				writeFeedError(out, asError(err))
+				return
+			}
+		}
 		for {
 			page, err := h.j.Records(ctx, q)
 			if err != nil {
@@ -139,7 +151,17 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 			buf.Reset()
 			for i := range page.Records {
 				rec := &page.Records[i]
-				if f.keep(rec) {
+				keep := f.keep(rec)
+				if keep && cf != nil {
+					if keep, err = cf.keep(ctx, rec); err != nil {
+						if ctx.Err() != nil {
+							return
+						}
+						writeFeedError(out, asError(err))
+						return
+					}
+				}
+				if keep {
 					data, err := json.Marshal(rec)
 					if err != nil {
 						writeFeedError(out, asError(err))
@@ -148,6 +170,16 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 					fmt.Fprintf(&buf, "id: %d\nevent: record\ndata: %s\n\n", rec.IngestSeq, data)
 				}
 				after = rec.IngestSeq
+			}
+			if cf != nil {
+				if w := cf.warning(); w != "" {
+					// Before the page's records: a client has it by the
+					// time it reads them.
+					data, _ := json.Marshal(feedWarning{Warning: w}) // a string
+					if out.write(fmt.Appendf(nil, "event: warning\ndata: %s\n\n", data)) != nil {
+						return
+					}
+				}
 			}
 			if buf.Len() > 0 {
 				if out.write(buf.Bytes()) != nil || out.flush() != nil {
@@ -204,6 +236,11 @@ func (s *AppendSignal) Appended() <-chan struct{} { return s.s.Wait() }
 func (s *AppendSignal) Notify() { s.s.Notify() }
 
 // writeFeedError ends a feed with an error event.
+// feedWarning is the data of a warning event of the change feed.
+type feedWarning struct {
+	Warning string `json:"warning"`
+}
+
 func writeFeedError(out pacer, e *Error) {
 	data, _ := json.Marshal(e) // strings and a number
 	if out.write(fmt.Appendf(nil, "event: error\ndata: %s\n\n", data)) == nil {

@@ -694,12 +694,18 @@ func (c *Client) Apply(ctx context.Context, confirm replayapi.Confirmation) (*re
 // WatchQuery selects the records of a change feed. Cursor resumes after
 // the record with that ID (a FeedEvent's ID); empty starts with the
 // records appended after the request, "0" at the journal's start.
+// Filter, a change expression (see github.com/krply/krply/cel,
+// CompileChange), keeps of the records of objects the versions whose
+// change it matches (ExcludeStatus: change.paths leave out .status);
+// records of no object, gaps among them, pass (docs/reference/query-api.md).
 type WatchQuery struct {
 	Scope         materialize.Scope
 	Name          string
 	Types         []event.RecordType
 	WithoutBodies bool
 	Cursor        string
+	Filter        string
+	ExcludeStatus bool
 }
 
 // Feed is an open change feed. It reconnects by itself: when the
@@ -720,12 +726,22 @@ type Feed struct {
 	// started), reconnects the number of times the feed was opened again.
 	cursor     string
 	reconnects int
+	// warnings are the feed's warning events (the last maxFeedWarnings).
+	warnings []string
 }
 
 // Watch opens the change feed (GET /api/v1/watch) and returns it once the
 // server answered; read it with Next until ctx ends or Close.
 func (c *Client) Watch(ctx context.Context, wq WatchQuery) (*Feed, error) {
 	q := RecordQuery{Scope: wq.Scope, Name: wq.Name, Types: wq.Types, WithoutBodies: wq.WithoutBodies}.values()
+	if wq.Filter != "" {
+		q.Set("filter", wq.Filter)
+		if wq.ExcludeStatus {
+			q.Set("includeStatus", "false")
+		}
+	} else if wq.ExcludeStatus {
+		return nil, fmt.Errorf("client: %w: WatchQuery.ExcludeStatus says what a Filter sees: give Filter too", ErrInvalidArgument)
+	}
 	f := &Feed{c: c, ctx: ctx, q: q, cursor: wq.Cursor}
 	if err := f.open(); err != nil {
 		return nil, err
@@ -765,6 +781,14 @@ func (f *Feed) Cursor() string { return f.cursor }
 // Reconnects is how many times the feed was opened again after its
 // connection dropped.
 func (f *Feed) Reconnects() int { return f.reconnects }
+
+// Warnings returns the warnings the server sent so far (the most recent
+// ones, up to 100), e.g. that a filter could not be evaluated on some
+// versions. Call it from the goroutine that calls Next.
+func (f *Feed) Warnings() []string { return slices.Clone(f.warnings) }
+
+// maxFeedWarnings bounds the warnings a Feed keeps.
+const maxFeedWarnings = 100
 
 // Close ends the feed; a Next waiting in another goroutine returns.
 func (f *Feed) Close() error {
@@ -874,6 +898,17 @@ func (f *Feed) read() (rec event.Record, dropped bool, err error) {
 					return event.Record{}, false, fmt.Errorf("client: feed error event: %w", err)
 				}
 				return event.Record{}, false, &e
+			case "warning":
+				var w struct {
+					Warning string `json:"warning"`
+				}
+				if err := json.Unmarshal(data, &w); err != nil {
+					return event.Record{}, false, fmt.Errorf("client: feed warning event: %w", err)
+				}
+				if len(f.warnings) == maxFeedWarnings {
+					f.warnings = slices.Delete(f.warnings, 0, 1)
+				}
+				f.warnings = append(f.warnings, w.Warning)
 			}
 			ev, data = apiv1.FeedEvent{}, nil
 		case strings.HasPrefix(line, ":"):

@@ -24,8 +24,9 @@ RACE_SKIP ?= ^(TestFormatFixtures|TestCompactRandomSeeds)$$
 # Packages of nested modules that make test runs without the race detector: the truth test on PostgreSQL, as krplytest/truth
 # in the core module (the race detector makes its long run much longer; the store's own packages run under -race); and the
 # chart's tests, whose code runs in one goroutine and drives Helm (a library) and the recorder's binary (a process of its own,
-# not instrumented in any case): there the race detector has nothing of krply's to watch.
-NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth github.com/krply/krply/deploy/helm/charttest
+# not instrumented in any case): there the race detector has nothing of krply's to watch; and the quickstart's end-to-end
+# test (examples/demo, a module of its own for CEL), whose recorder, server and stores the core module tests under it.
+NESTED_NO_RACE ?= github.com/krply/krply/storage/postgres/internal/pgtruth github.com/krply/krply/deploy/helm/charttest github.com/krply/krply/examples/demo
 # The core module's slowest test packages, slowest first: make test starts them first (go test runs
 # packages in the order given, -p at a time), so that none of them is left to run alone at the end.
 SLOW_FIRST ?= ./storage/sqlite ./storage/transfer ./watch ./krplytest/truth ./internal/testing/soak ./storage ./krplytest/testenv ./deploy ./server ./materialize ./recorder ./audit

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -98,7 +99,9 @@ func TestDemo(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- serveUI(sctx, res, ln) }()
-	for path, want := range map[string]string{"/": `src="app.js"`, "/api/v1/clusters": res.ClusterID} {
+	// The timeline's condition box asks find with CEL: the server compiles it.
+	find := "/api/v1/find?" + url.Values{"namespace": {shop}, "resource": {"deployments"}, "expr": {"object.spec.replicas >= 1"}}.Encode()
+	for path, want := range map[string]string{"/": `src="app.js"`, "/api/v1/clusters": res.ClusterID, find: `"name":"web"`} {
 		resp, err := http.Get("http://" + ln.Addr().String() + path)
 		if err != nil {
 			t.Fatal(err)

@@ -29,6 +29,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/krply/krply/cel"
 	"github.com/krply/krply/krplytest/testenv"
 	"github.com/krply/krply/server"
 )
@@ -73,7 +74,7 @@ func main() {
 // serveUI serves the web UI and the query API on the demo's journal, with
 // its recorder still recording, until ctx ends (Ctrl-C).
 func serveUI(ctx context.Context, res *result, ln net.Listener) error {
-	srv := &http.Server{Handler: server.NewHandler(res.Journal.Store(), server.WithUI(), server.WithRecorder(res.Collector)), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: server.NewHandler(res.Journal.Store(), server.WithUI(), server.WithRecorder(res.Collector), server.WithConditions(cel.Conditions())), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,8 +13,10 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/krply/krply/cel"
+	workload "github.com/krply/krply/krplytest/shop"
 	"github.com/krply/krply/materialize"
 	"github.com/krply/krply/server"
 )
@@ -163,6 +166,27 @@ func testTimelineCondition(t *testing.T, r *recording) {
 	b.eval(`window.krplyTimeline.owner.width() - 8`, &right)
 	if p := b.pixelsAt(right-6, settingsRow); p.Teal == 0 || p.Dark != 0 {
 		t.Errorf("at the row's end: %+v; want the open interval's bar", p)
+	}
+
+	// Following new records, the condition is asked again: a ConfigMap
+	// made purple now is found, its row no longer dimmed.
+	const purple = `object.data.color == "purple"`
+	b.open("/timeline?" + q("namespace", shop, "live", "1", "cond", purple))
+	b.waitCondition("ready")
+	b.wait("following", `document.querySelector('.live').innerText.includes('following new records')`)
+	if s := b.text(".cond-summary"); !strings.HasPrefix(s, "0 objects matched") {
+		t.Errorf("before any ConfigMap is purple, the summary says %q", s)
+	}
+	if _, err := r.admin.Resource(configMapsGVR).Namespace(shop).Create(context.Background(), workload.ConfigMap("tint", map[string]any{"color": "purple"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b.wait("the purple ConfigMap found while following", `document.querySelector('.cond-summary') && document.querySelector('.cond-summary').innerText.startsWith('1 object matched')`)
+	var tintDimmed bool
+	b.eval(fmt.Sprintf(`window.krplyTimeline.dimmed(%d)`, b.row("ConfigMap", "tint")), &tintDimmed)
+	var answers string
+	b.eval(`document.querySelector('form.cond').dataset.answers`, &answers)
+	if tintDimmed || answers == "1" {
+		t.Errorf("after the purple ConfigMap: its row dimmed %v, %s answers of find (want more than the first)", tintDimmed, answers)
 	}
 
 	// A bad expression: the server's compile error, in words, by the box.

@@ -138,16 +138,25 @@ class Timeline {
 
   // setCondition asks find when expr held over the view's scope and window
   // and draws the answer; an empty expr clears it. The expression goes into
-  // the URL (cond), so that a link shows the same.
-  async setCondition(expr) {
+  // the URL (cond), so that a link shows the same. With refresh (new
+  // records arrived while following), the bars shown stay until the new
+  // answer replaces them.
+  async setCondition(expr, { refresh = false } = {}) {
     if (expr !== this.cond) {
       this.cond = expr;
       this.saveState();
     }
     if (this.condAbort) this.condAbort.abort();
-    this.matches = null;
-    this.found = null;
+    clearTimeout(this.condSoon);
+    this.condSoon = 0;
+    if (!refresh) {
+      this.matches = null;
+      this.found = null;
+    }
     if (!expr) {
+      this.condInFlight = false;
+      this.matches = null;
+      this.found = null;
       this.condStatus.replaceChildren();
       this.condForm.dataset.state = 'off';
       this.renderDetails();
@@ -156,22 +165,38 @@ class Timeline {
     }
     const ac = new AbortController();
     this.condAbort = ac;
-    this.condForm.dataset.state = 'loading';
-    this.condStatus.replaceChildren('Asking find…');
+    if (refresh) {
+      this.condForm.dataset.refreshing = '1';
+    } else {
+      this.condForm.dataset.state = 'loading';
+      this.condStatus.replaceChildren('Asking find…');
+    }
+    const started = performance.now();
+    this.condDirty = false;
+    this.condInFlight = true;
     try {
-      this.found = await get('find', { ...this.scope, expr }, ac.signal);
+      const found = await get('find', { ...this.scope, expr }, ac.signal);
       if (ac.signal.aborted) return;
-      this.matches = foundIntervals(this.found);
+      this.condTook = performance.now() - started;
+      this.found = found;
+      this.matches = foundIntervals(found);
+      this.condForm.dataset.answers = String(Number(this.condForm.dataset.answers || 0) + 1);
       this.condStatus.replaceChildren(...this.condSummary());
       this.condForm.dataset.state = 'ready';
+      delete this.condForm.dataset.refreshing;
     } catch (err) {
       if (ac.signal.aborted) return;
+      delete this.condForm.dataset.refreshing;
+      this.matches = null;
+      this.found = null;
       // The server's words: a compile error names the line, the column
       // and a hint.
       const what = err.param === 'expr' ? 'The condition does not compile: ' : 'find failed: ';
       this.condStatus.replaceChildren(h('span', { class: 'cond-error', role: 'alert' }, h('strong', {}, what), err.message || String(err)));
       this.condForm.dataset.state = 'error';
     }
+    this.condInFlight = false;
+    if (this.condDirty) this.condStale();
     this.renderDetails();
     this.draw();
   }
@@ -206,7 +231,23 @@ class Timeline {
       this.data.add([rec]);
       this.liveState(`following new records; ${plural(this.data.count, 'change')} now`);
       if (!this.liveSoon) this.liveSoon = setTimeout(() => { this.liveSoon = 0; this.rebuild(); }, 200);
+      if (this.cond) this.condStale();
     }, (state) => this.liveState(state), this.feed.signal);
+  }
+
+  // condStale asks the condition again after new records arrived: find
+  // reads the whole scope, so at most one answer is awaited at a time, and
+  // the next is asked no sooner than 2 s, or four times the last answer's
+  // time, after the records that made it stale.
+  condStale() {
+    this.condDirty = true;
+    // An answer awaited asks again when it comes, if it is stale.
+    if (this.condSoon || this.condInFlight) return;
+    const wait = Math.max(2000, 4 * (this.condTook || 0));
+    this.condSoon = setTimeout(() => {
+      this.condSoon = 0;
+      if (this.cond && !this.condInFlight && this.condForm.dataset.state === 'ready') this.setCondition(this.cond, { refresh: true });
+    }, wait);
   }
 
   liveState(text) { this.live.textContent = text ? `Live: ${text}` : ''; }
@@ -218,6 +259,7 @@ class Timeline {
     if (this.saveSoon) this.saveSoon.cancel();
     if (this.filterSoon) this.filterSoon.cancel();
     if (this.condAbort) this.condAbort.abort();
+    clearTimeout(this.condSoon);
     if (this.frame) cancelAnimationFrame(this.frame);
     this.resizeObs.disconnect();
     window.removeEventListener('keydown', this.onSlash);

@@ -25,6 +25,8 @@ type feedFilter struct {
 	// compiles a new one, with a fresh cost budget, so that a feed that
 	// runs for days does not spend one request's budget.
 	f materialize.ChangeFilter
+	// used says that f has served a read of the journal.
+	used bool
 	// rec is the record keep asks about: of the versions the history at
 	// its moment holds, only its own failure counts.
 	rec *event.Record
@@ -62,7 +64,7 @@ func (ff *feedFilter) renew() error {
 	if err != nil {
 		return err
 	}
-	ff.f = f
+	ff.f, ff.used = f, false
 	return nil
 }
 
@@ -72,7 +74,7 @@ func (ff *feedFilter) MatchChange(ctx context.Context, c materialize.Change) (bo
 	ok, err := ff.f.MatchChange(ctx, c)
 	if errors.Is(err, materialize.ErrEvaluation) && ff.rec != nil && c.Version.Ref == ff.rec.Resource && c.Version.WatchType == ff.rec.WatchType {
 		if ff.failed == 0 {
-			ff.first = fmt.Errorf("%s version %s (id %d): %w", describeRef(c.Version.Ref), c.Version.ResourceVersion, ff.rec.IngestSeq, err)
+			ff.first = fmt.Errorf("%s %s version %s (id %d): %w", c.Version.Ref.Resource, c.Version.Ref.ObjectKey(), c.Version.ResourceVersion, ff.rec.IngestSeq, err)
 		}
 		ff.failed++
 	}
@@ -90,7 +92,7 @@ func (ff *feedFilter) keep(ctx context.Context, rec *event.Record) (bool, error)
 	// The history of the object at the record's moment holds the record
 	// as a version compared with the version before it, with its
 	// provenance as the journal has it now.
-	ff.rec = rec
+	ff.rec, ff.used = rec, true
 	defer func() { ff.rec = nil }()
 	h, err := ff.h.m.History(ctx, storage.ObjectIDOf(*rec), materialize.Since(rec.ObservedAt), materialize.Until(rec.ObservedAt),
 		materialize.IncludeStatus(ff.includeStatus), materialize.WithChangeFilter(ff))
@@ -114,12 +116,4 @@ func (ff *feedFilter) warning() string {
 	w := fmt.Sprintf("the change filter could not be evaluated on %d versions, left out; the first: %v", ff.failed, ff.first)
 	ff.failed, ff.first = 0, nil
 	return w
-}
-
-// describeRef names an object as warnings do: resource namespace/name.
-func describeRef(r event.ResourceRef) string {
-	if r.Namespace == "" {
-		return r.Resource + " " + r.Name
-	}
-	return r.Resource + " " + r.Namespace + "/" + r.Name
 }

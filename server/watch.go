@@ -132,8 +132,9 @@ func (h *handler) watch(w http.ResponseWriter, r *http.Request, u *user) {
 		// Read everything after the cursor, page by page.
 		q.AfterSeq, q.Cursor = after, ""
 		q.Limit = h.cfg.maxPage
-		if cf != nil {
-			// A fresh budget for each read of the journal.
+		if cf != nil && cf.used {
+			// A fresh budget for each read of the journal; the first
+			// uses the filter compiled when the feed began.
 			if err := cf.renew(); err != nil {
 				writeFeedError(out, asError(err))
 				return

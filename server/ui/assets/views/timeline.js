@@ -149,14 +149,12 @@ class Timeline {
     if (this.condAbort) this.condAbort.abort();
     clearTimeout(this.condSoon);
     this.condSoon = 0;
-    if (!refresh) {
+    if (!refresh || !expr) {
       this.matches = null;
       this.found = null;
     }
     if (!expr) {
       this.condInFlight = false;
-      this.matches = null;
-      this.found = null;
       this.condStatus.replaceChildren();
       this.condForm.dataset.state = 'off';
       this.renderDetails();
@@ -165,9 +163,7 @@ class Timeline {
     }
     const ac = new AbortController();
     this.condAbort = ac;
-    if (refresh) {
-      this.condForm.dataset.refreshing = '1';
-    } else {
+    if (!refresh) {
       this.condForm.dataset.state = 'loading';
       this.condStatus.replaceChildren('Asking find…');
     }
@@ -183,10 +179,8 @@ class Timeline {
       this.condForm.dataset.answers = String(Number(this.condForm.dataset.answers || 0) + 1);
       this.condStatus.replaceChildren(...this.condSummary());
       this.condForm.dataset.state = 'ready';
-      delete this.condForm.dataset.refreshing;
     } catch (err) {
       if (ac.signal.aborted) return;
-      delete this.condForm.dataset.refreshing;
       this.matches = null;
       this.found = null;
       // The server's words: a compile error names the line, the column

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -180,7 +182,8 @@ type UnknownSpan struct {
 // evaluated once per distinct body of an object (a version that repeats
 // its predecessor's body reuses the answer), so the cost grows with the
 // versions recorded, not with the window. cond is called from one
-// goroutine; the store reads the next page on another meanwhile.
+// goroutine; the store reads the next pages on others meanwhile (a
+// storage.ObjectOrderReader's stream in parts, side by side).
 //
 // Find only reads. An error of cond other than ErrEvaluation ends it.
 func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {
@@ -346,13 +349,22 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	f.found.Streams = append(f.found.Streams, FindStream{StreamID: st.StreamID, Unknown: unknownSpans(changes, initial), EvidenceUntil: st.CheckpointAt})
 	open := tl.OpenBaselines()
 	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, initial: initial, ruled: st.Stream.Rule() != ""}
-	read := r.Records
-	if or, ok := r.(storage.ObjectOrderReader); ok {
-		read = or.RecordsByObject
-	}
 	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
 	ctx, cancel := context.WithCancel(f.ctx)
-	pages := readAhead(ctx, read, q)
+	var pages <-chan readPage
+	if or, ok := r.(storage.ObjectOrderReader); ok {
+		// The objects in parts, read side by side: reading is most of
+		// the work, and the sweep takes each object's records as they
+		// come, whatever part they come from.
+		parts, err := or.SplitByObject(f.ctx, st.StreamID, findParts())
+		if err != nil {
+			cancel()
+			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+		}
+		pages = readParts(ctx, or.RecordsByObject, q, parts)
+	} else {
+		pages = readParts(ctx, r.Records, q, []string{""})
+	}
 	defer func() {
 		// The reader is done before Find returns, even after an error.
 		cancel()
@@ -393,26 +405,41 @@ type readPage struct {
 	err error
 }
 
-// readAhead reads the pages of q one ahead of its receiver, so that the
-// store reads the next page while the sweep goes through this one. The
-// channel is closed after the last page or an error; cancel ctx to stop
-// the reading early.
-func readAhead(ctx context.Context, read func(context.Context, storage.Query) (storage.Page, error), q storage.Query) <-chan readPage {
-	pages := make(chan readPage, 1)
+// findParts is how many parts of a stream Find reads side by side from a
+// storage.ObjectOrderReader: one per CPU, at least two (so that the parts
+// are always read the same way) and at most four (a store's readers are
+// shared with other requests).
+func findParts() int { return min(max(runtime.GOMAXPROCS(0), 2), 4) }
+
+// readParts reads the pages of q from each cursor of parts (the parts of
+// storage.ObjectOrderReader.SplitByObject, or q's own cursor alone) side
+// by side, each one page ahead of the receiver, into one channel, closed
+// after every part's last page or an error; cancel ctx to stop the
+// reading early.
+func readParts(ctx context.Context, read func(context.Context, storage.Query) (storage.Page, error), q storage.Query, parts []string) <-chan readPage {
+	pages := make(chan readPage, len(parts))
+	var wg sync.WaitGroup
+	for _, cursor := range parts {
+		q := q
+		q.Cursor = cursor
+		wg.Go(func() {
+			for {
+				page, err := read(ctx, q)
+				select {
+				case pages <- readPage{page, err}:
+				case <-ctx.Done():
+					return
+				}
+				if err != nil || page.Next == "" {
+					return
+				}
+				q.Cursor = page.Next
+			}
+		})
+	}
 	go func() {
-		defer close(pages)
-		for {
-			page, err := read(ctx, q)
-			select {
-			case pages <- readPage{page, err}:
-			case <-ctx.Done():
-				return
-			}
-			if err != nil || page.Next == "" {
-				return
-			}
-			q.Cursor = page.Next
-		}
+		wg.Wait()
+		close(pages)
 	}()
 	return pages
 }

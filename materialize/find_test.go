@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -660,11 +661,14 @@ func TestFindIgnoresRecordsAfterItsTimeline(t *testing.T) {
 type appendOnRead struct {
 	storage.Store
 	later []event.Record
+	mu    sync.Mutex // parts of a stream are read side by side
 	done  bool
 	err   error
 }
 
 func (h *appendOnRead) hook(ctx context.Context, q storage.Query) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if !h.done && slices.Equal(q.Types, []event.RecordType{event.TypeEvent}) {
 		h.done = true
 		_, h.err = h.Store.Append(ctx, h.later)
@@ -682,4 +686,8 @@ type appendOnReadByObject struct{ *appendOnRead }
 func (h appendOnReadByObject) RecordsByObject(ctx context.Context, q storage.Query) (storage.Page, error) {
 	h.hook(ctx, q)
 	return h.Store.(storage.ObjectOrderReader).RecordsByObject(ctx, q)
+}
+
+func (h appendOnReadByObject) SplitByObject(ctx context.Context, streamID string, n int) ([]string, error) {
+	return h.Store.(storage.ObjectOrderReader).SplitByObject(ctx, streamID, n)
 }

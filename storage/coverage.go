@@ -245,6 +245,14 @@ type ObjectOrderReader interface {
 	// ErrInvalidArgument otherwise). Limit, Cursor and WithoutBodies are
 	// as for Records.
 	RecordsByObject(ctx context.Context, q Query) (Page, error)
+	// SplitByObject cuts the objects of a stream into at most n parts
+	// (fewer when it has fewer objects, none when it has none) and
+	// returns a cursor of RecordsByObject for each: reading from a part's
+	// cursor until a page has no Next reads that part's records, and the
+	// parts together are the records RecordsByObject reads without a
+	// cursor, each once, so that parts can be read side by side. An error
+	// wrapping ErrInvalidArgument for no stream ID or n below 1.
+	SplitByObject(ctx context.Context, streamID string, n int) ([]string, error)
 }
 
 func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (string, time.Time, error) {

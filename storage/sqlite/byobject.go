@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -13,31 +14,38 @@ import (
 )
 
 // byObjectCursorPrefix starts a cursor of RecordsByObject: the key of the
-// first record of the next page, its object's row id, ObservedAt and seq.
+// first record of the next page, its object's row id, ObservedAt and seq,
+// then, in a cursor of a part (SplitByObject), the row id of the first
+// object after the part.
 const byObjectCursorPrefix = "o"
 
-// byObjectKey is a record's key in the records table.
-type byObjectKey struct{ obj, observed, seq int64 }
+// byObjectKey is a record's key in the records table, and the end of the
+// part of the stream's objects it is read in (0: none).
+type byObjectKey struct{ obj, observed, seq, end int64 }
 
 func (k byObjectKey) cursor() string {
-	return byObjectCursorPrefix + strconv.FormatInt(k.obj, 10) + "." + strconv.FormatInt(k.observed, 10) + "." + strconv.FormatInt(k.seq, 10)
+	c := byObjectCursorPrefix + strconv.FormatInt(k.obj, 10) + "." + strconv.FormatInt(k.observed, 10) + "." + strconv.FormatInt(k.seq, 10)
+	if k.end != 0 {
+		c += "." + strconv.FormatInt(k.end, 10)
+	}
+	return c
 }
 
 func parseByObjectCursor(cursor string) (byObjectKey, error) {
 	rest, ok := strings.CutPrefix(cursor, byObjectCursorPrefix)
 	parts := strings.Split(rest, ".")
-	if !ok || len(parts) != 3 {
+	if !ok || len(parts) != 3 && len(parts) != 4 {
 		return byObjectKey{}, fmt.Errorf("sqlite: records by object: %w: cursor %q is not one of RecordsByObject's", storage.ErrInvalidArgument, cursor)
 	}
-	var n [3]int64
+	var n [4]int64
 	for i, p := range parts {
 		v, err := strconv.ParseInt(p, 10, 64)
-		if err != nil {
+		if err != nil || i == 3 && v <= n[0] {
 			return byObjectKey{}, fmt.Errorf("sqlite: records by object: %w: cursor %q is not one of RecordsByObject's", storage.ErrInvalidArgument, cursor)
 		}
 		n[i] = v
 	}
-	return byObjectKey{n[0], n[1], n[2]}, nil
+	return byObjectKey{n[0], n[1], n[2], n[3]}, nil
 }
 
 // byObjectRest selects the records of a stream of one object from a key
@@ -49,10 +57,66 @@ func byObjectRest(body string, typeCond string) string {
 }
 
 // byObjectNext selects the records of a stream of the objects after one,
-// object by object, each object's in the order of its key.
-func byObjectNext(body string, typeCond string) string {
+// object by object, each object's in the order of its key; bounded, only
+// those of the objects before another (the end of a part).
+func byObjectNext(body string, typeCond string, bounded bool) string {
+	end := ""
+	if bounded {
+		end = ` AND so.obj < ?`
+	}
 	return fmt.Sprintf(recordSelect, body) + `, r.obj FROM stream_objects so JOIN records r ON r.obj = so.obj LEFT JOIN objects o ON o.id = r.obj` + recordJoins +
-		` WHERE so.stream = ? AND so.obj > ? AND r.stream = so.stream` + typeCond + ` ORDER BY so.obj, r.observed_at, r.seq LIMIT ?`
+		` WHERE so.stream = ? AND so.obj > ?` + end + ` AND r.stream = so.stream` + typeCond + ` ORDER BY so.obj, r.observed_at, r.seq LIMIT ?`
+}
+
+// SplitByObject implements storage.ObjectOrderReader: the stream's
+// objects, in the order of their row ids, cut into n parts of as many
+// objects each.
+func (s *Store) SplitByObject(ctx context.Context, streamID string, n int) ([]string, error) {
+	if streamID == "" || n < 1 {
+		return nil, fmt.Errorf("sqlite: split by object: %w: a stream ID and at least one part, got %q and %d", storage.ErrInvalidArgument, streamID, n)
+	}
+	done, err := s.enter()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var rowID int64
+	if err := s.streamRow(ctx, streamID, &rowID); errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, s.readErr("split by object of "+streamID, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT obj FROM stream_objects WHERE stream = ? ORDER BY obj`, rowID)
+	if err != nil {
+		return nil, s.readErr("split by object of "+streamID, err)
+	}
+	var objs []int64
+	for rows.Next() {
+		var obj int64
+		if err := rows.Scan(&obj); err != nil {
+			rows.Close()
+			return nil, s.readErr("split by object of "+streamID, err)
+		}
+		objs = append(objs, obj)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, s.readErr("split by object of "+streamID, err)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.readErr("split by object of "+streamID, err)
+	}
+	n = min(n, len(objs))
+	cursors := make([]string, 0, n)
+	for i := range n {
+		// Part i reads its first object whole (rest from the smallest key),
+		// then the objects after it up to the next part's first.
+		k := byObjectKey{obj: objs[i*len(objs)/n], observed: math.MinInt64, seq: math.MinInt64}
+		if i < n-1 {
+			k.end = objs[(i+1)*len(objs)/n]
+		}
+		cursors = append(cursors, k.cursor())
+	}
+	return cursors, nil
 }
 
 // RecordsByObject implements storage.ObjectOrderReader: a stream's records
@@ -104,7 +168,11 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		}
 	}
 	if len(recs) <= limit {
-		rows, err := s.cachedQuery(ctx, byObjectNext(body, typeCond), rowID, from.obj, limit+1-len(recs))
+		args := []any{rowID, from.obj}
+		if from.end != 0 {
+			args = append(args, from.end)
+		}
+		rows, err := s.cachedQuery(ctx, byObjectNext(body, typeCond, from.end != 0), append(args, limit+1-len(recs))...)
 		if err != nil {
 			return storage.Page{}, s.readErr("records by object", err)
 		}
@@ -122,7 +190,7 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		// extra column's last value.
 		next := recs[limit]
 		page.Records = recs[:limit]
-		page.Next = byObjectKey{obj: asInt(lastObj), observed: encodeTime(next.ObservedAt), seq: next.IngestSeq}.cursor()
+		page.Next = byObjectKey{obj: asInt(lastObj), observed: encodeTime(next.ObservedAt), seq: next.IngestSeq, end: from.end}.cursor()
 	}
 	return page, nil
 }

@@ -68,8 +68,10 @@ func TestQueryPlans(t *testing.T) {
 		// A stream's records object by object, pages read in order.
 		{"RecordsByObject: the rest of an object", byObjectRest("b.data", " AND r.type IN (1)"),
 			[]string{"r USING PRIMARY KEY (obj=? AND (observed_at,seq)>(?,?))", "b USING PRIMARY KEY (obj=? AND id=?)"}},
-		{"RecordsByObject: the objects after", byObjectNext("b.data", " AND r.type IN (1)"),
+		{"RecordsByObject: the objects after", byObjectNext("b.data", " AND r.type IN (1)", false),
 			[]string{"so USING PRIMARY KEY (stream=? AND obj>?)", "r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)"}},
+		{"RecordsByObject: the objects after, in a part", byObjectNext("b.data", " AND r.type IN (1)", true),
+			[]string{"so USING PRIMARY KEY (stream=? AND obj>? AND obj<?)", "r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)"}},
 		{"keyframe", keyframeQuery, []string{"bodies_id"}},
 		{"Correlations: any", correlationsProbe, []string{"records_target"}},
 		// Each object's latest record: one seek for its key, one for the row.
@@ -119,7 +121,7 @@ func TestQueryPlans(t *testing.T) {
 		}
 	}
 	// RecordsByObject sorts nothing: the keys are the order.
-	for _, q := range []string{byObjectRest("b.data", ""), byObjectNext("b.data", "")} {
+	for _, q := range []string{byObjectRest("b.data", ""), byObjectNext("b.data", "", false), byObjectNext("b.data", "", true)} {
 		if plan := queryPlan(t, s, q); strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("RecordsByObject sorts its rows:\n%s", plan)
 		}

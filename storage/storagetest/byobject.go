@@ -81,6 +81,59 @@ func testRecordsByObject(t *testing.T, s storage.Store) {
 		}
 	}
 
+	// Parts: each read from its cursor, together every record once, in
+	// the order RecordsByObject reads without parts.
+	whole := allByObject(t, or, storage.Query{StreamID: cmShop.ID(), Types: events})
+	objects := map[storage.ObjectID]bool{}
+	for _, r := range whole {
+		objects[objectID(r)] = true
+	}
+	for _, n := range []int{1, 2, 3, len(objects), len(objects) + 5} {
+		parts, err := or.SplitByObject(ctx, cmShop.ID(), n)
+		if err != nil {
+			t.Fatalf("SplitByObject(%d): %v", n, err)
+		}
+		if want := min(n, len(objects)); len(parts) != want {
+			t.Fatalf("SplitByObject(%d) of %d objects: %d parts, want %d", n, len(objects), len(parts), want)
+		}
+		for _, limit := range []int{1, 2, 100} {
+			var got []event.Record
+			partOf := map[storage.ObjectID]int{}
+			for i, cursor := range parts {
+				part := allByObject(t, or, storage.Query{StreamID: cmShop.ID(), Types: events, Limit: limit, Cursor: cursor})
+				if len(part) == 0 {
+					t.Errorf("SplitByObject(%d): part %d has no records", n, i)
+				}
+				for _, r := range part {
+					if p, ok := partOf[objectID(r)]; ok && p != i {
+						t.Errorf("SplitByObject(%d): %v is in parts %d and %d", n, objectID(r), p, i)
+					}
+					partOf[objectID(r)] = i
+				}
+				got = append(got, part...)
+			}
+			if len(got) != len(whole) {
+				t.Fatalf("SplitByObject(%d), pages of %d: the parts read %d records, want %d: %v", n, limit, len(got), len(whole), eventIDs(got))
+			}
+			for i := range got {
+				if got[i].EventID != whole[i].EventID {
+					t.Fatalf("SplitByObject(%d), pages of %d: record %d of the parts is %s, want %s (the order without parts)", n, limit, i, got[i].EventID, whole[i].EventID)
+				}
+			}
+		}
+	}
+	if parts, err := or.SplitByObject(ctx, "no-such-stream", 2); err != nil || len(parts) != 0 {
+		t.Errorf("SplitByObject of a stream with no records: %q, %v", parts, err)
+	}
+	for _, n := range []int{0, -1} {
+		if _, err := or.SplitByObject(ctx, cmShop.ID(), n); !errors.Is(err, storage.ErrInvalidArgument) {
+			t.Errorf("SplitByObject(%d): %v, want an error wrapping storage.ErrInvalidArgument", n, err)
+		}
+	}
+	if _, err := or.SplitByObject(ctx, "", 2); !errors.Is(err, storage.ErrInvalidArgument) {
+		t.Errorf("SplitByObject without a stream: %v, want an error wrapping storage.ErrInvalidArgument", err)
+	}
+
 	// A stream no record has: no records, no error.
 	if p, err := or.RecordsByObject(ctx, storage.Query{StreamID: "no-such-stream"}); err != nil || len(p.Records) != 0 || p.Next != "" {
 		t.Errorf("RecordsByObject of a stream with no records: %d records, next %q, %v", len(p.Records), p.Next, err)

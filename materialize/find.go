@@ -102,6 +102,42 @@ type Found struct {
 	Evaluated int `json:"evaluated"`
 	// Warnings are human-readable notes about the answer.
 	Warnings []string `json:"warnings,omitempty"`
+	// Next is set on a page of the answer (Found.Page) when more objects
+	// follow: the last object of the page, to give as the next Page's
+	// After. It is no part of the JSON: the query API carries it in its
+	// cursor.
+	Next *storage.ObjectID `json:"-"`
+}
+
+// Page returns the page of f's objects that page selects, in their order:
+// a copy of f with only those objects (sharing f's), and Next set when
+// more follow. The entries of one object (one per stream that recorded
+// it) are never split between pages, so a page may hold a few entries
+// more than page.Limit. An error wrapping ErrInvalidArgument for a Limit
+// below 1.
+func (f *Found) Page(page Page) (*Found, error) {
+	if err := page.validate(); err != nil {
+		return nil, err
+	}
+	objs := f.Objects
+	if page.After != nil {
+		objs = objs[sort.Search(len(objs), func(i int) bool { return lessObjectID(*page.After, objs[i].Object) }):]
+	}
+	out := *f
+	out.Next = nil
+	if len(objs) > page.Limit {
+		end := page.Limit
+		for end < len(objs) && objs[end].Object == objs[end-1].Object {
+			end++
+		}
+		if end < len(objs) {
+			last := objs[end-1].Object
+			out.Next = &last
+		}
+		objs = objs[:end]
+	}
+	out.Objects = slices.Clip(objs)
+	return &out, nil
 }
 
 // FoundObject is one object and the intervals during which the condition

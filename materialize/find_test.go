@@ -691,3 +691,51 @@ func (h appendOnReadByObject) RecordsByObject(ctx context.Context, q storage.Que
 func (h appendOnReadByObject) SplitByObject(ctx context.Context, streamID string, n int) ([]string, error) {
 	return h.Store.(storage.ObjectOrderReader).SplitByObject(ctx, streamID, n)
 }
+
+// TestFoundPage pages an answer: every object once, in order, an object
+// of two streams never split between pages, Next only when more follow.
+func TestFoundPage(t *testing.T) {
+	obj := func(name string) storage.ObjectID {
+		return storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "shop", Name: name}
+	}
+	f := &materialize.Found{Versions: 7, Warnings: []string{"w"}}
+	for _, e := range []struct{ name, stream string }{{"a", "s1"}, {"b", "s1"}, {"b", "s2"}, {"c", "s1"}, {"d", "s1"}, {"d", "s2"}, {"e", "s1"}} {
+		f.Objects = append(f.Objects, materialize.FoundObject{Object: obj(e.name), StreamID: e.stream})
+	}
+	for limit := 1; limit <= len(f.Objects)+1; limit++ {
+		var got []materialize.FoundObject
+		page := materialize.Page{Limit: limit}
+		for pages := 0; ; pages++ {
+			if pages > len(f.Objects) {
+				t.Fatalf("limit %d: pages without end", limit)
+			}
+			p, err := f.Page(page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Versions != 7 || len(p.Warnings) != 1 {
+				t.Errorf("limit %d: a page lost the answer's counts or warnings: %+v", limit, p)
+			}
+			if len(p.Objects) == 0 {
+				t.Fatalf("limit %d: an empty page after %d objects", limit, len(got))
+			}
+			if n := len(p.Objects); n > limit && p.Objects[n-1].Object != p.Objects[n-2].Object {
+				t.Errorf("limit %d: a page of %d entries, more than an object's other stream", limit, n)
+			}
+			got = append(got, p.Objects...)
+			if p.Next == nil {
+				break
+			}
+			if *p.Next != p.Objects[len(p.Objects)-1].Object {
+				t.Errorf("limit %d: next %v, want the page's last object", limit, *p.Next)
+			}
+			page.After = p.Next
+		}
+		if !slices.EqualFunc(got, f.Objects, func(a, b materialize.FoundObject) bool { return a.Object == b.Object && a.StreamID == b.StreamID }) {
+			t.Errorf("limit %d: the pages hold\n%+v\nwant\n%+v", limit, got, f.Objects)
+		}
+	}
+	if _, err := f.Page(materialize.Page{}); !errors.Is(err, materialize.ErrInvalidArgument) {
+		t.Errorf("a page of no objects: %v, want ErrInvalidArgument", err)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/krply/krply/materialize"
+	"github.com/krply/krply/storage"
 )
 
 // WithConditions lets clients ask GET /api/v1/find with expressions that
@@ -58,6 +61,23 @@ func (h *handler) find(r *http.Request, u *user) (int, any, error) {
 	if q.Now, err = p.boolean("now", false); err != nil {
 		return 0, nil, err
 	}
+	limit, cur, whole, err := p.objectsPage()
+	if err != nil {
+		return 0, nil, err
+	}
+	var after *storage.ObjectID
+	switch {
+	case cur != nil:
+		if cur.Obj == nil || cur.To.IsZero() {
+			return 0, nil, notCursorOf("find")
+		}
+		// The window of the first page, its relative times resolved then.
+		q.Since, q.Until, after = cur.At, cur.To, cur.Obj
+	case !whole && q.Until.IsZero():
+		// Pages agree on the window: an interval that begins after the
+		// first page is in none.
+		q.Until = p.now
+	}
 	cond, err := h.cfg.conditions.Compile(expr)
 	if err != nil {
 		return 0, nil, badParam("expr", "%v", err)
@@ -65,14 +85,102 @@ func (h *handler) find(r *http.Request, u *user) (int, any, error) {
 	if err := h.authorizeRead(ctx, u, scope.Namespaces); err != nil {
 		return 0, nil, err
 	}
-	found, err := h.m.Find(ctx, q, cond)
-	if errors.Is(err, materialize.ErrInvalidArgument) {
-		return 0, nil, badParam("", "%v", err)
+	key := foundKey{params: p.paramsHash(), since: q.Since.UnixNano(), until: q.Until.UnixNano()}
+	var found *materialize.Found
+	if cur != nil {
+		found = h.found.get(key, p.now)
 	}
+	if found == nil {
+		found, err = h.m.Find(ctx, q, cond)
+		if errors.Is(err, materialize.ErrInvalidArgument) {
+			return 0, nil, badParam("", "%v", err)
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+	}
+	if whole {
+		return http.StatusOK, FoundPage{Found: *found}, nil
+	}
+	page, err := found.Page(materialize.Page{After: after, Limit: limit})
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, found, nil
+	out := FoundPage{Found: *page}
+	if page.Next != nil {
+		h.found.put(key, found, p.now)
+		out.Next = p.next(cursor{Obj: page.Next, At: q.Since, To: q.Until})
+	}
+	return http.StatusOK, out, nil
+}
+
+// The answers of paged finds the handler remembers for the pages after
+// the first (foundCache): how long, how many, and how many objects in all.
+const (
+	foundTTL           = time.Minute
+	maxFound           = 4
+	maxRememberedFound = 100_000
+)
+
+// foundKey names a paged find's answer: its parameters and its window.
+type foundKey struct {
+	params       uint64
+	since, until int64
+}
+
+// foundCache remembers the answers of paged finds, so that the pages
+// after the first are cut from the answer the first was, instead of each
+// reading the whole scope again: the last few, for a minute. A page whose
+// answer was forgotten finds again, in the first page's window.
+type foundCache struct {
+	mu      sync.Mutex
+	answers map[foundKey]foundEntry
+}
+
+type foundEntry struct {
+	found   *materialize.Found
+	expires time.Time
+}
+
+func (c *foundCache) get(key foundKey, now time.Time) *materialize.Found {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.answers[key]; ok && now.Before(e.expires) {
+		return e.found
+	}
+	return nil
+}
+
+// put remembers found under key, forgetting the expired answers and the
+// ones that expire first beyond maxFound or maxRememberedFound objects.
+func (c *foundCache) put(key foundKey, found *materialize.Found, now time.Time) {
+	if len(found.Objects) > maxRememberedFound {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answers == nil {
+		c.answers = map[foundKey]foundEntry{}
+	}
+	c.answers[key] = foundEntry{found: found, expires: now.Add(foundTTL)}
+	for {
+		objects, oldest := 0, foundKey{}
+		var first time.Time
+		for k, e := range c.answers {
+			if !now.Before(e.expires) {
+				delete(c.answers, k)
+				continue
+			}
+			objects += len(e.found.Objects)
+			if first.IsZero() || e.expires.Before(first) {
+				first, oldest = e.expires, k
+			}
+		}
+		if len(c.answers) <= maxFound && objects <= maxRememberedFound {
+			return
+		}
+		delete(c.answers, oldest)
+	}
 }
 
 // changeFilter compiles the history route's filter with the handler's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -216,4 +217,98 @@ func TestWatchFilter(t *testing.T) {
 	}
 	_, plain := j.serve()
 	wantError(t, http.MethodGet, plain+"/api/v1/watch?filter=type:ADDED", "", http.StatusNotImplemented, server.CodeNotImplemented, "filter")
+}
+
+// findPages asks u page after page and returns the pages.
+func findPages(t *testing.T, u string) []server.FoundPage {
+	t.Helper()
+	var pages []server.FoundPage
+	for next := ""; len(pages) == 0 || next != ""; {
+		var page server.FoundPage
+		ask := u
+		if next != "" {
+			ask += "&cursor=" + next
+		}
+		getJSON(t, ask, &page)
+		pages = append(pages, page)
+		if len(pages) > 100 {
+			t.Fatalf("%s: more than 100 pages", u)
+		}
+		next = page.Next
+	}
+	return pages
+}
+
+// TestFindPages: GET /api/v1/find with limit answers a page at a time,
+// and the pages put together are the whole answer, in the window of the
+// first page; the pages after the first are cut from the first page's
+// answer while the server remembers it, so that they agree with it even
+// when the journal grows meanwhile; a server that does not remember it
+// finds again in the first page's window. Bad limits and cursors are
+// refused.
+func TestFindPages(t *testing.T) {
+	j := newRecorded(t)
+	_, base := j.serve(server.WithConditions(containsConditions{}))
+	const expr = `contains:"uid"`
+	ask := base + "/api/v1/find?cluster=c1&expr=" + url.QueryEscape(expr)
+
+	var whole server.FoundPage
+	getJSON(t, ask, &whole)
+	if whole.Next != "" || len(whole.Objects) != 5 || !whole.Query.Until.IsZero() {
+		t.Fatalf("the whole answer: next %q, until %s, %d objects, want 5 and no next: %+v", whole.Next, whole.Query.Until, len(whole.Objects), whole.Objects)
+	}
+	pages := findPages(t, ask+"&limit=2")
+	if len(pages) != 3 {
+		t.Fatalf("5 objects in pages of 2: %d pages", len(pages))
+	}
+	var objects []materialize.FoundObject
+	for i, p := range pages {
+		if len(p.Objects) > 2 {
+			t.Errorf("page %d: %d objects", i, len(p.Objects))
+		}
+		// Every page is the answer's, but for its objects; the window is
+		// the first page's time.
+		if !p.Query.Until.Equal(now) || p.Versions != whole.Versions || p.Evaluated != whole.Evaluated {
+			t.Errorf("page %d: until %s, %d versions, %d evaluated; want until %s, %d and %d", i, p.Query.Until, p.Versions, p.Evaluated, now, whole.Versions, whole.Evaluated)
+		}
+		sameJSON(t, fmt.Sprintf("page %d's streams", i), p.Streams, whole.Streams)
+		objects = append(objects, p.Objects...)
+	}
+	sameJSON(t, "the pages' objects", objects, whole.Objects)
+
+	// The journal grows after a first page: a ConfigMap of another
+	// namespace, true since 1, which sorts between the first page's
+	// objects and the others.
+	first := findPages(t, ask+"&limit=2")[0]
+	late := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "tea"}
+	j.append(storagetest.Baseline(late, "b-tea", at(1), j.nextRV(), []storagetest.Item{cmItem(late, "tea", "late", j.nextRV(), map[string]string{"a": "b"})})...)
+	var grown server.FoundPage
+	getJSON(t, ask, &grown)
+	if len(grown.Objects) != 6 {
+		t.Fatalf("after the append, a new find: %d objects, want 6", len(grown.Objects))
+	}
+	var rest server.FoundPage
+	getJSON(t, ask+"&limit=2&cursor="+first.Next, &rest)
+	for _, o := range rest.Objects {
+		if o.Object.Namespace == "tea" {
+			t.Errorf("a page after the first has %v, which the first page's answer had not", o.Object)
+		}
+	}
+	sameJSON(t, "the second page, remembered", rest.Objects, whole.Objects[2:4])
+	// Another server (a replica) remembers nothing: it finds again, in
+	// the first page's window, and the page follows the cursor.
+	_, other := j.serve(server.WithConditions(containsConditions{}))
+	var again server.FoundPage
+	getJSON(t, other+"/api/v1/find?cluster=c1&expr="+url.QueryEscape(expr)+"&limit=2&cursor="+first.Next, &again)
+	if len(again.Objects) != 2 || again.Objects[0].Object.Namespace != "tea" || !again.Query.Until.Equal(now) {
+		t.Errorf("the second page from another server: until %s, %+v; want tea/late first", again.Query.Until, again.Objects)
+	}
+
+	wantError(t, http.MethodGet, ask+"&limit=0", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	wantError(t, http.MethodGet, ask+"&limit=x", "", http.StatusBadRequest, server.CodeInvalidParameter, "limit")
+	wantError(t, http.MethodGet, ask+"&limit=2&cursor=bm90IGEgY3Vyc29y", "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+	// A cursor of another expression, or of a snapshot.
+	wantError(t, http.MethodGet, base+"/api/v1/find?cluster=c1&expr=contains:x&limit=2&cursor="+first.Next, "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
+	snap := snapshotPages(t, base+"/api/v1/snapshot?cluster=c1&limit=1")[0]
+	wantError(t, http.MethodGet, ask+"&limit=2&cursor="+snap.Next, "", http.StatusBadRequest, server.CodeInvalidCursor, "cursor")
 }

@@ -60,7 +60,7 @@ var operations = []operation{
 	{http.MethodPost, "audit", "Audit events of the kube-apiserver's webhook backend (audit.k8s.io/v1 EventList).", nil, map[string]any{}, map[string]any{}},
 	{http.MethodGet, "watch", "The change feed: Server-Sent Events of the records appended to a scope.", slices.Concat(scopeParams, []string{"name", "types", "bodies", "cursor", "filter", "includeStatus"}), nil, nil},
 	{http.MethodGet, "why", "What changed before an object broke: its dependencies at a time, the changes ranked as candidate causes, with coverage.", slices.Concat(objectParams, []string{"at", "from", "before", "after", "maxObjects"}), nil, why.Answer{}},
-	{http.MethodGet, "find", "When a condition over the objects of a scope held: intervals bounded by the versions that opened and closed them, with unknown ends at gaps (a server started with conditions; Secrets are never searched).", slices.Concat(scopeParams, []string{"expr", "labelSelector", "since", "until", "first", "now"}), nil, materialize.Found{}},
+	{http.MethodGet, "find", "When a condition over the objects of a scope held: intervals bounded by the versions that opened and closed them, with unknown ends at gaps (a server started with conditions; Secrets are never searched); whole, or a page of objects at a time given limit.", slices.Concat(scopeParams, []string{"expr", "labelSelector", "since", "until", "first", "now"}, pageParams), nil, apiv1.FoundPage{}},
 	{http.MethodGet, "openapi.json", "This document.", nil, nil, map[string]any{}},
 }
 

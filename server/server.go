@@ -44,6 +44,8 @@ type handler struct {
 	streamsMu sync.Mutex
 	streamsAt time.Time
 	streams   []storage.StreamStatus
+	// found remembers the answers of paged finds.
+	found foundCache
 }
 
 // NewHandler returns the query API over journal j (a storage.ReadWriter:

@@ -32,8 +32,10 @@ type (
 	PlanRequest = apiv1.PlanRequest
 	// Health is the answer of /healthz and /readyz when all is well (apiv1.Health).
 	Health = apiv1.Health
-	// Found is the answer of GET /api/v1/find (apiv1.Found).
+	// Found is a find's answer (apiv1.Found).
 	Found = apiv1.Found
+	// FoundPage is the answer of GET /api/v1/find (apiv1.FoundPage).
+	FoundPage = apiv1.FoundPage
 	// FeedEvent is one event of the change feed (apiv1.FeedEvent).
 	FeedEvent = apiv1.FeedEvent
 )

@@ -72,10 +72,18 @@ type SnapshotPage struct {
 	Next string `json:"next,omitempty"`
 }
 
-// Found is the answer of GET /api/v1/find: for each object of the scope,
-// the intervals during which the condition held, with each stream's
-// unknown spans. It is not paged.
+// Found is a find's answer: for each object of the scope, the intervals
+// during which the condition held, with each stream's unknown spans.
 type Found = materialize.Found
+
+// FoundPage is the answer of GET /api/v1/find: the answer whole when the
+// request gives neither limit nor cursor; otherwise one page of its
+// objects and the cursor of the next page. Every page carries the
+// answer's Query, Streams, Missing, Versions, Evaluated and Warnings.
+type FoundPage struct {
+	materialize.Found
+	Next string `json:"next,omitempty"`
+}
 
 // DiffPage is the answer of GET /api/v1/diff: the diff with one page of
 // its objects, and the cursor of the next page. Every page carries the

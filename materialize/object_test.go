@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,71 @@ func TestObjectAtInferredDeletionCountsFromBaselineEnd(t *testing.T) {
 	if !snap.Complete || len(snap.Objects) != 0 {
 		t.Fatalf("snapshot complete=%v objects=%d, want complete and empty", snap.Complete, len(snap.Objects))
 	}
+}
+
+// ObjectAt of an object unchanged since a baseline looks for the
+// baseline's inferred deletions right after its end: a small first page,
+// since what follows the end is most often a change, then pages growing
+// through a long tail of deletions, the object's found at its end.
+func TestObjectAtReadsTheBaselineTailByGrowingPages(t *testing.T) {
+	ctx := context.Background()
+	j := newJournal(t)
+	cms := j.stream("", "v1", "configmaps", "shop")
+	c := cm("shop", "c", "uc", map[string]any{"v": "1"})
+	var others []obj
+	for i := range 40 {
+		others = append(others, cm("shop", fmt.Sprintf("o%02d", i), fmt.Sprintf("uo%02d", i), map[string]any{"v": "1"}))
+	}
+	j.baseline(cms, "b1", at(1), append([]obj{c}, others...)...)
+	for i, o := range others {
+		j.watch(cms, event.Modified, o, at(2).Add(time.Duration(i)*time.Second))
+	}
+	j.progress(cms, at(3).Add(time.Second))
+	counted := &afterSeqCounter{Store: j.store}
+	m, err := materialize.New(counted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := m.ObjectAt(ctx, idOf(cms, "c", "shop"), at(3))
+	if err != nil || !st.Exists || !st.Covered {
+		t.Fatalf("c after the baseline: exists=%v covered=%v, %v; want it, covered", st != nil && st.Exists, st != nil && st.Covered, err)
+	}
+	if counted.read > 2 {
+		t.Errorf("ObjectAt read %d records past the baseline's end to learn that none is an inferred deletion, want at most 2", counted.read)
+	}
+
+	// A relist that found the 40 others and c absent: c's deletion is the
+	// last of a tail of 41.
+	last := j.watch(cms, event.Modified, c, at(3).Add(2*time.Second))
+	j.gap(cms, at(4), at(5))
+	j.baseline(cms, "b2", at(6))
+	for _, o := range others {
+		j.inferredDelete(cms, o, "1", at(4), at(6).Add(time.Second), "b2")
+	}
+	j.inferredDelete(cms, c, last.Resource.ResourceVersion, at(4), at(6).Add(time.Second), "b2")
+	j.progress(cms, at(7))
+	counted.read = 0
+	if st, err = m.ObjectAt(ctx, idOf(cms, "c", "shop"), at(6)); err != nil || st.Exists || !st.Covered {
+		t.Fatalf("c at the relist's end: exists=%v covered=%v, %v; want deleted, covered", st != nil && st.Exists, st != nil && st.Covered, err)
+	}
+	if counted.read < 41 {
+		t.Errorf("ObjectAt read %d records of the relist's tail of 41", counted.read)
+	}
+}
+
+// afterSeqCounter counts the records Records answers to queries after a
+// sequence number.
+type afterSeqCounter struct {
+	storage.Store
+	read int
+}
+
+func (c *afterSeqCounter) Records(ctx context.Context, q storage.Query) (storage.Page, error) {
+	page, err := c.Store.Records(ctx, q)
+	if q.AfterSeq > 0 {
+		c.read += len(page.Records)
+	}
+	return page, err
 }
 
 func TestObjectAtErrors(t *testing.T) {

@@ -315,10 +315,13 @@ func (m *Materializer) pendingInferredDeletions(ctx context.Context, tl storage.
 	endSeq := end.IngestSeq
 	var out map[storage.ObjectID]bool
 	// By sequence, not time: the records right after the end are found
-	// through the index without reading the stream's older records.
-	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 64, WithoutBodies: true}
+	// through the index without reading the stream's older records. The
+	// first page is small: most often the record after the end is a
+	// change, which ends the walk, and each record read is a seek.
+	q := storage.Query{StreamID: cov.StreamID, Types: []event.RecordType{event.TypeEvent, event.TypeBaseline}, AfterSeq: endSeq, Limit: 2, WithoutBodies: true}
 	for {
 		page, err := m.store.Records(ctx, q)
+		q.Limit = min(q.Limit*8, 256)
 		if err != nil {
 			return nil, fmt.Errorf("inferred deletions of baseline %s in %s: %w", cov.BaselineID, cov.StreamID, err)
 		}

@@ -225,3 +225,35 @@ func ExampleMaterializer_Find() {
 	// web: from 10:00 (rv 100) to 10:30 (rv 120)
 	// true before that? no complete baseline at or before this time
 }
+
+// A find's answer is computed whole; Page cuts it into pages, as the
+// query API does for GET /api/v1/find?limit=.
+func ExampleFound_Page() {
+	store, _ := exampleJournal()
+	defer store.Close()
+	m, err := materialize.New(store)
+	if err != nil {
+		panic(err)
+	}
+	always := materialize.PredicateFunc(func(context.Context, json.RawMessage) (bool, error) { return true, nil })
+	found, err := m.Find(context.Background(), materialize.FindQuery{Scope: materialize.Scope{ClusterID: "prod"}}, always)
+	if err != nil {
+		panic(err)
+	}
+	page := materialize.Page{Limit: 100}
+	for {
+		p, err := found.Page(page)
+		if err != nil {
+			panic(err)
+		}
+		for _, o := range p.Objects {
+			fmt.Println(o.Object.Namespace+"/"+o.Object.Name, len(o.Intervals), "interval(s)")
+		}
+		if p.Next == nil {
+			break
+		}
+		page.After = p.Next
+	}
+	// Output:
+	// shop/web 1 interval(s)
+}

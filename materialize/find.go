@@ -386,21 +386,18 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	open := tl.OpenBaselines()
 	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, initial: initial, ruled: st.Stream.Rule() != ""}
 	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
-	ctx, cancel := context.WithCancel(f.ctx)
-	var pages <-chan readPage
+	read, parts := r.Records, []string{""}
 	if or, ok := r.(storage.ObjectOrderReader); ok {
 		// The objects in parts, read side by side: reading is most of
 		// the work, and the sweep takes each object's records as they
 		// come, whatever part they come from.
-		parts, err := or.SplitByObject(f.ctx, st.StreamID, findParts())
-		if err != nil {
-			cancel()
+		if parts, err = or.SplitByObject(f.ctx, st.StreamID, findParts()); err != nil {
 			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
 		}
-		pages = readParts(ctx, or.RecordsByObject, q, parts)
-	} else {
-		pages = readParts(ctx, r.Records, q, []string{""})
+		read = or.RecordsByObject
 	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	pages := readParts(ctx, read, q, parts)
 	defer func() {
 		// The reader is done before Find returns, even after an error.
 		cancel()

@@ -236,12 +236,12 @@ func (s *AppendSignal) Appended() <-chan struct{} { return s.s.Wait() }
 // Notify wakes every change feed waiting on s.
 func (s *AppendSignal) Notify() { s.s.Notify() }
 
-// writeFeedError ends a feed with an error event.
 // feedWarning is the data of a warning event of the change feed.
 type feedWarning struct {
 	Warning string `json:"warning"`
 }
 
+// writeFeedError ends a feed with an error event.
 func writeFeedError(out pacer, e *Error) {
 	data, _ := json.Marshal(e) // strings and a number
 	if out.write(fmt.Appendf(nil, "event: error\ndata: %s\n\n", data)) == nil {

@@ -86,23 +86,8 @@ func (s *Store) SplitByObject(ctx context.Context, streamID string, n int) ([]st
 	} else if err != nil {
 		return nil, s.readErr("split by object of "+streamID, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT obj FROM stream_objects WHERE stream = ? ORDER BY obj`, rowID)
+	objs, err := s.streamObjectRows(ctx, rowID)
 	if err != nil {
-		return nil, s.readErr("split by object of "+streamID, err)
-	}
-	var objs []int64
-	for rows.Next() {
-		var obj int64
-		if err := rows.Scan(&obj); err != nil {
-			rows.Close()
-			return nil, s.readErr("split by object of "+streamID, err)
-		}
-		objs = append(objs, obj)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, s.readErr("split by object of "+streamID, err)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, s.readErr("split by object of "+streamID, err)
 	}
 	n = min(n, len(objs))
@@ -193,4 +178,22 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		page.Next = byObjectKey{obj: asInt(lastObj), observed: encodeTime(next.ObservedAt), seq: next.IngestSeq, end: from.end}.cursor()
 	}
 	return page, nil
+}
+
+// streamObjectRows returns the row ids of a stream's objects, in order.
+func (s *Store) streamObjectRows(ctx context.Context, stream int64) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT obj FROM stream_objects WHERE stream = ? ORDER BY obj`, stream)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var objs []int64
+	for rows.Next() {
+		var obj int64
+		if err := rows.Scan(&obj); err != nil {
+			return nil, err
+		}
+		objs = append(objs, obj)
+	}
+	return objs, rows.Err()
 }

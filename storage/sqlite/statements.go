@@ -1,9 +1,11 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -121,24 +123,48 @@ func (at *appendTx) lookup(l keyLookup, keys []any, scan func(*sql.Rows) error) 
 // A rowInsert is a multi-row INSERT: prefix is completed by rows of
 // columns placeholders each.
 //
-// SQLite runs each of them in a statement journal (a copy of every page
-// it touches, so the statement alone can be undone), about a tenth of
-// Append's CPU: an INSERT that sets an INTEGER PRIMARY KEY from a
-// parameter may abort on a non-integer value, whatever its conflict
-// clause (OR FAIL does not help). Append assigns the keys itself, so that
-// cost stays.
+// SQLite runs a statement that may abort in a statement journal (a copy
+// of every page it touches, so the statement alone can be undone), about
+// a tenth of Append's CPU. The INSERTs of the WITHOUT ROWID tables
+// (records, bodies) say OR FAIL, which needs none: a failed row ends the
+// statement with the rows before it in place, and Append then rolls the
+// whole transaction back. An INSERT that sets an INTEGER PRIMARY KEY from
+// a parameter (objects) may abort on a non-integer value whatever its
+// conflict clause, so it keeps the statement journal.
+//
+// key lists the columns of the table's primary key (all INTEGER, given as
+// int64), for a WITHOUT ROWID table clustered on it: insertRows inserts a
+// batch's rows in that order, so that consecutive rows go to the same or
+// neighbouring pages, already in the cache (records are clustered by
+// object, and a batch arrives in time order, object after object).
 type rowInsert struct {
 	prefix  string
 	columns int
+	key     []int
 }
 
 // The INSERTs of Append.
 var (
-	insertRecords       = rowInsert{`INSERT INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, baseline, meta) VALUES `, 14}
-	insertBodies        = rowInsert{`INSERT INTO bodies (obj, id, hash, raw_len, base, data) VALUES `, 6}
-	insertObjects       = rowInsert{`INSERT INTO objects (id, scope, name) VALUES `, 3}
-	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2}
+	insertRecords       = rowInsert{`INSERT OR FAIL INTO records (seq, id_key, event_id, type, cluster, stream, observed_at, watch_type, synthetic, obj, body, target, baseline, meta) VALUES `, 14, []int{9, 6, 0}}
+	insertBodies        = rowInsert{`INSERT OR FAIL INTO bodies (obj, id, hash, raw_len, base, data) VALUES `, 6, []int{0, 1}}
+	insertObjects       = rowInsert{`INSERT INTO objects (id, scope, name) VALUES `, 3, nil}
+	insertStreamObjects = rowInsert{`INSERT OR IGNORE INTO stream_objects (stream, obj) VALUES `, 2, nil}
 )
+
+// sortRows orders rows by the columns key.
+func sortRows(rows [][]any, key []int) {
+	if len(key) == 0 {
+		return
+	}
+	slices.SortFunc(rows, func(a, b []any) int {
+		for _, k := range key {
+			if c := cmp.Compare(a[k].(int64), b[k].(int64)); c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}
 
 // text returns the statement for n rows.
 func (ins rowInsert) text(n int) string {
@@ -151,6 +177,7 @@ func (ins rowInsert) text(n int) string {
 var insertSizes = []int{64, 16, 4, 1}
 
 func (at *appendTx) insertRows(ins rowInsert, rows [][]any) error {
+	sortRows(rows, ins.key)
 	args := make([]any, 0, min(len(rows), insertSizes[0])*ins.columns)
 	for len(rows) > 0 {
 		n := 1

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -440,5 +442,63 @@ func TestCutImportClaimsNoMore(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// An import into a journal that records other streams and objects already
+// (the hand journal) stores what an import into the memory store stores:
+// the same answers to every query. The imported stream interleaves the
+// changes of many objects across small batches, so that each batch's rows
+// go into the SQLite tables in another order than they arrive in (Append
+// inserts a batch's rows in the order of the tables' keys).
+func TestImportIntoRecordedJournal(t *testing.T) {
+	ctx := context.Background()
+	src := memory.New()
+	stream := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "other"}
+	var items []storagetest.Item
+	for k := range 30 {
+		name := fmt.Sprintf("cm-%02d", 29-k) // the objects' rows are made in reverse name order
+		ref := storagetest.Ref(stream, "ConfigMap", "other", name, "u"+name, strconv.Itoa(100+k))
+		items = append(items, storagetest.Item{Ref: ref, Object: storagetest.ConfigMap("other", name, "u"+name, strconv.Itoa(100+k), map[string]string{"v": "0"})})
+	}
+	recs := storagetest.Baseline(stream, "other-1", at(100), "130", items)
+	rv := 131
+	for i := range 120 {
+		k := (i * 7) % len(items)
+		name := items[k].Ref.Name
+		v := strconv.Itoa(rv)
+		ref := storagetest.Ref(stream, "ConfigMap", "other", name, "u"+name, v)
+		recs = append(recs, storagetest.Event(stream, event.Modified, ref, storagetest.ConfigMap("other", name, "u"+name, v, map[string]string{"v": strconv.Itoa(i % 5)}), at(101+i)))
+		rv++
+	}
+	recs = append(recs, storagetest.Checkpoint(stream, strconv.Itoa(rv-1), true, at(300)))
+	if _, err := src.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	data := export(t, src)
+	want, got := memory.New(), openSQLite(t)
+	for _, dst := range []storage.ReadWriter{want, got} {
+		handJournal(t, dst)
+		before := countRecords(t, dst)
+		res, err := transfer.Import(ctx, bytes.NewReader(data), dst, transfer.WithBatchSize(17))
+		if err != nil || res.Inserted != int64(len(recs)) || res.Duplicates != 0 {
+			t.Fatalf("import into a recorded journal: %+v, %v; want %d records inserted", res, err, len(recs))
+		}
+		if n := countRecords(t, dst); n != before+len(recs) {
+			t.Errorf("%d records after the import, want %d", n, before+len(recs))
+		}
+	}
+	transfertest.SameAnswers(t, "SQLite after an import into a recorded journal", transfertest.Answers(t, want), transfertest.Answers(t, got))
+	// The imported objects' versions are all there, in order.
+	m, err := materialize.New(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.History(ctx, storage.ObjectID{ClusterID: "c1", Resource: "configmaps", Namespace: "other", Name: "cm-00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.Versions()); n != 5 {
+		t.Errorf("cm-00 has %d versions, want 5 (its baseline item and 4 changes)", n)
 	}
 }

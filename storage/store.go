@@ -117,6 +117,36 @@ type ResourceCompactor interface {
 	CompactResources(ctx context.Context, before time.Time, resources []string) (CompactResult, error)
 }
 
+// BulkAppender is implemented by a Writer that appends many batches
+// faster in one transaction than in one transaction each. A journal
+// clustered by object, as the SQLite store's is, rewrites a page of every
+// object a batch touches at each commit; a bulk writes it once.
+// storage/transfer's Import uses it. The SQLite store implements it.
+type BulkAppender interface {
+	// BeginBulk begins a transaction that the Bulk's Append calls add
+	// batches to. Until the Bulk commits or rolls back, no reader sees
+	// any of it and every other write of the journal waits, so the
+	// goroutine holding a Bulk must not Append to the same Writer.
+	BeginBulk(ctx context.Context) (Bulk, error)
+}
+
+// Bulk is the transaction of BulkAppender.BeginBulk. Its methods must not
+// be called concurrently.
+type Bulk interface {
+	// Append is Writer.Append within the transaction: the batch's records
+	// are given their sequence numbers, and records already stored (by
+	// the journal or by an earlier Append of the Bulk) are duplicates;
+	// but nothing is durable before Commit. After an error the Bulk can
+	// only be rolled back: every later Append and Commit returns an
+	// error.
+	Append(ctx context.Context, records []event.Record) (AppendResult, error)
+	// Commit makes every batch appended durable at once.
+	Commit() error
+	// Rollback discards every batch appended. After Commit it does
+	// nothing and returns nil, so that it can be deferred.
+	Rollback() error
+}
+
 // StreamRestorer is implemented by a Writer that can set the durable
 // state of a stream that its records may no longer give: a Compact keeps
 // each stream's checkpoint and availability as they were although it may

@@ -32,7 +32,11 @@
 //     each commit empties every reader connection's page cache and map,
 //     and a read then fetches each page it visits again. Append pays for
 //     it: an object's new record and body go to its pages, anywhere in the
-//     file, rather than at the end.
+//     file, rather than at the end. A bulk (BeginBulk, which
+//     storage/transfer's Import uses) appends many batches in one
+//     transaction, with the writer's page cache raised to 256 MiB while
+//     it lasts, so that such a page is written once per bulk rather than
+//     once per batch. Until a bulk ends, every other write waits for it.
 //   - Every query is answered from an index or the tables' keys: records
 //     by seq, by (stream, seq), by (stream, observedAt, seq) to seek a
 //     stream's last record at or before a time, by (type, stream, seq) and

@@ -116,7 +116,10 @@ type keyframe struct {
 	lastBodyID int64
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store        = (*Store)(nil)
+	_ storage.BulkAppender = (*Store)(nil)
+)
 
 // Path returns the journal's file name.
 func (s *Store) Path() string { return s.path }

@@ -23,7 +23,8 @@ import (
 // Copies, Compact, CompactUntil, CompactMarkerOrder, CompactResources (every
 // backend implements storage.ResourceCompactor), Timelines, Readers,
 // ConcurrentReaders, ConcurrentAppends, RestoreStreams (every backend
-// implements storage.StreamRestorer), Closed.
+// implements storage.StreamRestorer), Bulk (for a storage.BulkAppender),
+// Closed.
 func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 	t.Helper()
 	tests := []struct {
@@ -58,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 		{"ConcurrentReaders", testConcurrentReaders},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"RestoreStreams", testRestoreStreams},
+		{"Bulk", nil},
 		{"Closed", testClosed},
 	}
 	for _, tc := range tests {
@@ -67,6 +69,12 @@ func Run(t *testing.T, newStore func(t *testing.T) storage.Store) {
 				t.Fatal("newStore returned nil")
 			}
 			t.Cleanup(func() { _ = s.Close() })
+			if tc.fn == nil { // Bulk compares two stores
+				ref := newStore(t)
+				t.Cleanup(func() { _ = ref.Close() })
+				testBulk(t, s, ref)
+				return
+			}
 			tc.fn(t, s)
 		})
 	}

@@ -65,7 +65,12 @@
 //
 // Import appends WithBatchSize records (DefaultBatchSize) per Append, each
 // one transaction, after checking every line of the batch; the last batch
-// goes in only after the trailer checked out. Append de-duplicates by
+// goes in only after the trailer checked out. Into a journal that is a
+// storage.BulkAppender (the SQLite store), the batches go into bulk
+// transactions of about a quarter of a million records each, committed
+// when one is full and when the stream ends or fails: a journal clustered
+// by object then writes each of its pages once per bulk rather than once
+// per batch, two to three times faster on a large import. Append de-duplicates by
 // EventID, so an import is idempotent: a second import of the same stream
 // stores nothing (Result.Duplicates counts the records), and records the
 // journal recorded itself are not stored twice.
@@ -76,7 +81,10 @@
 // fails with a *LineError naming the line, wrapping ErrInvalidStream. "No
 // half-imported batch" means: no record of the batch holding that line is
 // stored, so the journal holds the batches before it — whole transactions,
-// a prefix of the stream in its order, LineError.Records records. Such a
+// a prefix of the stream in its order, LineError.Records records. (When
+// the journal refuses a batch, in a bulk transaction the bulk it belongs
+// to is rolled back: the journal then holds the bulks committed before
+// it.) Such a
 // prefix is a journal the recorder could have written up to a moment (its
 // records keep their order), so it never claims more coverage than its
 // records give: a baseline without its end is not trusted, a gap without

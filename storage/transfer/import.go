@@ -15,7 +15,8 @@ import (
 
 // Import reads an export stream from rd and appends its records to store,
 // in the stream's order, WithBatchSize records per Append (one
-// transaction each). Records the journal holds already (the same EventID)
+// transaction each; into a storage.BulkAppender, many batches per bulk
+// transaction, see the package documentation). Records the journal holds already (the same EventID)
 // are not stored again, so importing a stream twice adds nothing the
 // second time, and an import cut short is completed by importing the
 // whole stream again.
@@ -74,29 +75,32 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 		parseErr = im.run()
 	}()
 	var failed *LineError
-	var committed int64
 	for b := range im.batches {
 		if failed != nil {
 			continue // drain: the reader stops at its next send
 		}
 		if err := im.append(b); err != nil {
-			failed = &LineError{Line: b.line, Records: committed, Err: err}
+			failed = &LineError{Line: b.line, Records: im.committed, Err: errors.Join(err, im.rollback())}
 			cancel()
 			continue
 		}
-		committed += int64(len(b.records))
 		c.report(Progress{Lines: b.line, Records: b.count, Bytes: b.bytes})
 	}
 	res := im.res
 	res.Lines, res.Bytes = im.lr.line, im.lr.bytes
-	switch {
-	case failed != nil:
+	if failed != nil {
 		return res, failed
-	case parseErr != nil:
-		return res, &LineError{Line: im.lr.line, Records: committed, Err: parseErr}
+	}
+	// The batches appended are whole and checked, even when a later line
+	// was not: they are committed either way.
+	if err := im.commit(); err != nil {
+		return res, &LineError{Line: im.lr.line, Records: im.committed, Err: errors.Join(parseErr, err)}
+	}
+	if parseErr != nil {
+		return res, &LineError{Line: im.lr.line, Records: im.committed, Err: parseErr}
 	}
 	if err := im.restore(); err != nil {
-		return res, &LineError{Line: res.Lines, Records: committed, Err: err}
+		return res, &LineError{Line: res.Lines, Records: im.committed, Err: err}
 	}
 	res.StreamsRestored = im.res.StreamsRestored
 	c.report(res.Progress)
@@ -117,7 +121,7 @@ func (im *importer) append(b batch) error {
 	if err := im.inOrder(b.records); err != nil {
 		return err
 	}
-	res, err := im.store.Append(im.ctx, b.records)
+	res, err := im.appendBatch(b.records)
 	if err != nil {
 		return fmt.Errorf("transfer: import: append the %d records up to this line: %w", len(b.records), err)
 	}
@@ -130,6 +134,70 @@ func (im *importer) append(b batch) error {
 	}
 	im.res.Inserted += int64(res.Inserted)
 	im.res.Duplicates += int64(res.Duplicates)
+	return nil
+}
+
+// bulkRecords is how many records an import into a storage.BulkAppender
+// appends per transaction, in batches of WithBatchSize.
+var bulkRecords int64 = 1 << 18
+
+// appendBatch appends records in one transaction of their own or, when
+// the journal is a storage.BulkAppender, in the bulk transaction, which
+// it commits once it holds bulkRecords records. The records of a batch
+// appended are counted in committed once committed.
+func (im *importer) appendBatch(records []event.Record) (storage.AppendResult, error) {
+	bulker, ok := im.store.(storage.BulkAppender)
+	if !ok {
+		res, err := im.store.Append(im.ctx, records)
+		if err == nil {
+			im.committed += int64(len(records))
+		}
+		return res, err
+	}
+	if im.bulk == nil {
+		bulk, err := bulker.BeginBulk(im.ctx)
+		if err != nil {
+			return storage.AppendResult{}, err
+		}
+		im.bulk = bulk
+	}
+	res, err := im.bulk.Append(im.ctx, records)
+	if err != nil {
+		return res, err
+	}
+	im.pending += int64(len(records))
+	if im.pending >= bulkRecords {
+		return res, im.commit()
+	}
+	return res, nil
+}
+
+// commit commits the bulk transaction, if one is open.
+func (im *importer) commit() error {
+	if im.bulk == nil {
+		return nil
+	}
+	bulk := im.bulk
+	im.bulk = nil
+	if err := bulk.Commit(); err != nil {
+		return errors.Join(fmt.Errorf("transfer: import: commit the %d records before this line: %w", im.pending, err), bulk.Rollback())
+	}
+	im.committed += im.pending
+	im.pending = 0
+	return nil
+}
+
+// rollback rolls the bulk transaction back, if one is open: its records
+// are not stored.
+func (im *importer) rollback() error {
+	if im.bulk == nil {
+		return nil
+	}
+	bulk := im.bulk
+	im.bulk, im.pending = nil, 0
+	if err := bulk.Rollback(); err != nil {
+		return fmt.Errorf("transfer: import: roll back: %w", err)
+	}
 	return nil
 }
 
@@ -227,6 +295,10 @@ type importer struct {
 	c     *config
 	store storage.ReadWriter
 	lr    *lineReader
+	// bulk is the open bulk transaction (the appender's), holding
+	// pending records; committed counts the records committed.
+	bulk               storage.Bulk
+	pending, committed int64
 	// batch is the batch being read; batches go to the appender.
 	batch   []event.Record
 	batches chan batch

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -501,4 +502,78 @@ func TestImportIntoRecordedJournal(t *testing.T) {
 	if n := len(h.Versions()); n != 5 {
 		t.Errorf("cm-00 has %d versions, want 5 (its baseline item and 4 changes)", n)
 	}
+}
+
+// TestImportCommitsInBulks imports into SQLite (a storage.BulkAppender)
+// in batches of 7 and bulks of at least 20 records, from a stream that
+// fails: at a corrupt line, the batches before it are committed, all of
+// them whole; at a batch the journal refuses, the bulk it belongs to is
+// rolled back, and LineError.Records counts the records of the bulks
+// committed, which the journal holds. Importing a good stream again
+// completes it.
+func TestImportCommitsInBulks(t *testing.T) {
+	transfer.SetBulkRecords(t.Cleanup, 20)
+	ctx := context.Background()
+	web := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "web"}
+	src := memory.New()
+	var recs []event.Record
+	for i := range 80 {
+		name, v := fmt.Sprintf("cm-%d", i%9), strconv.Itoa(200+i)
+		ref := storagetest.Ref(web, "ConfigMap", "web", name, "u"+name, v)
+		recs = append(recs, storagetest.Event(web, event.Modified, ref, storagetest.ConfigMap("web", name, "u"+name, v, map[string]string{"i": v}), at(1+i)))
+	}
+	// Records of cmShop at 500 s, 70th to 79th.
+	for i := 70; i < 80; i++ {
+		name, v := fmt.Sprintf("cm-%d", i), strconv.Itoa(300+i)
+		ref := storagetest.Ref(cmShop, "ConfigMap", "shop", name, "u"+name, v)
+		recs[i] = storagetest.Event(cmShop, event.Added, ref, storagetest.ConfigMap("shop", name, "u"+name, v, nil), at(500+i))
+	}
+	if _, err := src.Append(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	data := export(t, src)
+	lines := bytes.SplitAfter(data, []byte("\n"))
+
+	// Line 80 (record 78, of the batch of records 77 to 83) is corrupt:
+	// the 77 records before that batch are committed, 63 of them in
+	// three bulks of 21, 14 when the import failed.
+	corrupt := slices.Concat(slices.Concat(lines[:79]...), []byte("{not json\n"), slices.Concat(lines[80:]...))
+	dst := openSQLite(t)
+	_, err := transfer.Import(ctx, bytes.NewReader(corrupt), dst, transfer.WithBatchSize(7))
+	var le *transfer.LineError
+	if !errors.As(err, &le) || le.Line != 80 || le.Records != 77 || !errors.Is(err, transfer.ErrInvalidStream) {
+		t.Fatalf("import of a stream corrupt at line 80: %v (%+v), want a LineError of line 80 with 77 records committed", err, le)
+	}
+	if n := countRecords(t, dst); n != 77 {
+		t.Fatalf("the journal holds %d records, want 77", n)
+	}
+
+	// A journal that holds a record of cmShop at 1,000 s refuses the
+	// batch of records 70 to 76: the bulk of records 63 to 69 rolls back,
+	// and the three bulks before it stay.
+	dst = openSQLite(t)
+	own := storagetest.Event(cmShop, event.Added, storagetest.Ref(cmShop, "ConfigMap", "shop", "own", "uown", "1"),
+		storagetest.ConfigMap("shop", "own", "uown", "1", nil), at(1000))
+	if _, err := dst.Append(ctx, []event.Record{own}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = transfer.Import(ctx, bytes.NewReader(data), dst, transfer.WithBatchSize(7))
+	if !errors.As(err, &le) || le.Records != 63 || !errors.Is(err, transfer.ErrOutOfOrder) {
+		t.Fatalf("import of records older than the journal's stream: %v (%+v), want ErrOutOfOrder with 63 records committed", err, le)
+	}
+	if n := countRecords(t, dst); n != 1+63 {
+		t.Fatalf("the journal holds %d records, want 64 (its own and three bulks)", n)
+	}
+
+	// The good part again, into the journal the corrupt import left:
+	// it completes, and answers as the source.
+	dst = openSQLite(t)
+	if _, err := transfer.Import(ctx, bytes.NewReader(corrupt), dst, transfer.WithBatchSize(7)); err == nil {
+		t.Fatal("the corrupt stream imported")
+	}
+	res, err := transfer.Import(ctx, bytes.NewReader(data), dst, transfer.WithBatchSize(7))
+	if err != nil || res.Inserted != 3 || res.Duplicates != 77 {
+		t.Fatalf("import after a failed one: %+v, %v; want 3 inserted and 77 duplicates", res, err)
+	}
+	transfertest.SameAnswers(t, "SQLite imported in bulks", transfertest.Answers(t, src), transfertest.Answers(t, dst))
 }

@@ -70,7 +70,9 @@
 // transactions of about a quarter of a million records each, committed
 // when one is full and when the stream ends or fails: a journal clustered
 // by object then writes each of its pages once per bulk rather than once
-// per batch, two to three times faster on a large import. Append de-duplicates by
+// per batch, about two times faster on a large import. A bulk holds the
+// journal's write lock until it commits (seconds), so another process
+// writing the same journal, a recorder, waits that long. Append de-duplicates by
 // EventID, so an import is idempotent: a second import of the same stream
 // stores nothing (Result.Duplicates counts the records), and records the
 // journal recorded itself are not stored twice.

@@ -73,3 +73,63 @@ func Example() {
 	// resume watch from: 1007
 	// MODIFIED 1001 "data":{"LOG_LEVEL":"debug"}}
 }
+
+// A bulk load: many batches in one transaction, which readers see only
+// once it commits. transfer.Import loads a SQLite journal this way.
+func ExampleStore_BeginBulk() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "krply-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "journal.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+
+	stream := event.Stream{ClusterID: "prod", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	observed := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	batch := func(from, n int) []event.Record {
+		var out []event.Record
+		for i := from; i < from+n; i++ {
+			rv := fmt.Sprint(1000 + i)
+			ref := event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop",
+				Name: fmt.Sprintf("cm-%d", i%3), UID: fmt.Sprintf("u%d", i%3), ResourceVersion: rv}
+			out = append(out, event.Record{
+				Type: event.TypeEvent, EventID: event.EventID(stream.ID(), event.TypeEvent, ref, event.Modified),
+				ClusterID: "prod", StreamID: stream.ID(), ObservedAt: observed.Add(time.Duration(i) * time.Second),
+				WatchType: event.Modified, Resource: ref,
+				Object: fmt.Appendf(nil, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q,"namespace":"shop","resourceVersion":%q}}`, ref.Name, rv),
+			})
+		}
+		return out
+	}
+
+	bulk, err := s.BeginBulk(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer bulk.Rollback() // does nothing once committed
+	for i := range 3 {
+		if _, err := bulk.Append(ctx, batch(i*4, 4)); err != nil {
+			fmt.Println(err) // the bulk can only be rolled back now
+			return
+		}
+	}
+	st, _ := s.Stats(ctx)
+	fmt.Println("records before the commit:", st.Records)
+	if err := bulk.Commit(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, _ = s.Stats(ctx)
+	fmt.Println("records after the commit:", st.Records)
+	// Output:
+	// records before the commit: 0
+	// records after the commit: 12
+}

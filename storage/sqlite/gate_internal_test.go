@@ -21,14 +21,10 @@ import (
 // shared a check begun before them would fail.
 func TestGateSeesEveryEarlierCommit(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "journal.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	st := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	// clock orders the calls' beginnings and ends and the commits' ends.
+	// clock orders the beginnings and ends of the calls and the commits.
 	var clock atomic.Int64
 	type call struct {
 		begin, end int64
@@ -110,4 +106,16 @@ func TestGateSeesEveryEarlierCommit(t *testing.T) {
 	if checked == 0 {
 		t.Fatal("no call began after a commit: the test checked nothing")
 	}
+}
+
+// openInternal opens a journal in a temporary directory, closed when the
+// test ends.
+func openInternal(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
 }

@@ -39,7 +39,8 @@ type bulk struct {
 
 // BeginBulk implements storage.BulkAppender. The transaction ignores
 // ctx's cancellation: a cancelled Append fails the bulk, which is then
-// rolled back.
+// rolled back. A bulk is an operation in flight: Close waits for it to
+// commit or roll back.
 func (s *Store) BeginBulk(ctx context.Context) (storage.Bulk, error) {
 	exit, err := s.enterWrite("bulk append to")
 	if err != nil {

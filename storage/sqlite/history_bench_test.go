@@ -113,6 +113,10 @@ func openLargeJournal(b *testing.B, opts ...sqlite.Option) *sqlite.Store {
 		path = filepath.Join(b.TempDir(), "journal.db")
 		benchjournal.CopyFile(b, benchjournal.SQLite(b), path)
 	}
+	return openJournalAt(b, path, opts...)
+}
+
+func openJournalAt(b *testing.B, path string, opts ...sqlite.Option) *sqlite.Store {
 	if v := os.Getenv("KRPLY_BENCH_HISTORY_MMAP"); v != "" {
 		n, _ := strconv.ParseInt(v, 10, 64)
 		opts = append(opts, sqlite.WithMmapSize(n))

@@ -41,7 +41,7 @@ run() {
 
 run storage -bench 'Append|ChurnBytes|EventsBytes' -benchtime 20000x ./storage/sqlite
 run latest -bench 'LatestAt' -timeout 30m ./storage/sqlite
-run relist -bench 'RelistVersusList' -benchtime 3x -timeout 60m ./watch/
+run relist -bench 'RelistVersusList' -benchtime 10x -timeout 60m ./watch/
 run snapshot20k -bench 'Snapshot20k' -benchtime 5x ./examples/snapshot/
 run objectat -bench 'ObjectAt/sqlite' -benchtime 2000x -timeout 30m ./materialize
 run materialize -bench '(Snapshot|Diff|Find)/sqlite' -benchtime 3x -timeout 30m ./materialize

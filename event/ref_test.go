@@ -214,3 +214,37 @@ func TestRecordIDsArePinned(t *testing.T) {
 		}
 	}
 }
+
+// TestEventIDPinned pins EventID's derivation: journals store EventIDs, and
+// every writer, this version or another, must derive the same one for the
+// same record, or an event delivered twice is stored twice. The values were
+// computed by the first implementation (length-prefixed fields through
+// fmt, SHA-256, the first 16 bytes in hex).
+func TestEventIDPinned(t *testing.T) {
+	ref := ResourceRef{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web", UID: "u-1", ResourceVersion: "42"}
+	long := make([]byte, 300)
+	for i := range long {
+		long[i] = 'a' + byte(i%26)
+	}
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{EventID("c1/apps/v1/deployments/shop", TypeEvent, ref, Modified), "de77994a709e3caedec0138533a7d134"},
+		{EventID("c1/apps/v1/deployments/shop", TypeBaseline, ResourceRef{}, "", "b1", "begin"), "56ed28d4203dda242fb8092eeae5aff4"},
+		{EventID("", TypeEvent, ResourceRef{Name: "ünïcode-ä"}, Added, "", "x"), "3d5b3c506e793d9dbdc4937a3615a2fa"},
+		{EventID(string(long), TypeEvent, ref, Deleted, string(long)), "389e63217830d9e241d79877a34f4d31"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("EventID = %s, want %s: the derivation changed, and journals would store events twice", tc.got, tc.want)
+		}
+	}
+}
+
+func BenchmarkEventID(b *testing.B) {
+	stream := "c1/apps/v1/deployments/shop"
+	ref := ResourceRef{Group: "apps", Version: "v1", Kind: "Deployment", Resource: "deployments", Namespace: "shop", Name: "web-7d4b9c", UID: "6f1c2a9e-3b7d-4c1e-9f0a-2d5e8b7c4a1f", ResourceVersion: "1234567"}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = EventID(stream, TypeEvent, ref, Modified)
+	}
+}

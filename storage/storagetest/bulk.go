@@ -21,7 +21,8 @@ import (
 //   - nothing of a rolled-back bulk stays, and the store's next appends,
 //     of other objects under the IDs the bulk had taken, are right;
 //   - a record appended twice in a bulk is a duplicate, as in Append;
-//   - a failed Append fails the bulk, which can then only roll back;
+//   - a failed or cancelled Append fails the bulk, which can then only
+//     roll back;
 //   - an Append of the store waits for the bulk to end;
 //   - a bulk is done after Commit: Rollback does nothing.
 func testBulk(t *testing.T, s, ref storage.Store) {
@@ -169,6 +170,21 @@ func testBulk(t *testing.T, s, ref storage.Store) {
 		t.Fatalf("Rollback after a failed Append: %v", err)
 	}
 	same("after a failed bulk")
+
+	// A cancelled Append fails the bulk too; the store goes on.
+	b = begin()
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.Append(cctx, batches[third+1]); err == nil {
+		t.Fatal("Bulk.Append with a cancelled context: no error")
+	}
+	if err := b.Commit(); err == nil {
+		t.Error("Commit after a cancelled Append: no error")
+	}
+	if err := b.Rollback(); err != nil {
+		t.Fatalf("Rollback after a cancelled Append: %v", err)
+	}
+	same("after a cancelled bulk")
 }
 
 func seqsAndIDs(recs []event.Record) []string {

@@ -47,7 +47,9 @@
 // store. A Compact keeps each stream's checkpoint and availability although
 // it may remove the records they came from, so a copy of the records alone
 // can differ there; stores implement StreamRestorer so that an import can
-// set them back.
+// set them back. A store whose commits cost more than its rows (the SQLite
+// store, clustered by object) implements BulkAppender, and an import
+// appends many batches per transaction there.
 //
 // # What it does not do
 //

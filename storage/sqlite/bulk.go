@@ -52,7 +52,7 @@ func (s *Store) BeginBulk(ctx context.Context) (storage.Bulk, error) {
 		return nil, err
 	}
 	if s.cfg.cacheKiB < bulkCacheKiB {
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA cache_size = -%d", bulkCacheKiB)); err != nil {
+		if _, err := tx.ExecContext(ctx, cacheSizePragma(bulkCacheKiB)); err != nil {
 			end()
 			exit()
 			return nil, fmt.Errorf("sqlite: bulk append: cache size: %w", err)
@@ -136,7 +136,7 @@ func (b *bulk) finish() {
 	if b.s.cfg.cacheKiB < bulkCacheKiB {
 		// Shrinking the cache only lets go of clean pages; should it
 		// fail, the writer keeps the larger cache, which is no error.
-		_, _ = b.s.w.Exec(fmt.Sprintf("PRAGMA cache_size = -%d", b.s.cfg.cacheKiB))
+		_, _ = b.s.w.Exec(cacheSizePragma(b.s.cfg.cacheKiB))
 	}
 	b.end()
 	b.exit()
@@ -150,3 +150,6 @@ func (s *Store) forgetWrites() {
 	clear(s.objectIDs)
 	s.names = newNames()
 }
+
+// cacheSizePragma sets a connection's page cache to kib KiB.
+func cacheSizePragma(kib int) string { return fmt.Sprintf("PRAGMA cache_size = -%d", kib) }

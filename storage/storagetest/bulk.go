@@ -88,6 +88,18 @@ func testBulk(t *testing.T, s, ref storage.Store) {
 		}
 		return res
 	}
+	// rolledBack checks that a bulk failed by what does not commit, rolls
+	// back, and leaves the store as ref.
+	rolledBack := func(b storage.Bulk, what string) {
+		t.Helper()
+		if err := b.Commit(); err == nil {
+			t.Errorf("Commit after %s: no error", what)
+		}
+		if err := b.Rollback(); err != nil {
+			t.Fatalf("Rollback after %s: %v", what, err)
+		}
+		same("after " + what)
+	}
 	third := len(batches) / 3
 
 	// A first bulk of a third of the batches, committed; the first batch
@@ -163,13 +175,7 @@ func testBulk(t *testing.T, s, ref storage.Store) {
 	if _, err := b.Append(ctx, batches[third+3]); err == nil {
 		t.Error("Append after a failed Append: no error")
 	}
-	if err := b.Commit(); err == nil {
-		t.Error("Commit after a failed Append: no error")
-	}
-	if err := b.Rollback(); err != nil {
-		t.Fatalf("Rollback after a failed Append: %v", err)
-	}
-	same("after a failed bulk")
+	rolledBack(b, "a failed Append")
 
 	// A cancelled Append fails the bulk too; the store goes on.
 	b = begin()
@@ -178,13 +184,7 @@ func testBulk(t *testing.T, s, ref storage.Store) {
 	if _, err := b.Append(cctx, batches[third+1]); err == nil {
 		t.Fatal("Bulk.Append with a cancelled context: no error")
 	}
-	if err := b.Commit(); err == nil {
-		t.Error("Commit after a cancelled Append: no error")
-	}
-	if err := b.Rollback(); err != nil {
-		t.Fatalf("Rollback after a cancelled Append: %v", err)
-	}
-	same("after a cancelled bulk")
+	rolledBack(b, "a cancelled Append")
 }
 
 func seqsAndIDs(recs []event.Record) []string {

@@ -67,6 +67,7 @@ func read(ctx context.Context, rd io.Reader, store storage.ReadWriter, opts []Im
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	im := &importer{ctx: pctx, c: c, store: store, lr: newLineReader(rd), batches: make(chan batch, 2)}
+	im.bulker, _ = store.(storage.BulkAppender)
 	// One goroutine reads and checks lines into batches while this one
 	// appends the batches before them, in order.
 	var parseErr error
@@ -146,8 +147,7 @@ var bulkRecords int64 = 1 << 18
 // it commits once it holds bulkRecords records. The records of a batch
 // appended are counted in committed once committed.
 func (im *importer) appendBatch(records []event.Record) (storage.AppendResult, error) {
-	bulker, ok := im.store.(storage.BulkAppender)
-	if !ok {
+	if im.bulker == nil {
 		res, err := im.store.Append(im.ctx, records)
 		if err == nil {
 			im.committed += int64(len(records))
@@ -155,7 +155,7 @@ func (im *importer) appendBatch(records []event.Record) (storage.AppendResult, e
 		return res, err
 	}
 	if im.bulk == nil {
-		bulk, err := bulker.BeginBulk(im.ctx)
+		bulk, err := im.bulker.BeginBulk(im.ctx)
 		if err != nil {
 			return storage.AppendResult{}, err
 		}
@@ -295,8 +295,10 @@ type importer struct {
 	c     *config
 	store storage.ReadWriter
 	lr    *lineReader
-	// bulk is the open bulk transaction (the appender's), holding
-	// pending records; committed counts the records committed.
+	// bulker is store when it is a storage.BulkAppender; bulk is its
+	// open bulk transaction (the appender's), holding pending records;
+	// committed counts the records committed.
+	bulker             storage.BulkAppender
 	bulk               storage.Bulk
 	pending, committed int64
 	// batch is the batch being read; batches go to the appender.

@@ -22,7 +22,9 @@ import (
 // object. Find asks it about the body of each version as received (JSON);
 // a deleted object matches nothing, so Find never asks about a deletion.
 // The predicate of a request may keep state across calls (a cost budget),
-// so Find calls it from one goroutine. krply's CEL expressions
+// so Find never calls it concurrently; it may call it from several
+// goroutines, one after another. The body is Find's only for the call:
+// Match must not keep it, nor change it. krply's CEL expressions
 // (module github.com/krply/krply/cel) are Predicates; any other
 // condition can be given as a PredicateFunc.
 type Predicate interface {
@@ -217,9 +219,10 @@ type UnknownSpan struct {
 // is), in journal order otherwise, with the same answer — and cond is
 // evaluated once per distinct body of an object (a version that repeats
 // its predecessor's body reuses the answer), so the cost grows with the
-// versions recorded, not with the window. cond is called from one
-// goroutine; the store reads the next pages on others meanwhile (a
-// storage.ObjectOrderReader's stream in parts, side by side).
+// versions recorded, not with the window. cond is never called
+// concurrently. A storage.ObjectOrderReader's stream is read in parts
+// side by side; a storage.ObjectOrderScanner's parts are also swept side
+// by side, each on its own goroutine, calling cond in turn.
 //
 // Find only reads. An error of cond other than ErrEvaluation ends it.
 func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {
@@ -265,11 +268,14 @@ func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*
 
 // finder is the state of one Find.
 type finder struct {
-	ctx            context.Context
-	cond           Predicate
-	selector       labels.Selector
-	found          *Found
-	objects        []*findObject
+	ctx      context.Context
+	cond     Predicate
+	selector labels.Selector
+	found    *Found
+	objects  []*findObject
+	// mu serialises the calls of cond and guards what they count, when
+	// parts of a stream are swept side by side.
+	mu             sync.Mutex
 	evalErrors     int
 	firstEvalError error
 	firstEvalSeq   int64
@@ -350,6 +356,8 @@ type sweep struct {
 	initial string
 	// ruled is true for a stream with a recording rule.
 	ruled bool
+	// versions counts the versions applied.
+	versions int
 }
 
 // walk is where an object is in its walk through the stream's time.
@@ -384,18 +392,67 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	changes, initial := continuityChanges(tl)
 	f.found.Streams = append(f.found.Streams, FindStream{StreamID: st.StreamID, Unknown: unknownSpans(changes, initial), EvidenceUntil: st.CheckpointAt})
 	open := tl.OpenBaselines()
-	s := &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, initial: initial, ruled: st.Stream.Rule() != ""}
+	newSweep := func() *sweep {
+		return &sweep{f: f, objects: map[storage.ObjectID]*findObject{}, changes: changes, initial: initial, ruled: st.Stream.Rule() != ""}
+	}
+	// take applies rec to the sweep when it is a version Find looks at.
+	take := func(s *sweep, rec *event.Record) error {
+		if rec.IngestSeq > bound || !rec.IsObjectChange() || storage.IsBaselineItem(rec) && inOpen(open, rec.BaselineID) {
+			return nil
+		}
+		if id := storage.ObjectIDOf(*rec); inScope(scope, id.Namespace) {
+			return s.version(rec, id)
+		}
+		return nil
+	}
 	q := storage.Query{StreamID: st.StreamID, Types: []event.RecordType{event.TypeEvent}, Limit: 1000}
-	read, parts := r.Records, []string{""}
+	var sweeps []*sweep
 	if or, ok := r.(storage.ObjectOrderReader); ok {
 		// The objects in parts, read side by side: reading is most of
-		// the work, and the sweep takes each object's records as they
-		// come, whatever part they come from.
-		if parts, err = or.SplitByObject(f.ctx, st.StreamID, findParts()); err != nil {
+		// the work.
+		parts, err := or.SplitByObject(f.ctx, st.StreamID, findParts())
+		if err != nil {
 			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
 		}
-		read = or.RecordsByObject
+		if sc, ok := r.(storage.ObjectOrderScanner); ok {
+			// Each part swept on its own: an object's records are all
+			// in one part.
+			if sweeps, err = f.scanParts(sc, q, parts, newSweep, take); err != nil {
+				return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+			}
+		} else {
+			// The sweep takes each object's records as they come,
+			// whatever part they come from.
+			s := newSweep()
+			sweeps = []*sweep{s}
+			if err := f.readAll(or.RecordsByObject, q, parts, s, take); err != nil {
+				return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+			}
+		}
+	} else {
+		s := newSweep()
+		sweeps = []*sweep{s}
+		if err := f.readAll(r.Records, q, []string{""}, s, take); err != nil {
+			return fmt.Errorf("find: records of %s: %w", st.StreamID, err)
+		}
 	}
+	for _, s := range sweeps {
+		for _, o := range s.order {
+			s.settle(o)
+			for o.walk.next < len(s.changes) {
+				o.walk.point, o.walk.pending = s.changes[o.walk.next].at, true
+				s.settle(o)
+			}
+		}
+		f.found.Versions += s.versions
+		f.objects = append(f.objects, s.order...)
+	}
+	return nil
+}
+
+// readAll reads the pages of q from each cursor of parts side by side,
+// applying each record to s with take.
+func (f *finder) readAll(read func(context.Context, storage.Query) (storage.Page, error), q storage.Query, parts []string, s *sweep, take func(*sweep, *event.Record) error) error {
 	ctx, cancel := context.WithCancel(f.ctx)
 	pages := readParts(ctx, read, q, parts)
 	defer func() {
@@ -406,29 +463,45 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 	}()
 	for page := range pages {
 		if page.err != nil {
-			return fmt.Errorf("find: records of %s: %w", st.StreamID, page.err)
+			return page.err
 		}
 		for i := range page.Records {
-			rec := &page.Records[i]
-			if rec.IngestSeq > bound || !rec.IsObjectChange() || storage.IsBaselineItem(rec) && inOpen(open, rec.BaselineID) {
-				continue
-			}
-			if id := storage.ObjectIDOf(*rec); inScope(scope, id.Namespace) {
-				if err := s.version(rec, id); err != nil {
-					return err
-				}
+			if err := take(s, &page.Records[i]); err != nil {
+				return err
 			}
 		}
 	}
-	for _, o := range s.order {
-		s.settle(o)
-		for o.walk.next < len(s.changes) {
-			o.walk.point, o.walk.pending = s.changes[o.walk.next].at, true
-			s.settle(o)
-		}
-	}
-	f.objects = append(f.objects, s.order...)
 	return nil
+}
+
+// scanParts sweeps each part of parts (cursors of SplitByObject) on a
+// goroutine of its own, scanning it with sc, and returns their sweeps.
+// The first error ends every part's scan.
+func (f *finder) scanParts(sc storage.ObjectOrderScanner, q storage.Query, parts []string, newSweep func() *sweep, take func(*sweep, *event.Record) error) ([]*sweep, error) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	sweeps := make([]*sweep, len(parts))
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for i, cursor := range parts {
+		s := newSweep()
+		sweeps[i] = s
+		q := q
+		q.Cursor = cursor
+		wg.Go(func() {
+			err := sc.ScanByObject(ctx, q, func(rec *event.Record) error { return take(s, rec) })
+			if err != nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return sweeps, nil
 }
 
 // readPage is a page of records read ahead, or the error that ended the
@@ -504,7 +577,7 @@ func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
 		}
 		w.point, w.pending = at, true
 	}
-	s.f.found.Versions++
+	s.versions++
 	matched, err := s.f.match(o, rec)
 	if err != nil {
 		return err
@@ -591,6 +664,8 @@ func (f *finder) match(o *findObject, rec *event.Record) (bool, error) {
 			return false, nil
 		}
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	f.found.Evaluated++
 	ok, err := f.cond.Match(f.ctx, rec.Object)
 	if errors.Is(err, ErrEvaluation) {

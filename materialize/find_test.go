@@ -479,18 +479,25 @@ func (rj *randomJournal) check() {
 		if got := foundIntervals(f); !equalIntervals(got, want) {
 			t.Errorf("query %+v: Find says\n%s\nthe brute force\n%s", q, showIntervals(got), showIntervals(want))
 		}
-		if _, ok := rj.store.(storage.ObjectOrderReader); ok {
-			// The same answer from the records in journal order.
-			inOrder, err := materialize.New(journalOrder{rj.store})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := inOrder.Find(ctx, q, cond)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if a, b := mustJSON(t, f), mustJSON(t, g); a != b {
-				t.Errorf("query %+v: Find object by object says\n%s\nin journal order\n%s", q, a, b)
+		if or, ok := rj.store.(storage.ObjectOrderReader); ok {
+			// The same answer from the records in journal order, and
+			// from pages by object (a store without
+			// storage.ObjectOrderScanner).
+			for _, other := range []struct {
+				name  string
+				store storage.Store
+			}{{"in journal order", journalOrder{rj.store}}, {"from pages by object", pagesByObject{rj.store, or}}} {
+				m, err := materialize.New(other.store)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := m.Find(ctx, q, cond)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a, b := mustJSON(t, f), mustJSON(t, g); a != b {
+					t.Errorf("query %+v: Find says\n%s\n%s\n%s", q, a, other.name, b)
+				}
 			}
 		}
 	}
@@ -499,6 +506,13 @@ func (rj *randomJournal) check() {
 // journalOrder is a store without storage.ObjectOrderReader: Find reads
 // it in journal order.
 type journalOrder struct{ storage.Store }
+
+// pagesByObject is a store with storage.ObjectOrderReader but without
+// storage.ObjectOrderScanner: Find reads it in pages by object.
+type pagesByObject struct {
+	storage.Store
+	storage.ObjectOrderReader
+}
 
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
@@ -633,24 +647,35 @@ func TestFindIgnoresRecordsAfterItsTimeline(t *testing.T) {
 				Gap: &event.Gap{From: at(3), To: at(5), Reason: "410 Gone: too old resource version"}}}
 			a.body["data"] = map[string]any{"v": "y"}
 			later = append(later, j.baselineRecords(s, "b2", at(6), true, a)...)
-			h := &appendOnRead{Store: store, later: later}
-			var r storage.Store = h
+			// Each way Find reads the store, on a copy of the journal.
+			readers := []func(h *appendOnRead) storage.Store{func(h *appendOnRead) storage.Store { return h }}
 			if _, ok := store.(storage.ObjectOrderReader); ok {
-				r = appendOnReadByObject{h}
+				readers = append(readers, func(h *appendOnRead) storage.Store { return appendOnReadByObject{h} })
 			}
-			m, err := materialize.New(r)
-			if err != nil {
-				t.Fatal(err)
+			if _, ok := store.(storage.ObjectOrderScanner); ok {
+				readers = append(readers, func(h *appendOnRead) storage.Store { return appendOnReadScanner{appendOnReadByObject{h}} })
 			}
-			during, err := m.Find(ctx, q, dataIs("x"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h.err != nil || !h.done {
-				t.Fatalf("the records were not appended during the read: appended %v, %v", h.done, h.err)
-			}
-			if a, b := mustJSON(t, during), mustJSON(t, before); a != b {
-				t.Errorf("Find while records were appended says\n%s\nwant the answer of the journal it read the timeline of\n%s", a, b)
+			for i, reader := range readers {
+				copied := st.open(t)
+				defer copied.Close()
+				if err := copyJournal(ctx, store, copied); err != nil {
+					t.Fatal(err)
+				}
+				h := &appendOnRead{Store: copied, later: later}
+				m, err := materialize.New(reader(h))
+				if err != nil {
+					t.Fatal(err)
+				}
+				during, err := m.Find(ctx, q, dataIs("x"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.err != nil || !h.done {
+					t.Fatalf("reader %d: the records were not appended during the read: appended %v, %v", i, h.done, h.err)
+				}
+				if a, b := mustJSON(t, during), mustJSON(t, before); a != b {
+					t.Errorf("reader %d: Find while records were appended says\n%s\nwant the answer of the journal it read the timeline of\n%s", i, a, b)
+				}
 			}
 		})
 	}
@@ -690,6 +715,34 @@ func (h appendOnReadByObject) RecordsByObject(ctx context.Context, q storage.Que
 
 func (h appendOnReadByObject) SplitByObject(ctx context.Context, streamID string, n int) ([]string, error) {
 	return h.Store.(storage.ObjectOrderReader).SplitByObject(ctx, streamID, n)
+}
+
+// appendOnReadScanner is appendOnRead of a store that scans by object.
+type appendOnReadScanner struct{ appendOnReadByObject }
+
+func (h appendOnReadScanner) ScanByObject(ctx context.Context, q storage.Query, fn func(*event.Record) error) error {
+	h.hook(ctx, q)
+	return h.Store.(storage.ObjectOrderScanner).ScanByObject(ctx, q, fn)
+}
+
+// copyJournal appends every record of from to to, in journal order.
+func copyJournal(ctx context.Context, from storage.Reader, to storage.Writer) error {
+	q := storage.Query{Limit: 1000}
+	for {
+		p, err := from.Records(ctx, q)
+		if err != nil {
+			return err
+		}
+		if len(p.Records) > 0 {
+			if _, err := to.Append(ctx, p.Records); err != nil {
+				return err
+			}
+		}
+		if p.Next == "" {
+			return nil
+		}
+		q.Cursor = p.Next
+	}
 }
 
 // TestFoundPage pages an answer: every object once, in order, an object

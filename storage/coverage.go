@@ -255,6 +255,27 @@ type ObjectOrderReader interface {
 	SplitByObject(ctx context.Context, streamID string, n int) ([]string, error)
 }
 
+// ObjectOrderScanner is implemented by an ObjectOrderReader that can also
+// hand a stream's records to a function one at a time, in RecordsByObject's
+// order, reusing the memory of each record for the next: cheaper than
+// pages for a caller that keeps little of each record. materialize's Find
+// scans the parts of SplitByObject so when the Reader can, each part on
+// its own goroutine.
+type ObjectOrderScanner interface {
+	ObjectOrderReader
+	// ScanByObject calls fn with each record that reading q with
+	// RecordsByObject page after page returns, in the same order: from
+	// q.Cursor (a cursor of SplitByObject or of a page of
+	// RecordsByObject; empty for the whole stream) to the end of its part
+	// or of the stream. q is as for RecordsByObject (an error wrapping
+	// ErrInvalidArgument for what it does not take), but for Limit, which
+	// does not matter. The record passed to fn, and the bytes of its
+	// Object, are the scan's and valid only until fn returns: fn copies
+	// the body if it keeps it, and may keep a copy of the record without
+	// it. An error of fn ends the scan and ScanByObject returns it.
+	ScanByObject(ctx context.Context, q Query, fn func(*event.Record) error) error
+}
+
 func watermarkAt(ctx context.Context, r Reader, streamID string, at time.Time) (string, time.Time, error) {
 	if wr, ok := r.(WatermarkReader); ok {
 		rv, observed, err := wr.Watermark(ctx, streamID, at)

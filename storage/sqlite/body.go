@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -64,12 +65,18 @@ func deflateKeyframe(raw []byte) ([]byte, error) {
 
 // inflateKeyframe reverses deflateKeyframe.
 func inflateKeyframe(data []byte, rawLen int) ([]byte, error) {
+	return inflateKeyframeInto(nil, data, rawLen)
+}
+
+// inflateKeyframeInto is inflateKeyframe into dst's memory when it has
+// room.
+func inflateKeyframeInto(dst, data []byte, rawLen int) ([]byte, error) {
 	r := inflaters.Get().(io.ReadCloser)
 	defer inflaters.Put(r)
 	if err := r.(flate.Resetter).Reset(bytes.NewReader(data), dictionary); err != nil {
 		return nil, err
 	}
-	out := make([]byte, rawLen)
+	out := slices.Grow(dst[:0], rawLen)[:rawLen]
 	if _, err := io.ReadFull(r, out); err != nil {
 		return nil, fmt.Errorf("%w: inflate: %v", errCorruptBody, err)
 	}
@@ -212,7 +219,12 @@ func windowHash(b []byte, bits uint) uint32 {
 
 // applyDelta rebuilds a body from its base and delta.
 func applyDelta(base, delta []byte, rawLen int) ([]byte, error) {
-	out := make([]byte, 0, rawLen)
+	return applyDeltaInto(nil, base, delta, rawLen)
+}
+
+// applyDeltaInto is applyDelta into dst's memory when it has room.
+func applyDeltaInto(dst, base, delta []byte, rawLen int) ([]byte, error) {
+	out := slices.Grow(dst[:0], rawLen)
 	for len(delta) > 0 {
 		h, n := binary.Uvarint(delta)
 		if n <= 0 {

@@ -110,35 +110,16 @@ func (s *Store) SplitByObject(ctx context.Context, streamID string, n int) ([]st
 // are on. A page is at most two statements: the rest of the object the
 // cursor is in, then the objects after it.
 func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.Page, error) {
-	if q.StreamID == "" || q.ClusterID != "" || !q.Since.IsZero() || !q.Until.IsZero() || q.AfterSeq != 0 || q.BeforeSeq != 0 || q.Descending {
-		return storage.Page{}, fmt.Errorf("sqlite: records by object: %w: a stream ID and no cluster, time, seq bounds or descending order", storage.ErrInvalidArgument)
-	}
 	done, err := s.enter()
 	if err != nil {
 		return storage.Page{}, err
 	}
 	defer done()
-	limit := pageLimit(q.Limit)
-	from := byObjectKey{}
-	if q.Cursor != "" {
-		if from, err = parseByObjectCursor(q.Cursor); err != nil {
-			return storage.Page{}, err
-		}
+	bq, ok, err := s.byObjectQuery(ctx, q)
+	if err != nil || !ok {
+		return storage.Page{}, err
 	}
-	var rowID int64
-	if err := s.streamRow(ctx, q.StreamID, &rowID); errors.Is(err, sql.ErrNoRows) {
-		return storage.Page{}, nil
-	} else if err != nil {
-		return storage.Page{}, s.readErr("records by object of "+q.StreamID, err)
-	}
-	var rq recordsQuery
-	if len(q.Types) > 0 && !rq.types(q.Types) {
-		return storage.Page{}, nil
-	}
-	typeCond := ""
-	for _, w := range rq.where {
-		typeCond += " AND " + w
-	}
+	from, rowID, typeCond, limit := bq.from, bq.stream, bq.typeCond, pageLimit(q.Limit)
 	body := bodyColumn(q.WithoutBodies)
 	// The rows of both statements go into one page, scanned in place.
 	recs, refs := make([]event.Record, 0, limit+1), make([]rowRefs, 0, limit+1)
@@ -178,6 +159,41 @@ func (s *Store) RecordsByObject(ctx context.Context, q storage.Query) (storage.P
 		page.Next = byObjectKey{obj: asInt(lastObj), observed: encodeTime(next.ObservedAt), seq: next.IngestSeq, end: from.end}.cursor()
 	}
 	return page, nil
+}
+
+// byObjectQuery is what RecordsByObject and ScanByObject make of a query.
+type byObjectQuery struct {
+	from     byObjectKey
+	stream   int64
+	typeCond string
+}
+
+// byObjectQuery checks q and returns what its statements take; false
+// when no record can match.
+func (s *Store) byObjectQuery(ctx context.Context, q storage.Query) (byObjectQuery, bool, error) {
+	var bq byObjectQuery
+	if q.StreamID == "" || q.ClusterID != "" || !q.Since.IsZero() || !q.Until.IsZero() || q.AfterSeq != 0 || q.BeforeSeq != 0 || q.Descending {
+		return bq, false, fmt.Errorf("sqlite: records by object: %w: a stream ID and no cluster, time, seq bounds or descending order", storage.ErrInvalidArgument)
+	}
+	if q.Cursor != "" {
+		var err error
+		if bq.from, err = parseByObjectCursor(q.Cursor); err != nil {
+			return bq, false, err
+		}
+	}
+	if err := s.streamRow(ctx, q.StreamID, &bq.stream); errors.Is(err, sql.ErrNoRows) {
+		return bq, false, nil
+	} else if err != nil {
+		return bq, false, s.readErr("records by object of "+q.StreamID, err)
+	}
+	var rq recordsQuery
+	if len(q.Types) > 0 && !rq.types(q.Types) {
+		return bq, false, nil
+	}
+	for _, w := range rq.where {
+		bq.typeCond += " AND " + w
+	}
+	return bq, true, nil
 }
 
 // streamObjectRows returns the row ids of a stream's objects, in order.

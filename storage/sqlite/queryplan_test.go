@@ -72,6 +72,11 @@ func TestQueryPlans(t *testing.T) {
 			[]string{"so USING PRIMARY KEY (stream=? AND obj>?)", "r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)"}},
 		{"RecordsByObject: the objects after, in a part", byObjectNext("b.data", " AND r.type IN (1)", true),
 			[]string{"so USING PRIMARY KEY (stream=? AND obj>? AND obj<?)", "r USING PRIMARY KEY (obj=?)", "b USING PRIMARY KEY (obj=? AND id=?)"}},
+		// ScanByObject: a chunk's names, bodies, then records, each table
+		// walked in the order of its key.
+		{"ScanByObject: names", scanNamesQuery, []string{"so USING PRIMARY KEY (stream=? AND obj>? AND obj<?)", "o USING INTEGER PRIMARY KEY (rowid=?)"}},
+		{"ScanByObject: bodies", fmt.Sprintf(scanBodiesQuery, "b.data"), []string{"so USING PRIMARY KEY (stream=? AND obj>? AND obj<?)", "b USING PRIMARY KEY (obj=?)"}},
+		{"ScanByObject: records", fmt.Sprintf(scanRecordsQuery, " AND r.type IN (1)"), []string{"so USING PRIMARY KEY (stream=? AND obj>? AND obj<?)", "r USING PRIMARY KEY (obj=?)"}},
 		{"keyframe", keyframeQuery, []string{"bodies_id"}},
 		{"Correlations: any", correlationsProbe, []string{"records_target"}},
 		// Each object's latest record: one seek for its key, one for the row.
@@ -120,10 +125,12 @@ func TestQueryPlans(t *testing.T) {
 			t.Errorf("ObjectHistory sorts its rows:\n%s", plan)
 		}
 	}
-	// RecordsByObject sorts nothing: the keys are the order.
-	for _, q := range []string{byObjectRest("b.data", ""), byObjectNext("b.data", "", false), byObjectNext("b.data", "", true)} {
+	// RecordsByObject and ScanByObject sort nothing: the keys are the
+	// order.
+	for _, q := range []string{byObjectRest("b.data", ""), byObjectNext("b.data", "", false), byObjectNext("b.data", "", true),
+		fmt.Sprintf(scanBodiesQuery, "b.data"), fmt.Sprintf(scanRecordsQuery, "")} {
 		if plan := queryPlan(t, s, q); strings.Contains(plan, "TEMP B-TREE") {
-			t.Errorf("RecordsByObject sorts its rows:\n%s", plan)
+			t.Errorf("RecordsByObject or ScanByObject sorts its rows:\n%s", plan)
 		}
 	}
 	// Every index is in the plans above.

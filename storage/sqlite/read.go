@@ -476,20 +476,30 @@ func (s *Store) decodeBody(ctx context.Context, data []byte, rawLen int, base sq
 	if !base.Valid {
 		return inflateKeyframe(data, rawLen)
 	}
-	baseRaw, ok := s.bases.get(base.Int64)
-	if !ok {
-		var baseLen int
-		var baseData []byte
-		if err := s.keyframeStmt.QueryRowContext(ctx, base.Int64).Scan(&baseLen, &baseData); err != nil {
-			return nil, fmt.Errorf("keyframe %d: %w", base.Int64, err)
-		}
-		var err error
-		if baseRaw, err = inflateKeyframe(baseData, baseLen); err != nil {
-			return nil, err
-		}
-		s.bases.put(base.Int64, baseRaw)
+	baseRaw, err := s.keyframe(ctx, base.Int64)
+	if err != nil {
+		return nil, err
 	}
 	return applyDelta(baseRaw, data, rawLen)
+}
+
+// keyframe returns the raw bytes of the keyframe body id, from the cache
+// or read and cached.
+func (s *Store) keyframe(ctx context.Context, id int64) ([]byte, error) {
+	if raw, ok := s.bases.get(id); ok {
+		return raw, nil
+	}
+	var rawLen int
+	var data []byte
+	if err := s.keyframeStmt.QueryRowContext(ctx, id).Scan(&rawLen, &data); err != nil {
+		return nil, fmt.Errorf("keyframe %d: %w", id, err)
+	}
+	raw, err := inflateKeyframe(data, rawLen)
+	if err != nil {
+		return nil, err
+	}
+	s.bases.put(id, raw)
+	return raw, nil
 }
 
 func (s *Store) readErr(op string, err error) error {

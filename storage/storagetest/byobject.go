@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strconv"
@@ -42,6 +43,7 @@ func testRecordsByObject(t *testing.T, s storage.Store) {
 			for _, without := range []bool{false, true} {
 				q := storage.Query{StreamID: cmShop.ID(), Types: types, Limit: limit, WithoutBodies: without}
 				got := allByObject(t, or, q)
+				sameScan(t, or, q, got)
 				if len(got) != len(want) {
 					t.Fatalf("RecordsByObject(%+v): %d records, want the %d records of objects Records reads: %v", q, len(got), len(want), eventIDs(got))
 				}
@@ -101,6 +103,7 @@ func testRecordsByObject(t *testing.T, s storage.Store) {
 			partOf := map[storage.ObjectID]int{}
 			for i, cursor := range parts {
 				part := allByObject(t, or, storage.Query{StreamID: cmShop.ID(), Types: events, Limit: limit, Cursor: cursor})
+				sameScan(t, or, storage.Query{StreamID: cmShop.ID(), Types: events, Cursor: cursor}, part)
 				if len(part) == 0 {
 					t.Errorf("SplitByObject(%d): part %d has no records", n, i)
 				}
@@ -155,6 +158,81 @@ func testRecordsByObject(t *testing.T, s storage.Store) {
 	// A cursor of Records is not one of RecordsByObject's.
 	if _, err := or.RecordsByObject(ctx, storage.Query{StreamID: cmShop.ID(), Cursor: journal.EncodeCursor(3)}); err == nil {
 		t.Error("RecordsByObject with a cursor of Records: no error")
+	}
+	testScanByObject(t, or)
+}
+
+// testScanByObject checks what ScanByObject does besides reading as
+// RecordsByObject does (sameScan): from the cursor of any page, the rest;
+// an error of the function ends the scan; what it does not take.
+func testScanByObject(t *testing.T, or storage.ObjectOrderReader) {
+	sc, ok := or.(storage.ObjectOrderScanner)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	q := storage.Query{StreamID: cmShop.ID(), Limit: 2}
+	for {
+		p, err := or.RecordsByObject(ctx, q)
+		if err != nil {
+			t.Fatalf("RecordsByObject(%+v): %v", q, err)
+		}
+		if p.Next == "" {
+			break
+		}
+		q.Cursor = p.Next
+		sameScan(t, or, q, allByObject(t, or, q))
+	}
+	stop := errors.New("enough")
+	calls := 0
+	err := sc.ScanByObject(ctx, storage.Query{StreamID: cmShop.ID()}, func(*event.Record) error {
+		calls++
+		return stop
+	})
+	if !errors.Is(err, stop) || calls != 1 {
+		t.Errorf("ScanByObject whose function fails: %v after %d calls, want the function's error after 1", err, calls)
+	}
+	if err := sc.ScanByObject(ctx, storage.Query{StreamID: "no-such-stream"}, func(*event.Record) error {
+		return errors.New("called")
+	}); err != nil {
+		t.Errorf("ScanByObject of a stream with no records: %v", err)
+	}
+	for _, q := range []storage.Query{{}, {StreamID: cmShop.ID(), Since: at(1)}, {StreamID: cmShop.ID(), Descending: true}} {
+		if err := sc.ScanByObject(ctx, q, func(*event.Record) error { return nil }); !errors.Is(err, storage.ErrInvalidArgument) {
+			t.Errorf("ScanByObject(%+v): %v, want an error wrapping storage.ErrInvalidArgument", q, err)
+		}
+	}
+	if err := sc.ScanByObject(ctx, storage.Query{StreamID: cmShop.ID()}, nil); !errors.Is(err, storage.ErrInvalidArgument) {
+		t.Errorf("ScanByObject without a function: %v, want an error wrapping storage.ErrInvalidArgument", err)
+	}
+}
+
+// sameScan checks, for a store that implements
+// storage.ObjectOrderScanner, that ScanByObject calls its function with
+// want, the records RecordsByObject reads for q, in their order.
+func sameScan(t *testing.T, or storage.ObjectOrderReader, q storage.Query, want []event.Record) {
+	t.Helper()
+	sc, ok := or.(storage.ObjectOrderScanner)
+	if !ok {
+		return
+	}
+	var got []event.Record
+	err := sc.ScanByObject(context.Background(), q, func(r *event.Record) error {
+		c := *r
+		c.Object = bytes.Clone(r.Object)
+		got = append(got, c)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ScanByObject(%+v): %v", q, err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("ScanByObject(%+v): %d records, want the %d of RecordsByObject: %v, want %v", q, len(got), len(want), eventIDs(got), eventIDs(want))
+	}
+	for i := range got {
+		if !sameRecord(got[i], want[i]) || got[i].IngestSeq != want[i].IngestSeq || got[i].ObjectHash != want[i].ObjectHash || len(got[i].Object) != len(want[i].Object) {
+			t.Errorf("ScanByObject(%+v): record %d is\n%s\nwant RecordsByObject's\n%s", q, i, canonicalJSON(got[i]), canonicalJSON(want[i]))
+		}
 	}
 }
 

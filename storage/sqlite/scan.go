@@ -22,13 +22,15 @@ var scanChunkObjects = 128
 // transaction: the objects' names, their bodies, then their records of
 // the stream, each walking a table's key in order. RecordsByObject joins
 // each record to its body, one seek in the bodies table per record,
-// which costs about as much as reading both tables.
+// which costs about as much as reading both tables. Each column costs the
+// driver calls and often an allocation per row, so the records' stream
+// (the scan's) and cluster (their object's) are not read.
 const (
 	scanNamesQuery = `SELECT so.obj, o.scope, o.name FROM stream_objects so CROSS JOIN objects o ON o.id = so.obj` +
 		` WHERE so.stream = ? AND so.obj >= ? AND so.obj < ?`
 	scanBodiesQuery = `SELECT b.obj, b.id, b.hash, b.raw_len, b.base, %s FROM stream_objects so CROSS JOIN bodies b ON b.obj = so.obj` +
 		` WHERE so.stream = ? AND so.obj >= ? AND so.obj < ? ORDER BY so.obj, b.id`
-	scanRecordsQuery = `SELECT r.obj, r.seq, r.event_id, ` + recordKinds + `, r.stream, r.observed_at, r.cluster, r.body, r.baseline, r.meta` +
+	scanRecordsQuery = `SELECT r.obj, r.seq, r.event_id, ` + recordKinds + `, r.observed_at, r.body, r.baseline, r.meta` +
 		` FROM stream_objects so CROSS JOIN records r ON r.obj = so.obj` +
 		` WHERE so.stream = ? AND so.obj >= ? AND so.obj < ? AND r.stream = so.stream%s ORDER BY so.obj, r.observed_at, r.seq`
 )
@@ -134,10 +136,10 @@ func (sc *objectScanner) chunk(ctx context.Context, lo, hi int64) error {
 		return sc.s.readErr("scan by object: records", err)
 	}
 	defer rows.Close()
-	var obj, seq, kinds, stream, observed, cluster, body, baseline any
+	var obj, seq, kinds, observed, body, baseline any
 	var eventID idColumn
 	var meta sql.RawBytes
-	dest := []any{&obj, &seq, &eventID, &kinds, &stream, &observed, &cluster, &body, &baseline, &meta}
+	dest := []any{&obj, &seq, &eventID, &kinds, &observed, &body, &baseline, &meta}
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return sc.s.readErr("scan by object: records", err)
@@ -146,7 +148,7 @@ func (sc *objectScanner) chunk(ctx context.Context, lo, hi int64) error {
 		if o == sc.from.obj && (key.observed < sc.from.observed || key.observed == sc.from.observed && key.seq < sc.from.seq) {
 			continue // before the cursor
 		}
-		if err := sc.record(ctx, o, key, asInt(kinds), eventID.id, asInt(stream), asInt(cluster), asInt(baseline), body, meta); err != nil {
+		if err := sc.record(ctx, o, key, asInt(kinds), eventID.id, asInt(baseline), body, meta); err != nil {
 			return err
 		}
 	}
@@ -157,7 +159,7 @@ func (sc *objectScanner) chunk(ctx context.Context, lo, hi int64) error {
 }
 
 // record builds one record in sc.rec and hands it to the scan's function.
-func (sc *objectScanner) record(ctx context.Context, obj int64, key byObjectKey, kinds int64, eventID string, stream, cluster, baseline int64, body any, meta []byte) error {
+func (sc *objectScanner) record(ctx context.Context, obj int64, key byObjectKey, kinds int64, eventID string, baseline int64, body any, meta []byte) error {
 	r := &sc.rec
 	*r = event.Record{IngestSeq: key.seq, EventID: eventID, ObservedAt: decodeTime(key.observed)}
 	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
@@ -166,10 +168,13 @@ func (sc *objectScanner) record(ctx context.Context, obj int64, key byObjectKey,
 	}
 	sc.m.applyTo(r)
 	n := sc.names[obj]
-	refs := rowRefs{cluster: cluster, stream: stream, scope: asInt(n.scope), baseline: baseline}
+	refs := rowRefs{stream: sc.stream, scope: asInt(n.scope), baseline: baseline}
 	if err := sc.res.resolve(r, &refs); err != nil {
 		return sc.s.readErr("scan by object: names", err)
 	}
+	// An object's records are of its cluster (Append finds the object row
+	// by the record's cluster).
+	r.ClusterID = sc.res.scope.value.cluster
 	switch name := n.name.(type) {
 	case string:
 		r.Resource.Name = name
@@ -236,9 +241,13 @@ func (sc *objectScanner) base(ctx context.Context, obj, id int64) ([]byte, error
 
 // body returns the chunk's body id of obj.
 func (sc *objectScanner) body(obj, id int64) (scanBody, bool) {
-	if sc.hint < len(sc.bodies) && sc.bodies[sc.hint].obj == obj && sc.bodies[sc.hint].id == id {
-		sc.hint++
-		return sc.bodies[sc.hint-1], true
+	// The body after the last found, or the last found again (a version
+	// with the body of the one before).
+	for _, i := range []int{sc.hint, sc.hint - 1} {
+		if i >= 0 && i < len(sc.bodies) && sc.bodies[i].obj == obj && sc.bodies[i].id == id {
+			sc.hint = i + 1
+			return sc.bodies[i], true
+		}
 	}
 	i, ok := slices.BinarySearchFunc(sc.bodies, scanBody{obj: obj, id: id}, func(a, b scanBody) int {
 		if c := cmp.Compare(a.obj, b.obj); c != 0 {

@@ -39,7 +39,10 @@
 // SQLite store's looks up a few hundred per statement) and with one Get
 // each otherwise. A store that keeps each object's records together
 // implements ObjectOrderReader, and materialize's Find reads a stream
-// object by object from it (with the same answer as in journal order).
+// object by object from it (with the same answer as in journal order);
+// one that can hand a stream's records to a function one at a time,
+// without pages, implements ObjectOrderScanner too, and Find sweeps its
+// parts side by side.
 //
 // # Copies
 //

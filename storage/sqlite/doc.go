@@ -73,7 +73,12 @@
 //   - A stream's records object by object (storage.ObjectOrderReader,
 //     which materialize's Find reads) come in the order of the records
 //     table's key, so its pages are read in order; in journal order each
-//     record is a seek to its object's page.
+//     record is a seek to its object's page. ScanByObject
+//     (storage.ObjectOrderScanner) reads a chunk of objects per read
+//     transaction: their bodies, then their records, each in the order
+//     of its table, matched in memory rather than one seek in the bodies
+//     table per record, and hands each record to its caller in memory
+//     reused for the next.
 //   - Object queries leave out the items of open baselines (a begin and
 //     no end, known from the kept timelines): for the streams that have
 //     any, the statement skips their synthetic rows whose baseline column

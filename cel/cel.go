@@ -86,6 +86,9 @@ type Expression struct {
 	// compiler estimated, with lists, maps and strings no larger than an
 	// object can be.
 	estimated cost.CostEstimate
+	// proj is what the expression reads of `object` (nil: all of it, or
+	// an expression over other variables).
+	proj *projection
 }
 
 // CompileError is a CEL expression that does not compile: where and why,
@@ -186,7 +189,11 @@ func compileIn(env *celgo.Env, variables, expression string, cfg config) (*Expre
 	if err != nil {
 		return nil, &CompileError{Expression: expression, Reason: err.Error()}
 	}
-	return &Expression{source: expression, program: program, cfg: cfg, estimated: estimate}, nil
+	e := &Expression{source: expression, program: program, cfg: cfg, estimated: estimate}
+	if variables == "object" {
+		e.proj = projectionOf(ast.NativeRep(), variables)
+	}
+	return e, nil
 }
 
 func exampleFor(variables string) string {
@@ -241,9 +248,16 @@ type Predicate struct {
 
 var _ materialize.Predicate = (*Predicate)(nil)
 
-// Match evaluates the expression with `object` set to the version's body.
+// Match evaluates the expression with `object` set to the version's body:
+// of it, only the fields the expression reads are decoded.
 func (p *Predicate) Match(ctx context.Context, object json.RawMessage) (bool, error) {
-	value, err := decode(object)
+	var value any
+	var err error
+	if p.expr.proj != nil {
+		value, err = decodeProjected(object, p.expr.proj)
+	} else {
+		value, err = decode(object)
+	}
 	if err != nil {
 		return false, fmt.Errorf("cel: decode the version: %w", err)
 	}

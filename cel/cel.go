@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	celgo "cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
+	"cel.dev/cel-go/interpreter"
 	kjson "sigs.k8s.io/json"
 
 	"github.com/krply/krply/materialize"
@@ -185,7 +187,7 @@ func compileIn(env *celgo.Env, variables, expression string, cfg config) (*Expre
 			Reason: fmt.Sprintf("the estimated worst-case cost of one evaluation exceeds %d", cfg.maxEstimated),
 			Hint:   "avoid comprehensions nested in comprehensions over the same lists, or narrow them with a filter first"}
 	}
-	program, err := env.Program(ast, celgo.CostLimit(cfg.costLimit), celgo.InterruptCheckFrequency(100))
+	program, err := env.Program(ast, celgo.CostLimit(cfg.costLimit))
 	if err != nil {
 		return nil, &CompileError{Expression: expression, Reason: err.Error()}
 	}
@@ -234,19 +236,28 @@ func (e *Expression) EstimatedCost() uint64 { return e.estimated.Max }
 
 // Predicate returns a condition for one request, with its own budget.
 func (e *Expression) Predicate() *Predicate {
-	return &Predicate{expr: e, left: e.cfg.budget}
+	p := &Predicate{expr: e}
+	p.left.Store(e.cfg.budget)
+	return p
 }
 
 // Predicate is an Expression's condition for one request: a
 // materialize.Predicate that counts the cost of its evaluations against
-// the request's budget. It is not safe for concurrent use.
+// the request's budget. It is safe for concurrent use
+// (materialize.ConcurrentPredicate): the evaluations share the budget,
+// and those under way when it runs out finish, each within the cost
+// limit of one evaluation.
 type Predicate struct {
 	expr        *Expression
-	left        uint64
-	evaluations int
+	left        atomic.Uint64
+	evaluations atomic.Int64
 }
 
-var _ materialize.Predicate = (*Predicate)(nil)
+var _ materialize.ConcurrentPredicate = (*Predicate)(nil)
+
+// Concurrent implements materialize.ConcurrentPredicate: Match may be
+// called concurrently.
+func (p *Predicate) Concurrent() bool { return true }
 
 // Match evaluates the expression with `object` set to the version's body:
 // of it, only the fields the expression reads are decoded.
@@ -261,21 +272,38 @@ func (p *Predicate) Match(ctx context.Context, object json.RawMessage) (bool, er
 	if err != nil {
 		return false, fmt.Errorf("cel: decode the version: %w", err)
 	}
-	return p.eval(ctx, map[string]any{"object": value})
+	return p.eval(ctx, &objectActivation{value})
 }
 
-func (p *Predicate) eval(ctx context.Context, vars map[string]any) (bool, error) {
-	if p.left == 0 {
-		return false, fmt.Errorf("%w: the budget of %d was spent after %d evaluations", ErrBudgetExceeded, p.expr.cfg.budget, p.evaluations)
+// objectActivation binds `object`: cheaper than a map of one variable.
+type objectActivation struct{ object any }
+
+func (a *objectActivation) ResolveName(name string) (any, bool) {
+	if name == "object" {
+		return a.object, true
 	}
-	p.evaluations++
-	out, details, err := p.expr.program.ContextEval(ctx, vars)
+	return nil, false
+}
+
+func (a *objectActivation) Parent() interpreter.Activation { return nil }
+
+func (p *Predicate) eval(ctx context.Context, vars any) (bool, error) {
+	if p.left.Load() == 0 {
+		return false, fmt.Errorf("%w: the budget of %d was spent after %d evaluations", ErrBudgetExceeded, p.expr.cfg.budget, p.evaluations.Load())
+	}
+	if done(ctx) {
+		return false, ctx.Err()
+	}
+	p.evaluations.Add(1)
+	// Without the context: CEL's ContextEval derives a context from it
+	// for every evaluation, which costs about a third of a simple one,
+	// and the cost limit bounds an evaluation anyway.
+	out, details, err := p.expr.program.Eval(vars)
 	if details != nil && details.ActualCost() != nil {
-		spent := *details.ActualCost()
-		p.left -= min(spent, p.left)
+		p.spend(*details.ActualCost())
 	}
 	switch {
-	case ctx.Err() != nil:
+	case done(ctx):
 		return false, ctx.Err()
 	case err != nil && strings.Contains(err.Error(), "cost limit exceeded"):
 		return false, fmt.Errorf("%w: one evaluation exceeded the limit of %d (%v)", ErrBudgetExceeded, p.expr.cfg.costLimit, err)
@@ -287,6 +315,26 @@ func (p *Predicate) eval(ctx context.Context, vars map[string]any) (bool, error)
 		return false, evalError{fmt.Errorf("the expression gave %v (%s), not true or false", out.Value(), out.Type())}
 	}
 	return b, nil
+}
+
+// done tells whether ctx is done, without a lock.
+func done(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+// spend takes cost off the budget, down to 0.
+func (p *Predicate) spend(cost uint64) {
+	for {
+		left := p.left.Load()
+		if p.left.CompareAndSwap(left, left-min(cost, left)) {
+			return
+		}
+	}
 }
 
 // evalError is an expression's failure on one version: CEL's message,

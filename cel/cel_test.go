@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/krply/krply/cel"
@@ -120,6 +122,43 @@ func TestCostLimits(t *testing.T) {
 	// A fresh Predicate has a fresh budget.
 	if _, err := e.Predicate().Match(context.Background(), json.RawMessage(deployment)); err != nil {
 		t.Errorf("a new request: %v", err)
+	}
+	// Called concurrently (Find does), the evaluations share the budget:
+	// as many as when called in turn, and at most one more per goroutine
+	// under way when it runs out.
+	e, err = cel.Compile(`object.spec.replicas < 2`, cel.WithBudget(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, p := 0, e.Predicate()
+	for ; serial < 10000; serial++ {
+		if _, err := p.Match(context.Background(), json.RawMessage(deployment)); err != nil {
+			break
+		}
+	}
+	p = e.Predicate()
+	if !p.Concurrent() {
+		t.Error("a Predicate says it may not be called concurrently")
+	}
+	const goroutines = 8
+	var ok atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for {
+				if _, err := p.Match(context.Background(), json.RawMessage(deployment)); err != nil {
+					if !errors.Is(err, cel.ErrBudgetExceeded) {
+						t.Errorf("concurrent evaluation: %v", err)
+					}
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(ok.Load()); n < serial || n > serial+goroutines {
+		t.Errorf("the budget of 1,000 allowed %d evaluations concurrently, %d in turn", n, serial)
 	}
 	// One evaluation over the limit ends the request.
 	e, err = cel.Compile(`object.spec.template.spec.containers.map(c, c.image).join("").size() > 0`, cel.WithCostLimit(3))

@@ -137,15 +137,16 @@ func (d *projector) value(p *projection) (any, error) {
 		if err := d.skipString(); err != nil {
 			return nil, err
 		}
-		key, err := decodeKey(d.data[start:d.pos])
-		if err != nil {
-			return nil, err
-		}
+		raw := d.data[start:d.pos]
 		if d.space(); d.pos >= len(d.data) || d.data[d.pos] != ':' {
 			return nil, d.errorf("want a colon after an object key")
 		}
 		d.pos++
-		if child, ok := p.fields[key]; ok {
+		child, key, err := p.field(raw)
+		if err != nil {
+			return nil, err
+		}
+		if child != nil {
 			v, err := d.value(child)
 			if err != nil {
 				return nil, err
@@ -228,16 +229,51 @@ func (d *projector) skipString() error {
 	if d.pos >= len(d.data) || d.data[d.pos] != '"' {
 		return d.errorf("want a string")
 	}
-	for i := d.pos + 1; i < len(d.data); i++ {
-		switch d.data[i] {
-		case '\\':
-			i++
-		case '"':
-			d.pos = i + 1
+	for i := d.pos + 1; ; {
+		q := bytes.IndexByte(d.data[i:], '"')
+		if q < 0 {
+			return d.errorf("unterminated string")
+		}
+		i += q
+		// The quote ends the string unless an odd number of
+		// backslashes escapes it.
+		n := 0
+		for j := i - 1; j > d.pos && d.data[j] == '\\'; j-- {
+			n++
+		}
+		i++
+		if n%2 == 0 {
+			d.pos = i
 			return nil
 		}
 	}
-	return d.errorf("unterminated string")
+}
+
+// field returns the projection of the field whose key is raw (quoted),
+// and the key; nil when p does not read the field. The key is decoded
+// only when it could differ from its bytes (escapes, bytes that are not
+// ASCII), and allocated only for a field read.
+func (p *projection) field(raw []byte) (*projection, string, error) {
+	k := raw[1 : len(raw)-1]
+	plain := true
+	for _, c := range k {
+		if c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		child := p.fields[string(k)]
+		if child == nil {
+			return nil, "", nil
+		}
+		return child, string(k), nil
+	}
+	key, err := decodeKey(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	return p.fields[key], key, nil
 }
 
 var errNotSimple = errors.New("not a simple value")

@@ -22,13 +22,24 @@ import (
 // object. Find asks it about the body of each version as received (JSON);
 // a deleted object matches nothing, so Find never asks about a deletion.
 // The predicate of a request may keep state across calls (a cost budget),
-// so Find never calls it concurrently; it may call it from several
-// goroutines, one after another. The body is Find's only for the call:
+// so Find never calls it concurrently, unless it is a ConcurrentPredicate
+// that says it may; it may call it from several goroutines, one after
+// another. The body is Find's only for the call:
 // Match must not keep it, nor change it. krply's CEL expressions
 // (module github.com/krply/krply/cel) are Predicates; any other
 // condition can be given as a PredicateFunc.
 type Predicate interface {
 	Match(ctx context.Context, object json.RawMessage) (bool, error)
+}
+
+// ConcurrentPredicate is a Predicate that may say it is safe for
+// concurrent use: Find then evaluates the parts of a stream it sweeps
+// side by side at the same time, instead of in turn. krply's CEL
+// predicates are.
+type ConcurrentPredicate interface {
+	Predicate
+	// Concurrent reports whether Match may be called concurrently.
+	Concurrent() bool
 }
 
 // PredicateFunc is a function that is a Predicate.
@@ -219,10 +230,11 @@ type UnknownSpan struct {
 // is), in journal order otherwise, with the same answer — and cond is
 // evaluated once per distinct body of an object (a version that repeats
 // its predecessor's body reuses the answer), so the cost grows with the
-// versions recorded, not with the window. cond is never called
-// concurrently. A storage.ObjectOrderReader's stream is read in parts
-// side by side; a storage.ObjectOrderScanner's parts are also swept side
-// by side, each on its own goroutine, calling cond in turn.
+// versions recorded, not with the window. A storage.ObjectOrderReader's
+// stream is read in parts side by side; a storage.ObjectOrderScanner's
+// parts are also swept side by side, each on its own goroutine, calling
+// cond in turn, or at the same time when it is a ConcurrentPredicate
+// that says it may be.
 //
 // Find only reads. An error of cond other than ErrEvaluation ends it.
 func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*Found, error) {
@@ -248,6 +260,9 @@ func (m *Materializer) Find(ctx context.Context, q FindQuery, cond Predicate) (*
 		return nil, err
 	}
 	f := &finder{ctx: ctx, cond: cond, selector: sel, found: &Found{Query: q, Missing: missing}}
+	if c, ok := cond.(ConcurrentPredicate); ok && c.Concurrent() {
+		f.concurrent = true
+	}
 	for _, st := range streams {
 		if slices.Contains(q.ExcludeResources, schema.GroupResource{Group: st.Stream.Group, Resource: st.Stream.Resource}) {
 			continue
@@ -273,8 +288,11 @@ type finder struct {
 	selector labels.Selector
 	found    *Found
 	objects  []*findObject
-	// mu serialises the calls of cond and guards what they count, when
-	// parts of a stream are swept side by side.
+	// concurrent is set when cond may be called concurrently
+	// (ConcurrentPredicate); mu serialises its calls otherwise, and
+	// guards what the evaluation errors count, when parts of a stream
+	// are swept side by side.
+	concurrent     bool
 	mu             sync.Mutex
 	evalErrors     int
 	firstEvalError error
@@ -356,8 +374,9 @@ type sweep struct {
 	initial string
 	// ruled is true for a stream with a recording rule.
 	ruled bool
-	// versions counts the versions applied.
-	versions int
+	// versions counts the versions applied, evaluated those the
+	// condition was evaluated on.
+	versions, evaluated int
 }
 
 // walk is where an object is in its walk through the stream's time.
@@ -445,6 +464,7 @@ func (f *finder) stream(r storage.Reader, scope Scope, st storage.StreamStatus) 
 			}
 		}
 		f.found.Versions += s.versions
+		f.found.Evaluated += s.evaluated
 		f.objects = append(f.objects, s.order...)
 	}
 	return nil
@@ -578,7 +598,7 @@ func (s *sweep) version(rec *event.Record, id storage.ObjectID) error {
 		w.point, w.pending = at, true
 	}
 	s.versions++
-	matched, err := s.f.match(o, rec)
+	matched, err := s.match(o, rec)
 	if err != nil {
 		return err
 	}
@@ -644,7 +664,8 @@ func (o *findObject) settle(at time.Time, continuous bool, reason string, before
 
 // match evaluates the condition on a version of o, reusing the answer of
 // the version before when the body is the same.
-func (f *finder) match(o *findObject, rec *event.Record) (bool, error) {
+func (s *sweep) match(o *findObject, rec *event.Record) (bool, error) {
+	f := s.f
 	if rec.WatchType == event.Deleted {
 		return false, nil
 	}
@@ -664,11 +685,19 @@ func (f *finder) match(o *findObject, rec *event.Record) (bool, error) {
 			return false, nil
 		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.found.Evaluated++
-	ok, err := f.cond.Match(f.ctx, rec.Object)
+	s.evaluated++
+	var ok bool
+	var err error
+	if f.concurrent {
+		ok, err = f.cond.Match(f.ctx, rec.Object)
+	} else {
+		f.mu.Lock()
+		ok, err = f.cond.Match(f.ctx, rec.Object)
+		f.mu.Unlock()
+	}
 	if errors.Is(err, ErrEvaluation) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
 		// The first in the journal, whatever order the records came in.
 		if f.evalErrors == 0 || rec.IngestSeq < f.firstEvalSeq {
 			f.firstEvalError = fmt.Errorf("%s version %s: %w", describeObject(o.id), rec.Resource.ResourceVersion, err)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -716,6 +717,77 @@ func (h appendOnReadByObject) RecordsByObject(ctx context.Context, q storage.Que
 func (h appendOnReadByObject) SplitByObject(ctx context.Context, streamID string, n int) ([]string, error) {
 	return h.Store.(storage.ObjectOrderReader).SplitByObject(ctx, streamID, n)
 }
+
+// TestFindConcurrentCondition: Find calls a condition concurrently only
+// when it says it may (materialize.ConcurrentPredicate), and then does,
+// sweeping the parts of a SQLite journal's stream side by side.
+func TestFindConcurrentCondition(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "j.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	j := newJournalIn(t, store)
+	s := j.stream("", "v1", "configmaps", "shop")
+	var objs []obj
+	for i := range 20 {
+		objs = append(objs, cm("shop", fmt.Sprintf("cm-%02d", i), fmt.Sprintf("u%02d", i), map[string]any{"v": "x"}))
+	}
+	j.baseline(s, "b1", at(1), objs...)
+	j.progress(s, at(3))
+	q := materialize.FindQuery{Scope: materialize.Scope{ClusterID: "c1"}}
+
+	// Not concurrent: never two calls at once.
+	var inFlight, overlaps atomic.Int32
+	serial := materialize.PredicateFunc(func(context.Context, json.RawMessage) (bool, error) {
+		if inFlight.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		time.Sleep(time.Millisecond)
+		inFlight.Add(-1)
+		return true, nil
+	})
+	f, err := j.materializer().Find(ctx, q, serial)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Objects) != len(objs) || overlaps.Load() != 0 {
+		t.Errorf("a condition that is not a ConcurrentPredicate: %d objects found, want %d; %d calls overlapped another, want 0", len(f.Objects), len(objs), overlaps.Load())
+	}
+
+	// Concurrent: the first two calls wait for each other.
+	var arrived atomic.Int32
+	both := make(chan struct{})
+	concurrent := concurrentPredicate(func(ctx context.Context, _ json.RawMessage) (bool, error) {
+		if arrived.Add(1) == 2 {
+			close(both)
+		}
+		select {
+		case <-both:
+			return true, nil
+		case <-time.After(10 * time.Second):
+			return false, errors.New("no other call came in 10 s: Find calls the condition in turn")
+		}
+	})
+	f, err = j.materializer().Find(ctx, q, concurrent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Objects) != len(objs) {
+		t.Errorf("a ConcurrentPredicate: %d objects found, want %d", len(f.Objects), len(objs))
+	}
+}
+
+// concurrentPredicate is a PredicateFunc that says it may be called
+// concurrently.
+type concurrentPredicate func(ctx context.Context, object json.RawMessage) (bool, error)
+
+func (p concurrentPredicate) Match(ctx context.Context, object json.RawMessage) (bool, error) {
+	return p(ctx, object)
+}
+
+func (concurrentPredicate) Concurrent() bool { return true }
 
 // appendOnReadScanner is appendOnRead of a store that scans by object.
 type appendOnReadScanner struct{ appendOnReadByObject }

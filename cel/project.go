@@ -177,46 +177,51 @@ func (d *projector) value(p *projection) (any, error) {
 
 // skip moves past the value at d.pos.
 func (d *projector) skip() error {
-	depth := 0
-	for {
-		d.space()
-		if d.pos >= len(d.data) {
-			return d.errorf("unexpected end of the data")
+	d.space()
+	if d.pos >= len(d.data) {
+		return d.errorf("unexpected end of the data")
+	}
+	switch c := d.data[d.pos]; c {
+	case '"':
+		return d.skipString()
+	case '{', '[':
+		return d.skipContainer()
+	default:
+		start := d.pos
+		for d.pos < len(d.data) && isScalarByte(d.data[d.pos]) {
+			d.pos++
 		}
-		switch c := d.data[d.pos]; c {
+		if d.pos == start {
+			return d.errorf("unexpected %q", c)
+		}
+		return nil
+	}
+}
+
+// skipContainer moves past the object or array at d.pos, finding its end
+// by its brackets outside strings: faster than a token at a time, and
+// the syntax within is not checked (decodeProjected checks what it
+// reads, not what it skips).
+func (d *projector) skipContainer() error {
+	data, depth := d.data, 0
+	for i := d.pos; i < len(data); i++ {
+		switch data[i] {
 		case '"':
-			if err := d.skipString(); err != nil {
-				return err
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
 			}
 		case '{', '[':
 			depth++
-			d.pos++
-			continue
 		case '}', ']':
-			if depth == 0 {
-				return d.errorf("unexpected %q", c)
+			if depth--; depth == 0 {
+				d.pos = i + 1
+				return nil
 			}
-			depth--
-			d.pos++
-		case ',', ':':
-			if depth == 0 {
-				return d.errorf("unexpected %q", c)
-			}
-			d.pos++
-			continue
-		default:
-			start := d.pos
-			for d.pos < len(d.data) && isScalarByte(d.data[d.pos]) {
-				d.pos++
-			}
-			if d.pos == start {
-				return d.errorf("unexpected %q", c)
-			}
-		}
-		if depth == 0 {
-			return nil
 		}
 	}
+	return d.errorf("unterminated object or array")
 }
 
 // isScalarByte tells the bytes of numbers, true, false and null.

@@ -32,8 +32,18 @@
 // k8s.io/apiserver (quantity, format, authorizer), which would bring the
 // API server's module in.
 //
+// # Cost of an evaluation
+//
+// Of each version, a Predicate decodes only what its expression reads of
+// `object`: the fields of the chains of field selections that start at
+// it, each chain's last value whole (see projectionOf); an expression
+// that uses `object` any other way decodes all of it. The answers are
+// those of decoding all of it (TestProjectedMatchesWhole,
+// FuzzDecodeProjected).
+//
 // # Concurrency
 //
-// An Expression is safe for concurrent use; a Predicate belongs to one
-// request and is not.
+// An Expression is safe for concurrent use, and so is a Predicate
+// (materialize.ConcurrentPredicate): the evaluations of one request, which
+// Find runs side by side, share its budget.
 package cel

@@ -27,14 +27,16 @@ fi
 load() { awk '{print $1}' /proc/loadavg 2>/dev/null || uptime | sed 's/.*load average[s]*: *//; s/,.*//'; }
 
 # run NAME ARGS... runs go test with ARGS, appending its output to the log
-# with the load average before and after as "load NAME before after".
+# with the load average before and after as "load NAME before after"; in
+# the folder dir when it is set (a nested module: with GOWORK set to the
+# workspace).
 run() {
   local name=$1
   shift
   local before after
   before=$(load)
   echo "bench: $name (load $before)" >&2
-  "$GO" test -count=1 -run '^$' "$@" 2>&1 | tee -a "$log" >&2
+  "$GO" test ${dir:+-C "$dir"} -count=1 -run '^$' "$@" 2>&1 | tee -a "$log" >&2
   after=$(load)
   echo "load $name $before $after" >>"$log"
 }
@@ -49,7 +51,7 @@ run why -bench 'BenchmarkWhy' -benchtime 20x -timeout 30m ./why/
 run transfer -bench 'Transfer' -benchtime 1x -timeout 60m ./storage/transfer/
 run queryapi -bench 'QueryAPI|SnapshotPages' -benchtime 1x -timeout 30m ./server/
 # Find with CEL, over the query API benchmark's journal (built above).
-run celfind -bench 'BenchmarkFind' -benchtime 3x -timeout 30m ./cel/
+dir=cel GOWORK="$root/go.work" run celfind -bench 'BenchmarkFind' -benchtime 3x -timeout 30m .
 # Last: it copies the 1,000,000-event journal, whose writing back would
 # disturb the latency of the steps after it.
 run index -bench 'VersionIndexBuild' -benchtime 1x -timeout 30m ./storage/sqlite

@@ -55,3 +55,19 @@ func BenchmarkMatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeProjected measures what an evaluation of
+// `object.data.version == "3"` starts with: of the version, data.version
+// decoded, the rest skipped (BenchmarkDecode decodes all of it).
+func BenchmarkDecodeProjected(b *testing.B) {
+	e, err := Compile(`object.data.version == "3"`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeProjected(aVersion, e.proj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

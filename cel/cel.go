@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	celgo "cel.dev/cel-go/cel"
@@ -251,7 +252,45 @@ type Predicate struct {
 	expr        *Expression
 	left        atomic.Uint64
 	evaluations atomic.Int64
+
+	// answers holds the answer for the key of each projection evaluated
+	// (projector.appendKey), up to maxAnswerKeyBytes of keys: a version
+	// whose projection is one evaluated before gets its answer without
+	// an evaluation. Most conditions read few fields, and across a
+	// journal those take few values.
+	mu       sync.RWMutex
+	answers  map[string]answer
+	keyBytes int
+	// lookups and kept count the answers looked for and found; when
+	// fewer than one in keptAtLeast is found after keptAfter lookups, the
+	// projections differ version after version (a field that changes in
+	// each, resourceVersion), and off stops keeping and looking.
+	lookups, kept atomic.Int64
+	off           atomic.Bool
 }
+
+const (
+	keptAfter   = 4096
+	keptAtLeast = 8
+)
+
+// answer is an evaluation's answer: true or false, or the evaluation's
+// error on that version.
+type answer struct {
+	ok  bool
+	err error
+}
+
+// maxAnswerKeyBytes bounds the keys of a Predicate's answers.
+const maxAnswerKeyBytes = 1 << 20
+
+// scratch is the memory of one Match, reused.
+type scratch struct {
+	d   projector
+	key []byte
+}
+
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 var _ materialize.ConcurrentPredicate = (*Predicate)(nil)
 
@@ -262,17 +301,64 @@ func (p *Predicate) Concurrent() bool { return true }
 // Match evaluates the expression with `object` set to the version's body:
 // of it, only the fields the expression reads are decoded.
 func (p *Predicate) Match(ctx context.Context, object json.RawMessage) (bool, error) {
-	var value any
-	var err error
 	if p.expr.proj != nil {
-		value, err = decodeProjected(object, p.expr.proj)
-	} else {
-		value, err = decode(object)
+		return p.matchProjected(ctx, object)
 	}
+	value, err := decode(object)
 	if err != nil {
 		return false, fmt.Errorf("cel: decode the version: %w", err)
 	}
 	return p.eval(ctx, &objectActivation{value})
+}
+
+// matchProjected is Match of an expression that reads part of object:
+// the answer of an earlier version whose projection is the same, or an
+// evaluation over the projection.
+func (p *Predicate) matchProjected(ctx context.Context, object json.RawMessage) (bool, error) {
+	sc := scratches.Get().(*scratch)
+	defer func() {
+		sc.d.data = nil
+		scratches.Put(sc)
+	}()
+	sc.d.data = object
+	if err := sc.d.scan(p.expr.proj); err != nil {
+		return false, fmt.Errorf("cel: decode the version: %w", err)
+	}
+	keep := !p.off.Load()
+	if keep {
+		sc.key = sc.d.appendKey(sc.key[:0])
+		p.mu.RLock()
+		a, ok := p.answers[string(sc.key)]
+		p.mu.RUnlock()
+		n := p.lookups.Add(1)
+		if ok {
+			p.kept.Add(1)
+			return a.ok, a.err
+		}
+		if n >= keptAfter && p.kept.Load()*keptAtLeast < n {
+			p.off.Store(true)
+		}
+	}
+	value, err := sc.d.build()
+	if err != nil {
+		return false, fmt.Errorf("cel: decode the version: %w", err)
+	}
+	matched, err := p.eval(ctx, &objectActivation{value})
+	var ee evalError
+	if keep && (err == nil || errors.As(err, &ee)) {
+		p.mu.Lock()
+		if p.keyBytes+len(sc.key) <= maxAnswerKeyBytes {
+			if p.answers == nil {
+				p.answers = map[string]answer{}
+			}
+			if _, ok := p.answers[string(sc.key)]; !ok {
+				p.answers[string(sc.key)] = answer{matched, err}
+				p.keyBytes += len(sc.key)
+			}
+		}
+		p.mu.Unlock()
+	}
+	return matched, err
 }
 
 // objectActivation binds `object`: cheaper than a map of one variable.

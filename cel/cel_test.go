@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,10 +110,15 @@ func TestCostLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Versions of other replicas each: a version whose projection was
+	// evaluated before gets its answer again without an evaluation.
+	replicas := func(n int64) json.RawMessage {
+		return json.RawMessage(strings.Replace(deployment, `"replicas":1`, fmt.Sprintf(`"replicas":%d`, n), 1))
+	}
 	p := e.Predicate()
 	var n int
 	for ; n < 100; n++ {
-		if _, err = p.Match(context.Background(), json.RawMessage(deployment)); err != nil {
+		if _, err = p.Match(context.Background(), replicas(int64(n))); err != nil {
 			break
 		}
 	}
@@ -132,21 +138,24 @@ func TestCostLimits(t *testing.T) {
 	}
 	serial, p := 0, e.Predicate()
 	for ; serial < 10000; serial++ {
-		if _, err := p.Match(context.Background(), json.RawMessage(deployment)); err != nil {
+		if _, err := p.Match(context.Background(), replicas(int64(serial))); err != nil {
 			break
 		}
+	}
+	if serial == 0 || serial == 10000 {
+		t.Fatalf("the budget of 1,000 allowed %d evaluations", serial)
 	}
 	p = e.Predicate()
 	if !p.Concurrent() {
 		t.Error("a Predicate says it may not be called concurrently")
 	}
 	const goroutines = 8
-	var ok atomic.Int64
+	var ok, next atomic.Int64
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() {
 			for {
-				if _, err := p.Match(context.Background(), json.RawMessage(deployment)); err != nil {
+				if _, err := p.Match(context.Background(), replicas(next.Add(1))); err != nil {
 					if !errors.Is(err, cel.ErrBudgetExceeded) {
 						t.Errorf("concurrent evaluation: %v", err)
 					}

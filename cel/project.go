@@ -2,6 +2,7 @@ package cel
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 // a body of hundreds of bytes, and decoding the body is most of an
 // evaluation.
 type projection struct {
+	// name is the field's name, in its parent's fields.
+	name string
 	// whole is set when the value is read whole.
 	whole bool
 	// fields are the fields read of an object, each with its projection.
@@ -69,7 +72,7 @@ func (p *projection) add(path []string) {
 		}
 		child := p.fields[f]
 		if child == nil {
-			child = &projection{fields: map[string]*projection{}}
+			child = &projection{name: f, fields: map[string]*projection{}}
 			p.fields[f] = child
 		}
 		p = child
@@ -83,21 +86,36 @@ func (p *projection) add(path []string) {
 // skipped, its syntax checked only as far as finding its end needs.
 func decodeProjected(raw []byte, p *projection) (any, error) {
 	d := projector{data: raw}
-	v, err := d.value(p)
-	if err != nil {
+	if err := d.scan(p); err != nil {
 		return nil, err
 	}
-	if d.space(); d.pos != len(d.data) {
-		return nil, d.errorf("data after the value")
-	}
-	return v, nil
+	return d.build()
 }
 
-// projector is the state of a decodeProjected.
+// projector is the state of a decodeProjected: its scan of the data
+// makes ops, from which build makes the value, and key the bytes that
+// determine it.
 type projector struct {
 	data []byte
 	pos  int
+	ops  []projOp
 }
+
+// projOp is a step of the value a scan found: a value read whole (its
+// bytes), the start of an object, one of its fields read (its key's
+// bytes, quoted, and the key), the end of the object.
+type projOp struct {
+	kind       byte
+	start, end int
+	key        string
+}
+
+const (
+	opWhole byte = iota + 1
+	opObject
+	opField
+	opEnd
+)
 
 func (d *projector) errorf(format string, args ...any) error {
 	return fmt.Errorf("json: offset %d: %s", d.pos, fmt.Sprintf(format, args...))
@@ -114,65 +132,121 @@ func (d *projector) space() {
 	}
 }
 
-// value decodes the value at d.pos as p projects it.
-func (d *projector) value(p *projection) (any, error) {
+// scan goes through the data, making the ops of the value p projects,
+// and checks that nothing follows it.
+func (d *projector) scan(p *projection) error {
+	d.pos, d.ops = 0, d.ops[:0]
+	if err := d.value(p); err != nil {
+		return err
+	}
+	if d.space(); d.pos != len(d.data) {
+		return d.errorf("data after the value")
+	}
+	return nil
+}
+
+// value scans the value at d.pos as p projects it.
+func (d *projector) value(p *projection) error {
 	d.space()
 	if p == nil || p.whole || d.pos >= len(d.data) || d.data[d.pos] != '{' {
 		start := d.pos
 		if err := d.skip(); err != nil {
-			return nil, err
+			return err
 		}
-		return decodeLeaf(d.data[start:d.pos])
+		d.ops = append(d.ops, projOp{kind: opWhole, start: start, end: d.pos})
+		return nil
 	}
+	d.ops = append(d.ops, projOp{kind: opObject})
 	d.pos++
-	m := make(map[string]any, len(p.fields))
 	d.space()
 	if d.pos < len(d.data) && d.data[d.pos] == '}' {
 		d.pos++
-		return m, nil
+		d.ops = append(d.ops, projOp{kind: opEnd})
+		return nil
 	}
 	for {
 		d.space()
 		start := d.pos
 		if err := d.skipString(); err != nil {
-			return nil, err
+			return err
 		}
 		raw := d.data[start:d.pos]
 		if d.space(); d.pos >= len(d.data) || d.data[d.pos] != ':' {
-			return nil, d.errorf("want a colon after an object key")
+			return d.errorf("want a colon after an object key")
 		}
 		d.pos++
 		child, key, err := p.field(raw)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if child != nil {
-			v, err := d.value(child)
-			if err != nil {
-				return nil, err
+			d.ops = append(d.ops, projOp{kind: opField, start: start, end: start + len(raw), key: key})
+			if err := d.value(child); err != nil {
+				return err
 			}
-			// As in encoding/json, a later duplicate replaces the value.
-			m[key] = v
 		} else {
 			d.space()
 			if err := d.skip(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		d.space()
 		if d.pos >= len(d.data) {
-			return nil, d.errorf("unterminated object")
+			return d.errorf("unterminated object")
 		}
 		switch d.data[d.pos] {
 		case ',':
 			d.pos++
 		case '}':
 			d.pos++
-			return m, nil
+			d.ops = append(d.ops, projOp{kind: opEnd})
+			return nil
 		default:
-			return nil, d.errorf("want a comma or a closing brace in an object")
+			return d.errorf("want a comma or a closing brace in an object")
 		}
 	}
+}
+
+// build makes the value of the ops of the last scan.
+func (d *projector) build() (any, error) {
+	v, _, err := d.buildAt(0)
+	return v, err
+}
+
+// buildAt makes the value whose ops start at i, and returns the index of
+// the op after them.
+func (d *projector) buildAt(i int) (any, int, error) {
+	op := d.ops[i]
+	if op.kind == opWhole {
+		v, err := decodeLeaf(d.data[op.start:op.end])
+		return v, i + 1, err
+	}
+	m := map[string]any{}
+	for i++; d.ops[i].kind == opField; {
+		key := d.ops[i].key
+		v, next, err := d.buildAt(i + 1)
+		if err != nil {
+			return nil, 0, err
+		}
+		// As in encoding/json, a later duplicate replaces the value.
+		m[key] = v
+		i = next
+	}
+	return m, i + 1, nil
+}
+
+// appendKey appends to dst the bytes of the ops of the last scan: the
+// value build makes is a function of them, so two versions with the
+// same key give the same answers to the expression.
+func (d *projector) appendKey(dst []byte) []byte {
+	for _, op := range d.ops {
+		dst = append(dst, op.kind)
+		if op.kind == opWhole || op.kind == opField {
+			dst = binary.AppendUvarint(dst, uint64(op.end-op.start))
+			dst = append(dst, d.data[op.start:op.end]...)
+		}
+	}
+	return dst
 }
 
 // skip moves past the value at d.pos.
@@ -272,7 +346,7 @@ func (p *projection) field(raw []byte) (*projection, string, error) {
 		if child == nil {
 			return nil, "", nil
 		}
-		return child, string(k), nil
+		return child, child.name, nil
 	}
 	key, err := decodeKey(raw)
 	if err != nil {

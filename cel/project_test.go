@@ -1,13 +1,17 @@
 package cel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/krply/krply/materialize"
 )
 
 // paths lists the paths a projection reads whole, sorted; nil for a nil
@@ -117,6 +121,16 @@ func TestProjectedMatchesWhole(t *testing.T) {
 		}
 		whole := *e
 		whole.proj = nil
+		// One Predicate for every version, twice over: the answers it
+		// keeps by projection are the answers.
+		shared := e.Predicate()
+		for _, doc := range append(slices.Clone(projectedDocs), projectedDocs...) {
+			got, gotErr := shared.Match(ctx, json.RawMessage(doc))
+			want, wantErr := whole.Predicate().Match(ctx, json.RawMessage(doc))
+			if got != want || (gotErr == nil) != (wantErr == nil) || gotErr != nil && gotErr.Error() != wantErr.Error() {
+				t.Errorf("%s on %s, one Predicate for all: %v, %v; %v, %v decoded whole", expr, doc, got, gotErr, want, wantErr)
+			}
+		}
 		for _, doc := range projectedDocs {
 			got, gotErr := e.Predicate().Match(ctx, json.RawMessage(doc))
 			want, wantErr := whole.Predicate().Match(ctx, json.RawMessage(doc))
@@ -175,6 +189,92 @@ func FuzzDecodeProjected(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzProjectionKey: two versions with the same key under a projection
+// decode to the same projection, so that an answer kept by key is the
+// answer.
+func FuzzProjectionKey(f *testing.F) {
+	for i, doc := range projectedDocs {
+		f.Add([]byte(doc), []byte(projectedDocs[(i+1)%len(projectedDocs)]))
+		f.Add([]byte(doc), []byte(doc))
+	}
+	f.Add([]byte(`{"data":{"version":"3"}}`), []byte(`{"data":{"version":"3"},"kind":"x"}`))
+	f.Add([]byte(`{"data":{"version":"3"}}`), []byte(`{"data":{"version":"\u0033"}}`))
+	var projs []*projection
+	for _, expr := range projectedExprs {
+		e, err := Compile(expr)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if e.proj != nil {
+			projs = append(projs, e.proj)
+		}
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		for _, p := range projs {
+			da, db := projector{data: a}, projector{data: b}
+			if da.scan(p) != nil || db.scan(p) != nil {
+				continue
+			}
+			if !bytes.Equal(da.appendKey(nil), db.appendKey(nil)) {
+				continue
+			}
+			va, errA := da.build()
+			vb, errB := db.build()
+			if (errA == nil) != (errB == nil) || !reflect.DeepEqual(va, vb) {
+				t.Fatalf("%q and %q have the same key under %q but decode to %#v (%v) and %#v (%v)", a, b, p.paths(), va, errA, vb, errB)
+			}
+		}
+	})
+}
+
+// TestAnswersKept: a Predicate answers a version whose projection it
+// evaluated before without an evaluation (no budget spent), errors
+// included, and evaluates another.
+func TestAnswersKept(t *testing.T) {
+	ctx := context.Background()
+	doc := func(version, kind string) json.RawMessage {
+		return json.RawMessage(`{"kind":"` + kind + `","data":{"version":` + version + `}}`)
+	}
+	probe, err := Compile(`object.data.version == "3"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := probe.Predicate()
+	before := p.left.Load()
+	if _, err := p.Match(ctx, doc(`"1"`, "a")); err != nil {
+		t.Fatal(err)
+	}
+	cost := before - p.left.Load()
+	e, err := Compile(`object.data.version == "3"`, WithBudget(cost))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = e.Predicate()
+	if ok, err := p.Match(ctx, doc(`"3"`, "a")); !ok || err != nil {
+		t.Fatalf("data.version 3: %v, %v", ok, err)
+	}
+	// The budget is spent; the same projection in another version is
+	// answered all the same, another is not evaluated.
+	if ok, err := p.Match(ctx, doc(`"3"`, "b")); !ok || err != nil {
+		t.Errorf("data.version 3 again, another kind: %v, %v; want true from the answer kept", ok, err)
+	}
+	if _, err := p.Match(ctx, doc(`"4"`, "a")); !errors.Is(err, ErrBudgetExceeded) {
+		t.Errorf("data.version 4 with the budget spent: %v, want ErrBudgetExceeded", err)
+	}
+	// An evaluation's error is kept as its answer.
+	failing, err := Compile(`object.data.version.startsWith("3")`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = failing.Predicate()
+	_, first := p.Match(ctx, doc(`3`, "a"))
+	left := p.left.Load()
+	_, again := p.Match(ctx, doc(`3`, "b"))
+	if !errors.Is(first, materialize.ErrEvaluation) || again == nil || again.Error() != first.Error() || p.left.Load() != left {
+		t.Errorf("startsWith on an int: %v, then %v (budget %d then %d); want the same evaluation error, no budget spent", first, again, left, p.left.Load())
+	}
 }
 
 // TestDecodeProjectedErrors: the ends of the data and what follows a

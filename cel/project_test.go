@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -286,6 +287,33 @@ func TestDecodeProjectedErrors(t *testing.T) {
 			t.Errorf("%q: no error", raw)
 		} else if !strings.Contains(err.Error(), "json") && !strings.Contains(err.Error(), "JSON") && !strings.Contains(err.Error(), "unexpected") {
 			t.Errorf("%q: %v, want an error about the JSON", raw, err)
+		}
+	}
+}
+
+// TestAnswersStopKept: a Predicate stops keeping answers when the
+// projections it is asked about hardly repeat, and keeps them when they
+// do; its answers are right either way.
+func TestAnswersStopKept(t *testing.T) {
+	ctx := context.Background()
+	e, err := Compile(`object.data.version == "3"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		values  int
+		stopped bool
+	}{{keptAfter * 2, true}, {10, false}} {
+		p := e.Predicate()
+		for i := range keptAfter * 2 {
+			v := strconv.Itoa(i % c.values)
+			ok, err := p.Match(ctx, json.RawMessage(`{"data":{"version":"`+v+`"}}`))
+			if err != nil || ok != (v == "3") {
+				t.Fatalf("%d values, version %s: %v, %v", c.values, v, ok, err)
+			}
+		}
+		if p.off.Load() != c.stopped {
+			t.Errorf("%d values asked about %d times: keeping stopped %v, want %v", c.values, keptAfter*2, p.off.Load(), c.stopped)
 		}
 	}
 }

@@ -39,7 +39,11 @@
 // it, each chain's last value whole (see projectionOf); an expression
 // that uses `object` any other way decodes all of it. The answers are
 // those of decoding all of it (TestProjectedMatchesWhole,
-// FuzzDecodeProjected).
+// FuzzDecodeProjected). A Predicate keeps the answer for each projection
+// it evaluated (up to a bound per request) and answers a version whose
+// projection is the same without evaluating it, or spending its budget:
+// the fields a condition reads mostly take few values across a journal.
+// When they hardly repeat, it stops keeping.
 //
 // # Concurrency
 //

@@ -37,5 +37,9 @@ func (r *Rule) Expression() string { return r.e.source }
 // on (a field it reads is missing) is an error wrapping
 // materialize.ErrEvaluation, which the Collector counts as not matching.
 func (r *Rule) Match(ctx context.Context, object json.RawMessage) (bool, error) {
-	return r.e.Predicate().Match(ctx, object)
+	// A Predicate of its own, with no budget across evaluations, and
+	// keeping no answer: it answers one version.
+	p := r.e.Predicate()
+	p.off.Store(true)
+	return p.Match(ctx, object)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/krply/krply/event"
 	"github.com/krply/krply/storage"
 	"github.com/krply/krply/storage/sqlite"
+	"github.com/krply/krply/storage/storagetest"
 )
 
 // A journal file: append a watch event and its checkpoint in one batch,
@@ -154,19 +155,14 @@ func ExampleStore_ScanByObject() {
 	}
 	defer s.Close()
 
+	// Two versions each of three ConfigMaps, in turn.
 	stream := event.Stream{ClusterID: "prod", Version: "v1", Resource: "configmaps", Namespace: "shop"}
-	observed := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	var recs []event.Record
 	for i := range 6 {
-		rv := fmt.Sprint(1000 + i)
-		ref := event.ResourceRef{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "shop",
-			Name: fmt.Sprintf("cm-%d", i%3), UID: fmt.Sprintf("u%d", i%3), ResourceVersion: rv}
-		recs = append(recs, event.Record{
-			Type: event.TypeEvent, EventID: event.EventID(stream.ID(), event.TypeEvent, ref, event.Modified),
-			ClusterID: "prod", StreamID: stream.ID(), ObservedAt: observed.Add(time.Duration(i) * time.Second),
-			WatchType: event.Modified, Resource: ref,
-			Object: fmt.Appendf(nil, `{"metadata":{"name":%q,"resourceVersion":%q}}`, ref.Name, rv),
-		})
+		name, rv := fmt.Sprintf("cm-%d", i%3), fmt.Sprint(1000+i)
+		body := fmt.Appendf(nil, `{"metadata":{"name":%q,"resourceVersion":%q}}`, name, rv)
+		recs = append(recs, storagetest.Event(stream, event.Modified, storagetest.Ref(stream, "ConfigMap", "shop", name, "u-"+name, rv), body,
+			time.Date(2025, 3, 1, 12, 0, i, 0, time.UTC)))
 	}
 	if _, err := s.Append(ctx, recs); err != nil {
 		fmt.Println(err)

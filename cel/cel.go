@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,16 +259,29 @@ type Predicate struct {
 	// whose projection is one evaluated before gets its answer without
 	// an evaluation. Most conditions read few fields, and across a
 	// journal those take few values.
-	mu       sync.RWMutex
-	answers  map[string]answer
-	keyBytes int
-	// lookups and kept count the answers looked for and found; when
-	// fewer than one in keptAtLeast is found after keptAfter lookups, the
-	// projections differ version after version (a field that changes in
-	// each, resourceVersion), and off stops keeping and looking.
+	// The answers are in shards by the key's hash, each with its lock:
+	// the parts Find sweeps side by side mostly read and write apart.
+	shards   [answerShards]answerShard
+	keyBytes atomic.Int64
+	// lookups and kept count the answers looked for and found, until
+	// decided: after keptAfter lookups, when fewer than one in
+	// keptAtLeast was found, the projections differ version after
+	// version (a field that changes in each, resourceVersion), and off
+	// stops keeping and looking.
 	lookups, kept atomic.Int64
-	off           atomic.Bool
+	decided, off  atomic.Bool
 }
+
+// answerShards is how many shards a Predicate's answers are in.
+const answerShards = 16
+
+type answerShard struct {
+	mu      sync.RWMutex
+	answers map[string]answer
+}
+
+// seed is the seed of the answers' shard hashes.
+var seed = maphash.MakeSeed()
 
 const (
 	keptAfter   = 4096
@@ -325,18 +339,25 @@ func (p *Predicate) matchProjected(ctx context.Context, object json.RawMessage) 
 		return false, fmt.Errorf("cel: decode the version: %w", err)
 	}
 	keep := !p.off.Load()
+	var shard *answerShard
 	if keep {
 		sc.key = sc.d.appendKey(sc.key[:0])
-		p.mu.RLock()
-		a, ok := p.answers[string(sc.key)]
-		p.mu.RUnlock()
-		n := p.lookups.Add(1)
-		if ok {
-			p.kept.Add(1)
-			return a.ok, a.err
+		shard = &p.shards[maphash.Bytes(seed, sc.key)%answerShards]
+		shard.mu.RLock()
+		a, ok := shard.answers[string(sc.key)]
+		shard.mu.RUnlock()
+		if !p.decided.Load() {
+			n, k := p.lookups.Add(1), p.kept.Load()
+			if ok {
+				k = p.kept.Add(1)
+			}
+			if n >= keptAfter {
+				p.off.Store(k*keptAtLeast < n)
+				p.decided.Store(true)
+			}
 		}
-		if n >= keptAfter && p.kept.Load()*keptAtLeast < n {
-			p.off.Store(true)
+		if ok {
+			return a.ok, a.err
 		}
 	}
 	value, err := sc.d.build()
@@ -345,18 +366,13 @@ func (p *Predicate) matchProjected(ctx context.Context, object json.RawMessage) 
 	}
 	matched, err := p.eval(ctx, &objectActivation{value})
 	var ee evalError
-	if keep && (err == nil || errors.As(err, &ee)) {
-		p.mu.Lock()
-		if p.keyBytes+len(sc.key) <= maxAnswerKeyBytes {
-			if p.answers == nil {
-				p.answers = map[string]answer{}
-			}
-			if _, ok := p.answers[string(sc.key)]; !ok {
-				p.answers[string(sc.key)] = answer{matched, err}
-				p.keyBytes += len(sc.key)
-			}
+	if keep && (err == nil || errors.As(err, &ee)) && p.keyBytes.Add(int64(len(sc.key))) <= maxAnswerKeyBytes {
+		shard.mu.Lock()
+		if shard.answers == nil {
+			shard.answers = map[string]answer{}
 		}
-		p.mu.Unlock()
+		shard.answers[string(sc.key)] = answer{matched, err}
+		shard.mu.Unlock()
 	}
 	return matched, err
 }

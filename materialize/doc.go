@@ -130,6 +130,9 @@
 // # Concurrency and Close
 //
 // A Materializer is safe for concurrent use; it holds no state besides its
-// configuration and starts no goroutines. It does not own the store: the
-// caller that opened the store closes it, after the last call.
+// configuration. A call starts goroutines only for its own work (Find
+// reads and sweeps a stream's parts side by side, calling a Predicate
+// from them, one call at a time unless it is a ConcurrentPredicate), and
+// they have ended when it returns. It does not own the store: the caller
+// that opened the store closes it, after the last call.
 package materialize

@@ -14,7 +14,7 @@ import (
 
 // A projection is the part of a variable's JSON an expression can read:
 // the fields of each object on the way down, and at the end of each path
-// the whole value. Decoding only that part of a version (decodeProjected)
+// the whole value. Decoding only that part of a version (projector)
 // gives the expression the same answer as decoding all of it, for a
 // fraction of the work: `object.data.version == "3"` reads one string of
 // a body of hundreds of bytes, and decoding the body is most of an
@@ -80,21 +80,13 @@ func (p *projection) add(path []string) {
 	p.whole, p.fields = true, nil
 }
 
-// decodeProjected decodes what p projects of a JSON value, as decode
-// decodes it: of an object where p names fields, only those fields (each
-// decoded as p says); any other value whole. A value p does not read is
-// skipped, its syntax checked only as far as finding its end needs.
-func decodeProjected(raw []byte, p *projection) (any, error) {
-	d := projector{data: raw}
-	if err := d.scan(p); err != nil {
-		return nil, err
-	}
-	return d.build()
-}
-
-// projector is the state of a decodeProjected: its scan of the data
-// makes ops, from which build makes the value, and key the bytes that
-// determine it.
+// projector decodes what a projection projects of a JSON value, as
+// decode decodes it: of an object where the projection names fields,
+// only those fields (each decoded as the projection says); any other
+// value whole. A value the projection does not read is skipped, its
+// syntax checked only as far as finding its end needs. Its scan of the
+// data makes ops, from which build makes the value, and appendKey the
+// bytes that determine it.
 type projector struct {
 	data []byte
 	pos  int
@@ -274,7 +266,7 @@ func (d *projector) skip() error {
 
 // skipContainer moves past the object or array at d.pos, finding its end
 // by its brackets outside strings: faster than a token at a time, and
-// the syntax within is not checked (decodeProjected checks what it
+// the syntax within is not checked (a projector checks what it
 // reads, not what it skips).
 func (d *projector) skipContainer() error {
 	data, depth := d.data, 0

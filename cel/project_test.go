@@ -15,6 +15,15 @@ import (
 	"github.com/krply/krply/materialize"
 )
 
+// decodeProjected is a projector's scan and build of raw.
+func decodeProjected(raw []byte, p *projection) (any, error) {
+	d := projector{data: raw}
+	if err := d.scan(p); err != nil {
+		return nil, err
+	}
+	return d.build()
+}
+
 // paths lists the paths a projection reads whole, sorted; nil for a nil
 // projection (all of the value).
 func (p *projection) paths() []string {

@@ -86,7 +86,7 @@ func (s *Store) SplitByObject(ctx context.Context, streamID string, n int) ([]st
 	} else if err != nil {
 		return nil, s.readErr("split by object of "+streamID, err)
 	}
-	objs, err := s.streamObjectRows(ctx, rowID)
+	objs, err := s.streamObjectRows(ctx, rowID, 0, 0)
 	if err != nil {
 		return nil, s.readErr("split by object of "+streamID, err)
 	}
@@ -196,9 +196,13 @@ func (s *Store) byObjectQuery(ctx context.Context, q storage.Query) (byObjectQue
 	return bq, true, nil
 }
 
-// streamObjectRows returns the row ids of a stream's objects, in order.
-func (s *Store) streamObjectRows(ctx context.Context, stream int64) ([]int64, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT obj FROM stream_objects WHERE stream = ? ORDER BY obj`, stream)
+// streamObjectRows returns the row ids of a stream's objects from the row
+// id from on, before end unless it is 0, in order.
+func (s *Store) streamObjectRows(ctx context.Context, stream, from, end int64) ([]int64, error) {
+	if end == 0 {
+		end = math.MaxInt64
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT obj FROM stream_objects WHERE stream = ? AND obj >= ? AND obj < ? ORDER BY obj`, stream, from, end)
 	if err != nil {
 		return nil, err
 	}

@@ -111,7 +111,7 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 	r.IngestSeq = asInt(rw.seq)
 	r.EventID = rw.eventID.id
 	kinds := asInt(rw.kinds)
-	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
+	setKinds(r, kinds)
 	r.ObservedAt = decodeTime(asInt(rw.observed))
 	refs.cluster, refs.stream, refs.scope, refs.baseline = asInt(rw.cluster), asInt(rw.stream), asInt(rw.scope), asInt(rw.bl)
 	refs.rawLen = asInt(rw.rawLen)
@@ -127,15 +127,31 @@ func (rw *recordRow) scan(rows *sql.Rows, r *event.Record, refs *rowRefs) error 
 		// row by the record's cluster).
 		r.ClusterID = rw.obj.ClusterID
 		r.Resource.Group, r.Resource.Resource, r.Resource.Namespace, r.Resource.Name = rw.obj.Group, rw.obj.Resource, rw.obj.Namespace, rw.obj.Name
-	} else if name, ok := rw.name.(string); ok {
-		r.Resource.Name = name
-	} else if b, ok := rw.name.([]byte); ok {
-		r.Resource.Name = string(b)
+	} else if rw.name != nil {
+		r.Resource.Name = nameOf(rw.name)
 	}
 	if rw.hash != nil {
 		r.ObjectHash = hex.EncodeToString(rw.hash)
 	}
 	return nil
+}
+
+// setKinds sets a record's type, watch type and synthetic flag from its
+// recordKinds column.
+func setKinds(r *event.Record, kinds int64) {
+	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
+}
+
+// nameOf is an object's name column scanned into an interface: text, or
+// a blob; "" for anything else.
+func nameOf(v any) string {
+	switch name := v.(type) {
+	case string:
+		return name
+	case []byte:
+		return string(name)
+	}
+	return ""
 }
 
 // idColumn scans an event ID column (see encodeID) straight from the

@@ -90,26 +90,18 @@ func (s *Store) ScanByObject(ctx context.Context, q storage.Query, fn func(*even
 	if err != nil || !ok {
 		return err
 	}
-	objs, err := s.streamObjectRows(ctx, bq.stream)
+	// The part's objects only: [from.obj, from.end).
+	objs, err := s.streamObjectRows(ctx, bq.stream, bq.from.obj, bq.from.end)
 	if err != nil {
 		return s.readErr("scan by object of "+q.StreamID, err)
-	}
-	first, _ := slices.BinarySearch(objs, bq.from.obj)
-	last := len(objs)
-	if bq.from.end != 0 {
-		last, _ = slices.BinarySearch(objs, bq.from.end)
 	}
 	sc := &objectScanner{s: s, q: q, stream: bq.stream, typeCond: bq.typeCond, from: bq.from, fn: fn,
 		names: map[int64]scanNames{}, bases: map[int64][]byte{},
 		res: resolver{ctx: ctx, q: s.r, shared: &s.rowNames}}
-	for i := first; i < last; i += scanChunkObjects {
-		lo, hi := objs[i], int64(0)
-		if j := i + scanChunkObjects; j < last {
+	for i := 0; i < len(objs); i += scanChunkObjects {
+		lo, hi := objs[i], objs[len(objs)-1]+1
+		if j := i + scanChunkObjects; j < len(objs) {
 			hi = objs[j]
-		} else if bq.from.end != 0 {
-			hi = bq.from.end
-		} else {
-			hi = objs[last-1] + 1
 		}
 		if err := sc.chunk(ctx, lo, hi); err != nil {
 			return err
@@ -162,7 +154,7 @@ func (sc *objectScanner) chunk(ctx context.Context, lo, hi int64) error {
 func (sc *objectScanner) record(ctx context.Context, obj int64, key byObjectKey, kinds int64, eventID string, baseline int64, body any, meta []byte) error {
 	r := &sc.rec
 	*r = event.Record{IngestSeq: key.seq, EventID: eventID, ObservedAt: decodeTime(key.observed)}
-	r.Type, r.WatchType, r.Synthetic = typeNames[int(kinds&0xf)], watchNames[int(kinds>>4&0x7)], kinds>>7 != 0
+	setKinds(r, kinds)
 	if err := decodeMeta(meta, &sc.m); err != nil {
 		return fmt.Errorf("sqlite: scan by object: %w: record %d: meta: %v", errCorruptBody, r.IngestSeq, err)
 	}
@@ -175,12 +167,7 @@ func (sc *objectScanner) record(ctx context.Context, obj int64, key byObjectKey,
 	// An object's records are of its cluster (Append finds the object row
 	// by the record's cluster).
 	r.ClusterID = sc.res.scope.value.cluster
-	switch name := n.name.(type) {
-	case string:
-		r.Resource.Name = name
-	case []byte:
-		r.Resource.Name = string(name)
-	}
+	r.Resource.Name = nameOf(n.name)
 	if id, ok := body.(int64); ok {
 		if b, ok := sc.body(obj, id); ok {
 			r.ObjectHash = hex.EncodeToString(sc.arena[b.hash[0]:b.hash[1]])

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"sync"
@@ -64,7 +66,12 @@ func copyFile(b *testing.B, from, to string) { benchjournal.CopyFile(b, from, to
 // clients, recorder and HTTP stack against a handler that answers with
 // canned bytes of the same sizes (floor-p99-ms, floor-req/s), so that a
 // run tells what of the latency the machine costs before the query API
-// does any work.
+// does any work; and the CPU per request of each kind against both, one
+// request at a time (object-cpu-ms, floor-object-cpu-ms, …). The Go
+// runtime's scheduling latency (how long a runnable goroutine waited for
+// a CPU), p99 over all goroutines, alone and under the load
+// (sched-quiet-p99-ms, sched-loaded-p99-ms), tells how much of the
+// recorder's lag under load is its wait for a CPU.
 //
 //	go test -run XXX -bench BenchmarkQueryAPI -benchtime 1x ./server/
 func BenchmarkQueryAPI(b *testing.B) {
@@ -121,8 +128,10 @@ func BenchmarkQueryAPI(b *testing.B) {
 		defer recMu.Unlock()
 		return slices.Clone(appendLat[from:])
 	}
+	schedQuiet := schedLatencies()
 	time.Sleep(5 * time.Second)
 	quiet := lagSince(0)
+	schedQuietP99 := schedPercentileSince(schedQuiet, 0.99)
 
 	clients := 32
 	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_CLIENTS")); err == nil && n > 0 {
@@ -135,10 +144,12 @@ func BenchmarkQueryAPI(b *testing.B) {
 	httpc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: plain}}
 	fromLoad := len(lagSince(0))
 	cpuStart := cputime.Process()
+	schedLoad := schedLatencies()
 	b.ResetTimer()
 	res := closedLoad(httpc, srv.URL, clients, time.Duration(seconds)*time.Second)
 	b.StopTimer()
 	cpuLoad := cputime.Process() - cpuStart
+	schedLoadP99 := schedPercentileSince(schedLoad, 0.99)
 	loaded := lagSince(fromLoad)
 
 	// The harness's floor: the same clients, recorder and HTTP stack for a
@@ -151,8 +162,9 @@ func BenchmarkQueryAPI(b *testing.B) {
 
 	// CPU per request of each kind, asked one at a time once the
 	// recorder stopped: on a shared machine a steadier figure than the
-	// latencies.
-	cpuPer := func(route string, n int) float64 {
+	// latencies. Asked of the canned answers too, it is the harness's
+	// share: the client, the HTTP stack and the loopback.
+	cpuPer := func(base, route string, n int) float64 {
 		rng := rand.New(rand.NewPCG(99, 7))
 		start := cputime.Process()
 		for range n {
@@ -160,7 +172,7 @@ func BenchmarkQueryAPI(b *testing.B) {
 			if route == "object" {
 				q.Set("at", benchAt(rng))
 			}
-			resp, err := httpc.Get(srv.URL + "/api/v1/" + route + "?" + q.Encode())
+			resp, err := httpc.Get(base + "/api/v1/" + route + "?" + q.Encode())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -174,8 +186,10 @@ func BenchmarkQueryAPI(b *testing.B) {
 	if err := <-recDone; err != nil {
 		b.Fatalf("the recorder failed: %v", err)
 	}
-	b.ReportMetric(cpuPer("object", 200), "object-cpu-ms")
-	b.ReportMetric(cpuPer("history", 100), "history-cpu-ms")
+	b.ReportMetric(cpuPer(srv.URL, "object", 200), "object-cpu-ms")
+	b.ReportMetric(cpuPer(srv.URL, "history", 100), "history-cpu-ms")
+	b.ReportMetric(cpuPer(floorSrv.URL, "object", 200), "floor-object-cpu-ms")
+	b.ReportMetric(cpuPer(floorSrv.URL, "history", 100), "floor-history-cpu-ms")
 	for _, r := range []loadResult{res, floor} {
 		if r.errors > 0 {
 			b.Errorf("%d requests failed, the first: %v", r.errors, r.firstErr)
@@ -192,6 +206,40 @@ func BenchmarkQueryAPI(b *testing.B) {
 	b.ReportMetric(ms(slices.Concat(floor.objects, floor.histories), 99), "floor-p99-ms")
 	b.ReportMetric(ms(quiet, 99), "append-quiet-p99-ms")
 	b.ReportMetric(ms(loaded, 99), "append-loaded-p99-ms")
+	b.ReportMetric(schedQuietP99, "sched-quiet-p99-ms")
+	b.ReportMetric(schedLoadP99, "sched-loaded-p99-ms")
+}
+
+// schedLatencies reads the runtime's histogram of the time goroutines
+// waited, runnable, for a CPU (/sched/latencies:seconds).
+func schedLatencies() *metrics.Float64Histogram {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	return s[0].Value.Float64Histogram()
+}
+
+// schedPercentileSince returns the p-th quantile, in ms, of the
+// scheduling latencies since before (schedLatencies): the upper bound of
+// the histogram's bucket it falls in.
+func schedPercentileSince(before *metrics.Float64Histogram, p float64) float64 {
+	now := schedLatencies()
+	var total uint64
+	for i, c := range now.Counts {
+		total += c - before.Counts[i]
+	}
+	target := uint64(math.Ceil(float64(total) * p))
+	var cum uint64
+	for i, c := range now.Counts {
+		cum += c - before.Counts[i]
+		if cum >= target && cum > 0 {
+			upper := now.Buckets[i+1]
+			if math.IsInf(upper, 1) {
+				upper = now.Buckets[i]
+			}
+			return upper * 1000
+		}
+	}
+	return 0
 }
 
 // benchQuery returns the parameters naming object obj of the benchmark

@@ -52,15 +52,15 @@ func benchJournal(b *testing.B) string { return benchjournal.SQLite(b) }
 // as it was.
 func copyFile(b *testing.B, from, to string) { benchjournal.CopyFile(b, from, to) }
 
-// BenchmarkQueryAPI: 32 concurrent clients ask object-at-T and history of
-// random objects for 30 s (KRPLY_BENCH_SECONDS to change it) through the
+// BenchmarkQueryAPI: 4 concurrent clients, then 32, ask object-at-T and
+// history of random objects for 30 s (KRPLY_BENCH_SECONDS to change it) through the
 // HTTP handler over a 1,000,000-event SQLite journal, while a recorder
 // appends 1,000 events a second to the same journal. It reports the p50
 // and p99 latency of each request kind in ms, the errors, and the
 // recorder's append latency (its lag) before and during the load. The
 // clients accept gzip, as Go's HTTP client does; KRPLY_BENCH_PLAIN=1
 // makes them ask for plain answers, and KRPLY_BENCH_CLIENTS=n runs n
-// clients instead of 32 (what latency fewer clients see on a machine).
+// clients instead of 4 and 32.
 //
 // It then measures the harness's floor for a third of the time: the same
 // clients, recorder and HTTP stack against a handler that answers with
@@ -75,6 +75,17 @@ func copyFile(b *testing.B, from, to string) { benchjournal.CopyFile(b, from, to
 //
 //	go test -run XXX -bench BenchmarkQueryAPI -benchtime 1x ./server/
 func BenchmarkQueryAPI(b *testing.B) {
+	clients := []int{4, 32}
+	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_CLIENTS")); err == nil && n > 0 {
+		clients = []int{n}
+	}
+	for _, n := range clients {
+		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) { benchQueryAPI(b, n) })
+	}
+}
+
+// benchQueryAPI is BenchmarkQueryAPI with the number of clients.
+func benchQueryAPI(b *testing.B, clients int) {
 	ctx := context.Background()
 	path := filepath.Join(b.TempDir(), "journal.db")
 	copyFile(b, benchJournal(b), path)
@@ -133,10 +144,6 @@ func BenchmarkQueryAPI(b *testing.B) {
 	quiet := lagSince(0)
 	schedQuietP99 := schedPercentileSince(schedQuiet, 0.99)
 
-	clients := 32
-	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_CLIENTS")); err == nil && n > 0 {
-		clients = n
-	}
 	// Go's HTTP client accepts gzip, which the server uses for the
 	// histories (132 KB); KRPLY_BENCH_PLAIN=1 asks plain answers instead,
 	// as client.WithoutCompression and kubectl's --disable-compression do.

@@ -62,7 +62,9 @@
 //     of each of its records and what deciding their visibility needs,
 //     in memory, about 40 bytes a record. LatestAt finds its record
 //     there and reads only that record, by its table key. The index is
-//     built on the first LatestAt by one scan of the journal, and before
+//     built by one scan of the journal that the first LatestAt starts (on
+//     a goroutine of its own over a large journal, SQLite answering
+//     meanwhile, so that no question waits for it), and before
 //     every answer it is brought up to the newest seq the timeline check
 //     read, with the records appended since by this Store or any other
 //     process (seqs follow commit order); a compaction builds it again.

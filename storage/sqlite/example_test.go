@@ -192,3 +192,43 @@ func ExampleStore_ScanByObject() {
 	// part 1: cm-2 1002 {"metadata":{"name":"cm-2","resourceVersion":"1002"}}
 	// part 1: cm-2 1005 {"metadata":{"name":"cm-2","resourceVersion":"1005"}}
 }
+
+// A server opens the journal its recorder writes and builds the version
+// index before it answers, so that its first answers come from the index
+// (without it, the first LatestAt starts the build and SQLite answers
+// until it is done).
+func ExampleStore_BuildVersionIndex() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "krply-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	s, err := sqlite.Open(ctx, filepath.Join(dir, "journal.db"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	stream := event.Stream{ClusterID: "prod", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	ref := storagetest.Ref(stream, "ConfigMap", "shop", "cm", "u-cm", "1000")
+	rec := storagetest.Event(stream, event.Added, ref, []byte(`{"metadata":{"name":"cm","resourceVersion":"1000"}}`), time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
+	if _, err := s.Append(ctx, []event.Record{rec}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	if err := s.BuildVersionIndex(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, err := s.LatestAt(ctx, storage.ObjectIDOf(rec), time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(got.Resource.Name, got.Resource.ResourceVersion)
+	// Output:
+	// cm 1000
+}

@@ -63,6 +63,23 @@ type versionIndex struct {
 	// baselineRows caches baseline row ids by baseline ID: baseline rows
 	// are only ever inserted.
 	baselineRows sync.Map
+
+	// building is closed when the build running on its own goroutine
+	// (buildBackground) ends, nil when none runs; buildErr holds its
+	// error for the next caller. background is its context, which stop
+	// (close) ends.
+	building   chan struct{}
+	buildErr   error
+	background context.Context
+	stop       context.CancelFunc
+}
+
+// newVersionIndex returns an empty index of the budget, which builds
+// itself on a goroutine of its own over a large journal.
+func newVersionIndex(budget int) *versionIndex {
+	x := &versionIndex{budget: budget}
+	x.background, x.stop = context.WithCancel(context.Background())
+	return x
 }
 
 // indexScan reads the object records after a seq, oldest first; at build,
@@ -79,30 +96,79 @@ const (
 	indexRecord = `%s FROM records r` + recordJoins + ` WHERE r.obj = ? AND r.observed_at = ? AND r.seq = ?`
 )
 
+// indexBackgroundFrom is the size of a journal, in records, from which
+// the index is built on a goroutine of its own while SQLite answers (a
+// million records take the scan about a second, which every question
+// asked meanwhile would wait for); a smaller journal's is built within
+// the first answer that needs it.
+var indexBackgroundFrom int64 = 1 << 17
+
+// indexBuildHook, set by tests, runs first in a build on its own
+// goroutine; its error fails the build.
+var indexBuildHook func(context.Context) error
+
 // current brings the index up to bound, the journal's newest seq as a
 // check read it, when the journal's seq floor is floor; it reports false
-// when the index is off (over its budget).
+// when the index is off (over its budget), or while it is built on a
+// goroutine of its own (a journal of indexBackgroundFrom records or
+// more): SQLite answers meanwhile. The error of a build on its own
+// goroutine goes to the next caller, and the one after builds again.
 func (x *versionIndex) current(ctx context.Context, db *sql.DB, bound, floor int64) (bool, error) {
+	return x.bringUp(ctx, db, bound, floor, false)
+}
+
+// bringUp is current; with wait, it waits for a build on its own
+// goroutine to end, and builds within the call where current would start
+// one.
+func (x *versionIndex) bringUp(ctx context.Context, db *sql.DB, bound, floor int64, wait bool) (bool, error) {
+	for {
+		ok, building, err := x.tryBringUp(ctx, db, bound, floor, wait)
+		if building == nil || !wait {
+			return ok, err
+		}
+		select {
+		case <-building:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+// tryBringUp is bringUp up to a build on its own goroutine, which it
+// returns when one runs (started by the call, unless wait).
+func (x *versionIndex) tryBringUp(ctx context.Context, db *sql.DB, bound, floor int64, wait bool) (bool, chan struct{}, error) {
 	x.mu.RLock()
 	ok, off := x.built && x.floor == floor && x.maxSeq >= bound, x.off && x.floor == floor
 	x.mu.RUnlock()
 	if ok || off {
-		return ok, nil
+		return ok, nil, nil
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.built && x.floor == floor && x.maxSeq >= bound {
-		return true, nil
+		return true, nil, nil
 	}
 	if x.off && x.floor == floor {
-		return false, nil
+		return false, nil, nil
+	}
+	if err := x.buildErr; err != nil {
+		x.buildErr = nil
+		return false, nil, fmt.Errorf("version index: %w", err)
+	}
+	if x.building != nil {
+		return false, x.building, nil
+	}
+	rebuild := !x.built || x.floor != floor
+	if rebuild && !wait && bound-floor >= indexBackgroundFrom && x.background != nil {
+		x.buildBackground(db)
+		return false, x.building, nil
 	}
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer tx.Rollback()
-	if !x.built || x.floor != floor {
+	if rebuild {
 		err = x.build(ctx, tx)
 	} else {
 		err = x.catchUp(ctx, tx, bound)
@@ -110,9 +176,99 @@ func (x *versionIndex) current(ctx context.Context, db *sql.DB, bound, floor int
 	if err != nil {
 		x.built = false
 		x.byRow, x.objects = nil, nil
-		return false, fmt.Errorf("version index: %w", err)
+		return false, nil, fmt.Errorf("version index: %w", err)
 	}
-	return x.built, nil
+	return x.built, nil, nil
+}
+
+// buildBackground builds the index anew on a goroutine of its own, into
+// an index of its own, and puts it in place once built (under x.mu, which
+// the caller holds to start it); close stops it. Answers meanwhile
+// come from SQLite, and the first after it brings it up to date.
+func (x *versionIndex) buildBackground(db *sql.DB) {
+	done := make(chan struct{})
+	x.building = done
+	go func() {
+		defer close(done)
+		ctx := x.background
+		fresh := &versionIndex{budget: x.budget}
+		err := func() error {
+			if hook := indexBuildHook; hook != nil {
+				if err := hook(ctx); err != nil {
+					return err
+				}
+			}
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			return fresh.build(ctx, tx)
+		}()
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		x.building = nil
+		if err != nil {
+			if ctx.Err() == nil {
+				x.buildErr = err
+			}
+			return
+		}
+		x.built, x.off, x.floor, x.maxSeq, x.maxObject, x.versions = fresh.built, fresh.off, fresh.floor, fresh.maxSeq, fresh.maxObject, fresh.versions
+		x.objects, x.byRow, x.truncated = fresh.objects, fresh.byRow, fresh.truncated
+	}()
+}
+
+// waitBuild waits for the build running on its own goroutine, if one
+// runs, to end.
+func (x *versionIndex) waitBuild(ctx context.Context) error {
+	x.mu.RLock()
+	done := x.building
+	x.mu.RUnlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close stops a build on its own goroutine and waits for it.
+func (x *versionIndex) close() {
+	if x == nil || x.stop == nil {
+		return
+	}
+	x.stop()
+	_ = x.waitBuild(context.Background())
+}
+
+// BuildVersionIndex brings the version index (WithVersionIndex) up to the
+// journal now, and returns when it is: over a journal of some hundred
+// thousand records or more the index is built on a goroutine of its own,
+// started by the first LatestAt, which SQLite answers meanwhile, so that
+// no question waits for the scan. A server that wants its first answers
+// from the index, or a benchmark, calls it after Open. It does nothing
+// when the index is off.
+func (s *Store) BuildVersionIndex(ctx context.Context) error {
+	done, err := s.enter()
+	if err != nil {
+		return err
+	}
+	defer done()
+	if s.index == nil {
+		return nil
+	}
+	v, err := s.loadTimelines(ctx)
+	if err != nil {
+		return s.readErr("version index", err)
+	}
+	if _, err := s.index.bringUp(ctx, s.r, v.bound, v.floor, true); err != nil {
+		return s.readErr("version index", err)
+	}
+	return nil
 }
 
 // build reads the whole journal into the index.

@@ -2,7 +2,6 @@ package sqlite_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -42,9 +41,9 @@ func BenchmarkObjectAt(b *testing.B) {
 		rng := rand.New(rand.NewPCG(99, 7))
 		next := objects * benchjournal.Versions
 		latencies := make([]time.Duration, 0, b.N)
-		// The first answer builds the version index (see
+		// The version index is built before the timer starts (see
 		// BenchmarkVersionIndexBuild).
-		if _, err := s.LatestAt(ctx, storage.ObjectID{ClusterID: "none", Resource: "none", Name: "none"}, benchjournal.Start); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		if err := s.BuildVersionIndex(ctx); err != nil {
 			b.Fatal(err)
 		}
 		b.ResetTimer()

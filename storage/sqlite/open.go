@@ -104,7 +104,7 @@ func newStore(path string, cfg config) *Store {
 		bases:         newCache[int64, []byte](1024),
 	}
 	if budget := cfg.indexBudget(); budget > 0 {
-		s.index = &versionIndex{budget: budget}
+		s.index = newVersionIndex(budget)
 	}
 	s.idle = sync.NewCond(&s.lifecycle)
 	return s

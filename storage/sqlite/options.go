@@ -142,8 +142,11 @@ const DefaultVersionIndex = 1 << 21
 // object's record keys (observed time and seq) and what deciding their
 // visibility needs, about 40 bytes each, so that LatestAt (object at a
 // time) finds its record without SQLite and reads only that record. It is
-// built on the first LatestAt by one scan of the journal and brought up to
-// date before every answer with what any process appended since; a
+// built by one scan of the journal, started by the first LatestAt: within
+// it over a small journal, on a goroutine of its own over one of some
+// hundred thousand records or more, SQLite answering meanwhile (no
+// question waits for the scan; BuildVersionIndex does). It is brought up
+// to date before every answer with what any process appended since; a
 // compaction builds it again. Over its budget it keeps the recent part
 // of every object's history (three quarters of the budget, and each
 // object's state before it), and SQLite answers a question about an

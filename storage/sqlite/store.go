@@ -124,8 +124,9 @@ var (
 // Path returns the journal's file name.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the store, waiting for calls in flight. Calls after Close
-// return storage.ErrClosed; closing twice returns storage.ErrClosed.
+// Close releases the store, waiting for calls in flight, and stops the
+// version index's build if one runs on its own goroutine. Calls after
+// Close return storage.ErrClosed; closing twice returns storage.ErrClosed.
 func (s *Store) Close() error {
 	s.lifecycle.Lock()
 	if s.closed {
@@ -137,6 +138,7 @@ func (s *Store) Close() error {
 		s.idle.Wait()
 	}
 	s.lifecycle.Unlock()
+	s.index.close()
 	s.stmts.close()
 	s.nameStmts.close()
 	for _, st := range s.sized {

@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/metrics"
 	"slices"
@@ -60,7 +63,12 @@ func copyFile(b *testing.B, from, to string) { benchjournal.CopyFile(b, from, to
 // recorder's append latency (its lag) before and during the load. The
 // clients accept gzip, as Go's HTTP client does; KRPLY_BENCH_PLAIN=1
 // makes them ask for plain answers, and KRPLY_BENCH_CLIENTS=n runs n
-// clients instead of 4 and 32.
+// clients instead of 4 and 32. KRPLY_BENCH_RECORDER=process runs the
+// recorder in a process of its own on the same journal (this process's
+// Store then learns of its appends as of another process's), and
+// KRPLY_BENCH_NICE=n lowers this process's priority by n: the recorder's
+// lag when the queries do not take its CPU, as a recorder and a query
+// server in containers of their own would run.
 //
 // It then measures the harness's floor for a third of the time: the same
 // clients, recorder and HTTP stack against a handler that answers with
@@ -79,8 +87,17 @@ func BenchmarkQueryAPI(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_CLIENTS")); err == nil && n > 0 {
 		clients = []int{n}
 	}
+	// A recorder of its own process, and a lower priority for this one,
+	// are in the sub-benchmark's name.
+	var mode string
+	if os.Getenv("KRPLY_BENCH_RECORDER") == "process" {
+		mode += ",recorder=process"
+	}
+	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_NICE")); err == nil && n > 0 {
+		mode += fmt.Sprintf(",nice=%d", n)
+	}
 	for _, n := range clients {
-		b.Run(fmt.Sprintf("clients=%d", n), func(b *testing.B) { benchQueryAPI(b, n) })
+		b.Run(fmt.Sprintf("clients=%d%s", n, mode), func(b *testing.B) { benchQueryAPI(b, n) })
 	}
 }
 
@@ -109,42 +126,25 @@ func benchQueryAPI(b *testing.B, clients int) {
 	}
 
 	// The recorder: a batch of 20 events every 20 ms, each object moving
-	// on from its last version; its append latency is its lag.
-	var recMu sync.Mutex
-	var appendLat []time.Duration
-	stopRec := make(chan struct{})
-	recDone := make(chan error, 1)
-	go func() {
-		next := benchObjects * benchVersions
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stopRec:
-				recDone <- nil
-				return
-			case <-tick.C:
-			}
-			recs := make([]event.Record, 20)
-			for i := range recs {
-				recs[i] = benchObject(next%benchObjects, next/benchObjects, benchStart.Add(time.Duration(next+1)*time.Millisecond))
-				next++
-			}
-			start := time.Now()
-			if _, err := store.Append(ctx, recs); err != nil {
-				recDone <- err
-				return
-			}
-			recMu.Lock()
-			appendLat = append(appendLat, time.Since(start))
-			recMu.Unlock()
-		}
-	}()
-	lagSince := func(from int) []time.Duration {
-		recMu.Lock()
-		defer recMu.Unlock()
-		return slices.Clone(appendLat[from:])
+	// on from its last version; its append latency is its lag. In this
+	// process, or, with KRPLY_BENCH_RECORDER=process, in a process of its
+	// own on the same journal (the test binary again, benchRecorderMain).
+	var rec *benchRecorder
+	if os.Getenv("KRPLY_BENCH_RECORDER") == "process" {
+		rec = startRecorderProcess(b, path)
+	} else {
+		rec = startRecorder(ctx, store)
 	}
+	// KRPLY_BENCH_NICE=n lowers the priority of this process (the
+	// clients and the query API) by n, as a container of its own with a
+	// smaller CPU weight would: with the recorder in a process of its
+	// own, what its lag is when its CPU does not depend on the queries.
+	if n, err := strconv.Atoi(os.Getenv("KRPLY_BENCH_NICE")); err == nil && n > 0 {
+		if err := niceThreads(n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lagSince := rec.since
 	schedQuiet := schedLatencies()
 	time.Sleep(5 * time.Second)
 	quiet := lagSince(0)
@@ -195,8 +195,7 @@ func benchQueryAPI(b *testing.B, clients int) {
 		return float64((cputime.Process() - start).Microseconds()) / 1000 / float64(n)
 	}
 	// The recorder stops first: its appends would count as the requests'.
-	close(stopRec)
-	if err := <-recDone; err != nil {
+	if err := rec.stop(); err != nil {
 		b.Fatalf("the recorder failed: %v", err)
 	}
 	b.ReportMetric(cpuPer(srv.URL, "object", 200), "object-cpu-ms")
@@ -224,6 +223,137 @@ func benchQueryAPI(b *testing.B, clients int) {
 	b.ReportMetric(float64(len(loaded)*20)/float64(seconds), "append-loaded-ev/s")
 	b.ReportMetric(schedQuietP99, "sched-quiet-p99-ms")
 	b.ReportMetric(schedLoadP99, "sched-loaded-p99-ms")
+}
+
+// benchRecorder is BenchmarkQueryAPI's recorder: its append latencies,
+// and how to stop it.
+type benchRecorder struct {
+	mu   sync.Mutex
+	lat  []time.Duration
+	stop func() error
+}
+
+func (r *benchRecorder) add(d time.Duration) {
+	r.mu.Lock()
+	r.lat = append(r.lat, d)
+	r.mu.Unlock()
+}
+
+// since returns the latencies from the from-th on.
+func (r *benchRecorder) since(from int) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lat[from:])
+}
+
+// recordBench appends a batch of 20 events every 20 ms to store until
+// stop is closed, each object moving on from its last version, and
+// reports each append's latency.
+func recordBench(ctx context.Context, store *sqlite.Store, stop <-chan struct{}, report func(time.Duration)) error {
+	next := benchObjects * benchVersions
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-tick.C:
+		}
+		recs := make([]event.Record, 20)
+		for i := range recs {
+			recs[i] = benchObject(next%benchObjects, next/benchObjects, benchStart.Add(time.Duration(next+1)*time.Millisecond))
+			next++
+		}
+		start := time.Now()
+		if _, err := store.Append(ctx, recs); err != nil {
+			return err
+		}
+		report(time.Since(start))
+	}
+}
+
+// startRecorder runs recordBench on a goroutine of this process.
+func startRecorder(ctx context.Context, store *sqlite.Store) *benchRecorder {
+	r := &benchRecorder{}
+	stop, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- recordBench(ctx, store, stop, r.add) }()
+	r.stop = func() error {
+		close(stop)
+		return <-done
+	}
+	return r
+}
+
+// benchRecorderEnv names the journal a recorder process appends to
+// (benchRecorderMain).
+const benchRecorderEnv = "KRPLY_BENCH_RECORDER_JOURNAL"
+
+// startRecorderProcess runs recordBench in a process of its own, the test
+// binary again, on the journal at path; it prints each append's latency
+// in µs on a line, and stops when its standard input closes.
+func startRecorderProcess(b *testing.B, path string) *benchRecorder {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), benchRecorderEnv+"="+path)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	r := &benchRecorder{}
+	read := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			us, err := strconv.ParseInt(sc.Text(), 10, 64)
+			if err != nil {
+				read <- fmt.Errorf("the recorder process wrote %q", sc.Text())
+				return
+			}
+			r.add(time.Duration(us) * time.Microsecond)
+		}
+		read <- sc.Err()
+	}()
+	r.stop = func() error {
+		stdin.Close()
+		rerr := <-read
+		return errors.Join(rerr, cmd.Wait())
+	}
+	return r
+}
+
+// benchRecorderMain is the recorder process of startRecorderProcess.
+func benchRecorderMain(path string) int {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, path, sqlite.WithVersionIndex(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stop)
+	}()
+	out := bufio.NewWriter(os.Stdout)
+	err = recordBench(ctx, store, stop, func(d time.Duration) {
+		fmt.Fprintln(out, d.Microseconds())
+		out.Flush()
+	})
+	if cerr := store.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
 }
 
 // schedLatencies reads the runtime's histogram of the time goroutines

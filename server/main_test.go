@@ -7,4 +7,9 @@ import (
 	"github.com/krply/krply/krplytest/testenv"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.RunMain(m)) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv(benchRecorderEnv); path != "" {
+		os.Exit(benchRecorderMain(path))
+	}
+	os.Exit(testenv.RunMain(m))
+}

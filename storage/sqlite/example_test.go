@@ -193,37 +193,44 @@ func ExampleStore_ScanByObject() {
 	// part 1: cm-2 1005 {"metadata":{"name":"cm-2","resourceVersion":"1005"}}
 }
 
-// A server opens the journal its recorder writes and builds the version
-// index before it answers, so that its first answers come from the index
-// (without it, the first LatestAt starts the build and SQLite answers
-// until it is done).
+// A query server opens the journal a recorder writes and builds the
+// version index before it answers, so that its first answers come from
+// the index (without it, the first LatestAt starts the build and SQLite
+// answers until it is done).
 func ExampleStore_BuildVersionIndex() {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "krply-example")
+	path := filepath.Join(os.TempDir(), fmt.Sprintf("krply-example-%d.db", os.Getpid()))
+	defer func() {
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			os.Remove(path + suffix)
+		}
+	}()
+	recorder, err := sqlite.Open(ctx, path)
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	defer os.RemoveAll(dir)
-	s, err := sqlite.Open(ctx, filepath.Join(dir, "journal.db"))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer s.Close()
+	defer recorder.Close()
 	stream := event.Stream{ClusterID: "prod", Version: "v1", Resource: "configmaps", Namespace: "shop"}
 	ref := storagetest.Ref(stream, "ConfigMap", "shop", "cm", "u-cm", "1000")
 	rec := storagetest.Event(stream, event.Added, ref, []byte(`{"metadata":{"name":"cm","resourceVersion":"1000"}}`), time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC))
-	if _, err := s.Append(ctx, []event.Record{rec}); err != nil {
+	if _, err := recorder.Append(ctx, []event.Record{rec}); err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	if err := s.BuildVersionIndex(ctx); err != nil {
+	// The server: read-only, with the index a read-only Store leaves off.
+	server, err := sqlite.Open(ctx, path, sqlite.WithReadOnly(), sqlite.WithVersionIndex(sqlite.DefaultVersionIndex))
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	got, err := s.LatestAt(ctx, storage.ObjectIDOf(rec), time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC))
+	defer server.Close()
+	if err := server.BuildVersionIndex(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	got, err := server.LatestAt(ctx, storage.ObjectIDOf(rec), time.Date(2025, 3, 1, 13, 0, 0, 0, time.UTC))
 	if err != nil {
 		fmt.Println(err)
 		return

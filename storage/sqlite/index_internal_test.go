@@ -20,13 +20,7 @@ import (
 func TestWithVersionIndex(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	st := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
-	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	var recs []event.Record
-	for v := range 5 {
-		ref := storagetest.Ref(st, "ConfigMap", "shop", "cm", "u1", "10"+string(rune('0'+v)))
-		recs = append(recs, storagetest.Event(st, event.Modified, ref, storagetest.ConfigMap("shop", "cm", "u1", ref.ResourceVersion, nil), at.Add(time.Duration(v)*time.Second)))
-	}
+	_, at, recs := configMapVersions(5, 1)
 	obj := storage.ObjectIDOf(recs[0])
 
 	w, err := Open(ctx, path)
@@ -109,14 +103,7 @@ func TestVersionIndexBackground(t *testing.T) {
 
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	st := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
-	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	var recs []event.Record
-	for v := range 20 {
-		name := "cm-" + string(rune('a'+v%2))
-		ref := storagetest.Ref(st, "ConfigMap", "shop", name, "u-"+name, "10"+strconv.Itoa(v))
-		recs = append(recs, storagetest.Event(st, event.Modified, ref, storagetest.ConfigMap("shop", name, ref.UID, ref.ResourceVersion, nil), at.Add(time.Duration(v)*time.Second)))
-	}
+	st, at, recs := configMapVersions(20, 2)
 	w, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
@@ -237,4 +224,18 @@ func TestVersionIndexBackground(t *testing.T) {
 	if err := off.BuildVersionIndex(ctx); err != nil {
 		t.Errorf("BuildVersionIndex without an index: %v", err)
 	}
+}
+
+// configMapVersions returns n versions of objects ConfigMaps cm-a, cm-b,
+// … of one stream, in turn, a second apart from at, and the stream.
+func configMapVersions(n, objects int) (event.Stream, time.Time, []event.Record) {
+	st := event.Stream{ClusterID: "c1", Version: "v1", Resource: "configmaps", Namespace: "shop"}
+	at := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	var recs []event.Record
+	for v := range n {
+		name := "cm-" + string(rune('a'+v%objects))
+		ref := storagetest.Ref(st, "ConfigMap", "shop", name, "u-"+name, strconv.Itoa(100+v))
+		recs = append(recs, storagetest.Event(st, event.Modified, ref, storagetest.ConfigMap("shop", name, ref.UID, ref.ResourceVersion, nil), at.Add(time.Duration(v)*time.Second)))
+	}
+	return st, at, recs
 }

@@ -110,10 +110,13 @@ func (c *checkpointer) wrote(ctx context.Context, w *sql.DB) {
 // copied. A writer that pauses (a recorder between batches) finds it so
 // after most checkpoints; one that never pauses (an import) has always
 // begun its next transaction, or committed one, before a checkpoint beside
-// it ends. So once the log holds restartPages, a second checkpoint waits
+// it ends. So once the log holds restartPages, a second checkpoint copies
+// beside the writer what it committed during the first, and a third waits
 // for the writer's transaction to end and copies what it committed since,
-// holding the writer back (a transaction or two of pages, and the two
-// syncs): its next transaction starts the log over. Without it a writer
+// holding the writer back (a transaction's pages, and the two syncs): its
+// next transaction starts the log over. Held without the second, the
+// copy of what a long first checkpoint let pile up (readers slow it, and
+// so does a machine busy with them) held the writer several times longer. Without it a writer
 // that never pauses (an import) grows the log for its whole length, and
 // every read and checkpoint pays for the longer log; doing it after every
 // checkpoint would make the recorder's appends wait for it each time.
@@ -127,9 +130,14 @@ func (c *checkpointer) run() {
 		}
 		logPages, copied, err := c.checkpoint()
 		if err == nil && logPages >= restartPages {
-			c.writer.Lock()
-			logPages, copied, err = c.checkpoint()
-			c.writer.Unlock()
+			// First once more beside the writer: it copies what the writer
+			// committed during the checkpoint before, so that the one
+			// holding the writer copies only the last commit's pages.
+			if logPages, copied, err = c.checkpoint(); err == nil {
+				c.writer.Lock()
+				logPages, copied, err = c.checkpoint()
+				c.writer.Unlock()
+			}
 		}
 		if err != nil {
 			// The commit that filled the log stands; the next thousand

@@ -159,7 +159,7 @@ func (x *versionIndex) tryBringUp(ctx context.Context, db *sql.DB, bound, floor 
 		return false, x.building, nil
 	}
 	rebuild := !x.built || x.floor != floor
-	if rebuild && !wait && bound-floor >= indexBackgroundFrom && x.background != nil {
+	if rebuild && !wait && bound-floor >= indexBackgroundFrom {
 		x.buildBackground(db)
 		return false, x.building, nil
 	}
@@ -219,30 +219,18 @@ func (x *versionIndex) buildBackground(db *sql.DB) {
 	}()
 }
 
-// waitBuild waits for the build running on its own goroutine, if one
-// runs, to end.
-func (x *versionIndex) waitBuild(ctx context.Context) error {
-	x.mu.RLock()
-	done := x.building
-	x.mu.RUnlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // close stops a build on its own goroutine and waits for it.
 func (x *versionIndex) close() {
-	if x == nil || x.stop == nil {
+	if x == nil {
 		return
 	}
 	x.stop()
-	_ = x.waitBuild(context.Background())
+	x.mu.RLock()
+	done := x.building
+	x.mu.RUnlock()
+	if done != nil {
+		<-done
+	}
 }
 
 // BuildVersionIndex brings the version index (WithVersionIndex) up to the
